@@ -1,0 +1,80 @@
+"""The one place railonly starts a subprocess.
+
+Every external command goes through :func:`run`: an argv list (never a shell
+string), a timeout, captured output. Callers get a :class:`Result` back instead
+of an exception for a non-zero exit, so checks can judge failures as data.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Sequence
+
+
+class ToolMissing(RuntimeError):
+    """A needed program is not installed (the CLI maps this to exit 3)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def which(program: str) -> str | None:
+    return shutil.which(program)
+
+
+def require(program: str, package: str | None = None) -> str:
+    path = shutil.which(program)
+    if path is None:
+        hint = f" (Debian package '{package}'; ./setup.sh installs it)" if package else ""
+        raise ToolMissing(f"'{program}' is not installed{hint}")
+    return path
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    input: str | None = None,
+    check: bool = False,
+    netns: str | None = None,
+) -> Result:
+    """Run argv, optionally inside the named network namespace.
+
+    A timeout is reported as returncode 124 (as coreutils `timeout` does), a
+    missing program as 127, so callers have one shape to judge.
+    """
+    full = list(argv)
+    if netns is not None:
+        full = ["ip", "netns", "exec", netns, *full]
+    try:
+        cp = subprocess.run(
+            full,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        res = Result(tuple(full), cp.returncode, cp.stdout, cp.stderr)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        res = Result(tuple(full), 124, out, err + f"\ntimed out after {timeout:g}s")
+    except FileNotFoundError as exc:
+        res = Result(tuple(full), 127, "", str(exc))
+    if check and not res.ok:
+        raise RuntimeError(
+            f"command failed ({res.returncode}): {' '.join(full)}\n{res.stderr.strip()}"
+        )
+    return res

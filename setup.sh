@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One-time (idempotent) set-up for a fresh Debian machine: system packages the
+# labs and validators need, a virtual environment at .venv, and railonly in it.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian packages: FRR (routing + vtysh parser), iperf3 (traffic), lldpd
+# (cabling check), openssh-server (config push), tcpdump/nftables/traceroute
+# (path evidence), iproute2 (netns, veth, tc).
+APT_PACKAGES="frr iperf3 lldpd openssh-server tcpdump nftables traceroute iproute2 iputils-ping ethtool"
+
+missing=""
+for p in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: these Debian packages are missing:$missing; run this script as root (or install them)" >&2
+    exit 3
+  fi
+  echo "setup: installing Debian packages:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # The packages' own services (frr, lldpd, ssh) are not needed: railonly starts
+  # its own instances inside lab namespaces. policy-rc.d keeps them from starting.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+# Reinstall only when pyproject.toml changed since the last install.
+stamp=.venv/.railonly-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ ! -x .venv/bin/railonly ]; then
+  echo "setup: installing railonly and its Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch "$stamp"
+fi
