@@ -1,0 +1,244 @@
+"""Validate a SONiC ConfigDB document (config_db.json) against the SONiC YANG models.
+
+ConfigDB is `{TABLE: {"k1|k2": {field: value}}}`; the models want YANG JSON
+`{"sonic-x:sonic-x": {TABLE: {TABLE_LIST: [{key1: k1, key2: k2, field: value}]}}}`.
+The translation is driven by the table layout read from the models
+(:mod:`yang_tables`), and the result is judged by libyang. Every outcome is a
+list of :class:`Problem`; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .yang_tables import TableSchema, load_table_map
+
+# Overridable so a packaged install can point at its own copy of the models.
+YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR", "/work/shared/schemas/sonic-yang"))
+
+# Grouping-only module: loading it directly crashed the binding; importers pull it in.
+_SKIP_MODULES = {"sonic-bgp-common"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    table: str | None
+    key: str | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = "|".join(p for p in (self.table, self.key) if p) or "<document>"
+        return f"{where}{'.' + self.field if self.field else ''}: {self.message}"
+
+
+@dataclass
+class _Models:
+    ctx: Any  # oopt_gnpy_libyang.Context
+    tables: dict[str, TableSchema]
+    lock: threading.Lock  # a libyang context and its error store are not thread-safe
+
+
+@lru_cache(maxsize=4)
+def _models(yang_dir: Path = YANG_DIR) -> _Models:
+    """Load every module once per process (the context is reused by all calls)."""
+    import oopt_gnpy_libyang as ly
+
+    ly.set_log_options(ly.LogOptions.Store)  # keep libyang quiet on stderr
+    ctx = ly.Context(str(yang_dir), ly.ContextOptions.AllImplemented | ly.ContextOptions.NoYangLibrary)
+    for path in sorted(yang_dir.glob("*.yang")):
+        if path.stem not in _SKIP_MODULES:
+            ctx.load_module(path.stem)
+    ctx.clean_all_errors()  # load-time warnings (DHCP relay defaults) are not ours
+    tables, _clashes = load_table_map(yang_dir)
+    # Tables without lists or containers are event schemas, not ConfigDB tables.
+    tables = {n: t for n, t in tables.items() if t.lists or t.containers}
+    return _Models(ctx, tables, threading.Lock())
+
+
+def load_models() -> float:
+    """Load (or reuse) the models; returns seconds spent, for callers that report it."""
+    import time
+
+    t = time.perf_counter()
+    _models()
+    return time.perf_counter() - t
+
+
+def known_tables() -> list[str]:
+    return sorted(_models().tables)
+
+
+def _scalar(value: Any) -> Any:
+    # ConfigDB stores strings; ints are what a generator may slip in and SONiC
+    # stringifies them on load, so accept them. Booleans would become "True".
+    if isinstance(value, bool):
+        raise TypeError("boolean (ConfigDB wants a string such as \"true\")")
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        return [str(v) for v in value]  # leaf-list
+    raise TypeError(f"{type(value).__name__} value")
+
+
+def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
+    """Translate ConfigDB JSON to YANG instance JSON; untranslatable parts become problems."""
+    models = _models()
+    out: dict[str, dict] = {}
+    problems: list[Problem] = []
+    if not isinstance(doc, dict):
+        return out, [Problem(None, None, None, "document is not a JSON object")]
+    for table, entries in doc.items():
+        schema = models.tables.get(table)
+        if schema is None:
+            problems.append(Problem(table, None, None, f"unknown table {table!r} (no SONiC YANG model defines it)"))
+            continue
+        if not isinstance(entries, dict):
+            problems.append(Problem(table, None, None, "table is not a JSON object"))
+            continue
+        tab = out.setdefault(schema.module, {}).setdefault(table, {})
+        for key, fields in entries.items():
+            if not isinstance(fields, dict):
+                problems.append(Problem(table, key, None, "entry is not a JSON object"))
+                continue
+            node: dict[str, Any] = {}
+            try:
+                for f, v in fields.items():
+                    node[f] = _scalar(v)
+            except TypeError as exc:
+                problems.append(Problem(table, key, f, f"bad value: {exc}"))
+                continue
+            if key in schema.containers:
+                tab[key] = node
+                continue
+            parts = key.split("|")
+            lst = schema.list_for(len(parts))
+            if lst is None:
+                shapes = ", ".join("|".join(l.keys) for l in schema.lists) or ", ".join(schema.containers)
+                problems.append(Problem(table, key, None, f"key has {len(parts)} part(s); table expects {shapes}"))
+                continue
+            node.update(zip(lst.keys, parts))  # key leaves win over same-named fields
+            tab.setdefault(lst.name, []).append((key, node))
+    return out, problems
+
+
+_PATH = re.compile(r"^/[^/]+/(?:[^/:]+:)?(?P<table>[^/\[]+)(?:/(?P<node>[^/\[]+)(?P<preds>(?:\[[^\]]*\])*))?(?:/(?P<field>[^/\[]+))?")
+_PRED = re.compile(r"""\[(?:[^=\]:]+:)?([^=\]]+)=(?:'([^']*)'|"([^"]*)")\]""")
+
+
+def _locate(data_path: str | None, tables: dict[str, TableSchema]) -> tuple[str | None, str | None, str | None]:
+    """Turn libyang's data path into ConfigDB (table, key, field)."""
+    if not data_path:
+        return None, None, None
+    m = _PATH.match(data_path)
+    if not m:
+        return None, None, None
+    table, node, preds, field = m.group("table"), m.group("node"), m.group("preds"), m.group("field")
+    if field and ":" in field:
+        field = field.split(":", 1)[1]
+    schema = tables.get(table)
+    if schema and node in schema.containers:
+        return table, node, field
+    key = "|".join((a if a is not None else b) for _, a, b in _PRED.findall(preds or "")) or None
+    if field and schema and any(field in l.keys for l in schema.lists):
+        field = None  # a key leaf: the key already names it
+    return table, key, field
+
+
+def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str]]]:
+    """YANG JSON text with one ConfigDB entry per line, and line -> (table, key).
+
+    Parse-time errors (bad types) come with a list path but no key predicate;
+    their line number is what ties them back to the entry.
+    """
+    lines: list[str] = ["{"]
+    where: dict[int, tuple[str, str]] = {}
+    dump = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731
+    mods = list(yang.items())
+    for mi, (mod, tables) in enumerate(mods):
+        lines.append(f"{dump(mod)}: {{")
+        for ti, (table, body) in enumerate(tables.items()):
+            lines.append(f"{dump(table)}: {{")
+            items = list(body.items())
+            for ii, (name, val) in enumerate(items):
+                sep = "," if ii < len(items) - 1 else ""
+                if isinstance(val, dict):  # container entry (DEVICE_METADATA|localhost)
+                    where[len(lines) + 1] = (table, name)
+                    lines.append(f"{dump(name)}: {dump(val)}{sep}")
+                    continue
+                lines.append(f"{dump(name)}: [")
+                for ei, (key, entry) in enumerate(val):
+                    where[len(lines) + 1] = (table, key)
+                    lines.append(dump(entry) + ("," if ei < len(val) - 1 else ""))
+                lines.append("]" + sep)
+            lines.append("}" + ("," if ti < len(tables) - 1 else ""))
+        lines.append("}" + ("," if mi < len(mods) - 1 else ""))
+    lines.append("}")
+    return "\n".join(lines), where
+
+
+_FIELD_IN_MSG = re.compile(r'^(?:Node|Mandatory node) "([^"]+)"')
+
+
+def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
+    import oopt_gnpy_libyang as ly
+
+    text, where = _render(yang)
+    ctx = models.ctx
+    parse = ly.ParseOptions.Strict | ly.ParseOptions.JsonStringDataTypes
+    # Present: only modules with data are validated (others would just add noise);
+    # MultiError: report everything, not the first failure.
+    valid = ly.ValidationOptions.NoState | ly.ValidationOptions.Present | ly.ValidationOptions.MultiError
+    with models.lock:
+        ctx.clean_all_errors()
+        try:
+            ctx.parse_data(text, ly.DataFormat.JSON, parse, valid)
+            return []
+        except Exception as exc:  # details are in libyang's error store; the exception is generic
+            errs = [(e.data_path, e.line, str(e.message)) for e in ctx.errors() if e.level == ly.LogLevel.Error]
+            fallback = str(exc)
+        ctx.clean_all_errors()
+    out: list[Problem] = []
+    for data_path, line, message in errs:
+        table, key, field = _locate(data_path, models.tables)
+        if line in where:  # parse errors: the line names the exact entry
+            table, key = where[line]
+        m = _FIELD_IN_MSG.match(message)
+        if field is None and m:
+            field = m.group(1)
+        p = Problem(table, key, field, message.strip())
+        if p not in out:
+            out.append(p)
+    return out or [Problem(None, None, None, f"libyang rejected the document: {fallback}")]
+
+
+def validate_config_db(doc: dict) -> list[Problem]:
+    """All problems of one ConfigDB document; [] means it passes the models."""
+    try:
+        models = _models()
+    except Exception as exc:
+        return [Problem(None, None, None, f"could not load SONiC YANG models from {YANG_DIR}: {exc}")]
+    try:
+        yang, problems = to_yang_json(doc)
+        if yang:
+            problems += _libyang_problems(yang, models)
+        return problems
+    except Exception as exc:  # the caller gets data, never a crash from the binding
+        return [Problem(None, None, None, f"internal validator error: {type(exc).__name__}: {exc}")]
+
+
+def validate_config_db_file(path: str | os.PathLike) -> list[Problem]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [Problem(None, None, None, f"cannot read {path}: {exc}")]
+    return validate_config_db(doc)
