@@ -78,3 +78,46 @@ def run(
             f"command failed ({res.returncode}): {' '.join(full)}\n{res.stderr.strip()}"
         )
     return res
+
+
+# Popen objects of background processes, kept so they can be reaped (no zombies,
+# no "still running" warnings when the object would be collected).
+_spawned: dict[int, subprocess.Popen] = {}
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    netns: str | None = None,
+    log: str | None = None,
+) -> int:
+    """Start argv in the background (own session, so the caller's Ctrl-C does not
+    reach it) and return its pid. Through `ip netns exec`, which execs the
+    program in place: the pid is the program's own. Output goes to `log` (or
+    /dev/null). Raises OSError if the program cannot be started.
+    """
+    full = list(argv)
+    if netns is not None:
+        full = ["ip", "netns", "exec", netns, *full]
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    try:
+        p = subprocess.Popen(
+            full,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        if log:
+            out.close()
+    _spawned[p.pid] = p
+    return p.pid
+
+
+def reap(pid: int) -> None:
+    """Collect the exit status of a process started by spawn() (no-op otherwise)."""
+    p = _spawned.get(pid)
+    if p is not None and p.poll() is not None:
+        del _spawned[pid]

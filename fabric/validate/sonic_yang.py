@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .yang_tables import TableSchema, load_table_map
+from .yang_tables import ListSchema, TableSchema, load_table_map
 
 # Overridable so a packaged install can point at its own copy of the models.
 YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR", "/work/shared/schemas/sonic-yang"))
@@ -90,6 +90,17 @@ def _scalar(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} value")
 
 
+def _fold_inner(node: dict, lst: ListSchema) -> None:
+    """Move map-style fields ({"26": "3"}) into the nested YANG list (DSCP_TO_TC_MAP)."""
+    inner = [i for i in lst.inner if i.value]
+    if len(inner) != 1:
+        return
+    il = inner[0]
+    extra = [f for f in node if f not in lst.leaves and f not in lst.keys]
+    if extra:
+        node[il.name] = [{il.key: f, il.value: node.pop(f)} for f in extra]
+
+
 def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
     """Translate ConfigDB JSON to YANG instance JSON; untranslatable parts become problems."""
     models = _models()
@@ -127,11 +138,16 @@ def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
                 problems.append(Problem(table, key, None, f"key has {len(parts)} part(s); table expects {shapes}"))
                 continue
             node.update(zip(lst.keys, parts))  # key leaves win over same-named fields
+            _fold_inner(node, lst)
             tab.setdefault(lst.name, []).append((key, node))
     return out, problems
 
 
-_PATH = re.compile(r"^/[^/]+/(?:[^/:]+:)?(?P<table>[^/\[]+)(?:/(?P<node>[^/\[]+)(?P<preds>(?:\[[^\]]*\])*))?(?:/(?P<field>[^/\[]+))?")
+_PATH = re.compile(
+    r"^/[^/]+/(?:[^/:]+:)?(?P<table>[^/\[]+)"
+    r"(?:/(?P<node>[^/\[]+)(?P<preds>(?:\[[^\]]*\])*))?"
+    r"""(?:/(?P<field>[^/\[]+)(?:\[[^=\]]+=(?:'(?P<ik1>[^']*)'|"(?P<ik2>[^"]*)")\])?)?"""
+)
 _PRED = re.compile(r"""\[(?:[^=\]:]+:)?([^=\]]+)=(?:'([^']*)'|"([^"]*)")\]""")
 
 
@@ -149,13 +165,16 @@ def _locate(data_path: str | None, tables: dict[str, TableSchema]) -> tuple[str 
     if schema and node in schema.containers:
         return table, node, field
     key = "|".join((a if a is not None else b) for _, a, b in _PRED.findall(preds or "")) or None
+    inner_key = m.group("ik1") if m.group("ik1") is not None else m.group("ik2")
+    if field and inner_key is not None and schema and any(field == i.name for l in schema.lists for i in l.inner):
+        field = inner_key  # DSCP_TO_TC_MAP[dscp='26'] is ConfigDB field "26"
     if field and schema and any(field in l.keys for l in schema.lists):
         field = None  # a key leaf: the key already names it
     return table, key, field
 
 
-def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str]]]:
-    """YANG JSON text with one ConfigDB entry per line, and line -> (table, key).
+def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str, str | None]]]:
+    """YANG JSON text with one ConfigDB entry per line, and line -> (table, key, field).
 
     Parse-time errors (bad types) come with a list path but no key predicate;
     their line number is what ties them back to the entry.
@@ -172,13 +191,28 @@ def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str]]]:
             for ii, (name, val) in enumerate(items):
                 sep = "," if ii < len(items) - 1 else ""
                 if isinstance(val, dict):  # container entry (DEVICE_METADATA|localhost)
-                    where[len(lines) + 1] = (table, name)
+                    where[len(lines) + 1] = (table, name, None)
                     lines.append(f"{dump(name)}: {dump(val)}{sep}")
                     continue
                 lines.append(f"{dump(name)}: [")
                 for ei, (key, entry) in enumerate(val):
-                    where[len(lines) + 1] = (table, key)
-                    lines.append(dump(entry) + ("," if ei < len(val) - 1 else ""))
+                    tail = "," if ei < len(val) - 1 else ""
+                    where[len(lines) + 1] = (table, key, None)
+                    nested = {f: v for f, v in entry.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+                    if not nested:
+                        lines.append(dump(entry) + tail)
+                        continue
+                    # map-style entries (DSCP_TO_TC_MAP): one map item per line, so a
+                    # bad item is named by its ConfigDB field ("26")
+                    flat = {f: v for f, v in entry.items() if f not in nested}
+                    lines.append(dump(flat)[:-1] + ("," if flat else ""))
+                    for ni, (f, items) in enumerate(nested.items()):
+                        lines.append(f"{dump(f)}: [")
+                        for xi, item in enumerate(items):
+                            where[len(lines) + 1] = (table, key, str(next(iter(item.values()))))
+                            lines.append(dump(item) + ("," if xi < len(items) - 1 else ""))
+                        lines.append("]" + ("," if ni < len(nested) - 1 else ""))
+                    lines.append("}" + tail)
                 lines.append("]" + sep)
             lines.append("}" + ("," if ti < len(tables) - 1 else ""))
         lines.append("}" + ("," if mi < len(mods) - 1 else ""))
@@ -211,7 +245,8 @@ def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
     for data_path, line, message in errs:
         table, key, field = _locate(data_path, models.tables)
         if line in where:  # parse errors: the line names the exact entry
-            table, key = where[line]
+            table, key, item = where[line]
+            field = item or field
         m = _FIELD_IN_MSG.match(message)
         if field is None and m:
             field = m.group(1)

@@ -88,9 +88,23 @@ def parse_yang(text: str) -> Stmt:
 
 
 @dataclass(frozen=True)
+class InnerList:
+    """A list nested in a table list: ConfigDB flattens it into fields.
+
+    DSCP_TO_TC_MAP|AZURE {"26": "3"} is YANG DSCP_TO_TC_MAP [{dscp: 26, tc: 3}].
+    """
+
+    name: str
+    key: str
+    value: str | None  # the one non-key leaf, if exactly one
+
+
+@dataclass(frozen=True)
 class ListSchema:
     name: str
     keys: tuple[str, ...]
+    leaves: frozenset[str] = frozenset()  # leaf and leaf-list names (data view)
+    inner: tuple[InnerList, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +133,24 @@ def _data_children(stmt: Stmt, groupings: dict[str, Stmt]) -> list[Stmt]:
     return out
 
 
+def _keys(stmt: Stmt) -> tuple[str, ...]:
+    key = stmt.first("key")
+    return tuple(key.arg.split()) if key and key.arg else ()
+
+
+def _list_schema(stmt: Stmt, groupings: dict[str, Stmt]) -> ListSchema:
+    leaves, inner = set(), []
+    for c in _data_children(stmt, groupings):
+        if c.keyword in ("leaf", "leaf-list") and c.arg:
+            leaves.add(c.arg)
+        elif c.keyword == "list" and c.arg:
+            ikeys = _keys(c)
+            vals = [x.arg for x in _data_children(c, groupings) if x.keyword == "leaf" and x.arg not in ikeys]
+            if len(ikeys) == 1:
+                inner.append(InnerList(c.arg, ikeys[0], vals[0] if len(vals) == 1 else None))
+    return ListSchema(stmt.arg or "", _keys(stmt), frozenset(leaves), tuple(inner))
+
+
 def tables_of_module(root: Stmt) -> list[TableSchema]:
     mod = root.first("module")
     if mod is None:  # submodule or not a module
@@ -132,9 +164,7 @@ def tables_of_module(root: Stmt) -> list[TableSchema]:
             lists, conts = [], []
             for child in _data_children(tab, groupings):
                 if child.keyword == "list" and child.arg:
-                    key = child.first("key")
-                    keys = tuple(key.arg.split()) if key and key.arg else ()
-                    lists.append(ListSchema(child.arg, keys))
+                    lists.append(_list_schema(child, groupings))
                 elif child.keyword == "container" and child.arg:
                     conts.append(child.arg)
             tables.append(TableSchema(tab.arg, f"{mod.arg}:{top.arg}", tuple(lists), tuple(conts)))

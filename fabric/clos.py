@@ -1,0 +1,58 @@
+"""The counting model of a non-blocking folded Clos (PAPER.md), as pure arithmetic.
+
+The fabric builder uses :func:`tiers` to pick the depth of each Clos; the
+closed-form counts here are what tests compare the built graph against.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def max_endpoints(tiers: int, radix: int) -> int:
+    return {1: radix, 2: radix * radix // 2, 3: radix**3 // 4}[tiers]
+
+
+def tiers(n: int, radix: int) -> int | None:
+    """Fewest tiers whose Clos holds n endpoints at this radix; None past three."""
+    for t in (1, 2, 3):
+        if n <= max_endpoints(t, radix):
+            return t
+    return None
+
+
+def model_counts(n: int, radix: int) -> dict:
+    """Switches, links and transceivers of the paper's counting model (n endpoints)."""
+    t = tiers(n, radix)
+    if t is None:
+        raise ValueError(f"{n} endpoints exceed three tiers at radix {radix}")
+    switches = {1: math.ceil(n / radix), 2: 3 * n / radix, 3: 5 * n / radix}[t]
+    return {"tiers": t, "switches": switches, "links": t * n, "transceivers": 2 * t * n}
+
+
+def leaves_needed(endpoints: int, radix: int) -> int:
+    """Leaves of a multi-tier Clos: each leaf has radix/2 ports down."""
+    return math.ceil(endpoints / (radix // 2))
+
+
+def depth(endpoints: int, leaves: int, radix: int) -> int | None:
+    """Tiers for a Clos whose tier-1 is `leaves` switches (used when leaves must
+    stay rail-pure, as in the baseline, so the leaf count is not just n/(k/2)).
+
+    One tier when everything fits one switch; two while every leaf can reach
+    every spine (leaves <= radix); three while pods of radix/2 leaves fit the
+    cores (pods <= radix); otherwise None.
+    """
+    if endpoints <= radix:
+        return 1
+    half = radix // 2
+    if leaves <= radix:
+        return 2
+    if math.ceil(leaves / half) <= radix:
+        return 3
+    return None
+
+
+def baseline_depth(rails: int, domains: int, radix: int) -> int | None:
+    """Tiers of the rail-optimized baseline: rail-pure leaves, spines across rails."""
+    return depth(rails * domains, rails * leaves_needed(domains, radix), radix)

@@ -1,0 +1,72 @@
+"""Design -> every artifact of an OUTDIR, as {relative path: bytes}.
+
+Each producer is a pure function of the fabric graph returning
+{path: text}; :data:`PRODUCERS` lists them in the order they run. Adding an
+artifact means adding one producer here. Nothing is written: the CLI hands
+the result to :func:`railonly.fabric.writer.write_outdir`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from . import cabling, fabric_json
+from .build import build_fabric
+from .design import Design
+from .model import Fabric
+from .progress import Progress, Silent
+
+Producer = Callable[[Fabric, Progress], dict[str, str]]
+
+
+def _fabric_json(fab: Fabric, progress: Progress) -> dict[str, str]:
+    text = fabric_json.render(fab)
+    json.loads(text)  # parse back before writing (a renderer bug must not reach disk)
+    return {"fabric.json": text}
+
+
+def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
+    return {"cabling.csv": cabling.render(fab)}
+
+
+PRODUCERS: list[tuple[str, Producer]] = [
+    ("fabric.json", _fabric_json),
+    ("cabling plan", _cabling),
+]
+
+
+def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, bytes]:
+    progress = progress or Silent()
+    files: dict[str, str] = {}
+    for label, produce in PRODUCERS:
+        progress.step(f"rendering {label}")
+        out = produce(fab, progress)
+        clash = files.keys() & out.keys()
+        if clash:
+            raise AssertionError(f"two producers write {sorted(clash)}")
+        files.update(out)
+    return {path: text.encode() for path, text in files.items()}
+
+
+def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
+    progress = progress or Silent()
+    progress.step("building fabric graph")
+    fab = build_fabric(design)
+    return fab, compile_fabric(fab, progress)
+
+
+def summary(fab: Fabric) -> str:
+    d = fab.design
+    by_tier = fab.switches_by_tier()
+    names = {1: "leaf", 2: "spine", 3: "core"}
+    tiers = ", ".join(f"{len(v):,} {names[t]}" for t, v in by_tier.items())
+    rails_desc = f"{d.rails} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
+    lines = [
+        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)",
+        f"  GPUs      {len(fab.gpus):,} ({rails_desc})",
+        f"  tiers     {fab.tiers} {'per rail' if d.topology == 'rail-only' else 'across rails'}",
+        f"  switches  {len(fab.switches):,} ({tiers})",
+        f"  cables    {len(fab.cables()):,} ({2 * len(fab.cables()):,} transceivers)",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""`fabric.json` (Contract 3, schema_version 1): the compiled graph as JSON.
+
+One node or link per line: the file stays diffable and greppable at 100k
+links, and json.dumps per item is still the C encoder.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .model import Endpoint, Fabric, Link, Node
+
+SCHEMA_VERSION = 1
+
+
+def node_dict(n: Node) -> dict:
+    if n.role == "gpu":
+        return {"name": n.name, "role": "gpu", "hb_domain": n.hb_domain, "rank": n.rank, "rail": n.rail}
+    if n.role == "hb":
+        return {"name": n.name, "role": "hb", "hb_domain": n.hb_domain}
+    return {
+        "name": n.name, "role": "switch", "tier": n.tier, "rails": n.rails, "platform": n.platform,
+        "asn": n.asn, "loopback": n.loopback,
+        "vlans": [{"vlan": v.vlan, "rail": v.rail, "subnet": v.subnet, "gateway": v.gateway} for v in n.vlans],
+    }
+
+
+def _ep(e: Endpoint) -> dict:
+    return {"node": e.node, "port": e.port, "ip": e.ip}
+
+
+def link_dict(lk: Link) -> dict:
+    out = {"kind": lk.kind, "rail": lk.rail, "gbps": lk.gbps, "tier": lk.tier, "a": _ep(lk.a), "b": _ep(lk.b)}
+    if lk.cable_id:
+        out["cable_id"] = lk.cable_id
+    return out
+
+
+def render(fab: Fabric) -> str:
+    d = fab.design
+    head = {
+        "schema_version": SCHEMA_VERSION, "name": d.name, "topology": d.topology, "rail_mode": d.rail_mode,
+        "hb_domain_size": d.hb_size, "hb_domain_count": fab_domains(fab), "radix": d.radix,
+        "nic_gbps": d.nic_gbps, "hb_gbps": d.hb_gbps, "tiers": fab.tiers,
+    }
+    dumps = json.JSONEncoder(sort_keys=False, separators=(", ", ": ")).encode
+    lines = ["{" + dumps(head)[1:-1] + ","]
+    lines.append(' "nodes": [')
+    nodes = fab.nodes
+    lines.extend("  " + dumps(node_dict(n)) + ("," if i < len(nodes) - 1 else "") for i, n in enumerate(nodes))
+    lines.append(" ],")
+    lines.append(' "links": [')
+    links = fab.links
+    lines.extend("  " + dumps(link_dict(lk)) + ("," if i < len(links) - 1 else "") for i, lk in enumerate(links))
+    lines.append(" ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def fab_domains(fab: Fabric) -> int:
+    return len(fab.hbs)

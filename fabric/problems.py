@@ -1,0 +1,45 @@
+"""Problems found in user input, collected rather than raised one at a time.
+
+A :class:`Problem` names where (key path and, when known, file and line), what
+constraint was broken, and how to fix it. Loaders and validators append to a
+list; callers stop at phase boundaries by raising :class:`InputError` with all
+of them, so a user fixes everything in one round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str  # dotted key path into the input ("hb_domain.size"), "" for the whole file
+    message: str  # the constraint and the offending value
+    hint: str = ""  # how to fix it
+    line: int | None = None  # 1-based line in the input file
+    file: str | None = None
+
+    def format(self) -> str:
+        where = self.file or "design"
+        if self.line is not None:
+            where += f":{self.line}"
+        key = f" {self.path}:" if self.path else ""
+        text = f"error: {where}:{key} {self.message}"
+        if self.hint:
+            text += f"\n  fix: {self.hint}"
+        return text
+
+
+class InputError(Exception):
+    """Invalid user input; carries every problem found (CLI exit code 2)."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(p.format() for p in self.problems))
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(sorted(choices))}"

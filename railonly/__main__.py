@@ -1,0 +1,3 @@
+from railonly.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""`railonly compile DESIGN -o OUTDIR`: every artifact, written atomically."""
+
+from __future__ import annotations
+
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compile", help="compile a design into configs, cabling, BOM and lab files")
+    p.add_argument("design", metavar="DESIGN.yml")
+    p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
+    p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from railonly.fabric.compiler import compile_design, summary
+    from railonly.fabric.design import load_design
+    from railonly.fabric.progress import Silent, Stderr
+    from railonly.fabric.writer import write_outdir
+
+    design = load_design(args.design)
+    show = args.progress or (design.gpus > 2048 and not args.quiet)
+    progress = Stderr() if show else Silent()
+    fab, files = compile_design(design, progress)
+    progress.step(f"writing {len(files):,} files")
+    write_outdir(args.outdir, files, design.sha256)
+    if not args.quiet:
+        print(summary(fab))
+        print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
+    return 0
+
+
