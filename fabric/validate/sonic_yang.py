@@ -122,12 +122,11 @@ def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
                 problems.append(Problem(table, key, None, "entry is not a JSON object"))
                 continue
             node: dict[str, Any] = {}
-            try:
-                for f, v in fields.items():
+            for f, v in fields.items():
+                try:
                     node[f] = _scalar(v)
-            except TypeError as exc:
-                problems.append(Problem(table, key, f, f"bad value: {exc}"))
-                continue
+                except TypeError as exc:  # drop the field, keep the entry: no cascade of leafref errors
+                    problems.append(Problem(table, key, f, f"bad value: {exc}"))
             if key in schema.containers:
                 tab[key] = node
                 continue
@@ -223,6 +222,15 @@ def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str, str | None]]]:
 _FIELD_IN_MSG = re.compile(r'^(?:Node|Mandatory node) "([^"]+)"')
 
 
+def _is_echo(p: Problem, earlier: list[Problem]) -> bool:
+    """libyang repeats a rejected value as "mandatory node missing" / "missing its key"."""
+    if p.message.startswith("Mandatory node"):
+        return any((e.table, e.key, e.field) == (p.table, p.key, p.field) for e in earlier)
+    if p.message.startswith("List instance is missing its key"):
+        return any(e.table == p.table for e in earlier)
+    return False
+
+
 def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
     import oopt_gnpy_libyang as ly
 
@@ -251,8 +259,9 @@ def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
         if field is None and m:
             field = m.group(1)
         p = Problem(table, key, field, message.strip())
-        if p not in out:
-            out.append(p)
+        if p in out or _is_echo(p, out):
+            continue
+        out.append(p)
     return out or [Problem(None, None, None, f"libyang rejected the document: {fallback}")]
 
 
