@@ -68,12 +68,15 @@ def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[Frr
     spans: list[tuple[int, int, str]] = []  # (first global line, last, name)
     parts: list[str] = []
     line = 1
-    for name, text in named:
+    for i, (name, text) in enumerate(named):
+        if i:  # between files only: a lone file is judged exactly as written
+            parts.append(_SEPARATOR)
+            line += 1
         body = text.splitlines()
-        parts.append("\n".join(body))
+        if body:  # an empty part would still add a line and shift the numbering
+            parts.append("\n".join(body))
         spans.append((line, line + len(body) - 1, name))
-        parts.append(_SEPARATOR)
-        line += len(body) + 1
+        line += len(body)
     with tempfile.TemporaryDirectory(prefix="railonly-vtysh-") as tmp:
         Path(tmp, "vtysh.conf").write_text("")  # empty: no /etc/frr dependency
         conf = Path(tmp, "check.conf")
@@ -82,8 +85,12 @@ def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[Frr
     problems: list[FrrProblem] = []
     for gline, cmd, msg in _parse_output(res.stderr, res.stdout):
         owner = next(((s, n) for s, e, n in spans if s <= gline <= e), None)
-        if owner is None:  # the separator itself cannot fail; keep it visible if it does
-            problems.append(FrrProblem("<batch>", gline, cmd, msg))
+        if owner is None:
+            # The separator fails only when a file left config mode (a top-level
+            # `exit`); later files would then be misjudged, so check one by one.
+            if len(named) > 1:
+                return [p for item in named for p in _check_one_process([item], timeout)]
+            continue
         else:
             problems.append(FrrProblem(owner[1], gline - owner[0] + 1, cmd, msg))
     if not res.ok and not problems:

@@ -49,3 +49,14 @@ def test_batch_maps_lines_to_files_and_resets_context():
 def test_unreadable_file_is_a_problem(tmp_path):
     probs = check_frr_file(tmp_path / "missing.conf")
     assert len(probs) == 1 and probs[0].line is None
+
+
+def test_file_leaving_config_mode_does_not_poison_the_batch():
+    texts = {"escapes": "hostname a\nexit\n", "good": GOOD.read_text(), "bad": " maximum-paths 4\n"}
+    probs = check_frr_texts(texts, files_per_process=3)
+    assert sorted((p.file, p.line) for p in probs) == [("bad", 1)]
+
+
+def test_empty_file_keeps_numbering():
+    probs = check_frr_texts([("empty", ""), ("bad", "hostname x\nfoo bar\n")], files_per_process=2)
+    assert [(p.file, p.line) for p in probs] == [("bad", 2)]
