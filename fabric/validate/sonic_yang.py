@@ -102,7 +102,11 @@ def _fold_inner(node: dict, lst: ListSchema) -> None:
 
 
 def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
-    """Translate ConfigDB JSON to YANG instance JSON; untranslatable parts become problems."""
+    """Translate ConfigDB JSON to YANG instance form; untranslatable parts become problems.
+
+    Lists hold (ConfigDB key, entry) pairs so errors can be traced back to the
+    key; :func:`_render` turns this into the JSON text libyang parses.
+    """
     models = _models()
     out: dict[str, dict] = {}
     problems: list[Problem] = []
