@@ -171,6 +171,12 @@ def _start_process(p: Process, entry: dict) -> None:
         os.makedirs(d, exist_ok=True)
         if ids:
             os.chown(d, *ids)
+    for path, text in p.files:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        if ids:
+            os.chown(path, *ids)
     try:
         os.unlink(p.pidfile)  # a stale file would be mistaken for the new daemon
     except FileNotFoundError:
@@ -201,6 +207,15 @@ def _start_process(p: Process, entry: dict) -> None:
     entry["pid"], entry["starttime"] = pi.pid, pi.starttime
 
 
+def _topmost_missing(d: str) -> str | None:
+    """The highest ancestor of d (or d) that makedirs will create; None if d exists."""
+    d = os.path.abspath(d)
+    top = None
+    while not os.path.exists(d):
+        top, d = d, os.path.dirname(d)
+    return top
+
+
 def _process_phase(steps: list[Step], state: dict, path: str, workers: int) -> None:
     entries = {e["name"]: e for e in state["processes"]}
     new_dirs = []
@@ -210,7 +225,10 @@ def _process_phase(steps: list[Step], state: dict, path: str, workers: int) -> N
             "name": p.name, "netns": p.netns, "argv": list(p.argv),
             "pidfile": p.pidfile, "pid": None, "starttime": None,
         }
-        new_dirs += [d for d in p.dirs if not os.path.exists(d) and d not in new_dirs]
+        for d in p.dirs:
+            top = _topmost_missing(d)
+            if top and top not in new_dirs and top not in state.get("dirs", []):
+                new_dirs.append(top)
     state["processes"] = list(entries.values())
     state["dirs"] = state.get("dirs", []) + new_dirs
     _save(path, state)  # intent: destroy finds them by pid file if we stop now
@@ -302,6 +320,8 @@ def deploy(
                 _parallel(jobs, workers)
         report.phases[phase] = time.perf_counter() - t
     if wait_links and plan.veths:
+        if hook is not None:
+            hook("settle", [])
         t = time.perf_counter()
         _wait_links(plan, wait_links, workers)
         report.phases["settle"] = time.perf_counter() - t

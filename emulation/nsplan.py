@@ -125,7 +125,9 @@ class Process:
     ``daemonizes=False``: the engine starts it in the background and writes
     ``pidfile`` itself. ``daemonizes=True``: the program forks away and writes
     ``pidfile`` (FRR ``-d -i``); the engine waits for the file. ``dirs`` are
-    created first (owned by ``owner``, "user:group") for sockets and logs.
+    created first (owned by ``owner``, "user:group") for sockets and logs,
+    then ``files`` written (configs travel inside the plan, so its
+    fingerprint changes when a config does).
     """
 
     name: str  # unique in the plan, e.g. "spine1/bgpd"
@@ -137,6 +139,7 @@ class Process:
     owner: str | None = None
     log: str | None = None  # stdout+stderr of a non-daemonizing process
     ready_timeout: float = 15.0
+    files: tuple[tuple[str, str], ...] = ()  # (path, text), mode 0640, owned by owner
 
 
 @dataclass(frozen=True)
@@ -362,8 +365,9 @@ def validate(plan: Plan) -> list[str]:
         ns_ok(f"process {p.name}", p.netns)
         if not p.argv:
             errs.append(f"process {p.name}: empty argv")
-        if not p.pidfile.startswith("/"):
-            errs.append(f"process {p.name}: pidfile must be an absolute path")
+        for path in (p.pidfile, *p.dirs, *(f for f, _ in p.files)):
+            if not path.startswith("/") or "/../" in path + "/":
+                errs.append(f"process {p.name}: {path!r} must be an absolute path without '..'")
     for k, v in plan.root_sysctls:
         if not re.match(r"^net\.ipv[46]\.neigh\.default\.gc_thresh[123]$", k):
             errs.append(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
@@ -564,8 +568,14 @@ def dump(plan: Plan, steps: list[Step] | None = None) -> str:
         elif s.kind == "process":
             p = s.process
             how = "daemonizes, writes" if p.daemonizes else "background, engine writes"
+            own = ""
+            if p.owner:
+                user, _, group = p.owner.partition(":")
+                own = f"-o {user} -g {group or user} "
             for d in p.dirs:
-                out.append(f"install -d {'-o ' + p.owner.split(':')[0] + ' -g ' + p.owner.split(':')[1] + ' ' if p.owner else ''}{d}")
+                out.append(f"install -d {own}{d}")
+            for path, text in p.files:
+                out.append(f"install -m 0640 {own}/dev/stdin {path}   # {len(text)} bytes from the plan")
             out.append(" ".join(_quote(w) for w in s.argv) + f"   # {p.name}: {how} {p.pidfile}")
         else:
             out.append(" ".join(s.argv) + " <<'EOF'\n" + (s.stdin or "") + "EOF")
