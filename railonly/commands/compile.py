@@ -10,16 +10,20 @@ def register(sub) -> None:
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--lab-domains", type=int, metavar="N",
+                   help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from railonly.fabric.compiler import compile_design, summary
     from railonly.fabric.design import load_design
+    from railonly.fabric import lab_slice
     from railonly.fabric.progress import Silent, Stderr
     from railonly.fabric.writer import write_outdir
 
     design = load_design(args.design)
+    design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or (design.gpus > 2048 and not args.quiet)
     progress = Stderr() if show else Silent()
     fab, files = compile_design(design, progress)
@@ -27,6 +31,7 @@ def run(args) -> int:
     write_outdir(args.outdir, files, design.sha256)
     if not args.quiet:
         print(summary(fab))
+        print(lab_slice.describe(design))
         print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
     return 0
 
