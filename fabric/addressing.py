@@ -11,7 +11,6 @@ from __future__ import annotations
 import ipaddress
 import math
 
-from .problems import Problem
 
 
 def _pow2_at_least(n: int) -> int:
@@ -52,7 +51,8 @@ class BlockPool:
             return self.base + offset
         return self.rail_base + block * self.block_size + offset
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[tuple[str, str, str]]:
+        """(key path, message, hint) for every block that overflowed."""
         factor = 1
         for block, used in self.need.items():
             room = self.cross_size if block is None else self.block_size
@@ -62,7 +62,7 @@ class BlockPool:
             return []
         plen = self.net.prefixlen - math.ceil(math.log2(factor))
         per = "the spine tiers" if None in self.need and self.need[None] > self.cross_size else "one rail"
-        return [Problem(
+        return [(
             f"addressing.{self.key}",
             f"{self.net} is too small: {self.what} of {per} need {max(self.need.values()):,} addresses",
             f"use a /{plen} or larger private pool (for example inside 10.0.0.0/8 or 100.64.0.0/10)",

@@ -26,7 +26,7 @@ from .addressing import BlockPool, ip, prefix_for
 from .design import Design
 from .model import Endpoint, Fabric, Link, Node, Vlan
 from .ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
-from .problems import InputError, Problem
+from .problems import InputError
 
 VLAN_BASE = 1000  # rail r's partition is VLAN 1000 + r
 ASN_MAX = 4_294_967_294  # last private 32-bit ASN (RFC 6996)
@@ -235,10 +235,10 @@ class _Builder:
             self.fab.tiers = self.rail_optimized(rails)
         problems = []
         for pool in (self.gpu_pool, self.fabric_pool, self.lo_pool, self.hb_pool):
-            problems += pool.problems()
+            problems += [self.d.problem(*p) for p in pool.problems()]
         if self.asn_overflow:
             top = max(sw.asn for sw in self.fab.switches)
-            problems.append(Problem(
+            problems.append(self.d.problem(
                 "bgp.asn_base", f"ASNs run past {ASN_MAX:,} (the highest switch would get {top:,})",
                 f"lower bgp.asn_base to at most {self.d.asn_base - (top - ASN_MAX):,}",
             ))

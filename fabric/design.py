@@ -111,6 +111,12 @@ class Design:
     lab_nic_mbps: float
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
+    file: str | None = None
+    lines: dict = field(default_factory=dict, repr=False, compare=False)  # key path -> line
+
+    def problem(self, path: str, message: str, hint: str = "") -> Problem:
+        """A problem found after loading (e.g. while building), located in the file."""
+        return Problem(path, message, hint, Source(None, self.lines, self.file).line(path), self.file)
 
     @property
     def gpus(self) -> int:
@@ -209,6 +215,8 @@ def design_from_source(src: Source, text: str = "") -> Design:
         lab_nic_mbps=values["lab"]["nic_mbps"],
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
+        file=src.file,
+        lines=src.lines,
     )
 
 

@@ -137,12 +137,15 @@ class Checker:
 
     @staticmethod
     def _range(spec: Field) -> str:
+        def n(x: float) -> str:
+            return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
         if spec.min is not None and spec.max is not None:
-            return f" from {spec.min:g} to {spec.max:g}"
+            return f" from {n(spec.min)} to {n(spec.max)}"
         if spec.min is not None:
-            return f" of at least {spec.min:g}"
+            return f" of at least {n(spec.min)}"
         if spec.max is not None:
-            return f" of at most {spec.max:g}"
+            return f" of at most {n(spec.max)}"
         return ""
 
     def section(self, fields: dict[str, Field], data: dict, path: str) -> dict:

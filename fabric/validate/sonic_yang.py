@@ -20,8 +20,10 @@ from typing import Any
 
 from .yang_tables import ListSchema, TableSchema, load_table_map
 
-# Overridable so a packaged install can point at its own copy of the models.
-YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR", "/work/shared/schemas/sonic-yang"))
+# The models live in ../shared/schemas beside the repository (read-only,
+# shared with CI); overridable so a packaged install can point at its own copy.
+_DEFAULT_YANG_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "schemas" / "sonic-yang"
+YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR", str(_DEFAULT_YANG_DIR)))
 
 # Grouping-only module: loading it directly crashed the binding; importers pull it in.
 _SKIP_MODULES = {"sonic-bgp-common"}
