@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import cabling, clab, fabric_json
+from . import bom, cabling, clab, fabric_json
 from .build import build_fabric
 from .design import Design
 from .model import Fabric
@@ -33,6 +33,7 @@ def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
 PRODUCERS: list[tuple[str, Producer]] = [
     ("fabric.json", _fabric_json),
     ("cabling plan", _cabling),
+    ("bill of materials", bom.produce),
     ("containerlab topology", clab.produce),  # a lab slice reruns the other producers
 ]
 

@@ -1,0 +1,72 @@
+"""One cluster built both ways: rail-only against the rail-optimized baseline.
+
+Whatever topology the design names, the comparison builds the same HB domains,
+NICs and switch radix as rail-only and as rail-optimized. The baseline is
+always routed (its spine joins rails at L3; a pure-L2 baseline is invalid).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from . import clos
+from .bom import Bom, price, saving
+from .build import build_fabric
+from .design import Design
+from .inventory import Inventory, from_design, from_fabric
+from .prices import PriceBook
+from .problems import InputError, Problem
+
+TOPOLOGIES = ("rail-only", "rail-optimized")
+
+
+def variant(design: Design, topology: str) -> Design:
+    if topology == "rail-optimized":
+        return dataclasses.replace(design, topology=topology, rail_mode="routed")
+    return dataclasses.replace(design, topology=topology)
+
+
+def feasible(design: Design) -> Problem | None:
+    """Why `design` (as given) cannot be built, or None."""
+    k, K, n = design.radix, design.rails, design.hb_count
+    if design.topology == "rail-only":
+        if clos.tiers(n, k) is None:
+            return Problem("hb_domain.count", f"a rail of {n:,} GPUs needs more than three tiers at radix {k}",
+                           "use a larger switch.radix or fewer HB domains")
+        return None
+    if clos.baseline_depth(K, n, k) is None:
+        return Problem("hb_domain.count",
+                       f"the rail-optimized baseline of {K * n:,} GPUs needs more than three tiers at radix {k} "
+                       f"(at most {clos.max_endpoints(3, k):,} GPUs)",
+                       "use a larger switch.radix, or compare without --compare")
+    return None
+
+
+def inventory(design: Design, fast: bool = False) -> Inventory:
+    """Counts of `design`: from its fabric graph, or (fast) from the proven-equal arithmetic."""
+    problem = feasible(design)
+    if problem:
+        raise InputError([problem])
+    if fast:
+        return from_design(design)
+    return from_fabric(build_fabric(design))
+
+
+def compare(design: Design, book: PriceBook, fast: bool = False,
+            counts: Callable[[Design, bool], Inventory] = inventory) -> dict[str, Bom]:
+    return {topo: price(counts(variant(design, topo), fast), book) for topo in TOPOLOGIES}
+
+
+def report(boms: dict[str, Bom]) -> dict:
+    """The `railonly bom --compare --json` document."""
+    ro, base = boms["rail-only"], boms["rail-optimized"]
+    out = {topo: boms[topo].summary() for topo in TOPOLOGIES}
+    out["saving"] = {
+        "cost": round(saving(ro.cost_usd, base.cost_usd), 4),
+        "power": round(saving(ro.power_w, base.power_w), 4),
+        "switches": base.inventory.switch_count - ro.inventory.switch_count,
+        "transceivers": base.inventory.transceiver_count - ro.inventory.transceiver_count,
+        "tiers": base.inventory.tiers - ro.inventory.tiers,
+    }
+    return out
