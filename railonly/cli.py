@@ -60,10 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except EnvironmentProblem as exc:
+    except (EnvironmentProblem, *_environment_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ENV
 
 
 class EnvironmentProblem(Exception):
     """Not root, a tool missing, a runtime that failed (exit 3). Raise from commands."""
+
+
+def _environment_errors() -> tuple[type[Exception], ...]:
+    """Environment errors raised below the CLI (emulation), also exit 3."""
+    from railonly.emulation.proc import ToolMissing
+    from railonly.emulation.runtime import RuntimeProblem
+
+    return (ToolMissing, RuntimeProblem)
