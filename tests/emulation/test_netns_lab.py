@@ -289,3 +289,15 @@ def test_destroy_never_kills_a_reused_pid(labs, lab_name, tmp_path):
         assert lab_leftovers(plan, []) == []
     finally:
         os.kill(bystander, signal.SIGKILL)
+
+
+def test_root_neigh_gc_raised_and_restored(labs, lab_name, tmp_path):
+    key = "net.ipv4.neigh.default.gc_thresh3"
+    before = nsenter.read_sysctl(key)
+    plan = tiny_plan(lab_name, str(tmp_path))
+    plan = P.Plan(**{**plan.__dict__, "root_sysctls": ((key, str(int(before) + 1)),)})
+    labs.deploy(plan)
+    assert nsenter.read_sysctl(key) == str(int(before) + 1)
+    rep = nsengine.destroy(labs.state(lab_name))
+    assert rep.ok and rep.restored == [f"{key}={before}"]
+    assert nsenter.read_sysctl(key) == before
