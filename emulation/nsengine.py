@@ -207,13 +207,14 @@ def _start_process(p: Process, entry: dict) -> None:
     entry["pid"], entry["starttime"] = pi.pid, pi.starttime
 
 
-def _topmost_missing(d: str) -> str | None:
-    """The highest ancestor of d (or d) that makedirs will create; None if d exists."""
+def _missing_chain(d: str) -> list[str]:
+    """d and the ancestors makedirs will create, top first ([] if d exists)."""
     d = os.path.abspath(d)
-    top = None
+    chain = []
     while not os.path.exists(d):
-        top, d = d, os.path.dirname(d)
-    return top
+        chain.insert(0, d)
+        d = os.path.dirname(d)
+    return chain
 
 
 def _process_phase(steps: list[Step], state: dict, path: str, workers: int) -> None:
@@ -223,12 +224,12 @@ def _process_phase(steps: list[Step], state: dict, path: str, workers: int) -> N
         p = s.process
         entries[p.name] = {
             "name": p.name, "netns": p.netns, "argv": list(p.argv),
-            "pidfile": p.pidfile, "pid": None, "starttime": None,
+            "pidfile": p.pidfile, "pid": None, "starttime": None, "dirs": list(p.dirs),
         }
         for d in p.dirs:
-            top = _topmost_missing(d)
-            if top and top not in new_dirs and top not in state.get("dirs", []):
-                new_dirs.append(top)
+            for made in _missing_chain(d):
+                if made not in new_dirs and made not in state.get("dirs", []):
+                    new_dirs.append(made)
     state["processes"] = list(entries.values())
     state["dirs"] = state.get("dirs", []) + new_dirs
     _save(path, state)  # intent: destroy finds them by pid file if we stop now
@@ -467,11 +468,20 @@ def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
         else:
             rep.restored.append(f"{r['key']} left at {cur} (changed by someone else since)")
 
-    # 4. directories the deploy created (run dirs, sockets, logs)
-    for d in reversed(state.get("dirs", [])):
-        shutil.rmtree(d, ignore_errors=True)
-        if os.path.exists(d):
-            rep.leftovers.append(f"directory {d} could not be removed")
+    # 4. directories the deploy created, deepest first: a process's own dirs
+    # with their content, created ancestors only when empty (another lab may
+    # have put its run directory there since)
+    own = {os.path.abspath(d) for e in state["processes"] for d in e.get("dirs", [])}
+    for d in sorted(state.get("dirs", []), key=lambda x: -x.count("/")):
+        if d in own:
+            shutil.rmtree(d, ignore_errors=True)
+            if os.path.exists(d):
+                rep.leftovers.append(f"directory {d} could not be removed")
+        else:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
 
     if rep.ok:
         os.unlink(state_path)

@@ -301,3 +301,18 @@ def test_root_neigh_gc_raised_and_restored(labs, lab_name, tmp_path):
     rep = nsengine.destroy(labs.state(lab_name))
     assert rep.ok and rep.restored == [f"{key}={before}"]
     assert nsenter.read_sysctl(key) == before
+
+
+def test_destroy_keeps_shared_parent_dirs_of_other_labs(labs, lab_name, tmp_path):
+    top = f"/run/{lab_name}-shared"
+    plan = P.Plan(**{**tiny_plan(lab_name, str(tmp_path)).__dict__, "processes": (
+        P.Process("a/sleep", P.prefix_of(lab_name) + "a", ("sleep", "300"), f"{top}/mine/sleep.pid",
+                  dirs=(f"{top}/mine",)),)})
+    labs.deploy(plan)
+    os.makedirs(f"{top}/other-lab")  # appears after our deploy created {top}
+    try:
+        assert nsengine.destroy(labs.state(lab_name)).ok
+        assert not os.path.exists(f"{top}/mine") and os.path.isdir(f"{top}/other-lab")
+    finally:
+        os.rmdir(f"{top}/other-lab")
+        os.rmdir(top)
