@@ -13,8 +13,10 @@ demo: setup
 	@.venv/bin/railonly demo
 
 # The whole test suite. pytest exits 5 when it collects no test, which fails here too.
+# (.venv/bin/pytest, not `python -m pytest`: -m puts the repo root on sys.path,
+# where the folder fabric/ would shadow the Fabric SSH library.)
 test: setup
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@.venv/bin/pytest $(PYTEST_ARGS)
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
