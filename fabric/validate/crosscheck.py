@@ -1,0 +1,145 @@
+"""Cross-file consistency of generated configs against fabric.json.
+
+Input: the fabric.json document and the facts read back from every switch
+config. One result per (check, switch), plus fabric-wide uniqueness checks;
+each failure names the file, the key and what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from .facts import DeviceFacts
+from .report import Result
+
+
+def _net31(ip: str) -> tuple[int, int] | None:
+    try:
+        addr, plen = ip.split("/")
+        a, b, c, d = (int(x) for x in addr.split("."))
+        return ((a << 24) | (b << 16) | (c << 8) | d) >> (32 - int(plen)), int(plen)
+    except ValueError:
+        return None
+
+
+def crosscheck(fabric: dict, facts: dict[str, DeviceFacts]) -> list[Result]:
+    nodes = {n["name"]: n for n in fabric["nodes"]}
+    switches = [n for n in fabric["nodes"] if n["role"] == "switch"]
+    by_sw: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # sw -> check -> problems
+
+    def bad(sw: str, check: str, msg: str) -> None:
+        by_sw[sw][check].append(msg)
+
+    for sw in switches:
+        name = sw["name"]
+        f = facts.get(name)
+        if f is None:
+            bad(name, "config", f"no config for switch {name} (expected configs/{name}/)")
+            continue
+        for p in f.problems:
+            bad(name, "config", f"{f.file}: {p}")
+        if f.hostname != name:
+            bad(name, "hostname", f"{f.file}: hostname is {f.hostname!r}, fabric.json names this switch {name!r}")
+        if sw.get("asn") is not None and f.asn != sw["asn"]:
+            bad(name, "bgp", f"{f.bgp_file or f.file}: router bgp {f.asn}, fabric.json ASN is {sw['asn']}")
+        if sw.get("loopback") and sw["loopback"] not in f.loopbacks:
+            bad(name, "addressing", f"{f.file}: Loopback0 {f.loopbacks or 'missing'}, fabric.json has {sw['loopback']}")
+        for v in sw.get("vlans") or []:
+            if v.get("gateway") and v["gateway"] not in f.svis.get(v["vlan"], []):
+                bad(name, "addressing", f"{f.file}: Vlan{v['vlan']} gateway {f.svis.get(v['vlan']) or 'missing'}, fabric.json has {v['gateway']}")
+
+    mtus = Counter(p.mtu for f in facts.values() for p in f.ports.values() if p.admin_up and p.mtu is not None)
+    fabric_mtu = mtus.most_common(1)[0][0] if mtus else None
+    vlan_of = {}
+    for sw in switches:
+        for v in sw.get("vlans") or []:
+            vlan_of[(sw["name"], v["rail"])] = v["vlan"]
+
+    for lk in fabric["links"]:
+        if lk["kind"] == "hb":
+            continue
+        ends = [lk["a"], lk["b"]]
+        for me, other in (ends, ends[::-1]):
+            node = nodes.get(me["node"])
+            if node is None or node["role"] != "switch":
+                continue
+            sw = me["node"]
+            f = facts.get(sw)
+            if f is None:
+                continue
+            p = f.ports.get(me["port"])
+            cable = lk.get("cable_id") or f"{lk['a']['node']}:{lk['a']['port']}-{lk['b']['node']}:{lk['b']['port']}"
+            if p is None:
+                bad(sw, "cabling", f"{f.file}: port {me['port']} of cable {cable} (to {other['node']}:{other['port']}) is not in the config")
+                continue
+            if p.speed_gbps != lk["gbps"]:
+                bad(sw, "cabling", f"{f.file}: {p.key}.speed is {p.speed_gbps} Gbit/s, cable {cable} is {lk['gbps']:g} Gbit/s")
+            if not p.admin_up:
+                bad(sw, "cabling", f"{f.file}: {p.key} is admin down but cabled to {other['node']}:{other['port']}")
+            if p.mtu is None or not 1500 <= p.mtu <= 9216 or (fabric_mtu and p.mtu != fabric_mtu):
+                bad(sw, "mtu", f"{f.file}: {p.key}.mtu is {p.mtu}, the fabric uses {fabric_mtu} (peer {other['node']}:{other['port']})")
+            if lk["kind"] == "rail":
+                want = vlan_of.get((sw, lk["rail"]))
+                if want is not None and p.vlan != want:
+                    bad(sw, "vlan", f"{f.file}: {me['port']} (GPU {other['node']}) is in VLAN {p.vlan}, expected Vlan{want}")
+                continue
+            # fabric link: addresses and BGP
+            want_ip = me.get("ip")
+            if want_ip:
+                if want_ip not in p.ips:
+                    bad(sw, "addressing", f"{f.file}: {me['port']} has {p.ips or 'no address'}, fabric.json has {want_ip}")
+                peer_ip = other.get("ip")
+                if peer_ip and _net31(want_ip) != _net31(peer_ip):
+                    bad(sw, "addressing", f"fabric.json: {sw}:{me['port']} {want_ip} and {other['node']}:{other['port']} {peer_ip} are not in one subnet")
+                for ip in p.ips:
+                    if peer_ip and (_net31(ip) != _net31(peer_ip) or ip == peer_ip):
+                        bad(sw, "addressing", f"{f.file}: {me['port']} {ip} is not the other half of {other['node']}:{other['port']}'s {peer_ip}")
+                peer = nodes.get(other["node"], {})
+                if peer_ip and f.asn is not None:
+                    nip = peer_ip.split("/")[0]
+                    if nip not in f.neighbors:
+                        bad(sw, "bgp", f"{f.bgp_file}: no BGP neighbor {nip} ({other['node']}:{other['port']})")
+                    elif f.neighbors[nip] != peer.get("asn"):
+                        bad(sw, "bgp", f"{f.bgp_file}: neighbor {nip} remote-as {f.neighbors[nip]}, {other['node']} has ASN {peer.get('asn')}")
+
+    # Neighbours the cabling does not explain
+    expected_peers: dict[str, set[str]] = defaultdict(set)
+    for lk in fabric["links"]:
+        if lk["kind"] == "fabric" and lk["a"].get("ip") and lk["b"].get("ip"):
+            expected_peers[lk["a"]["node"]].add(lk["b"]["ip"].split("/")[0])
+            expected_peers[lk["b"]["node"]].add(lk["a"]["ip"].split("/")[0])
+    for name, f in facts.items():
+        for nip in sorted(set(f.neighbors) - expected_peers.get(name, set())):
+            bad(name, "bgp", f"{f.bgp_file}: neighbor {nip} is not the far end of any cable of {name}")
+
+    results = []
+    for sw in switches:
+        name = sw["name"]
+        for check in ("config", "hostname", "cabling", "mtu", "vlan", "addressing", "bgp"):
+            probs = by_sw.get(name, {}).get(check, [])
+            results.append(Result(f"{check}/{name}", check, not probs, "\n".join(probs) or "ok"))
+    results += _unique(facts)
+    return results
+
+
+def _unique(facts: dict[str, DeviceFacts]) -> list[Result]:
+    owners: dict[str, list[str]] = defaultdict(list)
+    for name, f in facts.items():
+        for port, p in f.ports.items():
+            for ip in p.ips:
+                owners[ip.split("/")[0]].append(f"{f.file}:{port}")
+        for ip in f.loopbacks:
+            owners[ip.split("/")[0]].append(f"{f.file}:Loopback0")
+        for vlan, ips in f.svis.items():
+            for ip in ips:
+                owners[ip.split("/")[0]].append(f"{f.file}:Vlan{vlan}")
+    dup = [f"address {ip} is used by {', '.join(where)}" for ip, where in sorted(owners.items()) if len(where) > 1]
+    asns: dict[int, list[str]] = defaultdict(list)
+    for name, f in facts.items():
+        if f.asn is not None:
+            asns[f.asn].append(name)
+    dup_as = [f"ASN {a} is used by {', '.join(sorted(n))}" for a, n in sorted(asns.items()) if len(n) > 1]
+    return [
+        Result("unique/addresses", "unique", not dup, "\n".join(dup) or f"{len(owners)} addresses, all distinct"),
+        Result("unique/asn", "unique", not dup_as, "\n".join(dup_as) or f"{len(asns)} ASNs, all distinct"),
+    ]

@@ -1,0 +1,40 @@
+"""`railonly validate OUTDIR [--json F] [--junit F]`: schema and cross-file checks (CI)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="check a compiled OUTDIR: SONiC YANG, FRR syntax, EOS parse, cross-file consistency")
+    p.add_argument("outdir", metavar="OUTDIR")
+    p.add_argument("--json", metavar="FILE", help="write results as JSON")
+    p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from railonly.fabric.validate import report
+    from railonly.fabric.validate.run import OutdirError, validate_outdir
+
+    try:
+        results = validate_outdir(args.outdir)
+    except OutdirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text(args.outdir, results))
+            except OSError as exc:
+                print(f"error: cannot write {path}: {exc}", file=sys.stderr)
+                return 2
+    out = report.text(results)
+    if args.quiet:
+        out = "\n".join(line for line in out.splitlines() if line.startswith("FAIL"))
+    if out:
+        print(out)
+    _, failed = report.summary(results)
+    return 1 if failed else 0
