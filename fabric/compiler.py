@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, fabric_json
+from . import bom, cabling, clab, docs, fabric_json, netbox
 from .build import build_fabric
 from .design import Design
 from .model import Fabric
@@ -34,6 +34,8 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("fabric.json", _fabric_json),
     ("cabling plan", _cabling),
     ("bill of materials", bom.produce),
+    ("fabric docs", docs.produce),
+    ("NetBox cables", netbox.produce),
     ("containerlab topology", clab.produce),  # a lab slice reruns the other producers
 ]
 

@@ -89,11 +89,6 @@ class PriceBook:
         return Part(f"cables.{tier}", f"{c['type']} {_num(c['length_m'])}m", c["price_usd"], c["power_w"],
                     f"{c['type']}, {_num(c['length_m'])} m length class")
 
-    def cable_type(self, tier: int) -> tuple[str, float]:
-        c = self.cable(tier)
-        v = self.values["cables"][tier]
-        return v["type"], v["length_m"]
-
     def _missing(self, path: str, message: str, hint: str) -> InputError:
         return InputError([Problem(path, message, hint, None, self.file)])
 
