@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, docs, fabric_json, netbox
+from . import bom, cabling, clab, configs, docs, fabric_json, netbox
 from .build import build_fabric
 from .design import Design
 from .model import Fabric
@@ -36,6 +36,8 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("bill of materials", bom.produce),
     ("fabric docs", docs.produce),
     ("NetBox cables", netbox.produce),
+    ("switch configs", configs.switch_configs),
+    ("host configs", configs.host_configs),
     ("containerlab topology", clab.produce),  # a lab slice reruns the other producers
 ]
 
