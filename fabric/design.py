@@ -74,7 +74,7 @@ FIELDS: dict[str, Field] = {
     }),
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
-                         hint="HB domains in the emulated slice (full rails, fewer domains); default all, at most 4"),
+                         hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
         "nic_mbps": Field("number", default=100, min=1, max=100_000,
                           hint="emulated NIC rate in Mbit/s; HB links get nic_mbps * hb_domain.gbps / nic.gbps"),
     }),
