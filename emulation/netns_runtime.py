@@ -1,0 +1,238 @@
+"""NetnsRuntime: the embedded default runtime (network namespaces, veths, bridges, FRR).
+
+Deploys an OUTDIR's ``<name>.clab.yml`` as namespaces ``clab-<name>-<node>``:
+lab_plan turns the lab into a pure Plan (switches programmed from their own
+config files), nsengine applies it with intent-first state in
+``OUTDIR/.lab/netns-state.json`` and destroys exactly what that file lists.
+
+:func:`apply_switch_config` re-programs one deployed switch from a config
+directory with the same readers (config push re-applies pushed files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from . import frr, lab_plan, nsengine, nsenter, proc
+from . import nsplan as P
+from .runtime import Lab, LabError, LabNode, LabStatus, RuntimeProblem, target
+from .switch_intent import ConfigReadError
+from .switch_plan import switch_items
+
+STATE_FILE = "netns-state.json"
+
+
+def state_path(lab: Lab) -> str:
+    return str(lab.state_dir / STATE_FILE)
+
+
+@dataclass
+class DeployResult:
+    lab: str
+    noop: bool
+    seconds: float
+    phases: dict[str, float] = field(default_factory=dict)
+    namespaces: int = 0
+    processes: int = 0
+    bgp: dict[str, dict[str, str]] = field(default_factory=dict)  # switch -> {peer: state}
+    bgp_converged: bool | None = None  # None: no BGP in the lab
+    bgp_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_environment(lp: lab_plan.LabPlan | None = None, shaping: bool = True) -> None:
+    """RuntimeProblem (exit 3) naming what is missing: root, ip, tc, FRR."""
+    if os.geteuid() != 0:
+        raise RuntimeProblem("the netns runtime needs root (network namespaces): run with sudo, "
+                             "or print the plan without root: railonly lab deploy OUTDIR --dry-run")
+    missing = [t for t in ("ip",) + (("tc",) if shaping else ()) if proc.which(t) is None]
+    if missing:
+        raise RuntimeProblem(f"{', '.join(missing)} not installed (Debian package iproute2)")
+    if lp is not None and lp.frr:
+        bins = [f"{frr.FRR_LIBDIR}/{d}" for d in frr.DAEMONS]
+        gone = [b for b in bins if not os.access(b, os.X_OK)]
+        if gone or proc.which("vtysh") is None:
+            raise RuntimeProblem(f"FRR is needed for {len(lp.frr)} switches but {', '.join(gone) or 'vtysh'} "
+                                 "is missing (Debian package frr, 8.4)")
+        try:
+            pwd.getpwnam("frr")
+        except KeyError:
+            raise RuntimeProblem("user 'frr' does not exist (install the Debian package frr)") from None
+
+
+class NetnsRuntime:
+    name = "netns"
+
+    def __init__(self, shaping: bool = True, wait_bgp: float = 90.0, workers: int | None = None):
+        self.shaping = shaping
+        self.wait_bgp = wait_bgp  # seconds to wait for every BGP session (0: do not wait)
+        self.workers = workers
+
+    # -- planning (pure, no root) -------------------------------------------------------
+    def plan(self, lab: Lab) -> lab_plan.LabPlan:
+        return lab_plan.build(lab, shaping=self.shaping)
+
+    def dry_run(self, lab: Lab) -> str:
+        lp = self.plan(lab)
+        head = [f"# NIC links {lp.nic_mbps:g} Mbit/s, HB links {lp.hb_mbps:g} Mbit/s (lab.nic_mbps; NIC:HB kept)",
+                f"# state file: {state_path(lab)}"]
+        head += [f"# warning: {w}" for w in lp.warnings]
+        return "\n".join(head) + "\n" + P.dump(lp.plan)
+
+    # -- the protocol ---------------------------------------------------------------------
+    def deploy(self, lab: Lab, hook: nsengine.Hook | None = None) -> DeployResult:
+        lp = self.plan(lab)
+        check_environment(lp, self.shaping)
+        path = state_path(lab)
+        try:
+            rep = nsengine.deploy(lp.plan, path, hook=hook, workers=self.workers)
+        except nsengine.DeployError as exc:
+            raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
+                                 f" remove it with: railonly lab destroy {lab.outdir}") from None
+        res = DeployResult(lab.name, rep.noop, rep.seconds, dict(rep.phases), rep.namespaces,
+                           rep.processes, warnings=list(lp.warnings))
+        if lp.frr and self.wait_bgp:
+            t = time.perf_counter()
+            res.bgp = frr.wait_established(list(lp.frr.values()), expected=lp.bgp_peers, timeout=self.wait_bgp)
+            res.bgp_converged = frr.converged(res.bgp, lp.bgp_peers)
+            res.bgp_seconds = time.perf_counter() - t
+        return res
+
+    def exec(self, node: "str | LabNode", argv: Sequence[str], timeout: float = 30.0) -> tuple[int, str]:
+        ns = target(node)
+        if not nsenter.exists(ns):
+            return 127, f"no namespace {ns} (is the lab deployed?)"
+        res = proc.run(list(argv), netns=ns, timeout=timeout)
+        return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
+
+    def destroy(self, lab: Lab) -> nsengine.DestroyReport:
+        """Remove what the state file lists; RuntimeProblem names anything that stayed."""
+        if os.geteuid() != 0 and os.path.exists(state_path(lab)):
+            raise RuntimeProblem("destroying a netns lab needs root")
+        rep = nsengine.destroy(state_path(lab))
+        if not rep.ok:
+            raise RuntimeProblem(f"destroy of lab {lab.name} left {len(rep.leftovers)} things behind "
+                                 f"(still listed in {state_path(lab)}):\n  " + "\n  ".join(rep.leftovers))
+        return rep
+
+    def status(self, lab: Lab) -> LabStatus:
+        st = nsengine.status(state_path(lab))
+        nodes: dict[str, str] = {}
+        for n in lab.nodes.values():
+            nodes[n.name] = "running" if st.namespaces.get(n.netns, nsenter.exists(n.netns)) else "missing"
+        for pname, pid in st.processes.items():
+            node = pname.split("/")[0]
+            if pid is None and nodes.get(node) == "running":
+                nodes[node] = "degraded"  # namespace there, a daemon of it is not
+        up = [n for n, s in nodes.items() if s != "missing"]
+        if st.phase is None:
+            state = "partial" if up else "absent"
+            detail = f"no state file {state_path(lab)}" + (f"; {len(up)} lab namespaces exist anyway (not ours?)" if up else "")
+        elif st.complete and all(s == "running" for s in nodes.values()):
+            state, detail = "running", f"{len(nodes)} nodes, {len(st.processes)} processes"
+        else:
+            state = "partial" if up or st.anything else "absent"
+            bad = [f"{n}: {s}" for n, s in nodes.items() if s != "running"]
+            detail = f"state {st.phase}; " + (", ".join(bad[:8]) or "nothing of it runs")
+        return LabStatus(lab.name, state, nodes, detail)
+
+
+# --- re-programming one deployed switch ---------------------------------------------------
+
+
+@dataclass
+class ApplyReport:
+    switch: str
+    config_dir: str
+    seconds: float = 0.0
+    frr_restarted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def _ns_devices(ns: str) -> list[dict]:
+    res = proc.run(["ip", "-d", "-j", "link", "show"], netns=ns, timeout=20)
+    if not res.ok:
+        raise RuntimeProblem(f"cannot list devices of {ns}: {res.stderr.strip()}")
+    return json.loads(res.stdout or "[]")
+
+
+def reprogram_script(items: list, cabled: list[str], bridges_now: list[str]) -> str:
+    """One ``ip -batch`` that resets a switch namespace's L2/L3 config and applies ``items``.
+    Pure (unit-tested): bridges are recreated, global addresses flushed, ports re-set."""
+    lines = [f"link del dev {b}\n" for b in bridges_now]
+    lines += [f"addr flush dev {d} scope global\n" for d in [*cabled, "lo"]]
+    for it in items:
+        if isinstance(it, P.Bridge):
+            mtu = f" mtu {it.mtu}" if it.mtu else ""
+            lines.append(f"link add {it.name}{mtu} type bridge stp_state {int(it.stp)}\n")
+            lines += [f"link set dev {p} master {it.name}\n" for p in it.ports]
+    for it in items:
+        if isinstance(it, P.Link):
+            mtu = f" mtu {it.mtu}" if it.mtu else ""
+            lines.append(f"link set dev {it.dev}{mtu} {'up' if it.up else 'down'}\n")
+    for it in items:
+        if isinstance(it, P.Address):
+            lines.append(f"addr add {it.cidr} dev {it.dev}{' nodad' if ':' in it.cidr else ''}\n")
+    return "".join(lines)
+
+
+def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyReport:
+    """Re-program deployed switch ``switch_name`` from the config files in ``config_dir``
+    (config_db.json + frr.conf, or startup-config): bridges, addresses, port MTU and
+    admin state, sysctls, then an FRR restart with the new config. Shaping and the
+    veths stay. New daemons are recorded in the lab's state file first, so
+    ``destroy`` still removes everything."""
+    t0 = time.perf_counter()
+    path = state_path(lab)
+    state = nsengine.load_state(path)
+    node = lab.node(switch_name)
+    if node.role != "switch":
+        raise LabError(switch_name, f"{switch_name} is a {node.role}, not a switch")
+    if state is None or not nsenter.exists(node.netns):
+        raise RuntimeProblem(f"lab {lab.name} is not deployed here (no {path} or no namespace {node.netns})")
+    check_environment(None, shaping=False)
+    try:
+        intent = lab_plan.read_switch(node, config_dir)
+    except ConfigReadError as exc:
+        raise LabError(exc.path, str(exc).split(": ", 1)[-1]) from None
+    cabled = [p.port for p in lab.ports(switch_name)]
+    si = switch_items(intent, node.netns, cabled, lab_plan.frr_rundir(lab.name), switch_name)
+    rep = ApplyReport(switch_name, config_dir, warnings=list(si.warnings))
+
+    old = frr.instance(lab_plan.frr_rundir(lab.name), switch_name, node.netns)
+    left = frr.stop(old)
+    if left:
+        raise RuntimeProblem(f"{switch_name}: FRR daemons survived stop: {left}")
+    bridges_now = [d["ifname"] for d in _ns_devices(node.netns)
+                   if (d.get("linkinfo") or {}).get("info_kind") == "bridge"]
+    script = reprogram_script(si.items, cabled, bridges_now)
+    nsenter.call_in(node.netns, lambda: nsenter.write_sysctls(si.sysctls))
+    res = proc.run(["ip", "-n", node.netns, "-batch", "-"], input=script, timeout=60)
+    if not res.ok:
+        raise RuntimeProblem(f"{switch_name}: re-programming failed: {res.stderr.strip()}")
+
+    procs = [it for it in si.items if isinstance(it, P.Process)]
+    if procs:
+        entries = {e["name"]: e for e in state["processes"]}
+        for p in procs:  # intent first: destroy finds them even if we stop now
+            entries.setdefault(p.name, {"name": p.name, "netns": p.netns, "argv": list(p.argv),
+                                        "pidfile": p.pidfile, "pid": None, "starttime": None})
+            for d in p.dirs:
+                top = nsengine._topmost_missing(d)
+                if top and top not in state.setdefault("dirs", []):
+                    state["dirs"].append(top)
+        state["processes"] = list(entries.values())
+        nsengine._save(path, state)
+        try:
+            for p in procs:  # zebra first
+                nsengine._start_process(p, entries[p.name])
+        finally:
+            nsengine._save(path, state)
+        rep.frr_restarted = True
+    rep.seconds = time.perf_counter() - t0
+    return rep

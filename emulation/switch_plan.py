@@ -1,0 +1,63 @@
+"""SwitchIntent -> netns plan items for one switch namespace. Pure.
+
+A switch's namespace holds one veth end per cabled port, named like the
+config's port. This module adds what the config asks for: port MTU and
+admin state, one Linux bridge per VLAN (named like the VLAN, members as
+ports: there are no VLAN devices on this kernel), addresses on routed ports,
+SVIs and ``lo``, forwarding sysctls, and the switch's FRR instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import frr
+from . import nsplan as P
+from .switch_intent import SwitchIntent
+
+
+@dataclass
+class SwitchItems:
+    sysctls: tuple[tuple[str, str], ...]
+    items: list = field(default_factory=list)  # Bridge, Link, Address, Process
+    frr: frr.FrrInstance | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def l2_sysctls() -> tuple[tuple[str, str], ...]:
+    # an L2 switch does not route (EOS "no ip routing"); rp_filter off like the rest
+    return (("net.ipv4.ip_forward", "0"), *P.host_sysctls())
+
+
+def switch_items(intent: SwitchIntent, netns: str, cabled: list[str], frr_rundir: str, node: str) -> SwitchItems:
+    """Items that program ``netns`` (a switch node called ``node``) from ``intent``.
+
+    ``cabled``: the port devices that exist in the namespace (its veth ends).
+    Ports the config lists but nobody cabled have no device and are skipped;
+    a cabled port the config does not list stays down (SONiC and a missing
+    EOS interface both mean an unconfigured port) and is reported.
+    """
+    out = SwitchItems(P.router_sysctls() if intent.routing else l2_sysctls())
+    out.warnings += list(intent.warnings)
+    have = set(cabled)
+    if intent.hostname != node:
+        out.warnings.append(f"{node}: config hostname is {intent.hostname!r}")
+    for dev in cabled:
+        p = intent.port(dev)
+        if p is None:
+            out.warnings.append(f"{node}: cabled port {dev} is not in its config: left down")
+            out.items.append(P.Link(netns, dev, up=False))
+            continue
+        out.items.append(P.Link(netns, dev, mtu=p.mtu, up=p.admin_up))
+        out.items += [P.Address(netns, dev, a) for a in p.addresses]
+    for v in intent.vlans:
+        ports = tuple(m for m in v.members if m in have)
+        out.items.append(P.Bridge(netns, v.name, ports, mtu=v.mtu))
+        out.items.append(P.Link(netns, v.name, mtu=v.mtu, up=v.admin_up))
+        out.items += [P.Address(netns, v.name, a) for a in v.addresses]
+    out.items += [P.Address(netns, "lo", a) for a in intent.loopbacks]
+    if intent.frr_conf:
+        inst = frr.instance(frr_rundir, node, netns)
+        out.frr = inst
+        out.items += list(frr.processes(inst, intent.frr_conf))
+    return out
