@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from railonly.fabric import bom, docs, netbox
 from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import load_design
@@ -17,9 +18,21 @@ from .conftest import REPO, assert_golden, make_design
 SMALL = REPO / "labs" / "mini-routed.yml"
 
 
+MINE = ("bom.csv", "README.md", "topology.svg", "netbox_cables.csv")
+
+
 def _files(design):
-    _, files = compile_design(design)
-    return {k: v.decode() for k, v in files.items() if k in ("bom.csv", "README.md", "topology.svg", "netbox_cables.csv")}
+    """Only this feature's producers (the full compile also renders every switch config)."""
+    fab = build_fabric(design)
+    out = {}
+    for produce in (bom.produce, docs.produce, netbox.produce):
+        out.update(produce(fab, None))
+    return out
+
+
+def test_producers_are_registered():
+    _, files = compile_design(load_design(str(SMALL)))
+    assert {k: v.decode() for k, v in files.items() if k in MINE} == _files(load_design(str(SMALL)))
 
 
 def test_goldens_for_a_small_design():
