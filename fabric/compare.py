@@ -50,7 +50,11 @@ def inventory(design: Design, fast: bool = False) -> Inventory:
         raise InputError([problem])
     if fast:
         return from_design(design)
-    return from_fabric(build_fabric(design))
+    try:
+        return from_fabric(build_fabric(design))
+    except InputError as exc:  # e.g. a pool too small for the baseline's spine: say which build failed
+        raise InputError([dataclasses.replace(p, message=f"building the {design.topology} variant: {p.message}")
+                          for p in exc.problems]) from None
 
 
 def compare(design: Design, book: PriceBook, fast: bool = False,

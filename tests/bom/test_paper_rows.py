@@ -78,3 +78,21 @@ def test_baseline_past_three_tiers_is_a_clear_error(tmp_path, capsys):
     code, out, err = run_cli(["bom", str(path), "--compare"], capsys)
     assert code == 2 and out == ""
     assert "rail-optimized baseline" in err and "Traceback" not in err
+
+
+def test_baseline_that_outgrows_a_pool_names_the_variant(tmp_path, capsys):
+    path = tmp_path / "d.yml"
+    path.write_text(design_text(8, 512, 64) + "addressing: {loopback_pool: 10.255.0.0/24}\n")
+    code, out, err = run_cli(["bom", str(path), "--compare"], capsys)
+    assert code == 2 and out == ""
+    assert "addressing.loopback_pool" in err and "rail-optimized variant" in err
+
+
+@pytest.mark.parametrize("gbps", [100, 200, 800])
+def test_other_speeds_are_priced(tmp_path, capsys, gbps):
+    path = tmp_path / "d.yml"
+    path.write_text(design_text(8, 64, 64) + f"nic: {{gbps: {gbps}}}\n")
+    code, out, err = run_cli(["bom", str(path), "--compare", "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["rail-only"]["cost_usd"] > 0 and 0 < doc["saving"]["cost"] < 1
