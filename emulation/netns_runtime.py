@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from . import frr, lab_plan, nsengine, nsenter, proc
+from . import frr, lab_plan, lab_sshd, nsengine, nsenter, proc
 from . import nsplan as P
 from .runtime import Lab, LabError, LabNode, LabStatus, RuntimeProblem, target
 from .switch_intent import ConfigReadError
@@ -68,14 +68,23 @@ def check_environment(lp: lab_plan.LabPlan | None = None, shaping: bool = True) 
 class NetnsRuntime:
     name = "netns"
 
-    def __init__(self, shaping: bool = True, wait_bgp: float = 90.0, workers: int | None = None):
+    def __init__(self, shaping: bool = True, wait_bgp: float = 90.0, workers: int | None = None,
+                 ssh: bool = True):
         self.shaping = shaping
+        # One sshd per SONiC switch (~6 MB each, next to FRR's ~24 MB) so that
+        # `railonly push OUTDIR` works on the lab; see lab_sshd.
+        self.ssh = ssh
         self.wait_bgp = wait_bgp  # seconds to wait for every BGP session (0: do not wait)
         self.workers = workers
 
     # -- planning (pure, no root) -------------------------------------------------------
     def plan(self, lab: Lab) -> lab_plan.LabPlan:
-        return lab_plan.build(lab, shaping=self.shaping)
+        lp = lab_plan.build(lab, shaping=self.shaping)
+        if self.ssh and lab_sshd.sonic_switches(lab):
+            from dataclasses import replace
+
+            lp.plan = replace(lp.plan, processes=lp.plan.processes + lab_sshd.processes(lab))
+        return lp
 
     def dry_run(self, lab: Lab) -> str:
         lp = self.plan(lab)
@@ -90,12 +99,21 @@ class NetnsRuntime:
         check_environment(lp, self.shaping)
         path = state_path(lab)
         try:
+            if self.ssh and lab_sshd.sonic_switches(lab):
+                lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
             rep = nsengine.deploy(lp.plan, path, hook=hook, workers=self.workers)
         except nsengine.DeployError as exc:
             raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
                                  f" remove it with: railonly lab destroy {lab.outdir}") from None
         res = DeployResult(lab.name, rep.noop, rep.seconds, dict(rep.phases), rep.namespaces,
                            rep.processes, warnings=list(lp.warnings))
+        if self.ssh and lab_sshd.sonic_switches(lab):
+            if not rep.noop:
+                lab_sshd.seed(lab)
+            late = lab_sshd.wait_ready(lab)
+            if late:
+                res.warnings.append(f"switch sshd not answering on {len(late)} switches, e.g. {late[0]}"
+                                    f" (see {lab_sshd.switch_dir(lab, late[0])}/sshd.log)")
         if lp.frr and self.wait_bgp:
             t = time.perf_counter()
             res.bgp = frr.wait_established(list(lp.frr.values()), expected=lp.bgp_peers, timeout=self.wait_bgp)

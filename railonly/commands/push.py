@@ -1,0 +1,65 @@
+"""`railonly push OUTDIR`: push the generated switch configs over SSH (netmiko), or diff them.
+
+Exit codes: 0 every device ok; 1 a device failed; 2 invalid input (inventory,
+unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("push", help="push generated configs to switches over SSH (SONiC, EOS); --dry-run shows diffs")
+    p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
+    p.add_argument("--device", action="append", metavar="NAME", default=[],
+                   help="push only to this device (repeatable; default: all)")
+    p.add_argument("--dry-run", action="store_true", help="connect, read the running config, print diffs, change nothing")
+    p.add_argument("--inventory", metavar="FILE",
+                   help="YAML with devices: {NAME: {host, port, platform}} (default: the lab deployed from OUTDIR)")
+    p.add_argument("--key", metavar="FILE", help="SSH private key (default: RAILONLY_SSH_KEY; the lab's own key for a lab)")
+    p.add_argument("--insecure-no-host-key-check", action="store_true",
+                   help="accept any host key (default: check against known_hosts, or the lab's known_hosts)")
+    p.add_argument("--workers", type=int, default=8, metavar="N", help="devices pushed at once (default 8)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from railonly.cli import EnvironmentProblem
+    from railonly.fabric.problems import InputError, Problem, did_you_mean
+
+    try:
+        import netmiko  # noqa: F401
+    except ImportError:
+        raise EnvironmentProblem("netmiko is not installed (pip install netmiko)") from None
+    from railonly.emulation import push, push_inventory
+    from railonly.emulation.runtime import load_lab
+
+    if args.workers < 1:
+        raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
+    outdir = Path(args.outdir)
+    lab = load_lab(outdir)
+    if args.inventory:
+        devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
+    else:
+        devices = push_inventory.lab_devices(outdir)
+    if args.device:
+        known = {d.name for d in devices}
+        bad = [n for n in args.device if n not in known]
+        if bad:
+            raise InputError([Problem("--device", f"no device {n!r} in the {'inventory' if args.inventory else 'lab'}",
+                                      did_you_mean(n, sorted(known)), None, "command line") for n in bad])
+        devices = [d for d in devices if d.name in set(args.device)]
+    creds = push.Credentials.from_env(args.key, args.insecure_no_host_key_check)
+    progress = push.Progress(len(devices), enabled=not args.quiet)
+    results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
+                            progress=progress, timeout=args.timeout)
+    for r in results:
+        if r.diff:  # dry run: what would change; push: what was applied
+            sys.stdout.write(r.diff)
+    sys.stdout.write(push.summary_table(results, args.dry_run))
+    return 0 if all(r.ok for r in results) else 1
