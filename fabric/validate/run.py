@@ -123,6 +123,10 @@ def sample_per_shape(fabric: dict) -> Callable[[dict], bool]:
     return pick
 
 
+def sample_per_shape_of(fab) -> Callable[[dict], bool]:
+    return sample_per_shape({"nodes": []})
+
+
 def validate_compiled(files: dict[str, bytes]) -> list[Result]:
     """Compile's self-check: full cross-check, YANG and vtysh on one switch per shape."""
     read = memory_reader(files)
