@@ -71,7 +71,7 @@ class NetnsRuntime:
     def __init__(self, shaping: bool = True, wait_bgp: float = 90.0, workers: int | None = None,
                  ssh: bool = True):
         self.shaping = shaping
-        # One sshd per SONiC switch (~6 MB each, next to FRR's ~24 MB) so that
+        # One sshd per SONiC switch (~9 MiB RSS each, next to FRR's ~24 MB) so that
         # `railonly push OUTDIR` works on the lab; see lab_sshd.
         self.ssh = ssh
         self.wait_bgp = wait_bgp  # seconds to wait for every BGP session (0: do not wait)
@@ -240,10 +240,10 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
         for p in procs:  # intent first: destroy finds them even if we stop now
             entries.setdefault(p.name, {"name": p.name, "netns": p.netns, "argv": list(p.argv),
                                         "pidfile": p.pidfile, "pid": None, "starttime": None})
-            for d in p.dirs:
-                top = nsengine._topmost_missing(d)
-                if top and top not in state.setdefault("dirs", []):
-                    state["dirs"].append(top)
+            for d in p.dirs:  # nsengine records every directory it creates (_missing_chain)
+                for made in nsengine._missing_chain(d):
+                    if made not in state.setdefault("dirs", []):
+                        state["dirs"].append(made)
         state["processes"] = list(entries.values())
         nsengine._save(path, state)
         try:

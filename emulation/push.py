@@ -200,7 +200,7 @@ def connect(device: Device, creds: Credentials, timeout: float = 10.0):
     from netmiko import ConnectHandler
 
     sock = _open_socket(device, timeout)
-    key = device.key_file or creds.key_file
+    key = creds.key_file or device.key_file  # --key / RAILONLY_SSH_KEY win over the lab's key
     known = device.known_hosts
     params = dict(
         device_type="arista_eos" if device.platform == "eos" else "linux",

@@ -6,6 +6,7 @@ BOM's switch/cable counter, an unrelated thing.
 Inventory file (validated with the declarative checker of fabric/schema.py;
 every problem names its key and line, exit 2)::
 
+    known_hosts: lab_known_hosts   # optional (relative to this file); default ~/.ssh/known_hosts
     defaults:              # optional, applied to every device
       platform: sonic
       port: 22
@@ -70,6 +71,8 @@ _DEVICE = {
 }
 _DEFAULTS = {k: v for k, v in _DEVICE.items() if k != "host"}
 SCHEMA = {
+    "known_hosts": Field("str", pattern=r"[^\0\n]{1,4096}", pattern_text="a file path",
+                         hint="host keys to check against (default ~/.ssh/known_hosts)"),
     "defaults": Field("section", fields=_DEFAULTS),
     "devices": Field("map", required=True, item=Field("section", fields=_DEVICE),
                      hint="map each device name (a folder under OUTDIR/configs/) to its host"),
@@ -106,8 +109,11 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> 
                 problems.append(Problem(where, f"no generated configs for {name!r} in {configs_dir}",
                                         did_you_mean(name, known) if known else "compile the design first", src.line(where), file))
                 continue
+            kh = data.get("known_hosts")
+            if kh:
+                kh = str((Path(file).parent / os.path.expanduser(kh)).resolve())
             devices.append(Device(name, merged["host"], int(merged.get("port", 22)), merged["platform"],
-                                  merged.get("netns"), merged.get("username")))
+                                  merged.get("netns"), merged.get("username"), kh))
         if not devices and not problems:
             problems.append(Problem("devices", "lists no devices", SCHEMA["devices"].hint, src.line("devices"), file))
     if problems:

@@ -1,6 +1,7 @@
 """`railonly push OUTDIR`: push the generated switch configs over SSH (netmiko), or diff them.
 
-Exit codes: 0 every device ok; 1 a device failed; 2 invalid input (inventory,
+Exit codes: 0 every device ok (and, with --dry-run, in sync); 1 a device
+failed, or --dry-run found a difference; 2 invalid input (inventory,
 unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
 """
 
@@ -14,7 +15,7 @@ def register(sub) -> None:
     p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
     p.add_argument("--device", action="append", metavar="NAME", default=[],
                    help="push only to this device (repeatable; default: all)")
-    p.add_argument("--dry-run", action="store_true", help="connect, read the running config, print diffs, change nothing")
+    p.add_argument("--dry-run", action="store_true", help="connect, read the running config, print diffs, change nothing (exit 1 if any differ)")
     p.add_argument("--inventory", metavar="FILE",
                    help="YAML with devices: {NAME: {host, port, platform}} (default: the lab deployed from OUTDIR)")
     p.add_argument("--key", metavar="FILE", help="SSH private key (default: RAILONLY_SSH_KEY; the lab's own key for a lab)")
@@ -62,4 +63,7 @@ def run(args) -> int:
         if r.diff:  # dry run: what would change; push: what was applied
             sys.stdout.write(r.diff)
     sys.stdout.write(push.summary_table(results, args.dry_run))
-    return 0 if all(r.ok for r in results) else 1
+    if not all(r.ok for r in results):
+        return 1
+    # Contract 2: exit 1 when drift was found, so `push --dry-run` doubles as a CI drift check
+    return 1 if args.dry_run and any(r.changed for r in results) else 0
