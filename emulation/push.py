@@ -351,20 +351,22 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
         return
     name = session_name(text)
     lines = ["rollback clean-config"] + eos_lines(text)
+    # the prompt, whatever the mode: "sw#", "sw(config-s-railon)#"
+    prompt = re.escape(conn.base_prompt[:16]) + r"[^\n]*#"
     try:
         conn.send_config_set(lines, config_mode_command=f"configure session {name}", exit_config_mode=False,
                              error_pattern=_EOS_ERROR, read_timeout=60)
         res.steps.append(f"configure session {name}: {len(lines)} lines")
-        diffs = conn.send_command("show session-config diffs", expect_string=r"#", read_timeout=60)
+        diffs = conn.send_command("show session-config diffs", expect_string=prompt, read_timeout=60)
         res.steps.append("show session-config diffs")
         if diffs.strip():
             res.diff = diffs.strip() + "\n"
-        out = conn.send_command("commit", expect_string=r"#", read_timeout=120)
+        out = conn.send_command("commit", expect_string=prompt, read_timeout=120)
         if re.search(_EOS_ERROR, out, re.M):
             raise PushFailed(f"commit of session {name} failed: {out.strip()[:200]}")
         res.steps.append("commit")
     except (ConfigInvalidException, PushFailed) as exc:
-        conn.send_command("abort", expect_string=r"#", read_timeout=30)
+        conn.send_command("abort", expect_string=prompt, read_timeout=30)
         res.steps.append("abort")
         first = str(exc).strip().splitlines()
         raise PushFailed(f"rejected in session {name}, aborted (running config untouched): "

@@ -7,6 +7,7 @@ unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -56,6 +57,10 @@ def run(args) -> int:
                                       did_you_mean(n, sorted(known)), None, "command line") for n in bad])
         devices = [d for d in devices if d.name in set(args.device)]
     creds = push.Credentials.from_env(args.key, args.insecure_no_host_key_check)
+    if creds.key_file and not os.path.isfile(creds.key_file):
+        src = "--key" if args.key else "RAILONLY_SSH_KEY"
+        raise InputError([Problem(src, f"SSH key file {creds.key_file} does not exist", "give the path of a private key",
+                                  None, "command line")])
     progress = push.Progress(len(devices), enabled=not args.quiet)
     results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
                             progress=progress, timeout=args.timeout)
