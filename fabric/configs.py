@@ -55,7 +55,7 @@ def self_check(fab: Fabric, files: dict[str, str]) -> None:
     blobs.update((path, text.encode()) for path, text in files.items())
     frr = proc.which("vtysh") is not None
     results = run.validate(run.memory_reader(blobs), json.loads(blobs["fabric.json"]),
-                           run.sample_per_shape_of(fab), frr=frr)
+                           run.sample_per_shape(), frr=frr)
     failed = [r for r in results if not r.passed]
     if failed:
         lines = [line for r in failed for line in r.detail.splitlines()]

@@ -13,13 +13,24 @@ from .facts import DeviceFacts
 from .report import Result
 
 
+_NETS: dict[str, tuple[int, int] | None] = {}
+
+
 def _net31(ip: str) -> tuple[int, int] | None:
+    """(network number, prefix length) of an address/prefix; cached: each is seen twice."""
+    got = _NETS.get(ip, False)
+    if got is not False:
+        return got
     try:
         addr, plen = ip.split("/")
-        a, b, c, d = (int(x) for x in addr.split("."))
-        return ((a << 24) | (b << 16) | (c << 8) | d) >> (32 - int(plen)), int(plen)
+        a, b, c, d = map(int, addr.split("."))
+        got = (((a << 24) | (b << 16) | (c << 8) | d) >> (32 - int(plen)), int(plen))
     except ValueError:
-        return None
+        got = None
+    if len(_NETS) > 1_000_000:
+        _NETS.clear()
+    _NETS[ip] = got
+    return got
 
 
 def crosscheck(fabric: dict, facts: dict[str, DeviceFacts]) -> list[Result]:
