@@ -132,8 +132,9 @@ def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent
         if vid not in declared:
             warnings.append(f"{path}: interface Vlan{vid} without 'vlan {vid}': the SVI stays down on EOS")
             up = False
-        if vid == 1 and not members and vid not in svis:
-            continue  # the default VLAN nobody uses
+        up_ports = {q.name for q in ports if q.admin_up}
+        if vid == 1 and not up_ports & set(members) and vid not in svis:
+            continue  # the default VLAN only shut ports sit in
         vlans.append(VlanIntent(f"Vlan{vid}", vid, members, tuple(addrs), mtu, up))
     for p, vid in access.items():
         if vid not in declared:

@@ -419,7 +419,7 @@ def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
     for pi in pids.in_netns(live_inodes) if live_inodes else []:
         if pi.pid in targets:
             continue
-        if pi.cmdline in recorded_argv:  # started by us, pid not yet recorded
+        if any(pids.same_program(pi.cmdline, a) for a in recorded_argv):  # ours, pid not yet recorded
             targets[pi.pid] = (f"pid {pi.pid}", pi)
         else:
             strays.append(pi)

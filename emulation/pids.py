@@ -57,6 +57,18 @@ def read_pidfile(path: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def same_program(cmdline: tuple[str, ...], argv: tuple[str, ...] | list[str]) -> bool:
+    """cmdline is argv, or argv retitled the way sshd does with setproctitle
+    ("sshd: /usr/sbin/sshd -D -f X [listener] ..." in one string)."""
+    argv = tuple(argv)
+    if cmdline == argv:
+        return True
+    if len(cmdline) != 1 or not argv:
+        return False
+    title = f"{os.path.basename(argv[0])}: {' '.join(argv)}"
+    return cmdline[0] == title or cmdline[0].startswith(title + " ")
+
+
 def matches(
     pid: int,
     argv: tuple[str, ...] | list[str],
@@ -66,7 +78,7 @@ def matches(
 ) -> ProcInfo | None:
     """The live process pid if it is the recorded one, else None."""
     pi = info(pid)
-    if pi is None or pi.cmdline != tuple(argv):
+    if pi is None or not same_program(pi.cmdline, argv):
         return None
     if starttime is not None and pi.starttime != starttime:
         return None

@@ -105,7 +105,8 @@ def read_config_db(text: str, frr_conf: str | None = None, path: str = "config_d
     return SwitchIntent(
         hostname=hostname, platform="sonic", ports=tuple(ports), vlans=tuple(vlans),
         loopbacks=tuple(a for name in sorted(loop) for a in loop[name]),
-        routing=True,  # a SONiC switch routes whenever it has L3 interfaces
+        # SONiC routes between whatever L3 interfaces it has; with none it is a plain L2 switch
+        routing=bool(loop or any(p.addresses for p in ports) or any(v.addresses for v in vlans)),
         frr_conf=_with_hostname(frr_conf, hostname) if frr_conf else None,
         warnings=tuple(warnings),
     )
