@@ -101,11 +101,85 @@ def destroy(args) -> int:
     return 0
 
 
+# --- check / traffic / fault (emulation/checks_*.py, traffic.py, faults.py) --------------------
+
+
+def check_args(p) -> None:
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (Contract 4)")
+    p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for convergence (default 60)")
+    p.add_argument("--only", action="append", choices=["reachability", "isolation", "path", "bgp", "cabling"],
+                   help="run only this check (repeatable)")
+
+
+def check(args) -> int:
+    from railonly.emulation import checks_run, report
+    from railonly.emulation.checks_plan import CHECKS
+
+    rt, lab = open_lab(args)
+    try:
+        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
+                             progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+    except checks_run.NotDeployed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(report.table(lab.name, run.results, run.timings, run.notes))
+    if args.json:
+        report.write_json(args.json, report.as_json(lab.name, run.results, run.timings, run.notes))
+    if args.junit:
+        report.write_text(args.junit, report.as_junit(lab.name, run.results, run.timings))
+    return 1 if run.failed else 0
+
+
+def traffic_args(p) -> None:
+    p.add_argument("--pattern", required=True, choices=["ring-allreduce", "all-to-all"])
+    p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
+    p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (Contract 4)")
+
+
+def traffic(args) -> int:
+    from railonly.emulation import report, traffic as T
+
+    rt, lab = open_lab(args)
+    try:
+        rep = T.run(lab, rt, args.pattern, args.bytes, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+    except T.NotDeployed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(T.format_report(rep))
+    if args.json:
+        report.write_json(args.json, rep)
+    return 1 if rep.get("failed_flows") else 0
+
+
+def fault_args(p) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--link", metavar="NODE:PORT", help="set a link down (both ends)")
+    g.add_argument("--node", metavar="SWITCH", help="stop a switch: every port down, FRR stopped")
+    g.add_argument("--restore", action="store_true", help="undo every recorded fault")
+
+
+def fault(args) -> int:
+    from railonly.emulation import faults
+
+    rt, lab = open_lab(args)
+    if args.restore:
+        done = faults.restore(lab, rt)
+        print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))
+        return 0
+    what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)
+    print(f"lab {lab.name}: {what} (undo: railonly lab fault {args.outdir} --restore)")
+    return 0
+
+
 # name, help, add_arguments(parser) or None, run(args) -> exit code
 ACTIONS: list[tuple[str, str, Callable | None, Callable]] = [
     ("deploy", "deploy the lab (idempotent; --dry-run prints the plan)", deploy_args, deploy),
     ("status", "show whether the lab runs", None, status),
     ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy)", None, destroy),
+    ("check", "check reachability, isolation, paths, BGP and cabling (exit 1 on any failure)", check_args, check),
+    ("traffic", "run ring all-reduce or all-to-all flows with iperf3 and compare with the model", traffic_args, traffic),
+    ("fault", "inject a fault (a link or switch down) or restore", fault_args, fault),
 ]
 
 
