@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from railonly.emulation import lab_sshd, nsengine, nsenter, proc
+from railonly.emulation import lab_sshd, nsengine, nsenter, pids, proc
 from railonly.emulation import nsplan as P
 from railonly.emulation.netns_runtime import NetnsRuntime
 from railonly.emulation.runtime import load_lab
@@ -47,6 +47,28 @@ def unique(tag: str) -> str:
     return f"rotest{os.getpid() % 10000}{tag}"
 
 
+def settle_sessions(namespaces: list[str], timeout: float = 5.0) -> None:
+    """Wait until no SSH session process is left in the namespaces. A
+    session (sshd's per-login child and its shell) ends a few ms after the
+    client disconnects; destroy treats a process it did not start as not
+    ours and, rightly, does not kill it."""
+    inodes = {nsenter.inode(n) for n in namespaces} - {None}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        live = [p for p in pids.in_netns(inodes) if _is_session(p.cmdline)]
+        if not live:
+            return
+        time.sleep(0.05)
+
+
+def _is_session(cmdline: tuple[str, ...]) -> bool:
+    text = " ".join(cmdline)
+    # "sshd: ... [listener] ..." is the recorded daemon itself (sshd retitles itself)
+    if "[listener]" in text:
+        return False
+    return text.startswith("sshd: ") or "switch_shell" in text or "eos_responder" in text
+
+
 def compile_lab(name: str, outdir: Path) -> Path:
     design = parse_design(ROUTED.format(name=name), "push-test.yml")
     _, files = compile_design(design)
@@ -70,6 +92,7 @@ def pushlab(tmp_path_factory):
         assert res.bgp_converged, res.bgp
         yield outdir, lab
     finally:
+        settle_sessions([n.netns for n in lab.switches])
         rt.destroy(lab)
         left = [n.netns for n in lab.nodes.values() if nsenter.exists(n.netns)]
         assert not left, f"namespaces left behind: {left}"
@@ -132,6 +155,7 @@ def eos_device(tmp_path):
         (configs / "eos1").mkdir(parents=True)
         yield EosDevice(base, ns, log, running, configs, base / "client", base / "known_hosts")
     finally:
+        settle_sessions([ns])
         rep = nsengine.destroy(state)
         assert rep.ok, rep.leftovers
         assert not nsenter.exists(ns)
