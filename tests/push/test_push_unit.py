@@ -1,0 +1,171 @@
+"""Push pieces that need no root: inventory validation, diffs, redaction, the CLI's input errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from railonly.cli import main
+from railonly.emulation import push
+from railonly.emulation.push_inventory import load_inventory
+from railonly.fabric.problems import InputError
+
+
+
+
+
+def _compiled(tmp_path):
+    from railonly.fabric.compiler import compile_design
+    from railonly.fabric.design import parse_design
+    from railonly.fabric.writer import write_outdir
+
+    text = ("name: unitpush\ntopology: rail-only\nhb_domain: {size: 2, count: 6, gbps: 3600}\n"
+            "nic: {gbps: 400}\nswitch: {radix: 4, platform: sonic}\nrail: {mode: routed}\n")
+    d = parse_design(text, "u.yml")
+    _, files = compile_design(d)
+    write_outdir(str(tmp_path / "out"), files, d.sha256)
+    return tmp_path / "out"
+
+
+def test_inventory_ok_with_defaults(tmp_path):
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    inv.write_text("known_hosts: kh\ndefaults: {platform: sonic}\ndevices:\n"
+                   "  rail0-leaf0: {host: 192.0.2.1}\n  rail0-spine0: {host: 192.0.2.2, port: 2222}\n")
+    devs = load_inventory(inv, out / "configs")
+    assert [(d.name, d.host, d.port, d.platform) for d in devs] == [
+        ("rail0-leaf0", "192.0.2.1", 22, "sonic"), ("rail0-spine0", "192.0.2.2", 2222, "sonic")]
+    assert devs[0].known_hosts == str(tmp_path / "kh")
+
+
+def test_inventory_errors_name_the_key(tmp_path):
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    inv.write_text("devices:\n  rail0-leaf0: {host: 192.0.2.1, prot: 22, platform: sonic}\n"
+                   "  rail0-leaf1: {port: 99999, platform: junos}\n  rail0-leafX: {host: h, platform: sonic}\n")
+    with pytest.raises(InputError) as ei:
+        load_inventory(inv, out / "configs")
+    text = "\n".join(p.format() for p in ei.value.problems)
+    assert "devices.rail0-leaf0.prot: unknown key 'prot'" in text and "did you mean 'port'" in text
+    assert "devices.rail0-leaf1.port: must be from 1 to 65,535" in text
+    assert "devices.rail0-leaf1.platform: must be one of sonic, eos" in text
+    assert ":3:" in text  # line numbers
+
+
+def test_inventory_unknown_device_and_missing_host(tmp_path):
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    inv.write_text("devices:\n  rail0-leafX: {host: h, platform: sonic}\n  rail0-leaf1: {platform: sonic}\n")
+    with pytest.raises(InputError) as ei:
+        load_inventory(inv, out / "configs")
+    text = "\n".join(p.format() for p in ei.value.problems)
+    assert "no generated configs for 'rail0-leafX'" in text and "did you mean" in text
+    assert "devices.rail0-leaf1.host: is required but missing" in text
+
+
+def test_cli_bad_inventory_exit_2(tmp_path, capsys):
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    inv.write_text("devices: [a, b]\n")
+    assert main(["push", str(out), "--inventory", str(inv)]) == 2
+    assert "devices: must be a mapping" in capsys.readouterr().err
+
+
+def test_cli_unknown_device_exit_2(tmp_path, capsys):
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    inv.write_text("devices:\n  rail0-leaf0: {host: 127.0.0.1, platform: sonic}\n")
+    assert main(["push", str(out), "--inventory", str(inv), "--device", "rail0-leaf9"]) == 2
+    assert "no device 'rail0-leaf9'" in capsys.readouterr().err
+
+
+def test_cli_no_deployed_lab_exit_3(tmp_path, capsys):
+    out = _compiled(tmp_path)
+    assert main(["push", str(out)]) == 3
+    assert "deploy it first" in capsys.readouterr().err
+
+
+def test_unreachable_inventory_device_exit_1_and_password_redacted(tmp_path, capsys, monkeypatch):
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    # port 1 on loopback: nothing listens, refused at once
+    inv.write_text("devices:\n  rail0-leaf0: {host: 127.0.0.1, port: 1, platform: sonic}\n")
+    monkeypatch.setenv("RAILONLY_SSH_PASSWORD", "hunter2-xyz")
+    assert main(["push", str(out), "--inventory", str(inv)]) == 1
+    cap = capsys.readouterr()
+    assert "rail0-leaf0" in cap.out and "connection refused" in cap.out
+    assert "hunter2-xyz" not in cap.out + cap.err and "Traceback" not in cap.err
+
+
+def test_credentials_never_printed():
+    c = push.Credentials("admin", "pw-123", None)
+    assert "pw-123" not in repr(c) and "pw-123" not in str(c)
+    assert c.redact("login pw-123 failed") == "login *** failed"
+
+
+FRR_FILE = """\
+frr version 8.4
+frr defaults datacenter
+hostname leaf
+!
+router bgp 65001
+ bgp log-neighbor-changes
+ neighbor 10.0.0.1 remote-as 65002
+ !
+ address-family ipv4 unicast
+  network 10.1.0.0/24
+ exit-address-family
+exit
+!
+"""
+FRR_RUNNING = """\
+Building configuration...
+
+Current configuration:
+!
+frr version 8.4.4
+frr defaults datacenter
+hostname leaf
+hostname vm
+service integrated-vtysh-config
+!
+router bgp 65001
+ neighbor 10.0.0.1 remote-as 65002
+ !
+ address-family ipv4 unicast
+  network 10.1.0.0/24
+ exit-address-family
+exit
+!
+end
+"""
+
+
+def test_frr_statements_compare_by_meaning():
+    """FRR elides defaults, reorders, adds its own lines; the comparison must not see drift there."""
+    cand, run = push.frr_statements(FRR_FILE), push.frr_statements(FRR_RUNNING)
+    assert set(cand) - set(run) == set()
+    assert "router bgp 65001 > address-family ipv4 unicast > network 10.1.0.0/24" in cand
+    changed = push.frr_statements(FRR_FILE.replace("65002", "65003"))
+    assert set(changed) - set(run) == {"router bgp 65001 > neighbor 10.0.0.1 remote-as 65003"}
+
+
+def test_missing_db_fields():
+    pushed = {"PORT": {"Ethernet0": {"mtu": "9100"}}, "LOOPBACK_INTERFACE": {"Loopback0|10.0.0.1/32": {}}}
+    running = {"PORT": {"Ethernet0": {"mtu": "1500", "speed": "400000"}}, "EXTRA": {}}
+    assert push._missing_db(pushed, running) == ["PORT|Ethernet0|mtu", "LOOPBACK_INTERFACE"]
+
+
+def test_summary_table_and_failures_do_not_stop_others():
+    from railonly.emulation.push_inventory import Device
+
+    devs = [Device("a", "h", 22, "sonic"), Device("b", "h", 22, "eos")]
+
+    def fake(d, *_):
+        if d.name == "a":
+            raise RuntimeError("boom")
+        return push.DeviceResult(d.name, d.platform, True, False, message="in sync")
+
+    res = push.push_all(devs, None, push.Credentials(), push_one=fake)
+    assert [r.ok for r in res] == [False, True]
+    table = push.summary_table(res, False)
+    assert "internal error: boom" in table and "1 ok, 1 failed" in table
