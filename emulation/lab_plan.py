@@ -192,8 +192,7 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
         except ExecError as exc:
             raise LabError(str(lab.topology_file), f"node {node.name} exec {exc}",
                            "the netns runtime translates ip/sysctl commands only") from None
-        base = P.host_sysctls()
-        ns_sysctls[ns] = tuple(dict([*base, *sysctls]).items())
+        ns_sysctls[ns] = _merge_sysctls(P.host_sysctls(), sysctls)
         node_items += items
     for node in lab.nodes.values():
         b.ns(node.name, ns_sysctls.get(node.netns, ()))
@@ -215,6 +214,20 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
         raise LabError(str(lab.topology_file), "the lab cannot be deployed in namespaces:\n  " + "\n  ".join(problems[:20]),
                        "recompile the design; port names must be Linux device names (at most 15 characters)")
     return out
+
+
+def _merge_sysctls(base, extra) -> tuple[tuple[str, str], ...]:
+    """base + extra, without per-device rp_filter values that equal conf.default's:
+    devices copy conf.default when created (nsplan sets it first), and each
+    per-device write costs a namespace entry after the links exist (~0.35 ms x
+    1,000 namespaces)."""
+    merged = dict([*base, *extra])
+    default = merged.get("net.ipv4.conf.default.rp_filter")
+    return tuple(
+        (k, v) for k, v in merged.items()
+        if not (k.startswith("net.ipv4.conf.") and k.endswith(".rp_filter")
+                and k.split(".")[3] not in ("all", "default") and v == default)
+    )
 
 
 def _count_neighbors(conf: str) -> int:

@@ -42,6 +42,7 @@ def render(fab: Fabric) -> str:
         "schema_version": SCHEMA_VERSION, "name": d.name, "topology": d.topology, "rail_mode": d.rail_mode,
         "hb_domain_size": d.hb_size, "hb_domain_count": fab_domains(fab), "radix": d.radix,
         "nic_gbps": d.nic_gbps, "hb_gbps": d.hb_gbps, "tiers": fab.tiers,
+        "lab_nic_mbps": d.lab_nic_mbps,  # the emulation's NIC rate (design lab.nic_mbps); it never recompiles
     }
     dumps = json.JSONEncoder(sort_keys=False, separators=(", ", ": ")).encode
     lines = ["{" + dumps(head)[1:-1] + ","]

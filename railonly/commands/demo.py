@@ -1,7 +1,7 @@
 """`railonly demo`: the main job end to end on an example design.
 
-Compile -> (lab deploy -> check -> traffic -> destroy, where the lab commands
-exist) -> print the results. Each step is the same code the individual
+Compile -> validate -> lab deploy -> (check -> traffic, where those lab
+actions exist) -> lab destroy (always, in finally) -> print the results. Each step is the same code the individual
 commands run; the demo only chains them.
 """
 
@@ -31,7 +31,39 @@ def run(args) -> int:
         return rc
     print(f"== validate {outdir}")
     rc = main(["validate", outdir]) if _has("validate") else 0
-    return rc
+    if rc:
+        return rc
+    return run_lab(outdir, main)
+
+
+# Lab steps after deploy, each `railonly lab <action> OUTDIR` (check/traffic join when they exist).
+LAB_STEPS: list[list[str]] = [["check"], ["traffic", "--pattern", "ring-allreduce"]]
+
+
+def run_lab(outdir: str, main) -> int:
+    """deploy -> the lab steps that exist -> destroy (always, in finally)."""
+    from railonly.commands import lab as lab_cmd
+
+    if os.geteuid() != 0:
+        print("== lab: skipped (needs root for network namespaces); the plan it would deploy:"
+              f" railonly lab deploy {outdir} --dry-run")
+        return 0
+    actions = {name for name, *_ in lab_cmd.ACTIONS}
+    results: list[tuple[str, int]] = []
+    try:
+        print(f"== lab deploy {outdir}")
+        rc = main(["lab", "deploy", outdir])
+        results.append(("deploy", rc))
+        if rc == 0:
+            for step in LAB_STEPS:
+                if step[0] in actions:
+                    print(f"== lab {' '.join(step)} {outdir}")
+                    results.append((step[0], main(["lab", step[0], outdir, *step[1:]])))
+    finally:
+        print(f"== lab destroy {outdir}")
+        results.append(("destroy", main(["lab", "destroy", outdir])))
+    print("== results: " + ", ".join(f"{name} {'ok' if rc == 0 else f'FAILED (exit {rc})'}" for name, rc in results))
+    return next((rc for _, rc in results if rc), 0)
 
 
 def _has(command: str) -> bool:

@@ -1,0 +1,129 @@
+"""Benchmark `railonly lab deploy` (NetnsRuntime) against the raw `ip -batch` floor.
+
+For each lab, in the same run:
+
+  floor     one hand-written `ip -batch` creating the lab's namespaces and
+            veth pairs (directly in their namespaces; nothing else), the
+            floor of bench/bench_netns_engine.py applied to the lab's plan
+  deploy    NetnsRuntime.deploy: namespaces, veths, bridges, switch config
+            read from the generated files, addresses, routes, sysctls,
+            tbf/htb shaping, FRR, link-settle wait (BGP convergence timed
+            separately in `bgp`)
+  destroy   NetnsRuntime.destroy (daemons by PID, one `ip -batch` of netns del)
+
+Labs: L2 EOS rails of 8-GPU HB domains, 16 to 1,024 GPUs; routed SONiC
+two-tier rails with FRR, 8 to 64 switches. Lab names start with "rb" and
+everything is recorded in a state file first, so an interrupted run is
+removed by destroy like any lab. Root; about 2 minutes.
+
+  .venv/bin/python bench/bench_lab_deploy.py [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from railonly.emulation import lab_plan, nsengine
+from railonly.emulation.netns_runtime import NetnsRuntime
+from railonly.emulation.runtime import load_lab
+from railonly.fabric.compiler import compile_design
+from railonly.fabric.design import parse_design
+from railonly.fabric.writer import write_outdir
+
+HERE = Path(__file__).resolve().parent
+
+
+def _engine_bench():
+    # reuse the floor and the kernel-settle wait of the engine benchmark
+    spec = importlib.util.spec_from_file_location("bench_netns_engine", HERE / "bench_netns_engine.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+L2 = "name: {name}\nhb_domain: {{size: 8, count: {n}}}\nswitch: {{radix: {radix}, platform: eos}}\nrail: {{mode: l2}}\nlab: {{domains: {n}}}\n"
+ROUTED = "name: {name}\nhb_domain: {{size: {k}, count: 6}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\nlab: {{domains: 6}}\n"
+
+
+def labs(quick: bool) -> list[tuple[str, str]]:
+    l2 = [2, 16] if quick else [2, 16, 64, 128]  # x 8 GPUs
+    routed = [2, 4] if quick else [2, 4, 8, 12]  # rails x 5 switches each (3 leaves, 2 spines): 10 to 60
+    out = [(f"l2-{8 * n}gpu", L2.format(name=f"rbl{n}", n=n, radix=max(8, n))) for n in l2]
+    out += [(f"routed-{5 * k}sw", ROUTED.format(name=f"rbr{k}", k=k)) for k in routed]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the two smallest labs of each kind")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("needs root", file=sys.stderr)
+        return 3
+    eb = _engine_bench()
+    tmp = tempfile.mkdtemp(prefix="rb-lab-")
+    os.chmod(tmp, 0o755)
+    rt = NetnsRuntime(ssh=False)  # the push sshd is measured separately by its own feature
+    rows, opened = [], []
+    t_all = time.perf_counter()
+    try:
+        for label, text in labs(args.quick):
+            design = parse_design(text, f"{label}.yml")
+            outdir = os.path.join(tmp, label)
+            _, files = compile_design(design)
+            write_outdir(outdir, files, design.sha256)
+            lab = load_lab(outdir)
+            opened.append(lab)
+            plan = lab_plan.build(lab).plan
+            row = {"lab": label, "gpus": len(lab.gpus), "switches": len(lab.switches),
+                   "ns": len(plan.namespaces), "veths": len(plan.veths), "frr": len(plan.processes)}
+            state = os.path.join(tmp, f"{label}.floor.json")
+            row["floor"] = eb.raw_floor(plan, state, config=False)
+            nsengine.destroy(state)
+            eb.settle_kernel()
+            res = rt.deploy(lab)
+            row["deploy"] = res.seconds
+            row["settle"] = res.phases.get("settle", 0.0)
+            row["procs"] = res.phases.get("processes", 0.0)
+            row["phases"] = {k: round(v, 3) for k, v in res.phases.items()}
+            row["bgp"] = res.bgp_seconds if res.bgp_converged is not None else None
+            row["converged"] = res.bgp_converged
+            t = time.perf_counter()
+            rt.destroy(lab)
+            row["destroy"] = time.perf_counter() - t
+            row["ratio"] = row["deploy"] / row["floor"]
+            rows.append(row)
+            eb.settle_kernel()
+            print(f"  {label}: {row['phases']}", file=sys.stderr)
+    finally:
+        for lab in opened:
+            try:
+                rt.destroy(lab)
+            except Exception as exc:  # report and go on: the others must go too
+                print(f"destroy {lab.name}: {exc}", file=sys.stderr)
+    cols = ["lab", "gpus", "switches", "ns", "veths", "frr", "floor", "deploy", "ratio", "settle", "procs", "bgp", "destroy"]
+    print("seconds; floor = one ip -batch of the same namespaces + veths; deploy = NetnsRuntime.deploy "
+          "(settle/procs are parts of it; bgp = convergence wait after it)")
+    print(" ".join(f"{c:>12}" for c in cols))
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r[c]
+            cells.append(f"{'-':>12}" if v is None else f"{v:>12}" if isinstance(v, (int, str)) else f"{v:>12.3f}")
+        print(" ".join(cells))
+    print(f"total {time.perf_counter() - t_all:.1f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["converged"] in (None, True) for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
