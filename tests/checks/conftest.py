@@ -1,0 +1,83 @@
+"""Real labs for the check/traffic/fault tests: compiled under a unique lab name,
+deployed with NetnsRuntime, always destroyed (the finalizer also asserts no
+namespace of the lab is left). Skipped when not root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from railonly.cli import main
+from railonly.emulation import nsenter
+from railonly.emulation.runtime import get_runtime, load_lab
+
+LABS = Path(__file__).resolve().parents[2] / "labs"
+_count = [0]
+
+
+def skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ("ip", "tc", "iperf3", "vtysh"):
+        if shutil.which(tool) is None:
+            return f"'{tool}' is not installed"
+    return None
+
+
+def compile_design(tmp: Path, design: str, tag: str) -> Path:
+    _count[0] += 1
+    name = f"rc{os.getpid() % 1000}{tag}{_count[0]}"[:20]
+    d = yaml.safe_load((LABS / f"{design}.yml").read_text())
+    d["name"] = name
+    src = tmp / f"{name}.yml"
+    src.write_text(yaml.safe_dump(d))
+    out = tmp / name
+    assert main(["compile", str(src), "-o", str(out)]) == 0
+    return out
+
+
+class Deployed:
+    def __init__(self, outdir: Path):
+        self.outdir = outdir
+        self.rt = get_runtime("netns")
+        self.lab = load_lab(outdir)
+
+    def ns(self, node: str) -> str:
+        return self.lab.netns(node)
+
+
+def _deploy(tmp: Path, design: str, tag: str):
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    os.chmod(tmp, 0o755)
+    d = Deployed(compile_design(tmp, design, tag))
+    try:
+        d.rt.deploy(d.lab)
+        yield d
+    finally:
+        from railonly.emulation import traffic
+
+        traffic.stop_servers(d.lab)
+        d.rt.destroy(d.lab)
+        left = [n for n in d.lab.nodes.values() if nsenter.exists(n.netns)]
+        assert not left, f"namespaces left behind: {[n.netns for n in left]}"
+
+
+@pytest.fixture
+def routed(tmp_path):
+    yield from _deploy(tmp_path, "mini-routed", "r")
+
+
+@pytest.fixture
+def l2(tmp_path):
+    yield from _deploy(tmp_path, "mini-l2", "l")
+
+
+@pytest.fixture(scope="module")
+def routed_shared(tmp_path_factory):
+    yield from _deploy(tmp_path_factory.mktemp("lab"), "mini-routed", "s")
