@@ -215,6 +215,12 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
     m = model(cp, flows, nic, hb)
     progress(f"{pattern}: {len(flows)} flows of {nbytes} bytes; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
              f" model {m['pipelined']:.2f} s")
+    # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
+    from . import checks_run
+
+    pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
+    if pre.failed:
+        progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
     results: dict[int, dict] = {}
     lock = threading.Lock()
     stop_servers(lab)  # leftovers of an interrupted run
@@ -236,6 +242,8 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
                  "start_s": round(start - t0, 3), "end_s": round(end - t0, 3)}
             try:
                 doc = json.loads(out)
+                if doc.get("error"):
+                    raise KeyError(doc["error"])
                 sent = doc["end"]["sum_sent"]
                 recv = doc["end"].get("sum_received", {})
                 # "bytes": what the receiver really got. iperf3 3.12 ends a -n test when the
@@ -247,7 +255,9 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
                 r["mbps"] = round(r["bytes"] * 8 / r["seconds"] / 1e6, 3) if r["seconds"] else None
                 if doc.get("error"):
                     r["error"] = doc["error"]
-            except (ValueError, KeyError, TypeError):
+            except KeyError as exc:
+                r["error"] = str(exc.args[0] if exc.args else exc)[:300]
+            except (ValueError, TypeError):
                 r["error"] = (out or f"iperf3 exited {rc}").strip()[-300:]
             with lock:
                 results[i] = r

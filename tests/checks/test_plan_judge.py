@@ -1,0 +1,155 @@
+"""Planning and judging are pure: tested on compiled designs and synthetic evidence (no root)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from railonly.cli import main
+from railonly.emulation import checks_judge as J
+from railonly.emulation import checks_plan, probe_agent as PA, report, traffic
+from railonly.emulation.runtime import load_lab
+
+LABS = Path(__file__).resolve().parents[2] / "labs"
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    out = {}
+    for d in ("mini-routed", "mini-l2", "mini-baseline"):
+        o = tmp_path_factory.mktemp(d)
+        assert main(["compile", str(LABS / f"{d}.yml"), "-o", str(o / "out")]) == 0
+        out[d] = checks_plan.load(load_lab(o / "out"))
+    return out
+
+
+def test_plan_counts(plans):
+    r = plans["mini-routed"]
+    assert len(r.reach_pairs()) == 2 * 6 * 5
+    assert len(r.bgp) == 2 * 12 and set(r.foreign) == {s for s in r.switches}
+    assert all(ps.via for ps in r.paths if ps.cross)
+    b = plans["mini-baseline"]
+    assert not b.isolation_applies and all(ps.via is None for ps in b.paths)
+    l2 = plans["mini-l2"]
+    assert l2.mode == "l2" and not l2.bgp and all(ps.l2_switches for ps in l2.paths)
+
+
+def test_cross_rail_path_goes_through_the_hb_mate(plans):
+    cp = plans["mini-routed"]
+    for ps in cp.paths:
+        if ps.cross:
+            s, v, d = cp.gpus[ps.src], cp.gpus[ps.via], cp.gpus[ps.dst]
+            assert v.hb == s.hb and v.rail == d.rail and ps.layers[0] == (ps.via,)
+
+
+def test_reachability_fails_naming_gpu_and_port(plans):
+    cp = plans["mini-routed"]
+    seen = set(cp.reach_pairs())
+    assert all(r.passed for r in J.reachability(cp, seen))
+    lost = {p for p in seen if "hb3-gpu0" in p}
+    res = J.reachability(cp, seen - lost)
+    bad = [r for r in res if not r.passed]
+    assert len(bad) == len(lost) and all("hb3-gpu0:eth1" in r.detail for r in bad)
+
+
+def test_isolation_leak_fails(plans):
+    cp = plans["mini-l2"]
+    g = cp.gpus["hb0-gpu0"]
+    probes = [(0, "hb0-gpu0", "broadcast", "ff")]
+    assert J.isolation_probes(cp, {0: {("hb1-gpu0", "eth1")}}, probes)[0].passed
+    r = J.isolation_probes(cp, {0: {("hb1-gpu0", "eth1"), ("hb0-gpu1", "eth1")}}, probes)[0]
+    assert not r.passed and "hb0-gpu1:eth1" in r.detail and g.rail == 0
+
+
+def test_isolation_routes(plans):
+    cp = plans["mini-routed"]
+    own = [{"dst": p, "dev": "Vlan1000"} for p in cp.rail_subnets[0]]
+    assert J.isolation_routes(cp, {"rail0-leaf0": own})[0].passed
+    res = {r.id: r for r in J.isolation_routes(cp, {s: own for s in cp.foreign})}
+    assert res["isolation/rail0-leaf0/routes"].passed
+    assert not res["isolation/rail1-leaf0/routes"].passed  # rail 1 switch holding rail 0's subnets
+    leaky = own + [{"dst": "default", "gateway": "192.0.2.1"}]
+    assert not J.isolation_routes(cp, {"rail0-leaf0": leaky})[0].passed
+
+
+def test_path_judging(plans):
+    cp = plans["mini-routed"]
+    inv = {}
+    for a, n in cp.ip_owner.items():
+        inv.setdefault(n, a)
+    hops, arrived = {}, {}
+    for i, ps in enumerate(cp.paths):
+        hops[i] = {t: inv[layer[0]] for t, layer in enumerate(ps.layers, 1) if layer}
+        arrived[i] = len(ps.layers) + 1
+    assert all(r.passed for r in J.path(cp, hops, arrived))
+    i = next(i for i, ps in enumerate(cp.paths) if not ps.cross and len(ps.layers) == 3)
+    wrong = dict(hops)
+    wrong[i] = {**hops[i], 2: inv[cp.paths[i].layers[0][0]]}  # the leaf answering as if it were a spine
+    assert not J.path(cp, wrong, arrived)[i].passed
+    longer = {**arrived, i: arrived[i] + 1}
+    assert "expected 3" in J.path(cp, hops, longer)[i].detail
+
+
+def test_bgp_and_cabling_judging(plans):
+    cp = plans["mini-routed"]
+    peers = {s.switch: {} for s in cp.bgp}
+    for s in cp.bgp:
+        peers[s.switch][s.peer] = {"state": "Established", "pfxRcd": 3}
+    routes = {sw: [{"dst": p} for p in want] for sw, want in cp.prefixes.items()}
+    assert all(r.passed for r in J.bgp(cp, peers, routes))
+    s0 = cp.bgp[0]
+    peers[s0.switch][s0.peer] = {"state": "Active"}
+    bad = [r for r in J.bgp(cp, peers, routes) if not r.passed]
+    assert [r.id for r in bad] == [f"bgp/{s0.switch}/{s0.peer}"] and "Active" in bad[0].detail
+    heard = {}
+    for c in cp.cables:
+        heard[(c.a_node, c.a_port)] = {(c.b_node, c.b_port)}
+        heard[(c.b_node, c.b_port)] = {(c.a_node, c.a_port)}
+    assert all(r.passed for r in J.cabling(cp, heard))
+    c0, c1 = cp.cables[0], cp.cables[1]
+    heard[(c0.b_node, c0.b_port)] = {(c1.a_node, c1.a_port)}
+    bad = [r for r in J.cabling(cp, heard) if not r.passed]
+    assert len(bad) == 1 and f"hears {c1.a_node}:{c1.a_port}" in bad[0].detail
+
+
+def test_reports_json_and_junit_shapes():
+    res = [J.Result("reachability/rail0/a->b", "reachability", True, "ok"),
+           J.Result("bgp/s/1.2.3.4", "bgp", False, "s -> 1.2.3.4: Active")]
+    doc = report.as_json("demo", res)
+    assert doc["passed"] == 1 and doc["failed"] == 1 and doc["results"][1]["id"] == "bgp/s/1.2.3.4"
+    root = ET.fromstring(report.as_junit("demo", res).split("\n", 1)[1])
+    assert [t.get("name") for t in root.iter("testcase")] == ["reachability/rail0/a->b", "bgp/s/1.2.3.4"]
+    assert len(list(root.iter("failure"))) == 1
+    assert "FAILED" in report.table("demo", res)
+    assert J.unique(res + res[:1]) == ["reachability/rail0/a->b"]
+
+
+def test_probe_frames_round_trip():
+    p = PA.payload("lab1", PA.K_REACH, 77, 3)
+    assert PA.parse_payload(p, "lab1") == (PA.K_REACH, 77, 3)
+    assert PA.parse_payload(p, "lab2") is None
+    pkt = PA.ip_udp("10.0.0.1", "10.0.0.2", p, ttl=5, ident=9, checksum=True)
+    assert PA._csum(pkt[:20]) == 0 and pkt[22:24] == (4791).to_bytes(2, "big")
+    f = PA.lldp_frame(b"\x02" * 6, "lab1", "leaf0", "Ethernet8")
+    assert PA.parse_lldp(f, "lab1") == ("leaf0", "Ethernet8") and PA.parse_lldp(f, "x") is None
+    from scapy.contrib.roce import BTH
+    from scapy.layers.inet import IP
+
+    s = IP(pkt)
+    assert s.dport == 4791 and s.haslayer(BTH)
+
+
+def test_traffic_plan_and_model(plans):
+    cp, base = plans["mini-routed"], plans["mini-baseline"]
+    ring = traffic.plan_flows(cp, "ring-allreduce", 1000)
+    assert len(ring) == 12 and all(cp.gpus[f.src].rail == cp.gpus[f.dst].rail for f in ring)
+    a2a = traffic.plan_flows(cp, "all-to-all", 1000)
+    assert len(a2a) == 12 * 10 and sum(1 for f in a2a if f.via) == 60
+    m = traffic.model(cp, a2a, 100.0, 900.0)
+    mb = traffic.model(base, traffic.plan_flows(base, "all-to-all", 1000), 100.0, 900.0)
+    assert m["pipelined"] == pytest.approx(mb["pipelined"])
+    # store-and-forward overhead = (HB step) / (NIC step) = (K-1)/K * NIC/HB here
+    assert m["store_forward"] / mb["store_forward"] - 1 == pytest.approx(0.5 * 100 / 900, rel=1e-6)

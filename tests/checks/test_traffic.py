@@ -1,0 +1,60 @@
+"""Traffic on a real lab: interface counters account for the bytes the report
+claims, no flow beats its shaped rate, cross-rail flows are forwarded by the
+GPU the plan names."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from railonly.cli import main
+from railonly.emulation import checks_plan, traffic
+
+pytestmark = pytest.mark.netns
+
+
+def counters(ns: str) -> dict[str, dict]:
+    out = subprocess.run(["ip", "-n", ns, "-s", "-j", "link"], check=True, capture_output=True, text=True).stdout
+    return {l["ifname"]: l["stats64"] for l in json.loads(out)}
+
+
+@pytest.mark.parametrize("pattern", ["ring-allreduce", "all-to-all"])
+def test_counters_account_for_reported_bytes(routed_shared, tmp_path, pattern):
+    d = routed_shared
+    cp = checks_plan.load(d.lab)
+    before = {g: counters(d.ns(g)) for g in cp.gpus}
+    out = tmp_path / "t.json"
+    rc = main(["lab", "traffic", str(d.outdir), "--pattern", pattern, "--bytes", "2000000", "--json", str(out)])
+    after = {g: counters(d.ns(g)) for g in cp.gpus}
+    rep = json.loads(out.read_text())
+    assert rc == 0 and rep["failed_flows"] == 0
+    assert rep["pattern"] == pattern and rep["completion_s"] > 0 and rep["model_completion_s"] > 0
+    n = len(cp.gpus)
+    assert len(rep["flows"]) == (n if pattern == "ring-allreduce" else n * (n - 2))
+    nic = rep["nic_gbps_emulated"] * 1000
+    hb = rep["hb_gbps_emulated"] * 1000
+    flows = []
+    for f in rep["flows"]:
+        assert 0 < f["bytes"] <= f["bytes_written"]
+        # no flow beats its shaped rate: a token bucket lets through at most
+        # rate * t + burst (the tbf burst of the lab's NIC shaping: 128 KiB, + a jumbo frame)
+        assert f["bytes"] <= nic * 1e6 / 8 * f["seconds"] + 128 * 1024 + 9000, f
+        if f["via"]:
+            g, v = cp.gpus[f["src"]], cp.gpus[f["via"]]
+            assert v.hb == g.hb and v.rail == cp.gpus[f["dst"]].rail
+        flows.append(traffic.Flow(f["src"], f["dst"], f["via"], f["bytes"]))
+    # every byte the report claims crossed the links the plan says: tx counters on
+    # each GPU's NIC and HB port are at least the claimed load (plus headers), and not
+    # wildly more (what the receiver did not read was still sent: bytes_written bounds it)
+    claimed = traffic.link_loads(cp, flows)
+    written = traffic.link_loads(cp, [traffic.Flow(f["src"], f["dst"], f["via"], f["bytes_written"]) for f in rep["flows"]])
+    for (g, kind, direction), nbytes in claimed.items():
+        if direction != "out":
+            continue
+        dev = cp.gpus[g].port if kind == "nic" else cp.gpus[g].hb_port
+        tx = after[g][dev]["tx"]["bytes"] - before[g][dev]["tx"]["bytes"]
+        assert tx >= nbytes, (g, dev, tx, nbytes)
+        assert tx <= written[(g, kind, direction)] * 1.10 + 200_000, (g, dev, tx, written[(g, kind, direction)])
+    assert hb > nic
