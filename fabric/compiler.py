@@ -17,7 +17,7 @@ from .design import Design
 from .model import Fabric
 from .progress import Progress, Silent
 
-Producer = Callable[[Fabric, Progress], dict[str, str]]
+Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: already encoded
 
 
 def _fabric_json(fab: Fabric, progress: Progress) -> dict[str, str]:
@@ -44,7 +44,7 @@ PRODUCERS: list[tuple[str, Producer]] = [
 
 def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, bytes]:
     progress = progress or Silent()
-    files: dict[str, str] = {}
+    files: dict[str, str | bytes] = {}
     for label, produce in PRODUCERS:
         progress.step(f"rendering {label}")
         out = produce(fab, progress)
@@ -52,7 +52,19 @@ def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, b
         if clash:
             raise AssertionError(f"two producers write {sorted(clash)}")
         files.update(out)
-    return {path: text.encode() for path, text in files.items()}
+    return {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
+
+
+def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
+    """Compile's self-check: what `railonly validate` judges, on the files about
+    to be written (full cross-check; YANG and `vtysh -C` on one switch per
+    shape, since switches of a shape come from the same code). Returns the
+    failed results; the caller writes nothing when there are any."""
+    from .validate import run
+
+    read = run.memory_reader(files)
+    results = run.validate(read, run.load_fabric(read, "<compile>"), run.sample_per_shape(), frr=frr)
+    return [r for r in results if not r.passed]
 
 
 def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:

@@ -156,6 +156,13 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
         bad("qos.cnp_priority", f"must differ from qos.roce_priority ({q['roce_priority']})", "CNPs travel in their own class, e.g. 6")
     if q["roce_dscp"] == q["cnp_dscp"]:
         bad("qos.cnp_dscp", f"must differ from qos.roce_dscp ({q['roce_dscp']})", "the usual values are 26 for RoCE and 48 for CNP")
+    pools = v["addressing"]
+    names = sorted(pools)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if pools[a].overlaps(pools[b]):
+                bad(f"addressing.{b}", f"{pools[b]} overlaps addressing.{a} ({pools[a]})",
+                    "give every pool its own address range")
     lab_domains = v["lab"]["domains"]
     if lab_domains is not None and lab_domains > count:
         bad("lab.domains", f"must be at most hb_domain.count ({count}), got {lab_domains}", f"use lab.domains: {min(count, 4)}")

@@ -83,19 +83,22 @@ class Fabric:
             out.setdefault(sw.tier, []).append(sw)
         return dict(sorted(out.items()))
 
+    def _index(self) -> dict[tuple[str, str], Link]:
+        index = self.__dict__.get("_link_at")
+        if index is None:  # built on first use: the builder appends links until done
+            index = {}
+            for lk in self.links:
+                index[(lk.a.node, lk.a.port)] = lk
+                index[(lk.b.node, lk.b.port)] = lk
+            self.__dict__["_link_at"] = index
+        return index
+
+    def link_at(self, node: str, port: str) -> Link | None:
+        return self._index().get((node, port))
+
     def peer(self, node: str, port: str) -> Endpoint | None:
         """The far end of the link on (node, port)."""
-        link = self._link_at.get((node, port)) if hasattr(self, "_link_at") else None
-        if link is None:
-            self._link_at = {}
-            for lk in self.links:
-                self._link_at[(lk.a.node, lk.a.port)] = lk
-                self._link_at[(lk.b.node, lk.b.port)] = lk
-            link = self._link_at.get((node, port))
+        link = self._index().get((node, port))
         if link is None:
             return None
         return link.b if (link.a.node, link.a.port) == (node, port) else link.a
-
-    def link_at(self, node: str, port: str) -> Link | None:
-        self.peer(node, port)
-        return self._link_at.get((node, port))

@@ -56,18 +56,48 @@ def load_fabric(read: Reader, where: str) -> dict:
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
              frr: bool = True) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass."""
-    from . import frr_syntax, sonic_yang
+    from railonly.fabric import parallel
 
+    from . import frr_syntax
+
+    switches = [n for n in fabric["nodes"] if n.get("role") == "switch"]
+    picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr_texts: dict[str, str] = {}
     frr_owner: dict[str, str] = {}
-    for n in fabric["nodes"]:
-        if n.get("role") != "switch":
-            continue
-        name = n["name"]
+    # Reading back is per switch and independent: fan it out (workers inherit `read`).
+    for part in parallel.map_shards(_read_shard, (read, switches, picked), len(switches), min_items=128):
+        p_facts, p_results, p_frr = part
+        facts.update(p_facts)
+        results.extend(p_results)
+        for path, (name, text) in p_frr.items():
+            frr_texts[path] = text
+            frr_owner[path] = name
+    if frr_texts and frr:
+        by_file: dict[str, list[str]] = {p: [] for p in frr_texts}
+        for p in frr_syntax.check_frr_texts(frr_texts):
+            by_file.setdefault(p.file, []).append(str(p))
+        for path, probs in sorted(by_file.items()):
+            name = frr_owner.get(path, path)
+            results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
+    order = {n["name"]: i for i, n in enumerate(switches)}
+    results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
+    return results + crosscheck(fabric, facts)
+
+
+def _read_shard(state, i: int, n: int):
+    """Facts, YANG results and FRR texts of switches i, i+n, ... (runs in a worker)."""
+    from . import sonic_yang
+
+    read, switches, picked = state
+    facts: dict[str, DeviceFacts] = {}
+    results: list[Result] = []
+    frr: dict[str, tuple[str, str]] = {}
+    for sw, yang in zip(switches[i::n], picked[i::n]):
+        name = sw["name"]
         base = f"configs/{name}"
-        if n.get("platform") == "eos":
+        if sw.get("platform") == "eos":
             path = f"{base}/startup-config"
             text = read(path)
             if text is not None:
@@ -86,21 +116,13 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
         frr_path = f"{base}/frr.conf"
         frr_text = read(frr_path)
         facts[name] = sonic_facts(name, path, doc, frr_path if frr_text is not None else None, frr_text)
-        if yang_for(n):
+        if yang:
             probs = sonic_yang.validate_config_db(doc)
             results.append(Result(f"yang/{name}", "yang", not probs,
                                   "\n".join(f"{path}: {p}" for p in probs) or "passes the SONiC YANG models"))
-            if frr_text is not None and frr:
-                frr_texts[frr_path] = frr_text
-                frr_owner[frr_path] = name
-    if frr_texts:
-        by_file: dict[str, list[str]] = {p: [] for p in frr_texts}
-        for p in frr_syntax.check_frr_texts(frr_texts):
-            by_file.setdefault(p.file, []).append(str(p))
-        for path, probs in sorted(by_file.items()):
-            name = frr_owner.get(path, path)
-            results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
-    return results + crosscheck(fabric, facts)
+            if frr_text is not None:
+                frr[frr_path] = (name, frr_text)
+    return facts, results, frr
 
 
 def validate_outdir(outdir: str) -> list[Result]:

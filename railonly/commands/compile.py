@@ -1,7 +1,8 @@
-"""`railonly compile DESIGN -o OUTDIR`: every artifact, written atomically."""
+"""`railonly compile DESIGN -o OUTDIR`: every artifact, checked, written atomically."""
 
 from __future__ import annotations
 
+import sys
 
 
 def register(sub) -> None:
@@ -12,13 +13,16 @@ def register(sub) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--lab-domains", type=int, metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the self-check of the generated configs (what `railonly validate` does)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from railonly.fabric.compiler import compile_design, summary
-    from railonly.fabric.design import load_design
+    from railonly.emulation import proc
     from railonly.fabric import lab_slice
+    from railonly.fabric.compiler import check_outputs, compile_design, summary
+    from railonly.fabric.design import load_design
     from railonly.fabric.progress import Silent, Stderr
     from railonly.fabric.writer import write_outdir
 
@@ -27,6 +31,16 @@ def run(args) -> int:
     show = args.progress or (design.gpus > 2048 and not args.quiet)
     progress = Stderr() if show else Silent()
     fab, files = compile_design(design, progress)
+    if not args.no_check:
+        progress.step("checking generated configs")
+        failed = check_outputs(files, frr=proc.which("vtysh") is not None)
+        if failed:
+            for r in failed[:20]:
+                print(f"error: {r.id}: {r.detail}", file=sys.stderr)
+            more = f" (showing 20 of {len(failed)})" if len(failed) > 20 else ""
+            print(f"generated configs fail their own checks{more}; nothing was written. "
+                  "This is a railonly bug: please report it with the design.", file=sys.stderr)
+            return 1
     progress.step(f"writing {len(files):,} files")
     write_outdir(args.outdir, files, design.sha256)
     if not args.quiet:
@@ -34,5 +48,3 @@ def run(args) -> int:
         print(lab_slice.describe(design))
         print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
     return 0
-
-

@@ -175,13 +175,34 @@ def test_bad_outdir_exits_2(tmp_path, capsys, setup):
     assert err.startswith("error: ") and "Traceback" not in err
 
 
-def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys):
-    """Overlapping pools give two ports one address: compile's self-check stops it, nothing is written."""
+def test_compile_rejects_overlapping_pools(tmp_path, capsys):
+    """Overlapping pools would give two ports one address: the design is refused up front (exit 2)."""
     text = (LABS / "mini-routed.yml").read_text().replace(
         "rail:", "addressing: {fabric_pool: 10.0.0.0/10, gpu_pool: 10.0.0.0/9}\nrail:")
     design = tmp_path / "overlap.yml"
     design.write_text(text)
     assert main(["compile", str(design), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "generated configs fail validation: address 10.0.0.1 is used by" in err
+    assert "addressing.gpu_pool: 10.0.0.0/9 overlaps addressing.fabric_pool (10.0.0.0/10)" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys, monkeypatch):
+    """A renderer bug (here: every SONiC switch gets the MTU 99) is caught by
+    compile's self-check: exit 1, the failing check named, nothing written."""
+    from railonly.fabric import sonic
+
+    real = sonic.config_db
+
+    def buggy(*args, **kwargs):
+        doc = real(*args, **kwargs)
+        for port in doc["PORT"].values():
+            port["mtu"] = "99"
+        return doc
+
+    monkeypatch.setattr(sonic, "config_db", buggy)
+    monkeypatch.setenv("RAILONLY_JOBS", "1")
+    assert main(["compile", str(LABS / "mini-routed.yml"), "-o", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "error: mtu/rail0-leaf0:" in err and "nothing was written" in err
     assert not (tmp_path / "o").exists()

@@ -1,0 +1,47 @@
+"""Fan pure per-item work out over forked worker processes.
+
+Big compiles spend most of their time in per-switch and per-server work that
+shares nothing but the (read-only) fabric graph. Forked workers inherit the
+graph without pickling it; each renders one shard and sends back bytes.
+Results come back in shard order, so output stays deterministic whatever the
+worker count. `RAILONLY_JOBS=1` runs everything in-process (and small jobs
+always do: a fork costs more than it saves).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Any, Callable
+
+_TASK: tuple[Callable, Any] | None = None  # set just before the fork, read by workers
+
+
+def jobs() -> int:
+    env = os.environ.get("RAILONLY_JOBS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _run(shard: tuple[int, int]):
+    fn, state = _TASK
+    return fn(state, *shard)
+
+
+def map_shards(fn: Callable[[Any, int, int], Any], state: Any, items: int, min_items: int = 256) -> list:
+    """[fn(state, i, n) for i in range(n)], n shards over forked workers.
+
+    `fn(state, i, n)` must handle items i, i+n, i+2n, ... of its own work list
+    and return something picklable (bytes pickle fastest).
+    """
+    n = jobs()
+    if n <= 1 or items < min_items or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(state, 0, 1)]
+    global _TASK
+    _TASK = (fn, state)
+    try:
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            return pool.map(_run, [(i, n) for i in range(n)])
+    finally:
+        _TASK = None
