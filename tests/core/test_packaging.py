@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -27,8 +28,11 @@ def test_wheel_install_beside_fabric_in_fresh_venv(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = str(venv / "bin" / "python")
     subprocess.run([py, "-m", "pip", "install", "-q", "fabric>=3.2"], check=True, timeout=300, capture_output=True)
+    # Build from a copy: setuptools writes build/ and *.egg-info into the source tree.
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", "tests"))
     wheels = tmp_path / "wheels"
-    subprocess.run([py, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+    subprocess.run([py, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
                    check=True, timeout=300, capture_output=True)
     wheel = next(wheels.glob("railonly-*.whl"))
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300, capture_output=True)
