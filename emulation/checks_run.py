@@ -141,6 +141,16 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         peers, routes = collect_bgp(rt, lab, cp, timeout)
         out.timings["bgp"] = time.perf_counter() - t0
 
+    need = sum(len(m) - 1 for m in cp.rails.values() for _ in m) if cp.mode == "l2" else 0
+    try:
+        from .nsenter import read_sysctl
+
+        gc3 = int(read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
+        if need > gc3:
+            out.notes.append(f"{need} ARP entries are needed for all L2 pairs but the shared neighbour table holds"
+                             f" {gc3} (net.ipv4.neigh.default.gc_thresh3): expect lost probes")
+    except (OSError, ValueError):
+        pass
     netns = {n.name: n.netns for n in lab.nodes.values()}
     with PA.Agent(lab.name, netns) as ag:
         ag._reach_src = {}
@@ -201,7 +211,7 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
                 return n
 
             progress(f"reachability: {len(pairs_r)} same-rail pairs")
-            _rounds(ag, send_reach, min(timeout, 10.0), settle=0.2)
+            _rounds(ag, send_reach, min(timeout, 10.0 + len(pairs_r) / 5000), settle=0.2)
             if "reachability" in checks:
                 out.results += J.reachability(cp, ag.ev.reach)
             out.timings["reachability"] = time.perf_counter() - t

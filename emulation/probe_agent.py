@@ -165,8 +165,26 @@ def _gpu_socks() -> tuple[socket.socket, socket.socket, socket.socket]:
     return udp, raw, icmp
 
 
+# classic BPF: keep LLDP and IPv4/UDP to 4791 (IHL 5) frames, drop the rest in the
+# kernel (an L2 rail's ARP storm would otherwise reach every socket)
+_BPF = [
+    (0x28, 0, 0, 12), (0x15, 5, 0, ETH_P_LLDP), (0x15, 0, 5, ETH_P_IP), (0x30, 0, 0, 23),
+    (0x15, 0, 3, 17), (0x28, 0, 0, 36), (0x15, 0, 1, ROCE_PORT), (0x06, 0, 0, 0x40000), (0x06, 0, 0, 0),
+]
+
+
+def _attach_filter(s: socket.socket) -> None:
+    import ctypes
+
+    prog = b"".join(struct.pack("HBBI", *ins) for ins in _BPF)
+    buf = ctypes.create_string_buffer(prog)
+    fprog = struct.pack("HL", len(_BPF), ctypes.addressof(buf))
+    s.setsockopt(socket.SOL_SOCKET, 26, fprog)  # SO_ATTACH_FILTER
+
+
 def _packet_sock(dev: str) -> tuple[socket.socket, bytes]:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    _attach_filter(s)
     s.setsockopt(socket.SOL_SOCKET, 33, RCVBUF)
     s.bind((dev, ETH_P_ALL))
     s.setblocking(False)
