@@ -37,7 +37,8 @@ def run(args) -> int:
 
 
 # Lab steps after deploy, each `railonly lab <action> OUTDIR` (check/traffic join when they exist).
-LAB_STEPS: list[list[str]] = [["check"], ["traffic", "--pattern", "ring-allreduce"]]
+LAB_STEPS: list[list[str]] = [["check"], ["traffic", "--pattern", "ring-allreduce"],
+                               ["traffic", "--pattern", "all-to-all"]]
 
 
 def run_lab(outdir: str, main) -> int:
