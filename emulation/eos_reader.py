@@ -11,11 +11,10 @@ into FRR syntax; what has no FRR equivalent here is reported as a warning.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from .switch_intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent
+from .switch_intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, checked_cidr
 
 PORT_RE = re.compile(r"^Ethernet\d+$")  # EOS front-panel ports as fabric.json names them
 
@@ -57,13 +56,6 @@ def blocks(text: str) -> list[Block]:
                 cur.nested.append(Block(stripped, lineno=n))
     return out
 
-
-def _cidr(text: str, where: str) -> str:
-    try:
-        ipaddress.ip_interface(text)
-    except ValueError:
-        raise ConfigReadError(where, f"{text!r} is not an address/prefix") from None
-    return text
 
 
 def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent:
@@ -107,7 +99,7 @@ def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent
                 elif sw[:2] == ["switchport", "mode"] and sw[2:] != ["access"]:
                     warnings.append(f"{where}: {name} '{sub}' is not emulated (access ports only)")
                 elif sw[:2] == ["ip", "address"] and len(sw) == 3:
-                    addrs.append(_cidr(sw[2], where))
+                    addrs.append(checked_cidr(sw[2], where))
                 elif sw[0] in ("channel-group", "vrf"):
                     warnings.append(f"{where}: {name} '{sub}' is not emulated")
             if name.startswith("Loopback"):

@@ -9,12 +9,11 @@ from ``zebra.conf`` + ``staticd.conf`` + ``bgpd.conf`` joined into one file.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
 
-from .switch_intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent
+from .switch_intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, checked_cidr
 
 SPLIT_FILES = ("zebra.conf", "staticd.conf", "bgpd.conf")
 # Tables the emulation cannot express (LAGs, VRFs): reported, not silently dropped.
@@ -30,13 +29,6 @@ def _mtu(value, where: str) -> int | None:
         raise ConfigReadError(where, f"mtu {value!r} is not a number") from None
 
 
-def _cidr(text: str, where: str) -> str:
-    try:
-        ipaddress.ip_interface(text)
-    except ValueError:
-        raise ConfigReadError(where, f"{text!r} is not an address/prefix") from None
-    return text
-
 
 def _keyed_addresses(table: dict, where: str) -> dict[str, list[str]]:
     """{"Ethernet16|10.0.0.1/31": {}, "Ethernet16": {}} -> {"Ethernet16": ["10.0.0.1/31"]}"""
@@ -45,7 +37,7 @@ def _keyed_addresses(table: dict, where: str) -> dict[str, list[str]]:
         name, sep, cidr = key.partition("|")
         out.setdefault(name, [])
         if sep:
-            out[name].append(_cidr(cidr, f"{where} {key}"))
+            out[name].append(checked_cidr(cidr, f"{where} {key}"))
     return out
 
 

@@ -8,6 +8,7 @@ pushed files to a live switch namespace through the same code.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
 
@@ -52,3 +53,12 @@ class ConfigReadError(ValueError):
     def __init__(self, path: str, message: str):
         super().__init__(f"{path}: {message}")
         self.path = path
+
+
+def checked_cidr(text: str, where: str) -> str:
+    """`text` if it is an address/prefix, else a ConfigReadError naming `where`."""
+    try:
+        ipaddress.ip_interface(text)
+    except ValueError:
+        raise ConfigReadError(where, f"{text!r} is not an address/prefix") from None
+    return text

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import json
-import os
 from pathlib import Path
 
 import jsonschema
@@ -19,6 +17,8 @@ from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import load_design, parse_design
 from railonly.fabric.writer import write_outdir
+
+from ..conftest import assert_golden
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO.parent / "shared" / "schemas" / "clab.schema.json"
@@ -249,15 +249,4 @@ def test_deterministic():
 @pytest.mark.parametrize("lab", ["mini-l2", "mini-routed", "mini-baseline"])
 def test_golden(lab):
     d = load_design(str(LABS / f"{lab}.yml"))
-    text = clab.render(build_fabric(d))
-    path = GOLDEN / f"{d.name}.clab.yml"
-    if os.environ.get("REGEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return
-    if not path.exists():
-        pytest.fail(f"golden {path} is missing; run with REGEN=1 to create it")
-    want = path.read_text()
-    if want != text:
-        diff = "\n".join(list(difflib.unified_diff(want.splitlines(), text.splitlines(), "golden", "actual", lineterm=""))[:60])
-        pytest.fail(f"{path.name} differs (REGEN=1 regenerates on purpose):\n{diff}")
+    assert_golden(GOLDEN / f"{d.name}.clab.yml", clab.render(build_fabric(d)))
