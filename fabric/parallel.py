@@ -45,3 +45,40 @@ def map_shards(fn: Callable[[Any, int, int], Any], state: Any, items: int, min_i
             return pool.map(_run, [(i, n) for i in range(n)])
     finally:
         _TASK = None
+
+
+class Background:
+    """fn(*args) running in a forked (non-daemon) process, so it may fan out
+    itself; `result()` returns its value or re-raises its exception."""
+
+    def __init__(self, fn: Callable, *args: Any):
+        ctx = multiprocessing.get_context("fork")
+        self._recv, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=self._main, args=(send, fn, args))
+        self._proc.start()
+        send.close()
+
+    @staticmethod
+    def _main(send, fn: Callable, args: tuple) -> None:
+        try:
+            send.send((True, fn(*args)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent as is
+            send.send((False, exc))
+        finally:
+            send.close()
+
+    def result(self) -> Any:
+        try:
+            ok, value = self._recv.recv()  # read before join: a large result fills the pipe
+        except EOFError:
+            ok, value = False, RuntimeError(f"background worker died (exit {self._proc.exitcode})")
+        finally:
+            self._proc.join()
+        if not ok:
+            raise value
+        return value
+
+    def cancel(self) -> None:
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._proc.join()

@@ -19,32 +19,54 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.emulation import proc
     from railonly.fabric import lab_slice
-    from railonly.fabric.compiler import check_outputs, compile_design, summary
+    from railonly.fabric.compiler import compile_design, summary
     from railonly.fabric.design import load_design
     from railonly.fabric.progress import Silent, Stderr
-    from railonly.fabric.writer import write_outdir
 
     design = load_design(args.design)
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or (design.gpus > 2048 and not args.quiet)
     progress = Stderr() if show else Silent()
     fab, files = compile_design(design, progress)
-    if not args.no_check:
-        progress.step("checking generated configs")
-        failed = check_outputs(files, frr=proc.which("vtysh") is not None)
-        if failed:
-            for r in failed[:20]:
-                print(f"error: {r.id}: {r.detail}", file=sys.stderr)
-            more = f" (showing 20 of {len(failed)})" if len(failed) > 20 else ""
-            print(f"generated configs fail their own checks{more}; nothing was written. "
-                  "This is a railonly bug: please report it with the design.", file=sys.stderr)
-            return 1
-    progress.step(f"writing {len(files):,} files")
-    write_outdir(args.outdir, files, design.sha256)
+    progress.step(f"checking generated configs and writing {len(files):,} files")
+    failed = check_and_write(args.outdir, files, design.sha256, check=not args.no_check)
+    if failed:
+        for r in failed[:20]:
+            print(f"error: {r.id}: {r.detail}", file=sys.stderr)
+        more = f" (showing 20 of {len(failed)})" if len(failed) > 20 else ""
+        print(f"generated configs fail their own checks{more}; nothing was written. "
+              "This is a railonly bug: please report it with the design.", file=sys.stderr)
+        return 1
     if not args.quiet:
         print(summary(fab))
         print(lab_slice.describe(design))
         print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
     return 0
+
+
+def check_and_write(outdir: str, files: dict[str, bytes], design_sha256: str, check: bool = True) -> list:
+    """Stage the files beside OUTDIR while the self-check runs in a forked
+    process; swap them in only when it passes. Returns the failed results
+    (then nothing was written)."""
+    from railonly.emulation import proc
+    from railonly.fabric import parallel, writer
+    from railonly.fabric.compiler import check_outputs
+
+    checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None) if check else None
+    try:
+        tmp = writer.stage(outdir, files, design_sha256)
+    except BaseException:
+        if checker:
+            checker.cancel()
+        raise
+    try:
+        failed = checker.result() if checker else []
+    except BaseException:
+        writer.discard(tmp)
+        raise
+    if failed:
+        writer.discard(tmp)
+        return failed
+    writer.commit(tmp, outdir)
+    return []
