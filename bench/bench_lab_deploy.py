@@ -10,13 +10,16 @@ For each lab, in the same run:
             tbf/htb shaping, FRR, link-settle wait (BGP convergence timed
             separately in `bgp`)
   destroy   NetnsRuntime.destroy (daemons by PID, one `ip -batch` of netns del)
+  setns     with --compare: the same deploy with the older strategy (one
+            `ip -batch` and one `tc -batch` process per namespace, started
+            from setns threads), in the same run
 
 Labs: L2 EOS rails of 8-GPU HB domains, 16 to 1,024 GPUs; routed SONiC
 two-tier rails with FRR, 8 to 64 switches. Lab names start with "rb" and
 everything is recorded in a state file first, so an interrupted run is
 removed by destroy like any lab. Root; about 2 minutes.
 
-  .venv/bin/python bench/bench_lab_deploy.py [--quick] [--json FILE]
+  .venv/bin/python bench/bench_lab_deploy.py [--quick] [--l2 2,16,128] [--routed 2,4] [--compare] [--json FILE]
 """
 
 from __future__ import annotations
@@ -52,9 +55,11 @@ L2 = "name: {name}\nhb_domain: {{size: 8, count: {n}}}\nswitch: {{radix: {radix}
 ROUTED = "name: {name}\nhb_domain: {{size: {k}, count: 6}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\nlab: {{domains: 6}}\n"
 
 
-def labs(quick: bool) -> list[tuple[str, str]]:
-    l2 = [2, 16] if quick else [2, 16, 64, 128]  # x 8 GPUs
-    routed = [2, 4] if quick else [2, 4, 8, 12]  # rails x 5 switches each (3 leaves, 2 spines): 10 to 60
+def labs(quick: bool, l2: list[int] | None = None, routed: list[int] | None = None) -> list[tuple[str, str]]:
+    if l2 is None:
+        l2 = [2, 16] if quick else [2, 16, 64, 128]  # x 8 GPUs
+    if routed is None:
+        routed = [2, 4] if quick else [2, 4, 8, 12]  # rails x 5 switches each (3 leaves, 2 spines): 10 to 60
     out = [(f"l2-{8 * n}gpu", L2.format(name=f"rbl{n}", n=n, radix=max(8, n))) for n in l2]
     out += [(f"routed-{5 * k}sw", ROUTED.format(name=f"rbr{k}", k=k)) for k in routed]
     return out
@@ -64,6 +69,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the two smallest labs of each kind")
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--l2", help="HB domains (x 8 GPUs) of the L2 labs, e.g. 2,16,128 (empty: none)")
+    ap.add_argument("--routed", help="rails of the routed labs, e.g. 2,4 (empty: none)")
+    ap.add_argument("--compare", action="store_true", help="also deploy with the older setns strategy (ip/tc processes)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root", file=sys.stderr)
@@ -75,7 +83,8 @@ def main() -> int:
     rows, opened = [], []
     t_all = time.perf_counter()
     try:
-        for label, text in labs(args.quick):
+        sizes = lambda v: None if v is None else [int(x) for x in v.split(",") if x]  # noqa: E731
+        for label, text in labs(args.quick, sizes(args.l2), sizes(args.routed)):
             design = parse_design(text, f"{label}.yml")
             outdir = os.path.join(tmp, label)
             _, files = compile_design(design)
@@ -100,6 +109,12 @@ def main() -> int:
             rt.destroy(lab)
             row["destroy"] = time.perf_counter() - t
             row["ratio"] = row["deploy"] / row["floor"]
+            row["setns"] = row["s_ratio"] = None
+            if args.compare:
+                eb.settle_kernel()
+                old = NetnsRuntime(ssh=False, strategy="setns").deploy(lab)
+                row["setns"], row["s_ratio"] = old.seconds, old.seconds / row["floor"]
+                rt.destroy(lab)
             rows.append(row)
             eb.settle_kernel()
             print(f"  {label}: {row['phases']}", file=sys.stderr)
@@ -110,8 +125,11 @@ def main() -> int:
             except Exception as exc:  # report and go on: the others must go too
                 print(f"destroy {lab.name}: {exc}", file=sys.stderr)
     cols = ["lab", "gpus", "switches", "ns", "veths", "frr", "floor", "deploy", "ratio", "settle", "procs", "bgp", "destroy"]
+    if args.compare:
+        cols += ["setns", "s_ratio"]
     print("seconds; floor = one ip -batch of the same namespaces + veths; deploy = NetnsRuntime.deploy "
-          "(settle/procs are parts of it; bgp = convergence wait after it)")
+          "(settle/procs are parts of it; bgp = convergence wait after it); setns = the same deploy with "
+          "ip/tc processes per namespace (ratio s_ratio)")
     print(" ".join(f"{c:>12}" for c in cols))
     for r in rows:
         cells = []

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import eos_reader, frr, sonic_reader
 from . import nsplan as P
@@ -206,9 +206,13 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
             mbit = float(lk.gbps) * nic_mbps / float(lab.fabric.get("nic_gbps") or 400) if lk.gbps else nic_mbps
             for end in (lk.a, lk.b):
                 b.add(P.Shaping(lab.netns(end.node), end.port, round(mbit, 3), kind=kind))
-    # the neighbour table is shared by every namespace: size it by the L3 endpoints
+    # the neighbour table is shared by every namespace: size it by the L3
+    # endpoints and by all pairs of each subnet (an L2 rail), raised on deploy
+    # and restored on destroy by the engine
     l3 = len(lab.gpus) + len(out.frr)
-    out.plan = b.build(P.neigh_gc_sysctls(l3))
+    bare = b.build()
+    v4, v6 = P.neighbour_need(bare)
+    out.plan = replace(bare, root_sysctls=P.neigh_gc_sysctls(l3, v4, v6))
     problems = P.validate(out.plan)
     if problems:
         raise LabError(str(lab.topology_file), "the lab cannot be deployed in namespaces:\n  " + "\n  ".join(problems[:20]),

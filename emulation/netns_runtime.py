@@ -69,8 +69,9 @@ class NetnsRuntime:
     name = "netns"
 
     def __init__(self, shaping: bool = True, wait_bgp: float = 90.0, workers: int | None = None,
-                 ssh: bool = True):
+                 ssh: bool = True, strategy: str = "netlink"):
         self.shaping = shaping
+        self.strategy = strategy  # nsengine.deploy's: "netlink", or "setns" (ip/tc processes) as a fallback
         # One sshd per SONiC switch (~9 MiB RSS each, next to FRR's ~24 MB) so that
         # `railonly push OUTDIR` works on the lab; see lab_sshd.
         self.ssh = ssh
@@ -101,7 +102,7 @@ class NetnsRuntime:
         try:
             if self.ssh and lab_sshd.sonic_switches(lab):
                 lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
-            rep = nsengine.deploy(lp.plan, path, hook=hook, workers=self.workers)
+            rep = nsengine.deploy(lp.plan, path, hook=hook, workers=self.workers, strategy=self.strategy)
         except nsengine.DeployError as exc:
             raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
                                  f" remove it with: railonly lab destroy {lab.outdir}") from None

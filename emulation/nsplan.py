@@ -192,19 +192,42 @@ def host_sysctls() -> tuple[tuple[str, str], ...]:
     )
 
 
-def neigh_gc_sysctls(routers: int) -> tuple[tuple[str, str], ...]:
-    """Root-ns neighbour table sizes; past ~100 routers the defaults overflow (EMULATION.md)."""
-    if routers <= 100:
-        return ()
-    t3 = max(4096, 64 * routers)
+def neigh_gc_sysctls(routers: int, entries: int = 0, entries6: int | None = None) -> tuple[tuple[str, str], ...]:
+    """Root-ns neighbour table sizes (the table is shared by every namespace).
+
+    Past ~100 routers the defaults overflow (EMULATION.md), and an L2 rail
+    probed all-pairs needs n*(n-1) entries at once (1,024 GPUs: ~130k).
+    ``entries``/``entries6``: what the lab can need at the same time (see
+    :func:`neighbour_need`). gc_thresh2 stays above the need, since forced GC
+    past it drops entries older than 5 s in the middle of a check; gc_thresh3
+    leaves room for other labs."""
     out = []
-    for fam in ("ipv4", "ipv6"):
+    for fam, n in (("ipv4", entries), ("ipv6", entries if entries6 is None else entries6)):
+        if routers <= 100 and n <= 256:  # the defaults (128/512/1024) hold it
+            continue
+        t3 = max(4096, 64 * routers if routers > 100 else 0, -(-2 * n // 1024) * 1024)
+        t2 = max(t3 // 2, -(-5 * n // 4 // 1024) * 1024)
         out += [
             (f"net.{fam}.neigh.default.gc_thresh1", str(t3 // 4)),
-            (f"net.{fam}.neigh.default.gc_thresh2", str(t3 // 2)),
+            (f"net.{fam}.neigh.default.gc_thresh2", str(t2)),
             (f"net.{fam}.neigh.default.gc_thresh3", str(t3)),
         ]
     return tuple(out)
+
+
+def neighbour_need(plan: Plan) -> tuple[int, int]:
+    """(IPv4, IPv6) neighbour entries the plan's endpoints can hold at once:
+    every address can learn every other address of its subnet (an L2 rail is
+    one subnet: n*(n-1)), and every veth end its peer's IPv6 link-local
+    address (BGP unnumbered)."""
+    count: dict = {}
+    for a in plan.addresses:
+        net = ipaddress.ip_interface(a.cidr).network
+        if net.prefixlen < net.max_prefixlen:  # /32 and /128 (loopbacks) have no neighbours
+            count[net] = count.get(net, 0) + 1
+    v4 = sum(n * (n - 1) for net, n in count.items() if net.version == 4)
+    v6 = sum(n * (n - 1) for net, n in count.items() if net.version == 6) + 2 * len(plan.veths)
+    return v4, v6
 
 
 # --- a small builder, so callers need not assemble tuples by hand ---------------
@@ -463,6 +486,66 @@ def _group(items, key) -> dict[str, list]:
     return out
 
 
+def config_ops(plan: Plan) -> dict[str, list[tuple]]:
+    """Per namespace, the ordered settings of the config phase as plain tuples:
+    ("link", dev, mtu, up, master), ("addr", dev, cidr), ("route", Route),
+    ("rule", Rule). Both the ``ip -batch`` text and the engine's netlink
+    messages are made from these, so the two strategies cannot drift apart."""
+    per_ns: dict[str, list[tuple]] = {n.name: [("link", "lo", None, True, None)] for n in plan.namespaces}
+    auto_up: dict[str, list[str]] = {n.name: [] for n in plan.namespaces}
+    for v in plan.veths:
+        auto_up[v.a_ns].append(v.a_dev)
+        auto_up[v.b_ns].append(v.b_dev)
+    for b in plan.bridges:
+        auto_up[b.netns].append(b.name)
+        per_ns[b.netns] += [("link", p, None, None, b.name) for p in b.ports]
+    explicit = {(x.netns, x.dev): x for x in plan.links}
+    for ns, dev_list in auto_up.items():
+        for dev in dev_list:
+            if (ns, dev) not in explicit:
+                per_ns[ns].append(("link", dev, None, True, None))
+    for x in plan.links:
+        per_ns[x.netns].append(("link", x.dev, x.mtu or None, x.up, None))
+    for a in plan.addresses:
+        per_ns[a.netns].append(("addr", a.dev, a.cidr))
+    for r in plan.routes:
+        per_ns[r.netns].append(("route", r))
+    for u in plan.rules:
+        per_ns[u.netns].append(("rule", u))
+    return per_ns
+
+
+def shaping_ops(plan: Plan) -> dict[str, list[tuple]]:
+    """Per namespace, ("shape", Shaping) in plan order."""
+    return {ns: [("shape", s) for s in shapes] for ns, shapes in _group(plan.shaping, lambda s: s.netns).items()}
+
+
+def _op_line(op: tuple) -> str:
+    kind = op[0]
+    if kind == "link":
+        _, dev, mtu, up, master = op
+        if master is not None:
+            return f"link set dev {dev} master {master}\n"
+        m = f" mtu {mtu}" if mtu else ""
+        return f"link set dev {dev}{m} {'up' if up else 'down'}\n"
+    if kind == "addr":
+        # nodad: IPv6 addresses usable at once instead of after ~1 s of DAD
+        nodad = " nodad" if ":" in op[2] else ""
+        return f"addr add {op[2]} dev {op[1]}{nodad}\n"
+    if kind == "route":
+        return _route_line(op[1]) + "\n"
+    return _rule_line(op[1]) + "\n"
+
+
+def _shape_lines(s: Shaping) -> str:
+    rate, burst = _rate(s.rate_mbit), _burst(s)
+    if s.kind == "tbf":
+        return f"qdisc replace dev {s.dev} root tbf rate {rate} burst {burst} latency 50ms\n"
+    return (f"qdisc replace dev {s.dev} root handle 1: htb default 1\n"
+            f"class replace dev {s.dev} parent 1: classid 1:1 htb rate {rate} ceil {rate}"
+            f" burst {burst} cburst {burst}\n")
+
+
 def render(plan: Plan) -> list[Step]:
     """The ordered steps that deploy ``plan``. Raises PlanError if invalid."""
     problems = validate(plan)
@@ -492,32 +575,9 @@ def render(plan: Plan) -> list[Step]:
     if lines:
         steps.append(Step("links", "ip", None, ("ip", "-batch", "-"), "".join(lines)))
 
-    per_ns: dict[str, list[str]] = {n.name: ["link set lo up\n"] for n in plan.namespaces}
-    auto_up: dict[str, list[str]] = {n.name: [] for n in plan.namespaces}
-    for v in plan.veths:
-        auto_up[v.a_ns].append(v.a_dev)
-        auto_up[v.b_ns].append(v.b_dev)
-    for b in plan.bridges:
-        auto_up[b.netns].append(b.name)
-        per_ns[b.netns] += [f"link set dev {p} master {b.name}\n" for p in b.ports]
-    explicit = {(x.netns, x.dev): x for x in plan.links}
-    for ns, dev_list in auto_up.items():
-        for dev in dev_list:
-            if (ns, dev) not in explicit:
-                per_ns[ns].append(f"link set dev {dev} up\n")
-    for x in plan.links:
-        mtu = f" mtu {x.mtu}" if x.mtu else ""
-        per_ns[x.netns].append(f"link set dev {x.dev}{mtu} {'up' if x.up else 'down'}\n")
-    for a in plan.addresses:
-        # nodad: IPv6 addresses usable at once instead of after ~1 s of DAD
-        nodad = " nodad" if ":" in a.cidr else ""
-        per_ns[a.netns].append(f"addr add {a.cidr} dev {a.dev}{nodad}\n")
-    for r in plan.routes:
-        per_ns[r.netns].append(_route_line(r) + "\n")
-    for u in plan.rules:
-        per_ns[u.netns].append(_rule_line(u) + "\n")
-    for ns, body in per_ns.items():
-        steps.append(Step("config", "ip", ns, ("ip", "-n", ns, "-batch", "-"), "".join(body)))
+    for ns, ops in config_ops(plan).items():
+        body = "link set lo up\n" + "".join(_op_line(o) for o in ops[1:])  # ops[0]: lo up
+        steps.append(Step("config", "ip", ns, ("ip", "-n", ns, "-batch", "-"), body))
 
     for n in plan.namespaces:
         late = tuple(kv for kv in n.sysctls if _is_dev_sysctl(kv[0]))
@@ -525,18 +585,8 @@ def render(plan: Plan) -> list[Step]:
             steps.append(Step("sysctl-late", "sysctl", n.name, items=late))
 
     for ns, shapes in _group(plan.shaping, lambda s: s.netns).items():
-        body = []
-        for s in shapes:
-            rate, burst = _rate(s.rate_mbit), _burst(s)
-            if s.kind == "tbf":
-                body.append(f"qdisc replace dev {s.dev} root tbf rate {rate} burst {burst} latency 50ms\n")
-            else:
-                body.append(f"qdisc replace dev {s.dev} root handle 1: htb default 1\n")
-                body.append(
-                    f"class replace dev {s.dev} parent 1: classid 1:1 htb rate {rate} ceil {rate}"
-                    f" burst {burst} cburst {burst}\n"
-                )
-        steps.append(Step("shaping", "tc", ns, ("tc", "-n", ns, "-batch", "-"), "".join(body)))
+        body = "".join(_shape_lines(s) for s in shapes)
+        steps.append(Step("shaping", "tc", ns, ("tc", "-n", ns, "-batch", "-"), body))
 
     for p in plan.processes:
         argv = ("ip", "netns", "exec", p.netns, *p.argv)

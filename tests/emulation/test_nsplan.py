@@ -180,3 +180,19 @@ def test_destroy_without_state_is_empty_and_ok(tmp_path):
     rep = nsengine.destroy(str(tmp_path / "none.json"))
     assert rep.ok and rep.deleted == [] and rep.lab is None
     assert nsengine.status(str(tmp_path / "none.json")).anything is False
+
+
+def test_neigh_gc_sized_by_all_pairs_of_each_subnet():
+    b = P.PlanBuilder("nb")
+    names = [b.ns(f"g{i}") for i in range(200)]
+    for n in names:
+        b.add(P.Address(n, "lo", "10.9.0.1/32"))  # loopbacks have no neighbours
+    for i, n in enumerate(names):
+        b.add(P.Address(n, "lo", f"10.1.{i // 100}.{i % 100 + 1}/24"))  # two subnets of 100
+    v4, v6 = P.neighbour_need(b.build())
+    assert (v4, v6) == (2 * 100 * 99, 0)
+    got = dict(P.neigh_gc_sysctls(0, 130048, 4096))
+    assert int(got["net.ipv4.neigh.default.gc_thresh3"]) >= 2 * 130048
+    assert int(got["net.ipv4.neigh.default.gc_thresh2"]) > 130048  # forced GC past thresh2 would evict
+    assert int(got["net.ipv6.neigh.default.gc_thresh3"]) >= 8192
+    assert P.neigh_gc_sysctls(0, 200, 100) == ()

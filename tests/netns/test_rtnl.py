@@ -1,0 +1,102 @@
+"""The netlink strategy leaves the kernel in the state the ip/tc batches leave it in.
+
+The same plan (veths, a bridge with an MTU, a port down, v4/v6 and loopback
+addresses, plain/metric/src/multipath/onlink/table routes, rules, tbf and
+htb with default and explicit bursts) is deployed with strategy "setns" (ip
+and tc processes) and "netlink" (nsengine via emulation/rtnl.py), and the
+kernel's own view (``ip -d -j``, ``tc -d -j``) compared. Also: a refused
+request fails the deploy with the request named.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from railonly.emulation import nsengine, proc
+from railonly.emulation import nsplan as P
+
+from .conftest import skip_reason, unique
+
+pytestmark = pytest.mark.netns
+
+VOLATILE = re.compile(
+    r'"(ifindex|link_index|handle|preferred_life_time|valid_life_time|id|no|bridge_id|root_id|designated_root'
+    r'|designated_bridge|hello_timer|gc_timer|topology_change_timer|tcn_timer|forward_delay_timer'
+    r'|message_age_timer|hold_timer)": [^,}]+')
+MAC = re.compile(r'"(address|broadcast|perm_address)": "([0-9a-f]{2}:){5}[0-9a-f]{2}"')
+
+
+def plan(lab: str, bad_route: bool = False) -> P.Plan:
+    b = P.PlanBuilder(lab)
+    a, c, br = b.ns("a", P.router_sysctls()), b.ns("c", P.host_sysctls()), b.ns("br")
+    b.add(P.Veth(a, "e0", c, "e0")).add(P.Veth(a, "e1", br, "p1")).add(P.Veth(c, "e1", br, "p2"))
+    b.add(P.Veth(a, "e2", c, "e2", mtu=9000))
+    b.add(P.Bridge(br, "vl10", ("p1", "p2"), mtu=1500))
+    b.add(P.Link(br, "p2", mtu=1400)).add(P.Link(c, "e2", up=False))
+    for ns, dev, cidr in ((a, "e0", "10.0.0.0/31"), (c, "e0", "10.0.0.1/31"), (a, "e1", "10.1.0.1/24"),
+                          (c, "e1", "10.1.0.2/24"), (a, "e0", "2001:db8::1/64"), (a, "lo", "10.255.0.1/32"),
+                          (br, "vl10", "10.1.0.254/24")):
+        b.add(P.Address(ns, dev, cidr))
+    b.add(P.Route(c, "default", via="10.0.0.0"))
+    b.add(P.Route(c, "10.9.0.0/16", dev="e1"))
+    b.add(P.Route(c, "10.8.0.0/16", via="10.1.0.1", dev="e1", metric=20, src="10.1.0.2"))
+    b.add(P.Route(c, "10.7.0.0/16", nexthops=(P.Nexthop("10.0.0.0", "e0"), P.Nexthop("10.1.0.1", "e1", weight=3))))
+    b.add(P.Route(c, "10.6.0.0/16", via="10.0.0.0", table=300)).add(P.Route(c, "10.5.0.0/16", via="10.0.0.0", table=100))
+    b.add(P.Route(a, "2001:db8:9::/48", via="2001:db8::2", dev="e0", onlink=True))
+    if bad_route:
+        b.add(P.Route(c, "10.4.0.0/16", via="192.0.2.1"))  # no route to the gateway: refused
+    b.add(P.Rule(c, 300, priority=100, src="10.1.0.0/24")).add(P.Rule(c, 100, iif="e1", fwmark=7))
+    b.add(P.Shaping(a, "e0", 100.0)).add(P.Shaping(c, "e0", 100.0)).add(P.Shaping(a, "e1", 225.0, kind="htb"))
+    b.add(P.Shaping(br, "p1", 100.0, burst_bytes=20000)).add(P.Shaping(c, "e1", 5000.0, kind="htb"))
+    return b.build()
+
+
+def snapshot(pl: P.Plan) -> dict:
+    out = {}
+    for n in pl.namespaces:
+        for key, argv in (("link", ["ip", "-d", "-j", "link"]), ("addr", ["ip", "-j", "addr"]),
+                          ("route4", ["ip", "-4", "-j", "-d", "route", "show", "table", "all"]),
+                          ("route6", ["ip", "-6", "-j", "-d", "route", "show", "table", "all"]),
+                          ("rule", ["ip", "-j", "rule"]), ("qdisc", ["tc", "-j", "-d", "qdisc", "show"]),
+                          ("class", ["tc", "-j", "-d", "class", "show"])):
+            r = proc.run(argv, netns=n.name)
+            assert r.ok, r.stderr
+            rows = json.loads(r.stdout or "[]")
+            if key == "route6":  # link-local routes appear in the order the links came up
+                rows = [x for x in rows if not str(x.get("dst", "")).startswith(("fe80::", "ff00::"))]
+            text = MAC.sub('"mac"', VOLATILE.sub(r'"\1"', json.dumps(rows, sort_keys=True)))
+            out[(n.name[len(pl.prefix):], key)] = re.sub(r"fe80::[0-9a-f:]+", "LL", text)
+    return out
+
+
+@pytest.fixture
+def lab(tmp_path):
+    why = skip_reason()
+    if why:
+        pytest.skip(why)
+    name = unique("rtnl")
+    state = str(tmp_path / "state.json")
+    yield name, state
+    rep = nsengine.destroy(state)
+    assert rep.ok, rep.leftovers
+
+
+def test_netlink_state_equals_ip_tc_batches(lab):
+    name, state = lab
+    seen = {}
+    for strategy in ("setns", "netlink"):
+        pl = plan(name)
+        nsengine.deploy(pl, state, strategy=strategy)
+        seen[strategy] = snapshot(pl)
+        assert nsengine.destroy(state).ok
+    diff = [k for k in seen["setns"] if seen["setns"][k] != seen["netlink"][k]]
+    assert diff == [], {k: (seen["setns"][k], seen["netlink"][k]) for k in diff[:2]}
+
+
+def test_refused_request_fails_deploy_and_names_it(lab):
+    name, state = lab
+    with pytest.raises(nsengine.DeployError, match=r"config in clab-.*-c: .*route add 10\.4\.0\.0/16 via 192\.0\.2\.1"):
+        nsengine.deploy(plan(name, bad_route=True), state)
