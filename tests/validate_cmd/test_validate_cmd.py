@@ -205,4 +205,4 @@ def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys, monkeypa
     assert main(["compile", str(LABS / "mini-routed.yml"), "-o", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "error: mtu/rail0-leaf0:" in err and "nothing was written" in err
-    assert not (tmp_path / "o").exists()
+    assert list(tmp_path.iterdir()) == [], "neither OUTDIR nor its staging directory may remain"
