@@ -9,6 +9,8 @@ SVIs and ``lo``, forwarding sysctls, and the switch's FRR instance.
 
 from __future__ import annotations
 
+import os
+import zlib
 from dataclasses import dataclass, field
 
 from . import frr
@@ -24,6 +26,28 @@ class SwitchItems:
     warnings: list[str] = field(default_factory=list)
 
 
+# ECMP hashing of a routed switch. The kernel's L4 policy (1) reuses skb->hash when a
+# packet carries one, and a locally sent TCP packet does (the socket's txhash) and keeps
+# it across veth pairs: every switch on the path then hashes the flow to the same value,
+# two ECMP stages in series pick correlated next hops (hash polarization) and, in the
+# three-tier baseline, half the spine-to-core links carried no byte. Real switches hash
+# the headers at each hop with their own seed; so does the custom policy (3) over the
+# 5-tuple with a per-switch seed (kernels that have the sysctls; else policy 1 stays).
+HASH_FIELDS_L4 = "0x0037"  # src IP, dst IP, IP proto, src port, dst port
+_HAVE_CUSTOM_HASH = all(os.path.exists(f"/proc/sys/net/ipv4/fib_multipath_{k}") for k in ("hash_fields", "hash_seed"))
+
+
+def ecmp_sysctls(node: str, custom: bool | None = None) -> tuple[tuple[str, str], ...]:
+    """Per-switch ECMP hash settings (see above); ``custom`` overrides the kernel probe."""
+    if not (_HAVE_CUSTOM_HASH if custom is None else custom):
+        return ()
+    return (
+        ("net.ipv4.fib_multipath_hash_policy", "3"),
+        ("net.ipv4.fib_multipath_hash_fields", HASH_FIELDS_L4),
+        ("net.ipv4.fib_multipath_hash_seed", str(zlib.crc32(node.encode()) | 1)),
+    )
+
+
 def l2_sysctls() -> tuple[tuple[str, str], ...]:
     # an L2 switch does not route (EOS "no ip routing"); rp_filter off like the rest
     return (("net.ipv4.ip_forward", "0"), *P.host_sysctls())
@@ -37,7 +61,12 @@ def switch_items(intent: SwitchIntent, netns: str, cabled: list[str], frr_rundir
     a cabled port the config does not list stays down (SONiC and a missing
     EOS interface both mean an unconfigured port) and is reported.
     """
-    out = SwitchItems(P.router_sysctls() if intent.routing else l2_sysctls())
+    if intent.routing:
+        sysctls = dict(P.router_sysctls())
+        sysctls.update(ecmp_sysctls(node))
+        out = SwitchItems(tuple(sysctls.items()))
+    else:
+        out = SwitchItems(l2_sysctls())
     out.warnings += list(intent.warnings)
     have = set(cabled)
     if intent.hostname != node:

@@ -14,23 +14,47 @@ Patterns, planned from the rail-only layout of fabric.json:
   over the source's HB domain to the GPU of the destination's rank (``via``),
   then over the destination's rail; on the baseline it crosses the spine.
 
+Schedules of the all-to-all (``schedule``):
+
+- ``phased`` (the default; how NCCL runs an all-to-all): (D-1)*K steps for D
+  HB domains of K GPUs. In step (d, s) GPU (domain a, rank r) sends to GPU
+  (a+d mod D, r+s mod K), so every GPU sends one flow and receives one per
+  step (a permutation: a non-blocking fabric does not congest) and a step
+  starts when the previous one has finished. Steps with s = 0 are same-rail,
+  steps with s != 0 are cross-rail (forwarded on rail-only).
+- ``concurrent``: all flows at once (the old plan; on a fabric with ECMP it
+  measures hash collisions as much as bandwidth).
+- ``two-phase`` (rail-only only; the hierarchical, store-and-forward form of
+  PXN the paper's overhead assumes): K-1 HB steps in which GPU (a, r) hands
+  GPU (a, r+s) over the HB domain the (D-1)*BYTES destined to rank r+s
+  (``hb`` flows to its HB address), then D-1 rail steps in which GPU (a, r)
+  sends K*BYTES to GPU (a+d, r) over its own rail. The same bytes reach the
+  same GPUs; nothing is forwarded by the kernel.
+
 The model (stated here and in the README). Links are the shaped per-GPU NIC
 (rate N, each direction) and per-GPU HB port (rate H, each direction); rail
-switches are non-blocking. A flow loads every link it crosses:
-same rail: src NIC out, dst NIC in; forwarded: src HB out, via HB in, via NIC
-out, dst NIC in; baseline cross-rail: src NIC out, dst NIC in.
+switches and the tiers above them are non-blocking. A flow loads every link
+it crosses: same rail: src NIC out, dst NIC in; forwarded: src HB out, via HB
+in, via NIC out, dst NIC in; baseline cross-rail: src NIC out, dst NIC in;
+``hb`` flow: src HB out, dst HB in. Each step is modelled alone and the steps
+add up:
 
-- ``model_completion_s`` (pipelined, fluid): max over links of load / rate. On
-  these patterns the NIC is the bottleneck, so forwarding costs nothing here:
-  rail-only and baseline predict the same time.
-- ``model_store_forward_s`` (the paper's convention, PXN-like): the HB
-  forwarding step completes before the rail step (max HB load / H) plus
-  (max NIC load / N); its overhead over the pipelined time is about
-  (K-1)/K * N/H, and the paper's figures are N/H (8.2% A100, 11.2% H100).
+- ``model_completion_s`` (pipelined, fluid): per step, max over links of
+  load / rate. On these patterns the NIC is the bottleneck, so kernel
+  forwarding (per packet, pipelined) costs nothing: rail-only and baseline
+  predict the same time.
+- ``model_store_forward_s`` (the paper's convention, PXN-like): per step, the
+  HB forwarding completes before the rail step (max HB load / H) plus (max
+  NIC load / N); its overhead over the pipelined time is (K-1)/K * N/H (the
+  share of cross-rail bytes times NIC/HB), the paper's figures are about N/H
+  (8.2% A100, 11.2% H100). The two-phase schedule is this model run for real.
 
 iperf3 servers run one per flow (``-1``: one test, then exit) in the
 destination namespace, daemonized with a pid file, recorded in
-``OUTDIR/.lab/traffic.json`` and stopped by pid in a ``finally``.
+``OUTDIR/.lab/traffic.json`` and stopped by pid in a ``finally``. A step's
+time is its slowest flow's iperf3 duration (receiver side), so process start
+(up to tens of ms with 2 CPUs) is not counted; ``completion_s`` is the wall
+time of all steps, start-up included.
 """
 
 from __future__ import annotations
@@ -47,6 +71,7 @@ from . import checks_plan, pids, proc
 from .runtime import Lab, Runtime
 
 PATTERNS = ("ring-allreduce", "all-to-all")
+SCHEDULES = ("phased", "concurrent", "two-phase")
 BASE_PORT = 5201
 
 
@@ -61,30 +86,81 @@ class Flow:
     via: str | None
     bytes: int
     port: int = 0
+    step: int = 0
+    hb: bool = False  # over the HB domain only, to dst's HB address (two-phase)
 
 
-def plan_flows(cp: checks_plan.CheckPlan, pattern: str, nbytes: int) -> list[Flow]:
-    """The flows of a pattern (pure)."""
-    flows: list[tuple[str, str]] = []
+def _domains(cp: checks_plan.CheckPlan) -> tuple[list[int], list[int], dict[tuple[int, int], str]]:
+    doms = sorted({g.hb for g in cp.gpus.values()})
+    ranks = sorted({g.rank for g in cp.gpus.values()})
+    return doms, ranks, {(g.hb, g.rank): g.name for g in cp.gpus.values()}
+
+
+def plan_flows(cp: checks_plan.CheckPlan, pattern: str, nbytes: int, schedule: str = "phased") -> list[Flow]:
+    """The flows of a pattern, each with its step (pure). ring-allreduce is one step."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}")
+    pairs: list[tuple[str, str, int, int, bool]] = []  # src, dst, step, bytes, hb
     if pattern == "ring-allreduce":
         for r in sorted(cp.rails):
             m = cp.rails[r]
             if len(m) > 1:
-                flows += [(m[i], m[(i + 1) % len(m)]) for i in range(len(m))]
+                pairs += [(m[i], m[(i + 1) % len(m)], 0, nbytes, False) for i in range(len(m))]
     elif pattern == "all-to-all":
-        names = sorted(cp.gpus, key=lambda n: (cp.gpus[n].hb, cp.gpus[n].rail))
-        flows = [(a, b) for a in names for b in names if cp.gpus[a].hb != cp.gpus[b].hb]
+        doms, ranks, by = _domains(cp)
+        D, K = len(doms), len(ranks)
+        if schedule == "concurrent":
+            names = sorted(cp.gpus, key=lambda n: (cp.gpus[n].hb, cp.gpus[n].rail))
+            pairs = [(a, b, 0, nbytes, False) for a in names for b in names if cp.gpus[a].hb != cp.gpus[b].hb]
+        elif schedule == "phased":
+            step = 0
+            for d in range(1, D):
+                for s in range(K):
+                    for ai, a in enumerate(doms):
+                        for ri, r in enumerate(ranks):
+                            src, dst = by.get((a, r)), by.get((doms[(ai + d) % D], ranks[(ri + s) % K]))
+                            if src and dst:
+                                pairs.append((src, dst, step, nbytes, False))
+                    step += 1
+        else:  # two-phase
+            if cp.topology != "rail-only":
+                raise ValueError("the two-phase schedule is rail-only's (forwarding through the HB domain)")
+            step = 0
+            for s in range(1, K):  # HB shuffle: what rank r+s's peers will get, moved to rank r+s
+                for a in doms:
+                    for ri, r in enumerate(ranks):
+                        src, dst = by.get((a, r)), by.get((a, ranks[(ri + s) % K]))
+                        if src and dst:
+                            n_peers = sum(1 for b in doms if b != a and (b, ranks[(ri + s) % K]) in by)
+                            pairs.append((src, dst, step, n_peers * nbytes, True))
+                step += 1
+            for d in range(1, D):  # rail steps: each GPU carries its whole HB domain's data for one peer
+                for ai, a in enumerate(doms):
+                    for r in ranks:
+                        src, dst = by.get((a, r)), by.get((doms[(ai + d) % D], r))
+                        if src and dst:
+                            n_src = sum(1 for q in ranks if (a, q) in by)
+                            pairs.append((src, dst, step, n_src * nbytes, False))
+                step += 1
     else:
         raise ValueError(f"unknown pattern {pattern!r}")
-    by = {(g.hb, g.rail): g.name for g in cp.gpus.values()}
+    by_rail = {(g.hb, g.rail): g.name for g in cp.gpus.values()}
     out = []
-    for i, (a, b) in enumerate(flows):
+    for i, (a, b, step, n, hb) in enumerate(pairs):
         ga, gb = cp.gpus[a], cp.gpus[b]
         via = None
-        if cp.topology == "rail-only" and ga.rail != gb.rail:
-            via = by.get((ga.hb, gb.rail))
-        out.append(Flow(a, b, via, nbytes, BASE_PORT + i))
+        if not hb and cp.topology == "rail-only" and ga.rail != gb.rail:
+            via = by_rail.get((ga.hb, gb.rail))
+        out.append(Flow(a, b, via, n, BASE_PORT + i, step, hb))
     return out
+
+
+def steps_of(flows: list[Flow]) -> list[list[Flow]]:
+    """Flows grouped by step, in step order (pure)."""
+    groups: dict[int, list[Flow]] = {}
+    for f in flows:
+        groups.setdefault(f.step, []).append(f)
+    return [groups[k] for k in sorted(groups)]
 
 
 def link_loads(cp: checks_plan.CheckPlan, flows: list[Flow]) -> dict[tuple[str, str, str], int]:
@@ -95,7 +171,10 @@ def link_loads(cp: checks_plan.CheckPlan, flows: list[Flow]) -> dict[tuple[str, 
         load[k] = load.get(k, 0) + n
 
     for f in flows:
-        if f.via and f.via != f.src:
+        if f.hb:
+            add((f.src, "hb", "out"), f.bytes)
+            add((f.dst, "hb", "in"), f.bytes)
+        elif f.via and f.via != f.src:
             add((f.src, "hb", "out"), f.bytes)
             add((f.via, "hb", "in"), f.bytes)
             if f.via != f.dst:
@@ -107,18 +186,27 @@ def link_loads(cp: checks_plan.CheckPlan, flows: list[Flow]) -> dict[tuple[str, 
     return load
 
 
-def model(cp: checks_plan.CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> dict[str, float]:
-    """Predicted completion times in seconds (pure; see the module docstring)."""
+def _model_one(cp, flows: list[Flow], rate: dict[str, float]) -> dict[str, float]:
     load = link_loads(cp, flows)
-    rate = {"nic": nic_mbps * 1e6 / 8, "hb": hb_mbps * 1e6 / 8}
     t_nic = max([v / rate["nic"] for k, v in load.items() if k[1] == "nic"] or [0.0])
     t_hb = max([v / rate["hb"] for k, v in load.items() if k[1] == "hb"] or [0.0])
     return {"pipelined": max(t_nic, t_hb), "store_forward": t_nic + t_hb, "nic": t_nic, "hb": t_hb}
 
 
+def model(cp: checks_plan.CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> dict:
+    """Predicted completion times in seconds, summed over the steps (pure; see the module docstring).
+
+    ``steps`` holds each step's own prediction."""
+    rate = {"nic": nic_mbps * 1e6 / 8, "hb": hb_mbps * 1e6 / 8}
+    per = [_model_one(cp, st, rate) for st in steps_of(flows)]
+    out: dict = {k: sum(p[k] for p in per) for k in ("pipelined", "store_forward", "nic", "hb")}
+    out["steps"] = per
+    return out
+
+
 def default_bytes(cp: checks_plan.CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0) -> int:
-    """Bytes per flow so that the busiest NIC needs about `seconds`."""
-    probe = plan_flows(cp, pattern, 1)
+    """Bytes per flow so that the busiest NIC needs about `seconds` in all."""
+    probe = plan_flows(cp, pattern, 1, "concurrent")
     busiest = max(v for k, v in link_loads(cp, probe).items() if k[1] == "nic") if probe else 1
     return max(256 * 1024, int(nic_mbps * 1e6 / 8 * seconds / busiest))
 
@@ -158,6 +246,13 @@ def stop_servers(lab: Lab) -> int:
     return len(targets)
 
 
+def _dst_ip(cp, f: Flow) -> str:
+    ip = cp.gpus[f.dst].hb_ip if f.hb else cp.gpus[f.dst].ip
+    if not ip:
+        raise ValueError(f"{f.dst} has no HB address for an HB flow")
+    return ip
+
+
 def _start_servers(lab: Lab, cp, flows: list[Flow]) -> None:
     rundir = _run_dir(lab)
     os.makedirs(rundir, exist_ok=True)
@@ -165,7 +260,7 @@ def _start_servers(lab: Lab, cp, flows: list[Flow]) -> None:
     servers = []
     for f in flows:
         pidfile = f"{rundir}/{f.dst}-{f.port}.pid"
-        argv = ["iperf3", "-s", "-1", "-D", "-p", str(f.port), "-B", cp.gpus[f.dst].ip, "--pidfile", pidfile]
+        argv = ["iperf3", "-s", "-1", "-D", "-p", str(f.port), "-B", _dst_ip(cp, f), "--pidfile", pidfile]
         servers.append({"netns": lab.netns(f.dst), "argv": argv, "pidfile": pidfile})
     # intent first: the record exists before any server does
     with open(_state_file(lab), "w") as fh:
@@ -199,8 +294,66 @@ def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]
     return out[0], out[1]
 
 
-def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
-        progress: Callable[[str], None] = lambda s: None) -> dict:
+def fabric_links(lab: Lab) -> list:
+    """The links above the rail NICs (switch-to-switch: kind ``fabric``), each a LabLink."""
+    return [lk for lk in lab.links if lk.kind == "fabric"]
+
+
+def unshape_fabric(lab: Lab, rt: Runtime) -> int:
+    """Remove the rate limit of every switch-to-switch link, both ends (the lab's tiers
+    above the rail NICs become non-blocking: an ideal any-to-any fabric at the rail NICs'
+    rate, which the NIC and HB shaping still bound). Undone only by a redeploy. Returns
+    the number of ends changed."""
+    n = 0
+    for lk in fabric_links(lab):
+        for end in (lk.a, lk.b):
+            rc, out = rt.exec(lab.netns(end.node), ["tc", "qdisc", "del", "dev", end.port, "root"], timeout=10)
+            if rc != 0 and "No such file" not in out and "Cannot delete qdisc with handle of zero" not in out:
+                raise RuntimeError(f"tc qdisc del on {end.node}:{end.port} failed: {out.strip()[:200]}")
+            n += rc == 0
+    return n
+
+
+def port_counters(lab: Lab, rt: Runtime, ports: dict[str, set[str]]) -> dict[tuple[str, str], int]:
+    """{(node, port): tx bytes} of the given ports (``ip -s -j link`` in each node's namespace)."""
+    out: dict[tuple[str, str], int] = {}
+    for node, want in sorted(ports.items()):
+        rc, text = rt.exec(lab.netns(node), ["ip", "-s", "-j", "link"], timeout=10)
+        try:
+            for l in json.loads(text) if rc == 0 else []:
+                if l.get("ifname") in want:
+                    out[(node, l["ifname"])] = int(l["stats64"]["tx"]["bytes"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    return out
+
+
+def fabric_counters(lab: Lab, rt: Runtime) -> dict[tuple[str, str], int]:
+    """{(switch, port): tx bytes} on every end of every switch-to-switch link."""
+    want: dict[str, set[str]] = {}
+    for lk in fabric_links(lab):
+        for end in (lk.a, lk.b):
+            want.setdefault(end.node, set()).add(end.port)
+    return port_counters(lab, rt, want)
+
+
+def gpu_counters(lab: Lab, rt: Runtime, cp) -> dict[tuple[str, str], int]:
+    """{(gpu, 'nic'|'hb'): tx bytes} of every GPU's rail NIC and HB port."""
+    names = {}
+    for g in cp.gpus.values():
+        names[(g.name, g.port)] = (g.name, "nic")
+        if g.hb_port:
+            names[(g.name, g.hb_port)] = (g.name, "hb")
+    want: dict[str, set[str]] = {}
+    for node, port in names:
+        want.setdefault(node, set()).add(port)
+    return {names[k]: v for k, v in port_counters(lab, rt, want).items()}
+
+
+def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
+        converge: bool = True, window: str = "128K", progress: Callable[[str], None] = lambda s: None) -> dict:
+    """Run a pattern. ``converge=False`` skips the bgp/reachability wait (a caller that
+    has just waited for it, e.g. between repetitions)."""
     if rt.status(lab).state == "absent":
         raise NotDeployed(f"lab {lab.name} is not deployed; run: railonly lab deploy {lab.outdir}")
     from .lab_plan import rates
@@ -211,26 +364,33 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
     nic = nic_tc or nic_plan
     hb = hb_tc or hb_plan
     nbytes = nbytes or default_bytes(cp, pattern, nic)
-    flows = plan_flows(cp, pattern, nbytes)
+    if pattern != "all-to-all":
+        schedule = "concurrent"
+    flows = plan_flows(cp, pattern, nbytes, schedule)
+    steps = steps_of(flows)
     m = model(cp, flows, nic, hb)
-    progress(f"{pattern}: {len(flows)} flows of {nbytes} bytes; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
-             f" model {m['pipelined']:.2f} s")
-    # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
-    from . import checks_run
+    progress(f"{pattern} ({schedule}): {len(flows)} flows of {nbytes} bytes in {len(steps)} step(s);"
+             f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
+    if converge:
+        # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
+        from . import checks_run
 
-    pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
-    if pre.failed:
-        progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
+        pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
+        if pre.failed:
+            progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
     results: dict[int, dict] = {}
+    index = {f.port: i for i, f in enumerate(flows)}
     lock = threading.Lock()
+    step_rep: list[dict] = []
     stop_servers(lab)  # leftovers of an interrupted run
     try:
         _start_servers(lab, cp, flows)
         t0 = time.monotonic()
 
-        def one(i: int, f: Flow) -> None:
-            argv = ["iperf3", "-c", cp.gpus[f.dst].ip, "-p", str(f.port), "-n", str(f.bytes), "-J",
-                    "--connect-timeout", "3000", "-w", "128K"]
+        def one(f: Flow) -> None:
+            i = index[f.port]
+            argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
+                    "--connect-timeout", "3000", "-w", window]
             start = time.monotonic()
             for _attempt in range(3):
                 rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic * 1e6) * 4)
@@ -238,8 +398,10 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
                     break
                 time.sleep(0.2)
             end = time.monotonic()
-            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None,
+            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
                  "start_s": round(start - t0, 3), "end_s": round(end - t0, 3)}
+            if f.hb:
+                r["over"] = "hb"
             try:
                 doc = json.loads(out)
                 if doc.get("error"):
@@ -253,35 +415,51 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *,
                 r["bytes"] = int(recv.get("bytes", 0))
                 r["seconds"] = round(float(recv.get("seconds") or sent["seconds"]), 4)
                 r["mbps"] = round(r["bytes"] * 8 / r["seconds"] / 1e6, 3) if r["seconds"] else None
-                if doc.get("error"):
-                    r["error"] = doc["error"]
+                # the planned bytes at the receiver's rate: the flow's time without the unread tail
+                r["seconds_at_rate"] = round(f.bytes * r["seconds"] / r["bytes"], 4) if r["bytes"] else None
+                if sent.get("retransmits") is not None:
+                    r["retransmits"] = int(sent["retransmits"])
+                snd = ((doc["end"].get("streams") or [{}])[0].get("sender") or {})
+                if snd.get("mean_rtt") is not None:  # TCP's smoothed RTT, us -> ms
+                    r["rtt_ms"] = round(snd["mean_rtt"] / 1000, 2)
             except KeyError as exc:
                 r["error"] = str(exc.args[0] if exc.args else exc)[:300]
             except (ValueError, TypeError):
                 r["error"] = (out or f"iperf3 exited {rc}").strip()[-300:]
             with lock:
                 results[i] = r
-                progress(f"[{len(results)}/{len(flows)}] {f.src}->{f.dst}"
-                         + (f" via {f.via}" if f.via else "")
+                progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"
+                         + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
                          + (f": {r['bytes']} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
 
-        with ThreadPoolExecutor(max_workers=min(len(flows), 512) or 1) as ex:
-            list(ex.map(lambda a: one(*a), enumerate(flows)))
+        with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
+            for st in steps:
+                list(ex.map(one, st))
+                rs = [results[index[f.port]] for f in st]
+                secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
+                step_rep.append({"step": st[0].step, "flows": len(st),
+                                 "seconds": round(max(secs), 4) if secs else None,
+                                 "wall_s": round(max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs), 3),
+                                 "model_s": round(m["steps"][len(step_rep)]["pipelined"], 4),
+                                 "model_store_forward_s": round(m["steps"][len(step_rep)]["store_forward"], 4)})
         completion = max((r["end_s"] for r in results.values()), default=0.0)
     finally:
         stop_servers(lab)
     fl = [results[i] for i in range(len(flows))]
     return {
-        "lab": lab.name, "pattern": pattern, "topology": cp.topology,
+        "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
         "completion_s": round(completion, 3),
+        "steps_completion_s": round(sum(s["seconds"] or 0.0 for s in step_rep), 4),
         "model_completion_s": round(m["pipelined"], 3),
         "model_store_forward_s": round(m["store_forward"], 3),
-        "model": "completion = max over shaped links (per-GPU NIC and HB, each direction) of bytes/rate;"
-                 " store_forward adds the HB step before the rail step (PXN, the paper's convention)",
+        "model": "per step, max over shaped links (per-GPU NIC and HB, each direction) of bytes/rate,"
+                 " summed over steps; store_forward adds each step's HB time before its rail time"
+                 " (PXN store-and-forward, the paper's convention)",
         "nic_gbps_emulated": round(nic / 1000, 6), "hb_gbps_emulated": round(hb / 1000, 6),
         "nic_hb_ratio": round(nic / hb, 4) if hb else None,
         "bytes_per_flow": nbytes,
         "failed_flows": sum(1 for r in fl if r.get("error") or not r.get("seconds")),
+        "steps": step_rep,
         "flows": fl,
     }
 
@@ -290,8 +468,10 @@ def format_report(rep: dict) -> str:
     fl = rep["flows"]
     ok = [f for f in fl if f.get("seconds")]
     total = sum(f["bytes"] for f in fl)
-    lines = [f"lab {rep['lab']} {rep['pattern']} ({rep['topology']}): {len(fl)} flows, {total} bytes sent",
-             f"  completion {rep['completion_s']:.2f} s; model {rep['model_completion_s']:.2f} s pipelined,"
+    lines = [f"lab {rep['lab']} {rep['pattern']} ({rep['topology']}, {rep.get('schedule', 'concurrent')},"
+             f" {len(rep.get('steps') or [1])} step(s)): {len(fl)} flows, {total} bytes sent",
+             f"  completion {rep['completion_s']:.2f} s wall, {rep.get('steps_completion_s', 0):.2f} s"
+             f" summed over steps (slowest flow of each); model {rep['model_completion_s']:.2f} s pipelined,"
              f" {rep['model_store_forward_s']:.2f} s store-and-forward"
              f" (NIC {rep['nic_gbps_emulated'] * 1000:g} Mbit/s, HB {rep['hb_gbps_emulated'] * 1000:g} Mbit/s)"]
     if ok:

@@ -134,6 +134,9 @@ def check(args) -> int:
 def traffic_args(p) -> None:
     p.add_argument("--pattern", required=True, choices=["ring-allreduce", "all-to-all"])
     p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
+    p.add_argument("--schedule", choices=["phased", "concurrent", "two-phase"], default="phased",
+                   help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
+                        " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (Contract 4)")
 
 
@@ -142,7 +145,7 @@ def traffic(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        rep = T.run(lab, rt, args.pattern, args.bytes, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
     except T.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
