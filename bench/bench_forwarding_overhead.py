@@ -8,8 +8,8 @@ Method (README "Checks and traffic"):
 
 - the all-to-all is *phased*, as NCCL runs it: 10 steps, in each every GPU sends one
   flow and receives one (a permutation), so a non-blocking fabric does not congest;
-  a step's time is its slowest flow (iperf3's own duration: process start is not
-  counted) and the steps add up;
+  a step's time is its slowest flow (the planned bytes at the rate iperf3's receiver
+  measured: process start and the unread tail are not counted) and the steps add up;
 - each lab runs twice over: with every link shaped as deployed (the tiers above the
   rail NICs are NIC-rate links with per-flow ECMP: realistic, and collisions of two
   flows on one uplink show), then with those switch-to-switch links unshaped (an
@@ -122,7 +122,8 @@ def main() -> int:
     nic_m, hb_m, ratio = r0["nic_gbps_emulated"] * 1000, r0["hb_gbps_emulated"] * 1000, r0["nic_hb_ratio"]
     print(f"all-to-all, 12 GPUs (6 HB domains of K=2, 2 rails), {nbytes} bytes per GPU pair, NIC {nic_m:g} Mbit/s,"
           f" HB {hb_m:g} Mbit/s (NIC/HB = {100 * ratio:.1f}%, as 400G/3600G); median [min-max] of {REPS}; {elapsed:.0f} s")
-    print("measured = sum over steps of the step's slowest flow (iperf3 duration); wall = first start to last end")
+    print("measured = sum over steps of the step's slowest flow (planned bytes at the receiver's iperf3 rate);"
+          " wall = first start to last end, process start included")
     rows = [
         ("rail-optimized", "ideal tiers", "phased", base["ideal phased"]),
         ("rail-only", "ideal tiers", "phased, kernel fwd", rail["ideal phased"]),
@@ -173,6 +174,20 @@ def main() -> int:
     print(f"  rail-only phased, per GPU tx (median): HB port {hb_tx / 1e6:.1f} MB (plan {plan_hb / 1e6:.1f}),"
           f" rail NIC {nic_tx / 1e6:.1f} MB (plan {plan_nic / 1e6:.1f}): cross-rail flows crossed the HB link,"
           f" then the destination rail's NIC")
+    # evidence: what slows the kernel-forwarded steps (TCP over a shaped queue at the forwarding GPU)
+    for name, r in (("rail-optimized", base["ideal phased"]), ("rail-only", ri)):
+        for cross in (False, True):
+            fl = [f for x in r["reps"] for f in x["flows"] if name == "rail-optimized" or (f["via"] is not None) == cross]
+            if not fl:
+                continue
+            what = "cross-rail" + (" (forwarded)" if name == "rail-only" else "") if cross else "same-rail"
+            if name == "rail-optimized":
+                what = "all flows"
+            print(f"  ideal phased, {name}, {what}: rate median {statistics.median(f['mbps'] for f in fl):.1f} Mbit/s,"
+                  f" TCP rtt median {statistics.median(f.get('rtt_ms') or 0 for f in fl):.1f} ms,"
+                  f" retransmits {sum(f.get('retransmits') or 0 for f in fl)} in {len(fl)} flows")
+            if name == "rail-optimized":
+                break
     return 0
 
 

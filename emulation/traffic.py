@@ -52,9 +52,11 @@ add up:
 iperf3 servers run one per flow (``-1``: one test, then exit) in the
 destination namespace, daemonized with a pid file, recorded in
 ``OUTDIR/.lab/traffic.json`` and stopped by pid in a ``finally``. A step's
-time is its slowest flow's iperf3 duration (receiver side), so process start
-(up to tens of ms with 2 CPUs) is not counted; ``completion_s`` is the wall
-time of all steps, start-up included.
+time (``steps[].seconds``, summed in ``steps_completion_s``) is its slowest
+flow's ``seconds_at_rate``: the planned bytes at the rate iperf3's receiver
+measured, so neither process start (tens of ms with 2 CPUs) nor the tail a
+``-n`` test leaves unread is counted; ``completion_s`` is the wall time of all
+steps, start-up included.
 """
 
 from __future__ import annotations
