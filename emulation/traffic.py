@@ -245,6 +245,11 @@ def stop_servers(lab: Lab) -> int:
         except OSError:
             pass
     os.unlink(path)
+    for d in (_run_dir(lab), os.path.dirname(_run_dir(lab))):  # only when empty (FRR's run dir is the parent)
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
     return len(targets)
 
 
