@@ -22,12 +22,14 @@ Evidence comes back as plain sets and dicts; judging is in checks_judge.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import ipaddress
 import os
 import selectors
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -59,8 +61,9 @@ def bth() -> bytes:
     return _BTH
 
 
+@functools.lru_cache(maxsize=64)
 def lab_tag(lab: str) -> bytes:
-    return hashlib.sha256(lab.encode()).digest()[:4]
+    return hashlib.sha256(lab.encode()).digest()[:4]  # cached: parse_payload runs per received probe
 
 
 # --- pure frame building ---------------------------------------------------------
@@ -165,11 +168,25 @@ def _gpu_socks() -> tuple[socket.socket, socket.socket, socket.socket]:
     return udp, raw, icmp
 
 
-# classic BPF: keep LLDP and IPv4/UDP to 4791 (IHL 5) frames, drop the rest in the
-# kernel (an L2 rail's ARP storm would otherwise reach every socket)
+# classic BPF: keep incoming LLDP and incoming IPv4/UDP-4791 (IHL 5) isolation
+# probes, drop the rest in the kernel: an L2 rail's ARP storm and the 130k
+# reachability probes crossing a switch would otherwise reach every socket
+# (measured: 2M useless reads at 1,024 GPUs), and outgoing copies are never evidence
+_KIND_OFF = 14 + 20 + 8 + 12 + 8  # eth, ip, udp, BTH, MAGIC + lab tag: the kind byte
 _BPF = [
-    (0x28, 0, 0, 12), (0x15, 5, 0, ETH_P_LLDP), (0x15, 0, 5, ETH_P_IP), (0x30, 0, 0, 23),
-    (0x15, 0, 3, 17), (0x28, 0, 0, 36), (0x15, 0, 1, ROCE_PORT), (0x06, 0, 0, 0x40000), (0x06, 0, 0, 0),
+    (0x20, 0, 0, 0xFFFFF004),           # 0 A = pkttype (SKF_AD_OFF + SKF_AD_PKTTYPE)
+    (0x15, 10, 0, PACKET_OUTGOING),     # 1 outgoing: drop
+    (0x28, 0, 0, 12),                   # 2 A = ethertype
+    (0x15, 7, 0, ETH_P_LLDP),           # 3 LLDP: accept
+    (0x15, 0, 7, ETH_P_IP),             # 4 not IPv4: drop
+    (0x30, 0, 0, 23),                   # 5 A = IP protocol
+    (0x15, 0, 5, 17),                   # 6 not UDP: drop
+    (0x28, 0, 0, 36),                   # 7 A = UDP dport
+    (0x15, 0, 3, ROCE_PORT),            # 8 not 4791: drop
+    (0x30, 0, 0, _KIND_OFF),            # 9 A = probe kind
+    (0x35, 0, 1, K_ISO_ROUTED),         # 10 kind < K_ISO_ROUTED (reach, path): drop
+    (0x06, 0, 0, 0x40000),              # 11 accept
+    (0x06, 0, 0, 0),                    # 12 drop
 ]
 
 
@@ -183,7 +200,10 @@ def _attach_filter(s: socket.socket) -> None:
 
 
 def _packet_sock(dev: str) -> tuple[socket.socket, bytes]:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    # protocol 0 at creation, ETH_P_ALL at bind: a socket created with a
+    # protocol is hooked at once and re-hooked by bind, and unhooking waits for
+    # an RCU grace period (measured: 15 ms a socket, 30 s for 2,048 ports)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     _attach_filter(s)
     s.setsockopt(socket.SOL_SOCKET, 33, RCVBUF)
     s.bind((dev, ETH_P_ALL))
@@ -244,6 +264,52 @@ class Agent:
             self.sel.register(s, selectors.EVENT_READ, (what, node, None))
         self.socks += [udp, raw, icmp]
 
+    def open_many(self, wants: dict[str, tuple[bool, list[tuple[str, str | None]]]], workers: int = 4) -> set[tuple[str, str]]:
+        """Open the sockets of many nodes, one setns per node on a few pool
+        threads: ``wants[node] = (is_gpu, [(port, iface), ...])``. Returns the
+        (node, port) pairs with no device (the others as :meth:`open_port`)."""
+
+        def job(is_gpu: bool, ports: list[tuple[str, str | None]]):
+            def run():
+                gpu = _gpu_socks() if is_gpu else None
+                devs = _devs()
+                got = []
+                for port, iface in ports:
+                    dev = port if port in devs else iface if iface in devs else None
+                    got.append((port, dev, _packet_sock(dev) if dev else None))
+                return gpu, devs, got
+            return run
+
+        names = list(wants)
+        res = nsenter.call_many([(self.netns[n], job(*wants[n])) for n in names], workers)
+        absent: set[tuple[str, str]] = set()
+        first_error: BaseException | None = None
+        for node, r in zip(names, res):
+            if isinstance(r, BaseException):
+                first_error = first_error or r
+                continue
+            gpu, devs, got = r
+            self.ev.devices[node] = devs
+            if gpu is not None:
+                udp, raw, icmp = gpu
+                self.raw[node] = raw
+                for sk, what in ((udp, "udp"), (icmp, "icmp")):
+                    self.sel.register(sk, selectors.EVENT_READ, (what, node, None))
+                self.socks += [udp, raw, icmp]
+            for port, dev, sm in got:
+                if sm is None:
+                    absent.add((node, port))
+                    continue
+                sk, mac = sm
+                self.pkt[(node, port)] = sk
+                self.dev_of[(node, port)] = dev
+                self.ev.macs[(node, port)] = mac.hex(":")
+                self.sel.register(sk, selectors.EVENT_READ, ("pkt", node, port))
+                self.socks.append(sk)
+        if first_error is not None:
+            raise first_error
+        return absent
+
     def devices(self, node: str) -> list[str]:
         if node not in self.ev.devices:
             self.ev.devices[node] = nsenter.call_in(self.netns[node], _devs)
@@ -266,13 +332,25 @@ class Agent:
     def arp(self, node: str) -> dict[str, str]:
         return nsenter.call_in(self.netns[node], _arp)
 
-    def close(self) -> None:
+    def close(self, threads: int = 64) -> None:
+        packet = []
         for s in self.socks:
             try:
                 self.sel.unregister(s)
             except (KeyError, ValueError):
                 pass
-            s.close()
+            if s.family == socket.AF_PACKET:
+                packet.append(s)
+            else:
+                s.close()
+        # closing a packet socket waits for an RCU grace period (~6 ms, 13 s for
+        # 2,048 in a row); concurrent closers share grace periods
+        chunks = [packet[i::threads] for i in range(min(threads, len(packet)))]
+        workers = [threading.Thread(target=lambda c=c: [s.close() for s in c]) for c in chunks]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
         self.socks.clear()
         self.sel.close()
 
@@ -295,6 +373,42 @@ class Agent:
         except OSError as exc:  # ENETUNREACH and friends are evidence too
             if exc.errno not in (errno.ENETUNREACH, errno.EHOSTUNREACH):
                 self.ev.errors.append(f"{node}: send to {dst}: {exc.strerror}")
+
+    def send_ip_groups(self, groups: list[list[tuple[str, bytes, str]]], threads: int = 2) -> None:
+        """Send (node, packet, dst) probes from a few threads, each group in order
+        by one thread. The kernel does the work of a send inside sendto (ARP,
+        the bridge flooding it to every port of an L2 rail) with the GIL
+        released, so threads use every core; nothing is read meanwhile (the
+        packet filters keep reachability probes off the packet sockets, and a
+        UDP socket's 4 MiB buffer holds what one GPU receives)."""
+        todo = list(reversed(groups))
+        lock = threading.Lock()
+        errors = self.ev.errors
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    group = todo.pop()
+                for node, pkt, dst in group:
+                    sock = self.raw[node]
+                    for attempt in range(50):
+                        try:
+                            sock.sendto(pkt, (dst, 0))
+                            break
+                        except BlockingIOError:
+                            time.sleep(0.001)  # send buffer full: let the queue drain
+                        except OSError as exc:
+                            if exc.errno not in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+                                errors.append(f"{node}: send to {dst}: {exc.strerror}")
+                            break
+
+        ws = [threading.Thread(target=worker, name=f"probe-send{k}") for k in range(max(1, threads))]
+        for w in ws:
+            w.start()
+        for w in ws:
+            w.join()
 
     def send_frame(self, node: str, port: str, frame: bytes) -> None:
         try:

@@ -153,3 +153,40 @@ def test_traffic_plan_and_model(plans):
     assert m["pipelined"] == pytest.approx(mb["pipelined"])
     # store-and-forward overhead = (HB step) / (NIC step) = (K-1)/K * NIC/HB here
     assert m["store_forward"] / mb["store_forward"] - 1 == pytest.approx(0.5 * 100 / 900, rel=1e-6)
+
+
+def _run_bpf(prog, frame: bytes, pkttype: int) -> int:
+    """A classic-BPF interpreter for the opcodes the probe agent's filter uses."""
+    pc, a = 0, 0
+    while True:
+        code, jt, jf, k = prog[pc]
+        if code == 0x20 and k == 0xFFFFF004:
+            a = pkttype
+        elif code == 0x28:
+            a = int.from_bytes(frame[k:k + 2], "big") if k + 2 <= len(frame) else None
+        elif code == 0x30:
+            a = frame[k] if k < len(frame) else None
+        elif code == 0x06:
+            return k
+        elif code in (0x15, 0x35):
+            if a is None:  # a load past the end: the kernel returns 0 (drop)
+                return 0
+            ok = a == k if code == 0x15 else a >= k
+            pc += jt if ok else jf
+        else:
+            raise AssertionError(hex(code))
+        pc += 1
+
+
+def test_packet_filter_keeps_lldp_and_isolation_probes_only():
+    mac = bytes(6)
+    lab = "bpf"
+    lldp = PA.lldp_frame(mac, lab, "n", "p")
+    def probe(kind):
+        return PA.ether(b"\xff" * 6, mac, PA.ETH_P_IP, PA.ip_udp("10.0.0.1", "10.0.0.2", PA.payload(lab, kind, 7)))
+    arp = PA.ether(b"\xff" * 6, mac, 0x0806, bytes(28))
+    keep = lambda f, t=0: _run_bpf(PA._BPF, f, t) > 0  # noqa: E731
+    assert keep(lldp) and not keep(lldp, PA.PACKET_OUTGOING)
+    assert keep(probe(PA.K_ISO_BCAST)) and keep(probe(PA.K_ISO_UNKNOWN)) and keep(probe(PA.K_ISO_ROUTED))
+    assert not keep(probe(PA.K_REACH)) and not keep(probe(PA.K_PATH)) and not keep(arp)
+    assert not keep(probe(PA.K_ISO_BCAST), PA.PACKET_OUTGOING)
