@@ -94,14 +94,19 @@ def render_svg(fab: Fabric) -> str:
             if down is not None:
                 edges.add((down, up, lk.rail))
 
+    title = (f"{d.name}: {d.topology}, {K} rails x {D:,} HB domains of {d.hb_size} GPUs, "
+             f"radix {d.radix}, {fab.tiers} tier{'s' if fab.tiers > 1 else ''} {'per rail' if d.topology == 'rail-only' else 'across rails'}")
+    subtitle = (f"{len(fab.switches):,} switches, {len(fab.cables()):,} cables; "
+                "a line joins two boxes with at least one cable between them")
+    footer = (f"HB domain bands: NVLink inside the domain ({_num(d.hb_gbps)} Gbit/s per GPU); "
+              "coloured lines: one rail; grey: joins rails (baseline spine)")
+    # Small fabrics: widen to the text (approximate glyph widths at 15 px bold, 12 px, 10 px).
+    width = max(width, LEFT + 9 * len(title) + 20, LEFT + 7 * len(subtitle) + 20, LEFT + 6 * len(footer) + 20)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            f'font-family="DejaVu Sans, Arial, sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="#ffffff"/>']
-    title = (f"{d.name}: {d.topology}, {K} rails x {D:,} HB domains of {d.hb_size} GPUs, "
-             f"radix {d.radix}, {fab.tiers} tier{'s' if fab.tiers > 1 else ''} {'per rail' if d.topology == 'rail-only' else 'across rails'}")
     out.append(f'<text x="{LEFT}" y="24" font-size="15" font-weight="bold">{escape(title)}</text>')
-    out.append(f'<text x="{LEFT}" y="44" fill="#555">{len(fab.switches):,} switches, {len(fab.cables()):,} cables; '
-               f'a line joins two boxes with at least one cable between them</text>')
+    out.append(f'<text x="{LEFT}" y="44" fill="#555">{escape(subtitle)}</text>')
     # Rail bands behind everything.
     for i, r in enumerate(cols):
         x = LEFT + COL_W * i
@@ -146,8 +151,7 @@ def render_svg(fab: Fabric) -> str:
             c = RAIL_COLORS[r % len(RAIL_COLORS)]
             out.append(f'<circle cx="{x}" cy="{yy}" r="8" fill="{c}"/>')
             out.append(f'<text x="{x + 12}" y="{yy + 4}" font-size="10" fill="#333">{escape(f"hb{dom}-gpu{r}")}</text>')
-    out.append(f'<text x="{LEFT}" y="{height - 12}" font-size="10" fill="#555">HB domain bands: NVLink inside the domain '
-               f'({_num(d.hb_gbps)} Gbit/s per GPU); coloured lines: one rail; grey: joins rails (baseline spine)</text>')
+    out.append(f'<text x="{LEFT}" y="{height - 12}" font-size="10" fill="#555">{escape(footer)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
