@@ -235,8 +235,11 @@ def test_sigint_to_deploying_process_then_destroy(labs, lab_name, tmp_path):
     marker = tmp_path / "ready"
     state = labs.state(lab_name)
     # a real second process, interrupted like a user's Ctrl-C
+    # SIG_DFL before exec: a background job's children start with SIGINT
+    # ignored (CI may run us so), and Python would then never raise KeyboardInterrupt.
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "plan.pkl"), state, str(marker)],
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
         while not marker.exists() and child.poll() is None and time.monotonic() < deadline:

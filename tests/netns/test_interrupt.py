@@ -29,6 +29,13 @@ def outdir(tmp_path):
     return tmp_path
 
 
+def _sigint_default() -> None:
+    """Children of a background job start with SIGINT ignored (so CI may run
+    us that way), and Python then never raises KeyboardInterrupt; give the
+    child the disposition a terminal user's Ctrl-C meets."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cleanup(lab):
     try:
         NetnsRuntime().destroy(lab)
@@ -67,7 +74,7 @@ def test_interrupted_deploy_is_destroyed(outdir, phase):
 def test_sigint_to_the_cli_then_destroy(outdir):
     lab = load_lab(compile_to(design_text("labs/mini-routed.yml", unique("sig")), outdir / "out"))
     cli = [sys.executable, "-m", "railonly", "lab", "deploy", str(lab.outdir)]
-    p = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # wait until the FRR daemons are being started
