@@ -53,15 +53,20 @@ def _engine_bench():
 
 L2 = "name: {name}\nhb_domain: {{size: 8, count: {n}}}\nswitch: {{radix: {radix}, platform: eos}}\nrail: {{mode: l2}}\nlab: {{domains: {n}}}\n"
 ROUTED = "name: {name}\nhb_domain: {{size: {k}, count: 6}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\nlab: {{domains: 6}}\n"
+# 64 FRR switches: 8 rails of 20 GPUs on radix 8 = 5 leaves + 3 spines per rail.
+ROUTED64 = "name: rbr64\nhb_domain: {size: 8, count: 20}\nswitch: {radix: 8, platform: sonic}\nrail: {mode: routed}\nlab: {domains: 20}\n"
 
 
 def labs(quick: bool, l2: list[int] | None = None, routed: list[int] | None = None) -> list[tuple[str, str]]:
     if l2 is None:
         l2 = [2, 16] if quick else [2, 16, 64, 128]  # x 8 GPUs
+    routed_default = routed is None
     if routed is None:
         routed = [2, 4] if quick else [2, 4, 8, 12]  # rails x 5 switches each (3 leaves, 2 spines): 10 to 60
     out = [(f"l2-{8 * n}gpu", L2.format(name=f"rbl{n}", n=n, radix=max(8, n))) for n in l2]
     out += [(f"routed-{5 * k}sw", ROUTED.format(name=f"rbr{k}", k=k)) for k in routed]
+    if not quick and routed_default:
+        out.append(("routed-64sw", ROUTED64))
     return out
 
 
