@@ -575,6 +575,14 @@ def render(plan: Plan) -> list[Step]:
     if lines:
         steps.append(Step("links", "ip", None, ("ip", "-batch", "-"), "".join(lines)))
 
+    # Qdiscs go on while the links are still down: a carrier-up event on a
+    # device whose qdisc is pending is "urgent" to the kernel's linkwatch and
+    # handled at once; otherwise linkwatch batches them once a second, and a
+    # big lab waits seconds for its links.
+    for ns, shapes in _group(plan.shaping, lambda s: s.netns).items():
+        body = "".join(_shape_lines(s) for s in shapes)
+        steps.append(Step("shaping", "tc", ns, ("tc", "-n", ns, "-batch", "-"), body))
+
     for ns, ops in config_ops(plan).items():
         body = "link set lo up\n" + "".join(_op_line(o) for o in ops[1:])  # ops[0]: lo up
         steps.append(Step("config", "ip", ns, ("ip", "-n", ns, "-batch", "-"), body))
@@ -584,9 +592,6 @@ def render(plan: Plan) -> list[Step]:
         if late:
             steps.append(Step("sysctl-late", "sysctl", n.name, items=late))
 
-    for ns, shapes in _group(plan.shaping, lambda s: s.netns).items():
-        body = "".join(_shape_lines(s) for s in shapes)
-        steps.append(Step("shaping", "tc", ns, ("tc", "-n", ns, "-batch", "-"), body))
 
     for p in plan.processes:
         argv = ("ip", "netns", "exec", p.netns, *p.argv)

@@ -41,7 +41,7 @@ def test_phases_in_order_and_names_prefixed():
     plan = small_plan()
     steps = P.render(plan)
     order = list(dict.fromkeys(s.phase for s in steps))
-    assert order == ["netns", "sysctl", "links", "config", "sysctl-late", "shaping", "processes"]
+    assert order == ["netns", "sysctl", "links", "shaping", "config", "sysctl-late", "processes"]
     assert plan.prefix == "clab-demo-"
     assert all(n.name.startswith("clab-demo-") for n in plan.namespaces)
 
