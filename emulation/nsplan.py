@@ -493,18 +493,23 @@ def config_ops(plan: Plan) -> dict[str, list[tuple]]:
     messages are made from these, so the two strategies cannot drift apart."""
     per_ns: dict[str, list[tuple]] = {n.name: [("link", "lo", None, True, None)] for n in plan.namespaces}
     auto_up: dict[str, list[str]] = {n.name: [] for n in plan.namespaces}
-    for v in plan.veths:
-        auto_up[v.a_ns].append(v.a_dev)
-        auto_up[v.b_ns].append(v.b_dev)
+    # Bridges come up before their ports: a bridge that opens without carrier
+    # keeps its qdisc pending, so its carrier-on (when the first port comes
+    # up) is "urgent" to the kernel's linkwatch; opened last, it waits for
+    # linkwatch's once-a-second batch (seconds in a big lab).
     for b in plan.bridges:
         auto_up[b.netns].append(b.name)
         per_ns[b.netns] += [("link", p, None, None, b.name) for p in b.ports]
+    for v in plan.veths:
+        auto_up[v.a_ns].append(v.a_dev)
+        auto_up[v.b_ns].append(v.b_dev)
     explicit = {(x.netns, x.dev): x for x in plan.links}
     for ns, dev_list in auto_up.items():
         for dev in dev_list:
             if (ns, dev) not in explicit:
                 per_ns[ns].append(("link", dev, None, True, None))
-    for x in plan.links:
+    bridge_names = {(b.netns, b.name) for b in plan.bridges}
+    for x in sorted(plan.links, key=lambda x: (x.netns, x.dev) not in bridge_names):  # bridges first, as above
         per_ns[x.netns].append(("link", x.dev, x.mtu or None, x.up, None))
     for a in plan.addresses:
         per_ns[a.netns].append(("addr", a.dev, a.cidr))
