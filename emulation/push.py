@@ -279,17 +279,24 @@ def _upload(conn, name: str, text: str, timeout: float) -> None:
         raise PushFailed(f"upload of {name} did not arrive intact (sha256 mismatch: {out.strip()[:80]})")
 
 
+def _nothing_to_apply(res: DeviceResult, dry_run: bool) -> bool:
+    """After the diff: record it, and say whether to stop here (dry run, or in sync)."""
+    res.changed = bool(res.diff)
+    if dry_run:
+        res.message = "differs from the candidate (dry run: nothing changed)" if res.diff else "in sync (dry run)"
+        return True
+    if not res.diff:
+        res.message = "in sync: nothing to push"
+        return True
+    return False
+
+
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
                reload_timeout: float = 300.0, confirm_timeout: float = 60.0) -> None:
     db, frr = _sonic_running(conn)
     res.steps.append("read running config")
     res.diff = _sonic_diff(device, files, db, frr)
-    res.changed = bool(res.diff)
-    if dry_run:
-        res.message = "differs from the candidate (dry run: nothing changed)" if res.diff else "in sync (dry run)"
-        return
-    if not res.diff:
-        res.message = "in sync: nothing to push"
+    if _nothing_to_apply(res, dry_run):
         return
     rc, out = _cmd_rc(conn, f"mkdir -p {STAGE}")
     if rc != 0:
@@ -342,12 +349,7 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
     running = conn.send_command("show running-config", read_timeout=60)
     res.steps.append("read running config")
     res.diff = unified(eos_lines(running), eos_lines(text), "running-config", device.name)
-    res.changed = bool(res.diff)
-    if dry_run:
-        res.message = "differs from the candidate (dry run: nothing changed)" if res.diff else "in sync (dry run)"
-        return
-    if not res.diff:
-        res.message = "in sync: nothing to push"
+    if _nothing_to_apply(res, dry_run):
         return
     name = session_name(text)
     lines = ["rollback clean-config"] + eos_lines(text)
