@@ -370,6 +370,12 @@ def _wait_links(plan: Plan, timeout: float) -> None:
     the link comes up; until then a bridge port does not forward (measured: the
     first ARP after deploy is lost, the first ping takes 1 s)."""
     down = {(x.netns, x.dev) for x in plan.links if not x.up}
+    devices: dict[str, set[str]] = {}  # every veth end and bridge, to sync once
+    for v in plan.veths:
+        devices.setdefault(v.a_ns, set()).add(v.a_dev)
+        devices.setdefault(v.b_ns, set()).add(v.b_dev)
+    for b in plan.bridges:
+        devices.setdefault(b.netns, set()).add(b.name)
     want: dict[str, set[str]] = {}
     for v in plan.veths:
         if (v.a_ns, v.a_dev) in down or (v.b_ns, v.b_dev) in down:
@@ -381,17 +387,23 @@ def _wait_links(plan: Plan, timeout: float) -> None:
             want.setdefault(b.netns, set()).add(b.name)
     deadline = time.monotonic() + timeout
 
-    def ready() -> set[str]:
-        # operstate is set by linkwatch (IFF_LOWER_UP is not): it is the signal
-        return {
-            name for name, (flags, oper) in nsenter.link_states().items()
-            if flags & 0x10000 and oper == 6  # IFF_LOWER_UP, IF_OPER_UP
-        }
+    def ready(ns: str) -> Callable[[], set[str]]:
+        def job() -> set[str]:
+            # operstate is set by linkwatch (IFF_LOWER_UP is not): it is the signal.
+            # Devices still waiting get their queued carrier event handled now; on
+            # the first round every device does, so one whose peer is down also
+            # shows its final state (NO-CARRIER) when deploy returns.
+            nsenter.sync_links(sorted(devices.pop(ns, None) or want[ns]))
+            return {
+                name for name, (flags, oper) in nsenter.link_states().items()
+                if flags & 0x10000 and oper == 6  # IFF_LOWER_UP, IF_OPER_UP
+            }
+        return job
 
     # rounds over the namespaces still pending; a netlink dump costs ~0.1 ms, no spawn
     while want:
         pending = list(want)
-        for ns, got in zip(pending, nsenter.call_many([(ns, ready) for ns in pending], 2)):
+        for ns, got in zip(pending, nsenter.call_many([(ns, ready(ns)) for ns in pending], 2)):
             if isinstance(got, BaseException):
                 raise got
             want[ns] -= got

@@ -183,3 +183,24 @@ def call_many(jobs: list[tuple[str, Callable[[], T]]], workers: int) -> list[T |
     if stop.is_set():
         raise OSError("a worker could not return to the root namespace")
     return out  # type: ignore[return-value]
+
+
+def sync_links(names) -> None:
+    """Ask the kernel for the link state of each device (ETHTOOL_GLINK) in the
+    current thread's namespace. Reading it makes the kernel handle a carrier
+    change still queued for linkwatch's once-a-second batch at once, so the
+    device's operstate is current when this returns."""
+    import array
+    import fcntl
+    import socket
+    import struct
+
+    SIOCETHTOOL, ETHTOOL_GLINK = 0x8946, 0x0000000A
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name in names:
+            buf = array.array("I", [ETHTOOL_GLINK, 0])  # struct ethtool_value {cmd, data}
+            ifreq = struct.pack("16sP", name.encode()[:15], buf.buffer_info()[0])
+            try:
+                fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+            except OSError:
+                pass  # a device without ethtool get_link: leave it to linkwatch
