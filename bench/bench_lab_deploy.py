@@ -77,6 +77,7 @@ def main() -> int:
     ap.add_argument("--l2", help="HB domains (x 8 GPUs) of the L2 labs, e.g. 2,16,128 (empty: none)")
     ap.add_argument("--routed", help="rails of the routed labs, e.g. 2,4 (empty: none)")
     ap.add_argument("--compare", action="store_true", help="also deploy with the older setns strategy (ip/tc processes)")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N floor/deploy pairs per lab (default 3)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root", file=sys.stderr)
@@ -99,20 +100,28 @@ def main() -> int:
             plan = lab_plan.build(lab).plan
             row = {"lab": label, "gpus": len(lab.gpus), "switches": len(lab.switches),
                    "ns": len(plan.namespaces), "veths": len(plan.veths), "frr": len(plan.processes)}
-            state = os.path.join(tmp, f"{label}.floor.json")
-            row["floor"] = eb.raw_floor(plan, state, config=False)
-            nsengine.destroy(state)
-            eb.settle_kernel()
-            res = rt.deploy(lab)
-            row["deploy"] = res.seconds
+            # Floor and deploy alternate, best of --repeat runs each: the floor swings
+            # (1.2-3.9 s at 1,024 GPUs) with the kernel's clean-up of the last lab.
+            floors, deploys, destroys = [], [], []
+            for _ in range(args.repeat):
+                state = os.path.join(tmp, f"{label}.floor.json")
+                floors.append(eb.raw_floor(plan, state, config=False))
+                nsengine.destroy(state)
+                eb.settle_kernel()
+                res = rt.deploy(lab)
+                deploys.append(res.seconds)
+                t = time.perf_counter()
+                rt.destroy(lab)
+                destroys.append(time.perf_counter() - t)
+                eb.settle_kernel()
+            row["floor"] = min(floors)
+            row["deploy"] = min(deploys)
+            row["destroy"] = min(destroys)
             row["settle"] = res.phases.get("settle", 0.0)
             row["procs"] = res.phases.get("processes", 0.0)
             row["phases"] = {k: round(v, 3) for k, v in res.phases.items()}
             row["bgp"] = res.bgp_seconds if res.bgp_converged is not None else None
             row["converged"] = res.bgp_converged
-            t = time.perf_counter()
-            rt.destroy(lab)
-            row["destroy"] = time.perf_counter() - t
             row["ratio"] = row["deploy"] / row["floor"]
             row["setns"] = row["s_ratio"] = None
             if args.compare:
