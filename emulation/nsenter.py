@@ -100,39 +100,12 @@ def link_states() -> dict[str, tuple[int, int]]:
     with one rtnetlink dump (no subprocess; a socket belongs to the namespace
     of the thread that opens it). operstate 6 is IF_OPER_UP."""
     import socket
-    import struct
 
-    RTM_GETLINK, RTM_NEWLINK, NLMSG_DONE, NLMSG_ERROR = 18, 16, 3, 2
-    IFLA_IFNAME, IFLA_OPERSTATE = 3, 16
-    out: dict[str, tuple[int, int]] = {}
+    from .rtnl import dump_links
+
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as s:
         s.settimeout(5.0)
-        body = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
-        s.send(struct.pack("=IHHII", 16 + len(body), RTM_GETLINK, 0x301, 1, 0) + body)  # REQUEST|DUMP
-        while True:
-            data = s.recv(1 << 16)
-            off = 0
-            while off + 16 <= len(data):
-                ln, typ, _, _, _ = struct.unpack_from("=IHHII", data, off)
-                if typ == NLMSG_DONE:
-                    return out
-                if typ == NLMSG_ERROR:
-                    raise OSError(-struct.unpack_from("=i", data, off + 16)[0], "RTM_GETLINK failed")
-                if typ == RTM_NEWLINK:
-                    flags = struct.unpack_from("=BxHiII", data, off + 16)[3]
-                    name, oper = "", 0
-                    a = off + 32
-                    while a + 4 <= off + ln:
-                        alen, atyp = struct.unpack_from("=HH", data, a)
-                        if alen < 4:
-                            break
-                        if atyp == IFLA_IFNAME:
-                            name = data[a + 4 : a + alen].split(b"\0")[0].decode()
-                        elif atyp == IFLA_OPERSTATE:
-                            oper = data[a + 4]
-                        a += (alen + 3) & ~3
-                    out[name] = (flags, oper)
-                off += (ln + 3) & ~3
+        return {name: (flags, oper) for _idx, flags, name, oper in dump_links(s)}
 
 
 def call_many(jobs: list[tuple[str, Callable[[], T]]], workers: int) -> list[T | BaseException]:

@@ -30,7 +30,7 @@ NLMSG_ERROR, NLMSG_DONE = 2, 3
 RTM_NEWLINK, RTM_GETLINK, RTM_NEWADDR, RTM_NEWROUTE, RTM_NEWRULE = 16, 18, 20, 24, 32
 RTM_NEWQDISC, RTM_NEWTCLASS = 36, 40
 IFF_UP = 0x1
-IFLA_IFNAME, IFLA_MTU, IFLA_MASTER = 3, 4, 10
+IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_OPERSTATE = 3, 4, 10, 16
 IFA_ADDRESS, IFA_LOCAL = 1, 2
 IFA_F_NODAD = 0x02
 RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_PRIORITY, RTA_PREFSRC, RTA_MULTIPATH, RTA_TABLE, RTA_VIA = 1, 4, 5, 6, 7, 9, 15, 18
@@ -49,6 +49,37 @@ SOL_NETLINK = 270
 CHUNK = 32 * 1024  # bytes of requests per send()
 CHUNK_MSGS = 128  # and messages: each ack costs ~1 KiB of receive buffer (skb truesize), not its 36 bytes
 RCVBUF = 1 << 20
+
+
+def dump_links(sock: socket.socket, seq: int = 1):
+    """Yield (ifindex, ifi_flags, name, operstate) for every link of the
+    socket's namespace, from one RTM_GETLINK dump."""
+    body = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
+    sock.send(struct.pack("=IHHII", 16 + len(body), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
+    while True:
+        data = sock.recv(1 << 16)
+        off = 0
+        while off + 16 <= len(data):
+            ln, typ, _, _, _ = struct.unpack_from("=IHHII", data, off)
+            if typ == NLMSG_DONE:
+                return
+            if typ == NLMSG_ERROR:
+                raise RtnlError(-struct.unpack_from("=i", data, off + 16)[0], "link dump failed")
+            if typ == RTM_NEWLINK:
+                _, _, idx, flags, _ = struct.unpack_from("=BxHiII", data, off + 16)
+                name, oper = "", 0
+                a = off + 32
+                while a + 4 <= off + ln:
+                    alen, atyp = struct.unpack_from("=HH", data, a)
+                    if alen < 4:
+                        break
+                    if atyp == IFLA_IFNAME:
+                        name = data[a + 4 : a + alen].split(b"\0")[0].decode()
+                    elif atyp == IFLA_OPERSTATE:
+                        oper = data[a + 4]
+                    a += (alen + 3) & ~3
+                yield idx, flags, name, oper
+            off += (ln + 3) & ~3
 
 
 class RtnlError(OSError):
@@ -143,30 +174,7 @@ class Rtnl:
 
     def _dump_links(self) -> dict[str, int]:
         self.seq += 1
-        body = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
-        self.sock.send(struct.pack("=IHHII", 16 + len(body), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
-        out: dict[str, int] = {}
-        while True:
-            data = self.sock.recv(1 << 16)
-            off = 0
-            while off + 16 <= len(data):
-                ln, typ, _, _, _ = struct.unpack_from("=IHHII", data, off)
-                if typ == NLMSG_DONE:
-                    return out
-                if typ == NLMSG_ERROR:
-                    raise RtnlError(-struct.unpack_from("=i", data, off + 16)[0], "link dump failed")
-                if typ == RTM_NEWLINK:
-                    idx = struct.unpack_from("=BxHiII", data, off + 16)[2]
-                    a = off + 32
-                    while a + 4 <= off + ln:
-                        alen, atyp = struct.unpack_from("=HH", data, a)
-                        if alen < 4:
-                            break
-                        if atyp == IFLA_IFNAME:
-                            out[data[a + 4 : a + alen].split(b"\0")[0].decode()] = idx
-                            break
-                        a += (alen + 3) & ~3
-                off += (ln + 3) & ~3
+        return {name: idx for idx, _flags, name, _oper in dump_links(self.sock, self.seq)}
 
     # --- queueing and sending
     def _queue(self, typ: int, flags: int, body: bytes, what: str) -> None:
