@@ -32,13 +32,9 @@ def state_path(lab: Lab) -> str:
 
 
 @dataclass
-class DeployResult:
-    lab: str
-    noop: bool
-    seconds: float
-    phases: dict[str, float] = field(default_factory=dict)
-    namespaces: int = 0
-    processes: int = 0
+class DeployResult(nsengine.DeployReport):
+    """The engine's report plus what the lab adds: BGP convergence, warnings."""
+
     bgp: dict[str, dict[str, str]] = field(default_factory=dict)  # switch -> {peer: state}
     bgp_converged: bool | None = None  # None: no BGP in the lab
     bgp_seconds: float = 0.0

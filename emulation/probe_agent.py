@@ -25,7 +25,6 @@ import errno
 import functools
 import hashlib
 import ipaddress
-import os
 import selectors
 import socket
 import struct

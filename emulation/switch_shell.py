@@ -239,7 +239,7 @@ class Shell:
             stage = Path(tempfile.mkdtemp(prefix="apply-", dir=self.dir))
             try:
                 _tree_to_flat(etc, stage)
-                self.say(f"Running command: /usr/local/bin/sonic-cfggen -j /etc/sonic/config_db.json --write-to-db")
+                self.say("Running command: /usr/local/bin/sonic-cfggen -j /etc/sonic/config_db.json --write-to-db")
                 t = time.perf_counter()
                 try:
                     from .netns_runtime import apply_switch_config

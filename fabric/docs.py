@@ -89,7 +89,6 @@ def _summary(fab: Fabric, add) -> None:
 
 
 def _switches(fab: Fabric, add) -> None:
-    d = fab.design
     add("## Switches per rail and tier")
     add("")
     rows = []
