@@ -40,7 +40,7 @@ def render(fab: Fabric) -> str:
     d = fab.design
     head = {
         "schema_version": SCHEMA_VERSION, "name": d.name, "topology": d.topology, "rail_mode": d.rail_mode,
-        "hb_domain_size": d.hb_size, "hb_domain_count": fab_domains(fab), "radix": d.radix,
+        "hb_domain_size": d.hb_size, "hb_domain_count": len(fab.hbs), "radix": d.radix,
         "nic_gbps": d.nic_gbps, "hb_gbps": d.hb_gbps, "tiers": fab.tiers,
         "lab_nic_mbps": d.lab_nic_mbps,  # the emulation's NIC rate (design lab.nic_mbps); it never recompiles
     }
@@ -56,7 +56,3 @@ def render(fab: Fabric) -> str:
     lines.append(" ]")
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def fab_domains(fab: Fabric) -> int:
-    return len(fab.hbs)
