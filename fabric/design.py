@@ -229,10 +229,8 @@ def design_from_source(src: Source, text: str = "") -> Design:
 
 def load_design(path: str) -> Design:
     """Read, parse and validate a design file; raises InputError with every problem."""
-    src = load_yaml_file(path)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    return design_from_source(src, text)
+    src = load_yaml_file(path)  # read once: the hash is of the text that was checked
+    return design_from_source(src, src.text)
 
 
 def parse_design(text: str, file: str | None = None) -> Design:
