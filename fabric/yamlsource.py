@@ -29,8 +29,8 @@ _FAST = getattr(yaml, "CSafeLoader", None)
 
 
 def _loader(limits: "Limits") -> type:
-    """libyaml for big generated files; the pure-Python parser (clearer syntax
-    messages) for the small files people write."""
+    """libyaml (about 30x faster: a hostile 1 MB file of small items takes
+    0.3 s, not 15 s in the pure-Python parser) unless a caller asks otherwise."""
     return (_FAST or yaml.SafeLoader) if limits.fast else yaml.SafeLoader
 
 
@@ -39,10 +39,10 @@ class Limits:
     max_bytes: int = 1 << 20  # of the file
     max_depth: int = 32  # nested collections
     max_aliases: int = 100  # `*name` references
-    max_nodes: int = 200_000  # scalars + collections with every alias expanded
+    max_nodes: int = 50_000  # scalars + collections with every alias expanded (a design has ~100)
     max_scalar: int = 4096  # characters of one scalar
     max_int_digits: int = 30
-    fast: bool = False  # parse with libyaml (when installed)
+    fast: bool = True  # parse with libyaml (when installed)
 
 
 DESIGN_LIMITS = Limits()
@@ -74,14 +74,23 @@ def _problem(file: str | None, line: int | None, message: str, hint: str, path: 
     return InputError([Problem(path, message, hint, line, file)])
 
 
+def _too_many(file: str | None, line: int, limits: Limits) -> InputError:
+    return _problem(file, line, f"the document expands to more than {limits.max_nodes:,} values (aliases included)",
+                    "write a smaller file; a railonly input never needs that many values")
+
+
 def _scan_events(text: str, file: str | None, limits: Limits) -> None:
     """Nesting and alias counts from the event stream (iterative: deep nesting
     cannot exhaust the stack here, unlike the recursive composer)."""
-    depth = aliases = 0
+    depth = aliases = nodes = 0
     loader = _loader(limits)(text)
     try:
         while loader.check_event():
             ev = loader.get_event()
+            if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                nodes += 1
+                if nodes > limits.max_nodes:
+                    raise _too_many(file, ev.start_mark.line + 1, limits)
             if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > limits.max_depth:
@@ -173,9 +182,7 @@ class _Walk:
                     self.lines[sub] = key_node.start_mark.line + 1
                 total += self.walk(key_node, sub) + self.walk(value_node, sub)
         if total > self.limits.max_nodes:
-            raise _problem(self.file, node.start_mark.line + 1,
-                           f"the document expands to more than {self.limits.max_nodes:,} values (aliases included)",
-                           "write a smaller file; a railonly input never needs that many values")
+            raise _too_many(self.file, node.start_mark.line + 1, self.limits)
         self.size[key] = total
         return total
 
