@@ -85,6 +85,9 @@ import os
 import re
 import stat
 
+from railonly.fabric.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
+from railonly.fabric.design import NAME_PATTERN
+from railonly.fabric.lab_slice import SLICE_DIR
 from railonly.fabric.problems import InputError, Problem, short
 from railonly.fabric.yamlsource import Limits, compose_checked, construct
 
@@ -93,7 +96,7 @@ MAX_LINE = 4096
 OUTDIR_YAML_LIMITS = Limits(max_bytes=MAX_FILE_BYTES, max_depth=16, max_aliases=0, max_nodes=50_000_000,
                             max_scalar=MAX_LINE, max_int_digits=20, fast=True)
 
-LAB_NAME = re.compile(r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?")  # = the design's `name` pattern
+LAB_NAME = re.compile(NAME_PATTERN)
 NODE_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 HOSTNAME = NODE_NAME
 PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}")  # Ethernet0, eth1, hb0, gpu3: valid Linux names
@@ -106,8 +109,7 @@ CLAB_KINDS = ("linux", "sonic-vs", "arista_ceos")
 CLAB_NODE_KEYS = {"kind", "exec", "binds", "startup-config", "image"}
 CLAB_TOP_KEYS = {"name", "prefix", "mgmt", "topology"}
 CLAB_TOPOLOGY_KEYS = {"kinds", "nodes", "links"}
-SONIC_BIND_TARGETS = {"config_db.json": "/var/sonic/config_db.json", "frr.conf": "/etc/frr/frr.conf"}
-SLICE_DIR = "lab"  # = lab_slice.SLICE_DIR (a lab slice keeps its files there)
+SONIC_BIND_TARGETS = {"config_db.json": SONIC_CONFIG_DB, "frr.conf": SONIC_FRR_CONF}
 
 # Per-namespace sysctls a clab exec line may set: key pattern -> allowed values.
 # Only net.* keys, which the kernel scopes to the network namespace; nothing
@@ -490,8 +492,6 @@ def check_clab(data: object, file: str, lines: dict[str, int] | None = None) -> 
     if not isinstance(links, list):
         bad("topology.links", "links must be a list")
     else:
-        from railonly.fabric.clab import endpoint_problems
-
         for msg in endpoint_problems({"topology": {"nodes": nodes, "links": links}}):
             m = re.match(r"(topology\.links\[\d+\])", msg)
             bad(m.group(1) if m else "topology.links", msg)
