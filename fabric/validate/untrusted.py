@@ -57,9 +57,9 @@ an empty list means the file holds only what the compiler emits.
     EOS startup-config: only top-level commands the compiler emits; never
     ``bash``, ``event-handler``, ``daemon``, ``alias``, ``schedule``...;
     the hostname is a plain name.
-``check_config_db(doc, file)``
+``check_config_db(doc, file, text=None)``
     SONiC config_db.json: the hostname is a plain name, no text with control
-    characters.
+    or non-ASCII characters (`text`, the JSON source, makes a clean file fast).
 ``lab_files(reader) -> (fabric_rel, clab_rel)``
     The fabric.json (lab/fabric.json for a lab slice) and the one
     ``<name>.clab.yml`` the lab reads.
