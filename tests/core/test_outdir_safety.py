@@ -123,7 +123,11 @@ def test_symlinked_outdir_is_resolved_once_and_said(tmp_path, capsys):
     rc, err = _compile(capsys, OTHER, "-o", str(link), "-q")
     assert rc == 0 and "is a symbolic link; writing to its target" in err
     assert link.is_symlink() and os.readlink(link) == str(target)
-    assert (target / "minil2.clab.yml").exists() or any(p.suffix == ".yml" for p in target.iterdir())
+    import hashlib
+    import json
+
+    man = json.loads((target / "MANIFEST.json").read_text())
+    assert man["design_sha256"] == hashlib.sha256(open(OTHER, "rb").read()).hexdigest()
 
 
 def test_modes_are_0644_and_0755_whatever_the_umask(tmp_path, capsys):
