@@ -73,5 +73,6 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.proc import ToolMissing
     from railonly.emulation.runtime.protocol import RuntimeProblem
+    from railonly.fabric.writer import WriteFailed
 
-    return (ToolMissing, RuntimeProblem)
+    return (ToolMissing, RuntimeProblem, WriteFailed)
