@@ -29,13 +29,16 @@ def speed_form(gbps: int) -> str:
     return f"{pt['gbps']}g-{pt['lanes']}"
 
 
+@lru_cache(maxsize=1)
 def accepted_forms() -> dict[str, int]:
-    """Every accepted form -> Gbit/s."""
+    """Every accepted form -> Gbit/s (shared: do not modify)."""
     return {f"{g}g-{n}": int(g) for g, splits in _table()["lane_splits"].items() for n in splits}
 
 
 def parse_speed(words: list[str]) -> int | None:
     """Gbit/s of a `speed ...` line's arguments, None when it is not an accepted form."""
+    if words[:1] == ["auto"] and len(words) == 2:  # `speed auto 400g-8`: negotiates only that speed
+        words = words[1:]
     if len(words) == 1 and _FORM.match(words[0]):
         return accepted_forms().get(words[0])
     if len(words) == 2 and words[0] == "forced" and (m := _FORCED.match(words[1])):

@@ -140,3 +140,16 @@ def test_fixtures_hold_only_known_forms_or_lines_railonly_does_not_write():
                              r"   switchport|   speed 400g-4|   address-family ipv4|      neighbor FABRIC activate|"
                              r"      network .*|   neighbor [\d.]+ peer-group FABRIC)'$")
         assert all(allowed.match(x) for x in extra), sorted(x for x in extra if not allowed.match(x))
+
+
+@pytest.mark.parametrize("words, gbps", [
+    (["400g-8"], 400), (["400g-4"], 400), (["800g-8"], 800), (["200g-4"], 200), (["100g-2"], 100),
+    (["auto", "400g-8"], 400), (["forced", "100gfull"], 100),
+    (["400g"], None), (["400g-2"], None), (["400"], None), (["forced", "400g-8"], None), ([], None),
+])
+def test_speed_forms(words, gbps):
+    from railonly.fabric.eos_speeds import parse_speed, speed_form
+
+    assert parse_speed(words) == gbps
+    for g in (100, 200, 400, 800):
+        assert parse_speed([speed_form(g)]) == g
