@@ -14,8 +14,8 @@ indentation. Every line form is checked against public EOS configs
 from __future__ import annotations
 
 from . import qos as qosmod
-from .eos_speeds import speed_form
 from .device import SwitchView, advertised_pools, switch_view
+from .eos_speeds import speed_form
 from .model import Fabric, Node
 from .render import template
 

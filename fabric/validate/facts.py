@@ -174,9 +174,9 @@ def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
                     p.admin_up = True
                 elif stmt == "spanning-tree portfast":
                     p.edge = True
-                elif w[:2] == ["ip", "address"]:
+                elif w[:2] == ["ip", "address"] and len(w) >= 3:
                     p.ips.append(w[2])
-                elif w[:3] == ["switchport", "access", "vlan"]:
+                elif w[:3] == ["switchport", "access", "vlan"] and len(w) == 4:
                     p.vlan = _int(w[3])
             elif iname.startswith("Loopback") and stmt.startswith("ip address "):
                 f.loopbacks.append(stmt.split()[2])
@@ -184,13 +184,13 @@ def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
                 f.svis.setdefault(_int(iname[4:]), []).append(stmt.split()[2])
         elif section[0] == "bgp" and indent == 3:
             w = stmt.split()
-            if w[0] == "router-id":
+            if w[0] == "router-id" and len(w) == 2:
                 f.router_id = w[1]
-            elif w[0] == "network":
+            elif w[0] == "network" and len(w) >= 2:
                 f.networks.append(w[1])
             elif w[0] == "neighbor" and len(w) >= 4 and w[2] == "remote-as" and w[1][0].isdigit():
                 f.neighbors[w[1]] = _int(w[3])
-            elif w[0] == "neighbor" and w[1][0].isdigit() and (
+            elif w[0] == "neighbor" and len(w) >= 4 and w[1][0].isdigit() and (
                     len(w) == 5 and w[2:4] == ["peer", "group"] or len(w) == 4 and w[2] == "peer-group"):
                 f.neighbors.setdefault(w[1], None)  # `peer-group`: the form older EOS prints
     return f

@@ -153,3 +153,14 @@ def test_speed_forms(words, gbps):
     assert parse_speed(words) == gbps
     for g in (100, 200, 400, 800):
         assert parse_speed([speed_form(g)]) == g
+
+
+def test_validate_reader_survives_truncated_lines():
+    # hostile input: a hand-edited config with half-written lines gives problems, not a traceback
+    from railonly.fabric.validate.facts import eos_facts
+
+    text = ("hostname x\ninterface Ethernet1\n   speed\n   ip address\n   switchport access vlan\n   mtu\n"
+            "interface Ethernet1.5\n   ip address 10.0.0.1/31\nrouter bgp\n   neighbor\n   neighbor 10.0.0.1\n"
+            "   router-id\n   network\nend\n")
+    f = eos_facts("x", "x", text)
+    assert any("unknown speed ''" in p for p in f.problems) and list(f.ports) == ["Ethernet1"]
