@@ -91,7 +91,7 @@ def test_validate_names_a_speed_without_lanes(outdir, tmp_path, capsys):
 
 
 def test_lab_reader_reads_the_printed_config_as_the_generated_one(outdir):
-    from railonly.emulation import eos_reader
+    from railonly.emulation.switchcfg import eos as eos_reader
 
     for sw in PRINTED:
         gen = eos_reader.read_file(str(outdir / "configs" / sw / "startup-config"))
@@ -109,7 +109,8 @@ def test_lab_reader_reads_the_printed_config_as_the_generated_one(outdir):
 def test_portfast_ports_are_bridge_ports_that_forward_at_link_up(outdir):
     # the lab has no spanning tree: a VLAN is a Linux bridge with STP off, so its ports
     # forward as soon as they are up, which is what `spanning-tree portfast` asks of EOS
-    from railonly.emulation import eos_reader, nsplan, switch_plan
+    from railonly.emulation.netns import plan as nsplan, switch_plan
+    from railonly.emulation.switchcfg import eos as eos_reader
 
     intent = eos_reader.read_file(str(FIXTURES / "rail0-leaf0.running-config"))
     items = switch_plan.switch_items(intent, "ns", ["Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4"],
@@ -119,7 +120,7 @@ def test_portfast_ports_are_bridge_ports_that_forward_at_link_up(outdir):
 
 
 def test_lab_reader_takes_the_one_line_prefix_list_too():
-    from railonly.emulation import eos_reader
+    from railonly.emulation.switchcfg import eos as eos_reader
 
     conf, _ = eos_reader.bgp_to_frr("hostname a\nip prefix-list P seq 5 permit 10.0.0.0/8 le 32\n"
                                     "router bgp 1\n   router-id 1.1.1.1\nend\n")
