@@ -101,37 +101,33 @@ class Result:
                 "breakdown_s": dict(self.breakdown_s)}
 
 
-def per_microbatch_comm(job: Job, colls: list[Collective], network: str, rates: Rates) -> dict:
-    """Exposed seconds per micro-batch on the slowest stage: tp, ep and pp."""
-    p = job.parallel
-    per, moe_most = stage_layers(job)
-    out = {"tp": 0.0, "ep": 0.0, "pp": 0.0}
-    layer_calls = 6 if p.recompute == "full" else 4
-    for c in colls:
-        t = c.time(network, rates)
-        if c.parallelism == "tp":
-            out["tp"] += per * layer_calls * t
-        elif c.parallelism == "ep":
-            out["ep"] += moe_most * layer_calls * t
-        elif c.parallelism == "pp":
-            out["pp"] += 2 * p.vpp * t
-    return out
+def call_times(colls: list[Collective], network: str, rates: Rates) -> list[tuple[str, float, float]]:
+    """(parallelism, exposed share, seconds of one call) of every collective."""
+    return [(c.parallelism, c.exposed, c.time(network, rates)) for c in colls]
 
 
-def iteration(job: Job, colls: list[Collective], network: str, rates: Rates) -> Result:
-    """The iteration on one network, from the job's collectives and the link rates."""
+def assemble(job: Job, times: list[tuple[str, float, float]], network: str, comp: float | None = None) -> Result:
+    """The iteration from one call's time per collective (search reuses the times across variants)."""
     p = job.parallel
     m = p.micro_batches
-    comp = stage_compute_s(job)
-    comm = per_microbatch_comm(job, colls, network, rates)
-    t_mb = comp + comm["tp"] + comm["ep"] + comm["pp"]
-    dp = sum(c.exposed * c.time(network, rates) for c in colls if c.parallelism == "dp")
-    parts = {"compute": m * comp, "bubble": (p.pp - 1) / p.vpp * t_mb, "tp": m * comm["tp"],
-             "pp": m * comm["pp"], "dp": dp, "ep": m * comm["ep"]}
+    comp = stage_compute_s(job) if comp is None else comp
+    per, moe_most = stage_layers(job)
+    layer_calls = 6 if p.recompute == "full" else 4
+    tp = sum(t for par, _, t in times if par == "tp") * per * layer_calls
+    ep = sum(t for par, _, t in times if par == "ep") * moe_most * layer_calls
+    pp = sum(t for par, _, t in times if par == "pp") * 2 * p.vpp
+    dp = sum(e * t for par, e, t in times if par == "dp")
+    t_mb = comp + tp + ep + pp
+    parts = {"compute": m * comp, "bubble": (p.pp - 1) / p.vpp * t_mb, "tp": m * tp, "pp": m * pp, "dp": dp, "ep": m * ep}
     total = sum(parts.values())
     peak = job.gpu.tflops * 1e12 * p.gpus
     return Result(network, total, parts, model_flops(job) / (total * peak), hardware_flops(job) / (total * peak),
                   p.global_batch * job.model.seq / total)
+
+
+def iteration(job: Job, colls: list[Collective], network: str, rates: Rates) -> Result:
+    """The iteration on one network, from the job's collectives and the link rates."""
+    return assemble(job, call_times(colls, network, rates), network)
 
 
 def evaluate(job: Job, pl: Placement, rates: Rates, networks=NETWORKS) -> dict[str, Result]:

@@ -1,0 +1,222 @@
+"""`railonly analyze DESIGN JOB`: a training job on the fabric (placement, traffic,
+iteration time on rail-only / rail-optimized / ideal, cost, search, sweeps).
+
+Every input is read and every figure computed before anything is written; each
+output file appears whole (temporary file in the same directory, then rename).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import tempfile
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="a training job on the fabric: placement, traffic by class, iteration time, cost per throughput")
+    p.add_argument("design", metavar="DESIGN.yml")
+    p.add_argument("job", metavar="JOB.yml")
+    p.add_argument("--json", metavar="FILE", help="write the analysis (Contract 6) to FILE ('-' for standard output)")
+    p.add_argument("--place", choices=("given", "auto"), default="given",
+                   help="auto: the rank order that keeps the most bytes off cross-rail paths (default: the job's order)")
+    p.add_argument("--oversub", type=float, default=1.0, metavar="X",
+                   help="oversubscription of the rail-optimized spine, e.g. 2 (default 1: non-blocking)")
+    p.add_argument("--traffic", metavar="FILE.csv", help="write the HB-domain traffic matrix as CSV and a heat map beside it (FILE.png)")
+    p.add_argument("--launcher", metavar="FILE.csv", help="write the rank-to-GPU map for a launcher")
+    p.add_argument("--search", action="store_true", help="best tp, pp, dp, ep, micro-batch, vpp and recompute per network under memory limits")
+    p.add_argument("--sweep", metavar="AXIS=V,...", help="sweep k, nic, hb or batch over values, e.g. k=8,16,32,72,256")
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="where --sweep draws its PNG (default sweep.png), with FILE.csv beside it")
+    p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default")
+    p.add_argument("--presets", metavar="FILE", help="GPU and model presets YAML adding to the shipped ones")
+    p.set_defaults(func=run)
+
+
+def _problem(flag: str, message: str, fix: str):
+    from railonly.fabric.problems import InputError, Problem
+
+    return InputError([Problem(flag, message, fix, None, "command line")])
+
+
+def parse_sweep(text: str) -> tuple[str, list[float]]:
+    from railonly.fabric.analysis.search import SWEEP_AXES
+
+    axis, sep, values = text.partition("=")
+    axis = axis.strip().lower()
+    if not sep or axis not in SWEEP_AXES:
+        raise _problem("--sweep", f"must be AXIS=V1,V2,... with AXIS one of {', '.join(SWEEP_AXES)}, got {text!r}", "e.g. --sweep k=8,16,32,72,256")
+    out = []
+    for part in values.split(","):
+        part = part.strip().replace("_", "")
+        try:
+            v = float(part)
+        except ValueError:
+            v = -1.0
+        whole = axis in ("k", "batch")
+        if v <= 0 or (whole and not v.is_integer()) or (axis == "k" and v > 512) or v > 1e9:
+            raise _problem("--sweep", f"{axis} values must be {'whole ' if whole else ''}numbers above 0{' up to 512' if axis == 'k' else ''}, got {part!r}",
+                           "e.g. --sweep k=8,16,32,72,256 or --sweep batch=256,1024,4096")
+        out.append(int(v) if whole else v)
+    return axis, sorted(set(out))
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write via a temporary file beside `path`, then rename: a link at `path` is replaced, never followed."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".railonly-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _check_target(flag: str, path: str) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise _problem(flag, f"directory {d} does not exist", "create it first or give another path")
+    if os.path.isdir(path):
+        raise _problem(flag, f"{path} is a directory", "give a file name")
+
+
+def _beside(path: str, ext: str) -> str:
+    root, _ = os.path.splitext(path)
+    return root + ext
+
+
+def launcher_csv(pl) -> str:
+    buf = io.StringIO()
+    rows = pl.rank_to_gpu()
+    w = csv.DictWriter(buf, list(rows[0]) if rows else ["rank"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def nccl_settings(design_topology: str, cross_rail_bytes: float, sp: bool) -> dict:
+    env, why = {}, {}
+    if design_topology == "rail-only":
+        env["NCCL_CROSS_NIC"] = "0"
+        why["NCCL_CROSS_NIC"] = "rails share no switch: a ring or tree channel must use the same NIC (rail) at both ends"
+        env["NCCL_PXN_DISABLE"] = "0"
+        why["NCCL_PXN_DISABLE"] = "PXN forwards a cross-rail message over NVLink to the peer on the destination's rail"
+        if cross_rail_bytes > 0:
+            env["NCCL_P2P_PXN_LEVEL"] = "2"
+            why["NCCL_P2P_PXN_LEVEL"] = "this job sends bytes across rails: always route them through PXN (no path exists otherwise)"
+    else:
+        env["NCCL_CROSS_NIC"] = "2"
+        why["NCCL_CROSS_NIC"] = "the spine joins rails; NCCL may pick either (its default)"
+    if sp:
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+        why["CUDA_DEVICE_MAX_CONNECTIONS"] = "Megatron's sequence parallel orders communication and compute kernels"
+    return {"env": env, "why": why}
+
+
+def run(args) -> int:
+    from railonly.fabric.analysis import Cluster, Rates, load_job, load_presets, place
+    from railonly.fabric.analysis.autoplace import place_auto
+    from railonly.fabric.analysis.cost import network_boms
+    from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
+    from railonly.fabric.analysis.report import analyze, contract, text
+    from railonly.fabric.analysis.search import SWEEP_AXES, search, sweep
+    from railonly.fabric.analysis.traffic import class_bytes
+    from railonly.fabric.design import load_design
+    from railonly.fabric.prices import load_prices
+    from railonly.fabric.problems import InputError
+
+    if not (1.0 <= args.oversub <= 64):
+        raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")
+    sweep_spec = parse_sweep(args.sweep) if args.sweep else None
+    for flag, path in (("--json", args.json if args.json != "-" else None), ("--traffic", args.traffic),
+                       ("--launcher", args.launcher), ("--plot", args.plot)):
+        if path:
+            _check_target(flag, path)
+
+    problems = []
+    design = job = book = presets = None
+    try:
+        design = load_design(args.design)
+    except InputError as exc:
+        problems += exc.problems
+    try:
+        presets = load_presets(args.presets)
+    except InputError as exc:
+        problems += exc.problems
+    if presets is not None:
+        try:
+            job = load_job(args.job, presets)
+        except InputError as exc:
+            problems += exc.problems
+    try:
+        book = load_prices(args.prices)
+    except InputError as exc:
+        problems += exc.problems
+    if problems:
+        raise InputError(problems)
+
+    cluster = Cluster.from_design(design)
+    rates = Rates.of(cluster, args.oversub)
+    pl = place_auto(job, cluster, rates) if args.place == "auto" else place(job, cluster)
+    a = analyze(job, cluster, pl, rates, network_boms(design, book))
+    outputs: dict[str, bytes] = {}
+    if args.search:
+        found, counts = search(job, cluster, rates)
+        a.search = {n: {"parallel": {"tp": b.job.parallel.tp, "pp": b.job.parallel.pp, "dp": b.job.parallel.dp,
+                                     "ep": b.job.parallel.ep, "micro_batch": b.job.parallel.micro_batch,
+                                     "vpp": b.job.parallel.vpp, "recompute": b.job.parallel.recompute,
+                                     "order": b.job.parallel.order_text},
+                        **{k: v for k, v in b.result.as_dict().items()}, "memory_gb": round(b.memory_gb, 3)}
+                    for n, b in found.items()}
+        a.search["evaluated"] = counts
+    cross = class_bytes(a.collectives)["cross_rail"]
+    a.extra["launcher"] = nccl_settings(design.topology, cross, job.parallel.sp and job.parallel.tp > 1)
+    if sweep_spec:
+        axis, values = sweep_spec
+        points = sweep(job, cluster, axis, values, args.oversub, args.search)
+        a.extra["sweep"] = {"axis": axis, "points": points}
+        from railonly.fabric.analysis.plots import sweep_png
+
+        plot = args.plot or "sweep.png"
+        _check_target("--plot", plot)
+        title = f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs): iteration time along {SWEEP_AXES[axis]}" + (" (searched)" if args.search else "")
+        outputs[plot] = sweep_png(points, SWEEP_AXES[axis], title, axis in ("k", "batch"))
+        outputs[_beside(plot, ".csv")] = _sweep_csv(points).encode()
+    if args.traffic:
+        rows = domain_matrix(a.collectives, pl)
+        outputs[args.traffic] = render_csv(rows).encode()
+        outputs[_beside(args.traffic, ".png")] = render_heatmap(
+            rows, -(-job.parallel.gpus // cluster.hb_size), f"{job.name} on {design.name}: bytes per iteration between HB domains")
+    if args.launcher:
+        outputs[args.launcher] = launcher_csv(pl).encode()
+    doc = contract(a, design.name)
+    body = (json.dumps(doc, indent=2) + "\n").encode()
+    if args.json and args.json != "-":
+        outputs[args.json] = body
+    for path, data in outputs.items():
+        _atomic_write(path, data)
+    if args.json == "-":
+        sys.stdout.write(body.decode())
+    else:
+        print(text(a, design.name))
+        for path in outputs:
+            print(f"wrote {path}")
+    return 0
+
+
+def _sweep_csv(points: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    nets = ("rail-only", "rail-optimized", "ideal")
+    w.writerow(["value", *(f"{n}_iteration_s" for n in nets), *(f"{n}_mfu" for n in nets), "note"])
+    for p in points:
+        if "networks" in p:
+            w.writerow([p["value"], *(f"{p['networks'][n]['iteration_s']:.6g}" for n in nets),
+                        *(f"{p['networks'][n]['mfu']:.4f}" for n in nets), ""])
+        else:
+            w.writerow([p["value"], "", "", "", "", "", "", p.get("note", "")])
+    return buf.getvalue()
