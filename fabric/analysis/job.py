@@ -224,10 +224,10 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
         order, why = parse_order(par["order"])
         if order is None:
             bad("parallel.order", f"{why}, got {par['order']!r}", f"e.g. order: {DEFAULT_ORDER}")
-    if problems:
-        raise InputError(problems)
+    if any(pr.path == "" or pr.path.split(".")[0] in ("model", "parallel") for pr in problems):
+        raise InputError(problems)  # the checks across keys need a valid model and parallel section
 
-    # Checks across keys, with a fix that names a value that works.
+    # Checks across keys, with a fix that names a value that works (reported with any gpu problems).
     m, p = model_v, par
     tp, pp, dp, ep, vpp = p["tp"], p["pp"], p["dp"], p["ep"], p["vpp"]
     if m["heads"] % tp:

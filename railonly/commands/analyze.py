@@ -66,6 +66,9 @@ def _atomic_write(path: str, data: bytes) -> None:
     """Write via a temporary file beside `path`, then rename: a link at `path` is replaced, never followed."""
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".railonly-", dir=d)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
