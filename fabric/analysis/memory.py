@@ -9,7 +9,8 @@
                          without sp (10 + 24/t) s b h, plus 5 a s^2 b / t with no recompute;
                          full recompute keeps each layer's input, 2 s b h (/ t with sp).
                          The first stage holds p micro-batches in flight (1F1B), so
-                         L layers' worth; interleaving adds (p - 1) / (p v) of it.
+                         L layers' worth; interleaving adds (p - 1) / (p v) of it;
+                         an MoE layer's MLP half is held top_k times
   workspace              3 GB (CUDA context, NCCL buffers, fragmentation)
 """
 
@@ -51,8 +52,8 @@ def estimate(job: Job) -> dict:
     in_flight = min(p.micro_batches, p.pp)
     interleave = 1 + (p.pp - 1) / (p.pp * p.vpp) if p.vpp > 1 else 1
     activations = activation_bytes_per_layer(job) * per * in_flight * interleave
-    if m.is_moe:  # routed tokens: top_k copies of the MLP input and output per MoE layer
-        activations += moe_most / max(1, per) * activation_bytes_per_layer(job) * per * in_flight * 0.5 * (m.top_k - 1)
+    if m.is_moe:  # an MoE layer keeps top_k copies of its MLP half (about half a layer's activations)
+        activations += moe_most * activation_bytes_per_layer(job) * in_flight * interleave * 0.5 * (m.top_k - 1)
     parts = {"weights_grads_gb": weights / GB, "optimizer_gb": optimizer / GB, "activations_gb": activations / GB,
              "workspace_gb": WORKSPACE_GB}
     total = sum(parts.values())

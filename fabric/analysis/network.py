@@ -25,8 +25,8 @@ from dataclasses import dataclass
 NETWORKS = ("rail-only", "rail-optimized", "ideal")
 
 # Share of a link's nominal rate a collective achieves (NCCL bus bandwidth over
-# line rate on DGX A100 / H100, nccl-tests). Assumed, not fitted: the Table 5
-# fit is insensitive to it (README).
+# line rate on DGX A100 / H100, nccl-tests). Assumed, not fitted (README: at 1.0
+# the Table 5 error grows from 1.5% to 2.4% unless the GEMM constants are refitted).
 LINK_EFFICIENCY = 0.8
 
 

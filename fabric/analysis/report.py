@@ -89,6 +89,7 @@ def contract(a: Analysis, design_name: str) -> dict:
                               "group_size": c.group_size, "bytes_per_gpu": _r(b), "params": c.params or None,
                               "calls": _r(c.calls)})
     busiest = max(bytes_, key=lambda k: bytes_[k]) if total else None
+    busy = link_busy_s(bytes_, n, a.rates)
     doc = {
         "schema_version": SCHEMA_VERSION, "job": a.job.name, "design": design_name, "gpus": n,
         "placement": {"ok": pl.ok, "order": "-".join(pl.order),
@@ -98,6 +99,8 @@ def contract(a: Analysis, design_name: str) -> dict:
         "traffic": {"bytes": {k: _r(v) for k, v in bytes_.items()},
                     "silent_pair_share": _r(silent_pair_share(a.collectives, pl)),
                     "most_loaded_class": busiest.replace("_", "-") if busiest else None,
+                    "link_busy_s": busy,
+                    "most_loaded_link": max(busy, key=lambda k: busy[k]) if total else None,
                     "collectives": colls},
         "networks": {k: {**{m: _r(v) for m, v in r.as_dict().items() if m != "breakdown_s"},
                          "breakdown_s": {m: _r(v) for m, v in r.breakdown_s.items()}}
@@ -115,6 +118,13 @@ def contract(a: Analysis, design_name: str) -> dict:
     return doc
 
 
+def link_busy_s(bytes_: dict, gpus: int, r: Rates) -> dict:
+    """Seconds per iteration a GPU's NVLink and NIC are busy on rail-only (cross-rail bytes use both)."""
+    hb = (bytes_["hb"] + bytes_["cross_rail"]) / gpus / r.hb
+    nic = (bytes_["rail"] + bytes_["cross_rail"]) / gpus / r.nic
+    return {"hb": _r(hb), "nic": _r(nic)}
+
+
 def _cost(cost: dict | None):
     if cost is None:
         return None
@@ -129,7 +139,7 @@ def text(a: Analysis, design_name: str) -> str:
     j, p, pl = a.job, a.job.parallel, a.placement
     doc = contract(a, design_name)
     lines = [f"{j.name} on {design_name}: {p.gpus:,} GPUs (K = {a.cluster.hb_size}), tp {p.tp} x pp {p.pp} x dp {p.dp}"
-             + (f" (ep {p.ep})" if p.ep > 1 else "") + f", order {pl.order_text if hasattr(pl, 'order_text') else '-'.join(pl.order)}, "
+             + (f" (ep {p.ep})" if p.ep > 1 else "") + f", order {'-'.join(pl.order)}, "
              f"{j.gpu.name} {j.gpu.tflops:g} TFLOPS, NIC {a.cluster.nic_gbps:g} / HB {a.cluster.hb_gbps:g} Gb/s"]
     if pl.ok:
         lines.append("placement: ok (every TP, PP and DP group stays on HB or on one rail)")
@@ -144,6 +154,9 @@ def text(a: Analysis, design_name: str) -> str:
     lines.append(f"traffic per iteration: HB {b['hb'] / 1e12:,.2f} TB ({b['hb'] / tot:.1%}), rail {b['rail'] / 1e12:,.2f} TB "
                  f"({b['rail'] / tot:.1%}), cross-rail {b['cross_rail'] / 1e12:,.2f} TB ({b['cross_rail'] / tot:.1%}); "
                  f"silent GPU pairs {doc['traffic']['silent_pair_share']:.2%}")
+    busy = doc["traffic"]["link_busy_s"]
+    lines.append(f"busiest link on rail-only: {doc['traffic']['most_loaded_link'] or '-'} (a GPU's NVLink busy {busy['hb']:.3g} s, "
+                 f"its NIC {busy['nic']:.3g} s per iteration)")
     head = ("network", "iteration", "compute", "bubble", "tp", "pp", "dp", "ep", "MFU", "HFU", "tokens/s")
     rows = [head]
     for n, r in a.results.items():

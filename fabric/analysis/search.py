@@ -119,8 +119,7 @@ def brute_force(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> 
     return {n: b for n, b in best.items() if b is not None}
 
 
-def sweep_point(job: Job, cluster: Cluster, axis: str, value: float, oversub: float = 1.0,
-                do_search: bool = False) -> tuple[Job, Cluster] | str:
+def sweep_point(job: Job, cluster: Cluster, axis: str, value: float, do_search: bool = False) -> tuple[Job, Cluster] | str:
     """The job and cluster at one value of the axis, or why the point is skipped."""
     if axis == "k":
         k = int(value)
@@ -141,7 +140,7 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
           do_search: bool = False) -> list[dict]:
     points = []
     for v in values:
-        got = sweep_point(job, cluster, axis, v, oversub, do_search)
+        got = sweep_point(job, cluster, axis, v, do_search)
         if isinstance(got, str):
             points.append({"value": v, "note": got})
             continue
