@@ -8,6 +8,7 @@ Public API (stable; extended, never renamed):
                                                   #   Cluster.from_fabric_json(doc) or Cluster(K, count, nic_gbps, hb_gbps)
         Rates,                                    # per-GPU bytes/s: Rates.of(cluster) or Rates.from_gbps(nic, hb, efficiency=1.0)
         place, place_auto, Placement,             # ranks -> GPUs, groups (numpy rows of GPU indices), kinds, problems
+        layout,                                   #   the same without the verdict (no problems looked for: faster)
         phase_list, Phase,                        # the iteration's collectives in schedule order with groups,
                                                   #   class, bytes per GPU and the model's seconds at given rates
         evaluate, Result, NETWORKS,               # iteration time on rail-only / rail-optimized / ideal
@@ -22,22 +23,24 @@ Public API (stable; extended, never renamed):
     results = evaluate(job, pl, rates)            # {"rail-only": Result, "rail-optimized": ..., "ideal": ...}
 
 Modules: job (Contract 5), presets (GPU and model data files), untrusted (bounded
-reading), cluster, placement, autoplace (--place auto), traffic (collectives and
+reading), cluster, placement (groups and classes), verdict (problems and
+fixes), autoplace (--place auto), traffic (collectives and
 bytes by class), network (the three networks' paths), timing (compute, bubble,
 MFU/HFU), phases (replay view), memory, cost, matrix (HB-domain traffic matrix),
 search (--search, --sweep), report (Contract 6 and the human table), plots.
 """
 
-from .autoplace import auto_order, place_auto
+from .autoplace import auto_order
 from .cluster import Cluster
 from .job import Gpu, Job, Model, Parallel, load_job, parse_job
 from .network import NETWORKS, Rates
 from .phases import Phase, phase_list
-from .placement import Placement, place
+from .placement import Placement, layout
 from .presets import load_presets
 from .timing import Result, evaluate, iteration
+from .verdict import place, place_auto
 
 __all__ = [
     "Cluster", "Gpu", "Job", "Model", "NETWORKS", "Parallel", "Phase", "Placement", "Rates", "Result",
-    "auto_order", "evaluate", "iteration", "load_job", "load_presets", "parse_job", "phase_list", "place", "place_auto",
+    "auto_order", "evaluate", "iteration", "layout", "load_job", "load_presets", "parse_job", "phase_list", "place", "place_auto",
 ]

@@ -16,7 +16,8 @@ from itertools import permutations
 from .cluster import Cluster
 from .job import Job
 from .network import Rates
-from .placement import Placement, place
+from .placement import Placement, layout
+from .timing import iteration
 from .traffic import class_bytes, collectives
 
 
@@ -48,9 +49,7 @@ def candidate_orders(job: Job) -> list[tuple[str, ...]]:
 
 
 def score(job: Job, cluster: Cluster, order: tuple[str, ...], rates: Rates | None = None) -> OrderScore:
-    from .timing import iteration
-
-    pl = place(job, cluster, order, problems=False)
+    pl = layout(job, cluster, order)
     colls = collectives(job, pl)
     b = class_bytes(colls)
     t = iteration(job, colls, "rail-only", rates or Rates.of(cluster)).iteration_s
@@ -66,10 +65,6 @@ def auto_order(job: Job, cluster: Cluster, rates: Rates | None = None) -> tuple[
     return ranked_orders(job, cluster, rates)[0].order
 
 
-def place_auto(job: Job, cluster: Cluster, rates: Rates | None = None) -> Placement:
-    return place(job, cluster, auto_order(job, cluster, rates))
-
-
 def _aligned_dp(job: Job, cluster: Cluster) -> int | None:
     """The dp nearest the job's that keeps every byte off cross-rail paths in the job's order."""
     p = job.parallel
@@ -79,7 +74,7 @@ def _aligned_dp(job: Job, cluster: Cluster) -> int | None:
             continue
         batch = max(p.micro_batch * dp, p.global_batch // (p.micro_batch * dp) * p.micro_batch * dp)
         j = job.replace(dp=dp, global_batch=batch)
-        if class_bytes(collectives(j, place(j, cluster, problems=False)))["cross_rail"] == 0:
+        if class_bytes(collectives(j, layout(j, cluster)))["cross_rail"] == 0:
             return dp
     return None
 

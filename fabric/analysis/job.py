@@ -10,7 +10,6 @@ once every key is valid on its own. All problems are raised together.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 
 from ..design import NAME_PATTERN

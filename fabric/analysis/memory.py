@@ -60,6 +60,3 @@ def estimate(job: Job) -> dict:
     return {**{k: round(v, 3) for k, v in parts.items()}, "total_gb": round(total, 3),
             "capacity_gb": job.gpu.memory_gb, "fits": total <= job.gpu.memory_gb}
 
-
-def fits(job: Job) -> bool:
-    return estimate(job)["fits"]

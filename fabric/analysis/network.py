@@ -5,6 +5,7 @@ cross-rail). Each network maps the classes onto links, and a step takes the
 time of its most loaded link (bytes / rate, one direction):
 
   ideal           every GPU in one HB domain (the paper's K = N): all bytes at the HB rate
+                  (or the NIC's, were it faster, so the ideal bounds both from below)
   rail-optimized  hb bytes on NVLink; rail bytes on the NIC; cross-rail bytes on the NIC
                   and the spine (at NIC / oversub when the spine is oversubscribed)
   rail-only       like rail-optimized while no byte crosses rails (so the two are equal);
@@ -70,7 +71,7 @@ def step_time(step: Step, network: str, r: Rates) -> float:
         return 0.0
     hb, rail, cross = step.share
     if network == "ideal":
-        return step.hop / r.hb
+        return step.hop / max(r.hb, r.nic)
     if step.pattern == "all-to-all":
         t_hb = step.hop * hb / r.hb
         if network == "rail-optimized":

@@ -12,17 +12,17 @@ group is classified:
               on rail-only, the spine on rail-optimized)
 
 Groups are numpy arrays (groups x members, members by rank), so a 32,768-GPU
-placement classifies in milliseconds.
+placement classifies in milliseconds. The verdict (problems with fixes) is in
+verdict.py, which can try other orders (autoplace.py) without an import cycle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import gcd
 
 import numpy as np
 
-from ..problems import InputError, Problem
+from ..problems import InputError
 from .cluster import Cluster
 from .job import Job
 
@@ -131,8 +131,9 @@ class Placement:
         return out
 
 
-def place(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None, problems: bool = True) -> Placement:
-    """Place `job` on the first tp x pp x dp GPUs of `cluster` in `order` (default: the job's)."""
+def layout(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None) -> Placement:
+    """Place `job` on the first tp x pp x dp GPUs of `cluster` in `order` (default: the job's),
+    groups classified; verdict.place adds the problems and their fixes."""
     p = job.parallel
     if p.gpus > cluster.gpus:
         raise InputError([job.problem("parallel", f"the job needs tp x pp x dp = {p.tp} x {p.pp} x {p.dp} = {p.gpus:,} GPUs, "
@@ -154,8 +155,6 @@ def place(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None, prob
     pl = Placement(job, cluster, tuple(order), groups, kinds)
     a, b = pl.pp_pairs()
     kinds["pp"] = np.array([1, 2, 4], dtype=np.int8)[pair_class(a, b, K)] if len(a) else np.zeros(0, dtype=np.int8)
-    if problems:
-        _find_problems(pl)
     return pl
 
 
@@ -171,59 +170,3 @@ def _stage_order(pipes: np.ndarray, sizes: dict[str, int], order: tuple[str, ...
     return np.take_along_axis(pipes, idx, axis=1)
 
 
-def _share(kinds: np.ndarray, kind: int) -> float:
-    return float((kinds == kind).mean()) if len(kinds) else 0.0
-
-
-def _find_problems(pl: Placement) -> None:
-    from .autoplace import rail_aligned_hint
-
-    p, K = pl.job.parallel, pl.cluster.hb_size
-    if p.gpus < pl.cluster.gpus:
-        pl.notes.append(f"the job uses {p.gpus:,} of the fabric's {pl.cluster.gpus:,} GPUs (the first {p.gpus // K if p.gpus % K == 0 else p.gpus / K:g} HB domains)")
-    hint = None
-
-    def fix() -> str:
-        nonlocal hint
-        if hint is None:
-            hint = rail_aligned_hint(pl)
-        return hint
-
-    tp_kinds = pl.kinds["tp"]
-    if p.tp > 1 and (tp_kinds != 1).any():
-        if p.tp > K or K % p.tp:
-            f = f"use a tp that divides K = {K} (e.g. tp {gcd(p.tp, K)}), so each TP group fits one HB domain"
-        else:
-            f = f"put tp first in the order (order: {'-'.join(('tp',) + tuple(d for d in pl.order if d != 'tp'))})"
-        pl.problems.append(PlacementProblem(
-            "tp", f"{(tp_kinds != 1).sum():,} of {len(tp_kinds):,} TP groups span HB domains: tensor-parallel traffic leaves NVLink", f))
-    if p.pp > 1:
-        cross = _share(pl.kinds["pp"], 4)
-        if cross:
-            stride = _stride(pl, "pp")
-            pl.problems.append(PlacementProblem(
-                "pp", f"{cross:.0%} of pipeline neighbours sit on different rails (rank stride {stride} is not a multiple of K = {K}): "
-                      f"their activations cross rails", fix()))
-    for name, label in (("dp", "DP"), ("edp", "expert-DP")):
-        if name == "edp" and p.ep == 1:
-            continue
-        k = pl.kinds[name]
-        cross = _share(k, 4)
-        if cross:
-            pl.problems.append(PlacementProblem(
-                "dp", f"{cross:.0%} of {label} groups have members on different rails that no rail joins: their gradient reduction crosses rails",
-                fix()))
-    if p.ep > 1:
-        cross = _share(pl.kinds["ep"], 4)
-        if cross:
-            pl.notes.append(f"{cross:.0%} of EP groups span rails: their all-to-all is forwarded through the HB domain on rail-only (PXN)")
-
-
-def _stride(pl: Placement, dim: str) -> int:
-    sizes = dim_sizes(pl.job)
-    s = 1
-    for d in pl.order:
-        if d == dim:
-            return s
-        s *= sizes.get(d, 1)
-    return s

@@ -58,7 +58,8 @@ def sweep_png(points: list[dict], axis_label: str, title: str, log_x: bool) -> b
     low.grid(True, alpha=0.3)
     top.set_ylabel("iteration time (s)")
     top.grid(True, alpha=0.3)
-    top.legend(fontsize=8, frameon=False)
+    if xs:
+        top.legend(fontsize=8, frameon=False)
     top.set_title(title, fontsize=9)
     if log_x:
         low.set_xscale("log", base=2)

@@ -23,7 +23,7 @@ from .cluster import Cluster
 from .job import RECOMPUTE, Job
 from .memory import estimate
 from .network import NETWORKS, Rates
-from .placement import place
+from .placement import layout
 from .timing import Result, assemble, call_times, evaluate, stage_compute_s
 from .traffic import collectives
 
@@ -93,7 +93,7 @@ def search(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> tuple
         key = (p.tp, p.pp, p.dp, p.ep, p.vpp > 1)
         if key not in cache:
             unit = cand.replace(micro_batch=1, vpp=2 if p.vpp > 1 else 1, global_batch=p.dp * p.pp * 2)
-            colls = collectives(unit, place(unit, cluster, problems=False))
+            colls = collectives(unit, layout(unit, cluster))
             cache[key] = {n: call_times(colls, n, rates) for n in networks}
             counts["placements"] += 1
         comp = stage_compute_s(cand)
@@ -112,7 +112,7 @@ def brute_force(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> 
         mem = estimate(cand)
         if not mem["fits"]:
             continue
-        results = evaluate(cand, place(cand, cluster, problems=False), rates, networks)
+        results = evaluate(cand, layout(cand, cluster), rates, networks)
         for n in networks:
             if _better(best[n], cand, results[n], mem["total_gb"]):
                 best[n] = Best(cand, results[n], mem["total_gb"])
@@ -149,12 +149,12 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
         if do_search:
             found, _ = search(j, c, rates)
             if not found:
-                points.append({"value": v, "note": "no configuration fits in memory"})
+                points.append({"value": v, "note": "no configuration fits in memory and splits the global batch"})
                 continue
             results = {n: b.result for n, b in found.items()}
             chosen = {n: _parallel(b.job) for n, b in found.items()}
         else:
-            results = evaluate(j, place(j, c, problems=False), rates)
+            results = evaluate(j, layout(j, c), rates)
             chosen = None
         pt = {"value": v, "networks": {n: r.as_dict() for n, r in results.items()}}
         if chosen:

@@ -93,12 +93,6 @@ class Collective:
                 return k
         return "none"
 
-    def describe(self, gpus: int) -> dict:
-        b = self.bytes_per_gpu() * self.gpus / max(1, gpus)
-        return {"parallelism": self.parallelism, "op": self.op, "params": self.params or None, "class": self.kind(),
-                "group_size": self.group_size, "calls": self.calls, "payload_bytes": self.payload,
-                "bytes_per_gpu": dict(zip(CLASSES, map(float, b)))}
-
 
 def _share(counts) -> tuple[float, float, float]:
     total = float(sum(counts))

@@ -14,6 +14,8 @@ import os
 import sys
 import tempfile
 
+MAX_SWEEP_POINTS = 64
+
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="a training job on the fabric: placement, traffic by class, iteration time, cost per throughput")
@@ -59,6 +61,8 @@ def parse_sweep(text: str) -> tuple[str, list[float]]:
             raise _problem("--sweep", f"{axis} values must be {'whole ' if whole else ''}numbers above 0{' up to 512' if axis == 'k' else ''}, got {part!r}",
                            "e.g. --sweep k=8,16,32,72,256 or --sweep batch=256,1024,4096")
         out.append(int(v) if whole else v)
+    if len(set(out)) > MAX_SWEEP_POINTS:
+        raise _problem("--sweep", f"at most {MAX_SWEEP_POINTS} values, got {len(set(out))}", "sweep fewer points")
     return axis, sorted(set(out))
 
 
@@ -121,8 +125,7 @@ def nccl_settings(design_topology: str, cross_rail_bytes: float, sp: bool) -> di
 
 
 def run(args) -> int:
-    from railonly.fabric.analysis import Cluster, Rates, load_job, load_presets, place
-    from railonly.fabric.analysis.autoplace import place_auto
+    from railonly.fabric.analysis import Cluster, Rates, load_job, load_presets, place, place_auto
     from railonly.fabric.analysis.cost import network_boms
     from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
     from railonly.fabric.analysis.report import analyze, contract, text
