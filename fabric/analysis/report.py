@@ -86,7 +86,7 @@ def contract(a: Analysis, design_name: str) -> dict:
         for cls, b in zip(("hb", "rail", "cross_rail"), per):
             if b > 0:
                 colls.append({"parallelism": c.parallelism, "op": c.op, "class": cls.replace("_", "-"),
-                              "group_size": c.group_size, "bytes_per_gpu": _r(b), "params": c.params or None,
+                              "group_size": c.group_size, "bytes_per_gpu": round(float(b)), "params": c.params or None,
                               "calls": _r(c.calls)})
     busiest = max(bytes_, key=lambda k: bytes_[k]) if total else None
     busy = link_busy_s(bytes_, n, a.rates)
@@ -96,7 +96,7 @@ def contract(a: Analysis, design_name: str) -> dict:
                       "problems": [{"group": p.group, "message": p.message, "fix": p.fix} for p in pl.problems],
                       "notes": list(pl.notes),
                       "groups": {k: pl.kind_counts(k) for k in ("tp", "pp", "dp", "ep")}},
-        "traffic": {"bytes": {k: _r(v) for k, v in bytes_.items()},
+        "traffic": {"bytes": {k: round(v) for k, v in bytes_.items()},
                     "silent_pair_share": _r(silent_pair_share(a.collectives, pl)),
                     "most_loaded_class": busiest.replace("_", "-") if busiest else None,
                     "link_busy_s": busy,

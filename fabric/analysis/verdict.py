@@ -21,10 +21,12 @@ from .network import Rates
 from .placement import Placement, PlacementProblem, dim_sizes, layout
 
 
-def place(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None) -> Placement:
-    """Place `job` on `cluster` in `order` (default: the job's) and find its problems."""
+def place(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None, problems: bool = True) -> Placement:
+    """Place `job` on `cluster` in `order` (default: the job's) and find its problems
+    (problems=False: the layout alone, as placement.layout)."""
     pl = layout(job, cluster, order)
-    find_problems(pl)
+    if problems:
+        find_problems(pl)
     return pl
 
 

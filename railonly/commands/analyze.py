@@ -142,6 +142,11 @@ def run(args) -> int:
                        ("--launcher", args.launcher), ("--plot", args.plot)):
         if path:
             _check_target(flag, path)
+    # the CSV and its picture sit side by side: they must not be the same file
+    if args.traffic and args.traffic.lower().endswith(".png"):
+        raise _problem("--traffic", f"names the CSV (the heat map goes beside it as .png), got {args.traffic}", "e.g. --traffic traffic.csv")
+    if args.plot and args.plot.lower().endswith(".csv"):
+        raise _problem("--plot", f"names the PNG (the CSV goes beside it), got {args.plot}", "e.g. --plot sweep.png")
 
     problems = []
     design = job = book = presets = None

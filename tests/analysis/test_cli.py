@@ -55,7 +55,8 @@ def test_json_contract_6(tmp_path, capsys):
     # collectives' bytes add up to the class totals (all GPUs = bytes per GPU x GPUs)
     for cls in ("hb", "rail", "cross_rail"):
         per_gpu = sum(c["bytes_per_gpu"] for c in doc["traffic"]["collectives"] if c["class"] == cls.replace("_", "-"))
-        assert per_gpu * doc["gpus"] == pytest.approx(doc["traffic"]["bytes"][cls], rel=1e-4)
+        assert per_gpu * doc["gpus"] == pytest.approx(doc["traffic"]["bytes"][cls], rel=1e-6)
+        assert isinstance(doc["traffic"]["bytes"][cls], int)
 
 
 def test_json_to_stdout_is_only_json(capsys):
@@ -136,6 +137,9 @@ def test_sweep_png_deterministic(tmp_path, capsys):
     (["--sweep", "k=8,x"], "k values must be whole numbers"),
     (["--sweep", "k=1000"], "up to 512"),
     (["--oversub", "0.5"], "--oversub: must be from 1 to 64"),
+    (["--traffic", "t.png"], "--traffic: names the CSV"),
+    (["--sweep", "k=8", "--plot", "s.csv"], "--plot: names the PNG"),
+    (["--sweep", "batch=" + ",".join(str(i) for i in range(1, 70))], "at most 64 values"),
 ])
 def test_bad_options_exit_2_nothing_written(tmp_path, capsys, argv, needle):
     js = tmp_path / "a.json"
