@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..problems import InputError
+from ..build import gpu_node_name
 from .cluster import Cluster
 from .job import Job
 
@@ -123,7 +124,7 @@ class Placement:
             strides[d] = s
             s *= sizes[d]
         for r in range(self.gpus):
-            row = {"rank": r, "gpu": r, "hb_domain": r // K, "local_rank": r % K}
+            row = {"rank": r, "gpu": r, "node": gpu_node_name(r // K, r % K), "hb_domain": r // K, "local_rank": r % K}
             for d in ("tp", "pp", "dp", "ep"):
                 row[f"{d}_rank"] = (r // strides[d]) % sizes[d]
             row["dp_rank"] = row["dp_rank"] * sizes["ep"] + row["ep_rank"]
@@ -152,6 +153,7 @@ def layout(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None) -> 
     groups["pp"] = _stage_order(pipes, sizes, order)
     K = cluster.hb_size
     kinds = {k: classify(g, K) for k, g in groups.items() if k != "pp"}
+    kinds["ep"][kinds["ep"] == 3] = 4  # an all-to-all on a grid has pairs on neither a domain nor a rail
     pl = Placement(job, cluster, tuple(order), groups, kinds)
     a, b = pl.pp_pairs()
     kinds["pp"] = np.array([1, 2, 4], dtype=np.int8)[pair_class(a, b, K)] if len(a) else np.zeros(0, dtype=np.int8)

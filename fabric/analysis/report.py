@@ -170,6 +170,9 @@ def text(a: Analysis, design_name: str) -> str:
     if a.moe_overhead is not None:
         lines.append(f"MoE all-to-all overhead on rail-only: {a.moe_overhead:.1%} (paper's convention; "
                      f"{a.moe_overhead_hierarchical:.1%} if only cross-rail bytes took the NVLink hop)")
+    env = a.extra.get("launcher", {}).get("env")
+    if env:
+        lines.append("launcher: " + " ".join(f"{k}={v}" for k, v in env.items()))
     mem = a.memory
     lines.append(f"memory per GPU: {mem['total_gb']:.1f} of {mem['capacity_gb']:g} GB" + ("" if mem["fits"] else "  DOES NOT FIT"))
     if a.cost:

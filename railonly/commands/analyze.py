@@ -27,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--oversub", type=float, default=1.0, metavar="X",
                    help="oversubscription of the rail-optimized spine, e.g. 2 (default 1: non-blocking)")
     p.add_argument("--traffic", metavar="FILE.csv", help="write the HB-domain traffic matrix as CSV and a heat map beside it (FILE.png)")
-    p.add_argument("--launcher", metavar="FILE.csv", help="write the rank-to-GPU map for a launcher")
+    p.add_argument("--launcher", metavar="FILE.csv", help="write the rank-to-GPU map for a launcher, and its NCCL settings beside it (FILE.env)")
     p.add_argument("--search", action="store_true", help="best tp, pp, dp, ep, micro-batch, vpp and recompute per network under memory limits")
     p.add_argument("--sweep", metavar="AXIS=V,...", help="sweep k, nic, hb or batch over values, e.g. k=8,16,32,72,256")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="where --sweep draws its PNG (default sweep.png), with FILE.csv beside it")
@@ -124,6 +124,14 @@ def nccl_settings(design_topology: str, cross_rail_bytes: float, sp: bool) -> di
     return {"env": env, "why": why}
 
 
+def env_file(launcher: dict, job: str, design: str) -> str:
+    """NCCL settings as a file a launcher can source (values are fixed strings, never input)."""
+    lines = [f"# NCCL settings for job {job} on {design} (railonly analyze)"]
+    for key, value in launcher["env"].items():
+        lines += [f"# {launcher['why'][key]}", f"export {key}={value}"]
+    return "\n".join(lines) + "\n"
+
+
 def run(args) -> int:
     from railonly.fabric.analysis import Cluster, Rates, load_job, load_presets, place, place_auto
     from railonly.fabric.analysis.cost import network_boms
@@ -145,6 +153,8 @@ def run(args) -> int:
     # the CSV and its picture sit side by side: they must not be the same file
     if args.traffic and args.traffic.lower().endswith(".png"):
         raise _problem("--traffic", f"names the CSV (the heat map goes beside it as .png), got {args.traffic}", "e.g. --traffic traffic.csv")
+    if args.launcher and args.launcher.lower().endswith(".env"):
+        raise _problem("--launcher", f"names the CSV (the NCCL settings go beside it as .env), got {args.launcher}", "e.g. --launcher ranks.csv")
     if args.plot and args.plot.lower().endswith(".csv"):
         raise _problem("--plot", f"names the PNG (the CSV goes beside it), got {args.plot}", "e.g. --plot sweep.png")
 
@@ -204,6 +214,7 @@ def run(args) -> int:
             rows, -(-job.parallel.gpus // cluster.hb_size), f"{job.name} on {design.name}: bytes per iteration between HB domains")
     if args.launcher:
         outputs[args.launcher] = launcher_csv(pl).encode()
+        outputs[_beside(args.launcher, ".env")] = env_file(a.extra["launcher"], job.name, design.name).encode()
     doc = contract(a, design.name)
     body = (json.dumps(doc, indent=2) + "\n").encode()
     if args.json and args.json != "-":

@@ -94,7 +94,10 @@ def test_place_auto_and_launcher(tmp_path, capsys):
     assert doc["launcher"]["env"]["NCCL_CROSS_NIC"] == "0"
     rows = list(csv.DictReader(launcher.read_text().splitlines()))
     assert len(rows) == 576
-    assert rows[73] == {"rank": "73", "gpu": "73", "hb_domain": "1", "local_rank": "1", "tp_rank": "1", "pp_rank": "1",
+    env = launcher.with_suffix(".env").read_text()
+    assert "export NCCL_CROSS_NIC=0\n" in env and "# rails share no switch" in env
+    assert "launcher: NCCL_CROSS_NIC=0" in out
+    assert rows[73] == {"rank": "73", "gpu": "73", "node": "hb1-gpu1", "hb_domain": "1", "local_rank": "1", "tp_rank": "1", "pp_rank": "1",
                         "dp_rank": "0", "ep_rank": "0"}  # 73 = tp 1 + 8 x (dp 0 + 9 x pp 1)
 
 
