@@ -26,6 +26,17 @@ def test_cluster_from_fabric_json_facts():
     assert c == cluster_of("mini-routed")
 
 
+def test_cluster_from_a_compiled_outdir(tmp_path):
+    from railonly.cli import main
+
+    from ..conftest import REPO
+
+    out = tmp_path / "minir"
+    assert main(["compile", str(REPO / "labs" / "mini-routed.yml"), "-o", str(out)]) == 0
+    c = Cluster.from_fabric_json(json.loads((out / "fabric.json").read_text()))
+    assert c == cluster_of("mini-routed")
+
+
 def test_cluster_from_bad_fabric_json_is_an_input_error():
     from railonly.fabric.problems import InputError
 
