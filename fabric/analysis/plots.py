@@ -50,7 +50,8 @@ def sweep_png(points: list[dict], axis_label: str, title: str, log_x: bool) -> b
     for net, col in colors.items():
         ys = [p["networks"][net]["iteration_s"] for p in points if p.get("networks")]
         if ys:
-            top.plot(xs, ys, "-o", color=col, lw=2 if net == "rail-only" else 1.3, ms=4, label=net)
+            style = "--o" if net == "rail-optimized" else "-o"  # dashed: rail-only shows through where they meet
+            top.plot(xs, ys, style, color=col, lw=2 if net == "rail-only" else 1.3, ms=4, label=net)
     ratio = [p["networks"]["ideal"]["iteration_s"] / p["networks"]["rail-only"]["iteration_s"] * 100
              for p in points if p.get("networks")]
     low.plot(xs, ratio, "-o", color="#d62728", ms=4)

@@ -204,7 +204,8 @@ def run(args) -> int:
 
         plot = args.plot or "sweep.png"
         _check_target("--plot", plot)
-        title = f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs): iteration time along {SWEEP_AXES[axis]}" + (" (searched)" if args.search else "")
+        title = (f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs)\niteration time along {SWEEP_AXES[axis]}"
+                 + (", best configuration at each point" if args.search else ""))
         outputs[plot] = sweep_png(points, SWEEP_AXES[axis], title, axis in ("k", "batch"))
         outputs[_beside(plot, ".csv")] = _sweep_csv(points).encode()
     if args.traffic:
