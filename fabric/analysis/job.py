@@ -22,6 +22,7 @@ from .untrusted import load_untrusted, parse_untrusted
 ORDER_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # Megatron's default, fastest-varying first
 RECOMPUTE = ("none", "selective", "full")
+MAX_GPUS = 1 << 20  # bounds the analysis' arrays (a few MB each)
 
 FIELDS: dict[str, Field] = {
     "name": Field("str", required=True, pattern=NAME_PATTERN,
@@ -34,7 +35,7 @@ FIELDS: dict[str, Field] = {
         "tp": Field("int", default=1, min=1, max=4096, hint="tensor-parallel size, e.g. 8 (inside an HB domain)"),
         "pp": Field("int", default=1, min=1, max=4096, hint="pipeline stages, a divisor of model.layers"),
         "dp": Field("int", default=1, min=1, max=10_000_000, hint="data-parallel size"),
-        "ep": Field("int", default=1, min=1, max=65536, hint="expert-parallel size (MoE), a divisor of dp"),
+        "ep": Field("int", default=1, min=1, max=1024, hint="expert-parallel size (MoE), a divisor of dp"),
         "sp": Field("bool", default=True, hint="sequence parallel alongside tp"),
         "vpp": Field("int", default=1, min=1, max=1024, hint="interleaved virtual stages per GPU"),
         "micro_batch": Field("int", default=1, min=1, max=65536, hint="micro-batch size b in sequences"),
@@ -238,6 +239,9 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
             f"use vpp {_divisors_hint(m['layers'] // pp, vpp)}")
     if vpp > 1 and pp == 1:
         bad("parallel.vpp", "interleaving needs pipeline parallelism (pp > 1)", "use vpp: 1, or pp of 2 or more")
+    if tp * pp * dp > MAX_GPUS:
+        bad("parallel.dp", f"the job would use tp x pp x dp = {tp * pp * dp:,} GPUs, more than the {MAX_GPUS:,} the analysis handles",
+            f"use at most {MAX_GPUS:,} GPUs")
     per_step = p["micro_batch"] * dp
     if p["global_batch"] % per_step:
         bad("parallel.global_batch", f"must be a multiple of micro_batch x dp ({p['micro_batch']} x {dp} = {per_step}), got {p['global_batch']}",

@@ -111,8 +111,21 @@ def _kind(n: int, doms: int, rails: int, cross: bool) -> str:
     return "cross-rail"
 
 
+def _run_counts_sq(keys: np.ndarray) -> np.ndarray:
+    """Per row: the sum over distinct values of (occurrences)^2 (ordered pairs sharing a value, self included)."""
+    s = np.sort(keys, axis=1)
+    n = s.shape[1]
+    starts = np.ones_like(s, dtype=bool)
+    starts[:, 1:] = s[:, 1:] != s[:, :-1]
+    idx = np.where(starts, np.arange(n), 0)
+    first = np.maximum.accumulate(idx, axis=1)  # start of the run each element belongs to
+    run_len = np.zeros_like(s)
+    np.add.at(run_len, (np.repeat(np.arange(s.shape[0]), n), first.ravel()), 1)
+    return (run_len.astype(np.int64) ** 2).sum(axis=1)
+
+
 def _features(groups: np.ndarray, K: int, pattern: str) -> np.ndarray:
-    """Per group: members, domains, rails and the pair-class counts of its ring hops / all pairs."""
+    """Per group: domains, rails and the pair-class counts of its ring hops / all ordered pairs."""
     n = groups.shape[1]
     s = np.sort(groups // K, axis=1)
     doms = 1 + (np.diff(s, axis=1) != 0).sum(axis=1)
@@ -120,12 +133,11 @@ def _features(groups: np.ndarray, K: int, pattern: str) -> np.ndarray:
     rails = 1 + (np.diff(s, axis=1) != 0).sum(axis=1)
     if pattern == "ring":
         cls = pair_class(groups, np.roll(groups, -1, axis=1), K)
-    else:  # all ordered pairs
-        a = np.repeat(groups[:, :, None], n, axis=2)
-        b = np.repeat(groups[:, None, :], n, axis=1)
-        cls = pair_class(a, b, K).reshape(groups.shape[0], -1)
-        cls = np.where(a.reshape(groups.shape[0], -1) == b.reshape(groups.shape[0], -1), 3, cls)
-    counts = np.stack([(cls == c).sum(axis=1) for c in range(3)], axis=1)
+        counts = np.stack([(cls == c).sum(axis=1) for c in range(3)], axis=1)
+    else:  # all ordered pairs, counted without enumerating n^2 of them
+        same_dom = _run_counts_sq(groups // K) - n
+        same_rail = _run_counts_sq(groups % K) - n
+        counts = np.stack([same_dom, same_rail, n * (n - 1) - same_dom - same_rail], axis=1)
     return np.column_stack([doms, rails, counts])
 
 

@@ -122,3 +122,13 @@ def test_order_defaults_and_ep_inserted_before_dp():
 def test_every_example_job_loads():
     for path in sorted((REPO / "labs" / "jobs").rglob("*.yml")):
         load_job(str(path))
+
+
+def test_job_size_is_bounded():
+    """The analysis' arrays grow with GPUs and all-to-all groups: both are capped, with a fix."""
+    with pytest.raises(InputError) as exc:
+        parse_job("name: t\nmodel: {preset: gpt-1t}\nparallel: {tp: 8, pp: 128, dp: 2048, global_batch: 2048}\ngpu: {preset: a100}\n")
+    assert any(p.path == "parallel.dp" and "1,048,576" in p.message for p in exc.value.problems)
+    with pytest.raises(InputError) as exc:
+        parse_job("name: t\nmodel: {preset: deepseek-style}\nparallel: {ep: 2048, dp: 2048, global_batch: 2048}\ngpu: {preset: a100}\n")
+    assert any(p.path == "parallel.ep" and "1,024" in p.message for p in exc.value.problems)

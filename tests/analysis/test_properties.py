@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railonly.fabric.analysis import NETWORKS, Cluster, Rates, parse_job, place
-from railonly.fabric.analysis.matrix import domain_matrix
+from railonly.fabric.analysis.matrix import domain_matrix, iter_pairs, silent_pair_share
 from railonly.fabric.analysis.timing import iteration
 from railonly.fabric.analysis.traffic import class_bytes, collectives
 
@@ -55,6 +55,20 @@ def test_bytes_are_conserved_across_classes(case):
         assert sum(r[2 + i] for r in rows) == pytest.approx(by_class[cls], rel=1e-9, abs=1e-6)
     # and nothing appears from nowhere: HB-class bytes stay on the diagonal of the domain matrix
     assert all((r[0] == r[1]) == (r[3] == 0 and r[4] == 0) for r in rows if r[2] + r[3] + r[4] > 0)
+
+
+@SETTINGS
+@given(cases())
+def test_silent_pairs_by_formula_equal_enumeration(case):
+    job, cluster = case
+    pl = place(job, cluster)
+    colls = collectives(job, pl)
+    n = pl.gpus
+    talking = set()
+    for a, b, w in iter_pairs(colls, pl):
+        talking |= {(min(x, y), max(x, y)) for x, y, v in zip(a.tolist(), b.tolist(), w.tolist()) if v > 0 and x != y}
+    expected = 1 - len(talking) / (n * (n - 1) / 2) if n > 1 else 1.0
+    assert silent_pair_share(colls, pl) == pytest.approx(expected, abs=1e-12)
 
 
 @SETTINGS
