@@ -27,7 +27,8 @@ reading), cluster, placement (groups and classes), verdict (problems and
 fixes), autoplace (--place auto), traffic (collectives and
 bytes by class), network (the three networks' paths), timing (compute, bubble,
 MFU/HFU), phases (replay view), memory, cost, matrix (HB-domain traffic matrix),
-search (--search, --sweep), report (Contract 6 and the human table), plots.
+search (--search, --sweep), launcher (rank map, NCCL settings), report
+(Contract 6 and the human table), plots.
 """
 
 from .autoplace import auto_order

@@ -21,7 +21,7 @@ from .job import Job
 
 
 def network_boms(design, book: PriceBook | None = None) -> dict | None:
-    """{topology: Bom} of the design built both ways, or None when one cannot be built."""
+    """{topology: Bom} of the design built both ways, or None when one of them cannot be built."""
     try:
         return compare(design, book or default_prices(), fast=True)
     except InputError:
@@ -34,7 +34,7 @@ def cost_view(job: Job, results: dict, boms: dict | None) -> dict:
     n = job.parallel.gpus
     tokens = job.parallel.global_batch * job.model.seq
     for net in ("rail-only", "rail-optimized"):
-        if boms is None or net not in results:
+        if not boms or net not in results:
             out[net] = {"network_usd": None, "usd_per_token_per_s": None, "network_power_w": None, "joules_per_token": None}
             continue
         bom, r = boms[net], results[net]
@@ -43,7 +43,7 @@ def cost_view(job: Job, results: dict, boms: dict | None) -> dict:
         out[net] = {"network_usd": round(usd, 2), "usd_per_token_per_s": usd / r.tokens_per_s,
                     "network_power_w": round(watts, 2),
                     "joules_per_token": (n * job.gpu.power_w + watts) * r.iteration_s / tokens}
-    if boms is not None and "rail-only" in results:
+    if boms and "rail-only" in results:
         spine = out["rail-optimized"]["network_usd"] - out["rail-only"]["network_usd"]
         extra = int(spine // job.gpu.price_usd) if job.gpu.price_usd else 0
         ro = results["rail-only"].tokens_per_s

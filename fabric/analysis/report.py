@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cluster import Cluster
+from .cost import cost_view
 from .job import Job
 from .matrix import silent_pair_share
 from .memory import estimate
@@ -61,9 +62,8 @@ class Analysis:
         return tot_ro / tot_opt - 1 if tot_opt else 0.0
 
 
-def analyze(job: Job, cluster: Cluster, pl: Placement, rates: Rates, boms=None) -> Analysis:
-    from .cost import cost_view
-
+def analyze(job: Job, cluster: Cluster, pl: Placement, rates: Rates, boms: dict | None = None) -> Analysis:
+    """The job on the three networks; with `boms` ({} when they cannot be built) also its cost."""
     colls = collectives(job, pl)
     results = {n: iteration(job, colls, n, rates) for n in NETWORKS}
     a = Analysis(job, cluster, pl, colls, rates, results, estimate(job))

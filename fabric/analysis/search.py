@@ -15,7 +15,9 @@ Sweep: one axis of the fabric or job (k, nic, hb, batch) over given values.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import math
 from dataclasses import dataclass
 
@@ -152,7 +154,7 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
                 points.append({"value": v, "note": "no configuration fits in memory and splits the global batch"})
                 continue
             results = {n: b.result for n, b in found.items()}
-            chosen = {n: _parallel(b.job) for n, b in found.items()}
+            chosen = {n: parallel_dict(b.job) for n, b in found.items()}
         else:
             results = evaluate(j, layout(j, c), rates)
             chosen = None
@@ -163,7 +165,22 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
     return points
 
 
-def _parallel(job: Job) -> dict:
+def parallel_dict(job: Job) -> dict:
     p = job.parallel
     return {"tp": p.tp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "micro_batch": p.micro_batch, "vpp": p.vpp,
             "recompute": p.recompute, "order": p.order_text}
+
+
+def render_sweep_csv(points: list[dict]) -> str:
+    """One row per swept value: each network's iteration time and MFU, or why the point was skipped."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    nets = NETWORKS
+    w.writerow(["value", *(f"{n}_iteration_s" for n in nets), *(f"{n}_mfu" for n in nets), "note"])
+    for p in points:
+        if "networks" in p:
+            w.writerow([p["value"], *(f"{p['networks'][n]['iteration_s']:.6g}" for n in nets),
+                        *(f"{p['networks'][n]['mfu']:.4f}" for n in nets), ""])
+        else:
+            w.writerow([p["value"], "", "", "", "", "", "", p.get("note", "")])
+    return buf.getvalue()

@@ -7,8 +7,6 @@ output file appears whole (temporary file in the same directory, then rename).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import sys
@@ -96,48 +94,13 @@ def _beside(path: str, ext: str) -> str:
     return root + ext
 
 
-def launcher_csv(pl) -> str:
-    buf = io.StringIO()
-    rows = pl.rank_to_gpu()
-    w = csv.DictWriter(buf, list(rows[0]) if rows else ["rank"], lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
-
-
-def nccl_settings(design_topology: str, cross_rail_bytes: float, sp: bool) -> dict:
-    env, why = {}, {}
-    if design_topology == "rail-only":
-        env["NCCL_CROSS_NIC"] = "0"
-        why["NCCL_CROSS_NIC"] = "rails share no switch: a ring or tree channel must use the same NIC (rail) at both ends"
-        env["NCCL_PXN_DISABLE"] = "0"
-        why["NCCL_PXN_DISABLE"] = "PXN forwards a cross-rail message over NVLink to the peer on the destination's rail"
-        if cross_rail_bytes > 0:
-            env["NCCL_P2P_PXN_LEVEL"] = "2"
-            why["NCCL_P2P_PXN_LEVEL"] = "this job sends bytes across rails: always route them through PXN (no path exists otherwise)"
-    else:
-        env["NCCL_CROSS_NIC"] = "2"
-        why["NCCL_CROSS_NIC"] = "the spine joins rails; NCCL may pick either (its default)"
-    if sp:
-        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
-        why["CUDA_DEVICE_MAX_CONNECTIONS"] = "Megatron's sequence parallel orders communication and compute kernels"
-    return {"env": env, "why": why}
-
-
-def env_file(launcher: dict, job: str, design: str) -> str:
-    """NCCL settings as a file a launcher can source (values are fixed strings, never input)."""
-    lines = [f"# NCCL settings for job {job} on {design} (railonly analyze)"]
-    for key, value in launcher["env"].items():
-        lines += [f"# {launcher['why'][key]}", f"export {key}={value}"]
-    return "\n".join(lines) + "\n"
-
-
 def run(args) -> int:
     from railonly.fabric.analysis import Cluster, Rates, load_job, load_presets, place, place_auto
     from railonly.fabric.analysis.cost import network_boms
     from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
     from railonly.fabric.analysis.report import analyze, contract, text
-    from railonly.fabric.analysis.search import SWEEP_AXES, search, sweep
+    from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
+    from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep
     from railonly.fabric.analysis.traffic import class_bytes
     from railonly.fabric.design import load_design
     from railonly.fabric.prices import load_prices
@@ -183,15 +146,11 @@ def run(args) -> int:
     cluster = Cluster.from_design(design)
     rates = Rates.of(cluster, args.oversub)
     pl = place_auto(job, cluster, rates) if args.place == "auto" else place(job, cluster)
-    a = analyze(job, cluster, pl, rates, network_boms(design, book))
+    a = analyze(job, cluster, pl, rates, network_boms(design, book) or {})  # {}: no price, said so
     outputs: dict[str, bytes] = {}
     if args.search:
         found, counts = search(job, cluster, rates)
-        a.search = {n: {"parallel": {"tp": b.job.parallel.tp, "pp": b.job.parallel.pp, "dp": b.job.parallel.dp,
-                                     "ep": b.job.parallel.ep, "micro_batch": b.job.parallel.micro_batch,
-                                     "vpp": b.job.parallel.vpp, "recompute": b.job.parallel.recompute,
-                                     "order": b.job.parallel.order_text},
-                        **{k: v for k, v in b.result.as_dict().items()}, "memory_gb": round(b.memory_gb, 3)}
+        a.search = {n: {"parallel": parallel_dict(b.job), **b.result.as_dict(), "memory_gb": round(b.memory_gb, 3)}
                     for n, b in found.items()}
         a.search["evaluated"] = counts
     cross = class_bytes(a.collectives)["cross_rail"]
@@ -207,7 +166,7 @@ def run(args) -> int:
         title = (f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs)\niteration time along {SWEEP_AXES[axis]}"
                  + (", best configuration at each point" if args.search else ""))
         outputs[plot] = sweep_png(points, SWEEP_AXES[axis], title, axis in ("k", "batch"))
-        outputs[_beside(plot, ".csv")] = _sweep_csv(points).encode()
+        outputs[_beside(plot, ".csv")] = render_sweep_csv(points).encode()
     if args.traffic:
         rows = domain_matrix(a.collectives, pl)
         outputs[args.traffic] = render_csv(rows).encode()
@@ -229,17 +188,3 @@ def run(args) -> int:
         for path in outputs:
             print(f"wrote {path}")
     return 0
-
-
-def _sweep_csv(points: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    nets = ("rail-only", "rail-optimized", "ideal")
-    w.writerow(["value", *(f"{n}_iteration_s" for n in nets), *(f"{n}_mfu" for n in nets), "note"])
-    for p in points:
-        if "networks" in p:
-            w.writerow([p["value"], *(f"{p['networks'][n]['iteration_s']:.6g}" for n in nets),
-                        *(f"{p['networks'][n]['mfu']:.4f}" for n in nets), ""])
-        else:
-            w.writerow([p["value"], "", "", "", "", "", "", p.get("note", "")])
-    return buf.getvalue()
