@@ -120,6 +120,12 @@ def run(args) -> int:
         raise _problem("--launcher", f"names the CSV (the NCCL settings go beside it as .env), got {args.launcher}", "e.g. --launcher ranks.csv")
     if args.plot and args.plot.lower().endswith(".csv"):
         raise _problem("--plot", f"names the PNG (the CSV goes beside it), got {args.plot}", "e.g. --plot sweep.png")
+    if sweep_spec and not args.plot:
+        # an implicit name never replaces a file the user did not name
+        taken = [f for f in ("sweep.png", "sweep.csv") if os.path.lexists(f)]
+        if taken:
+            raise _problem("--sweep", f"would write sweep.png and sweep.csv here, but {taken[0]} exists",
+                           "give --plot FILE.png (an explicit name replaces the file)")
 
     problems = []
     design = job = book = presets = None
@@ -162,7 +168,6 @@ def run(args) -> int:
         from railonly.fabric.analysis.plots import sweep_png
 
         plot = args.plot or "sweep.png"
-        _check_target("--plot", plot)
         title = (f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs)\niteration time along {SWEEP_AXES[axis]}"
                  + (", best configuration at each point" if args.search else ""))
         outputs[plot] = sweep_png(points, SWEEP_AXES[axis], title, axis in ("k", "batch"))

@@ -135,6 +135,16 @@ def test_sweep_png_deterministic(tmp_path, capsys):
     assert pngs[0] == pngs[1] and pngs[0].startswith(b"\x89PNG")
 
 
+def test_default_sweep_plot_never_replaces_a_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = (LABS / "dgx-a100.yml", LABS / "jobs" / "table5/22b-sel.yml", "--sweep", "nic=100,200")
+    assert run(capsys, *argv)[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.csv", "sweep.png"]
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and "sweep.png exists" in err and "--plot" in err
+    assert run(capsys, *argv, "--plot", "sweep.png")[0] == 0
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["--sweep", "q=1,2"], "--sweep: must be AXIS=V1,V2"),
     (["--sweep", "k=8,x"], "k values must be whole numbers"),
