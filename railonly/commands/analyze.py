@@ -102,7 +102,8 @@ def run(args) -> int:
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep
     from railonly.fabric.analysis.traffic import class_bytes
-    from railonly.fabric.design import load_design
+    from railonly.fabric.analysis.untrusted import parse_untrusted, read_text
+    from railonly.fabric.design import design_from_source
     from railonly.fabric.prices import load_prices
     from railonly.fabric.problems import InputError
 
@@ -129,8 +130,9 @@ def run(args) -> int:
 
     problems = []
     design = job = book = presets = None
-    try:
-        design = load_design(args.design)
+    try:  # the design too is read by the hostile-input rules (regular file, size, bounded YAML)
+        design_text = read_text(args.design, "design")
+        design = design_from_source(parse_untrusted(design_text, args.design), design_text)
     except InputError as exc:
         problems += exc.problems
     try:

@@ -183,3 +183,14 @@ def test_output_replaces_a_symlink_instead_of_following_it(tmp_path, capsys):
     link.symlink_to(target)
     assert run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "--json", link)[0] == 0
     assert target.read_text() == "keep" and not link.is_symlink()
+
+
+def test_hostile_design_file_refused(tmp_path, capsys):
+    link = tmp_path / "d.yml"
+    link.symlink_to(LABS / "dgx-a100.yml")
+    rc, _, err = run(capsys, link, LABS / "jobs" / "moe-a100.yml")
+    assert rc == 2 and "symbolic link" in err
+    alias = tmp_path / "a.yml"
+    alias.write_text("name: a\nx: &k {size: 8, count: 1}\nhb_domain: *k\n")
+    rc, _, err = run(capsys, alias, LABS / "jobs" / "gpt-small.yml")
+    assert rc == 2 and "alias" in err
