@@ -59,6 +59,24 @@ def test_json_contract_6(tmp_path, capsys):
         assert isinstance(doc["traffic"]["bytes"][cls], int)
 
 
+def test_every_example_job_validates_against_the_contract_6_schema(tmp_path, capsys):
+    import jsonschema
+
+    schema = json.loads((REPO / "fabric" / "analysis" / "data" / "analysis.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    designs = {"table5": "dgx-a100", "moe-a100": "dgx-a100", "nvl72": "nvl72", "gpt-small": "mini-routed",
+               "gpt-1t-32k": "dgx-h100-32k"}
+    for job in sorted((LABS / "jobs").rglob("*.yml")):
+        design = next((d for k, d in designs.items() if k in str(job)), "dgx-h100-1k")
+        rc, out, _ = run(capsys, LABS / f"{design}.yml", job, "--json", "-")
+        assert rc == 0, job
+        jsonschema.validate(json.loads(out), schema)
+    bad = json.loads(out)
+    bad["networks"]["ideal"]["breakdown_s"].pop("bubble")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
 def test_json_to_stdout_is_only_json(capsys):
     rc, out, _ = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "--json", "-")
     assert rc == 0
