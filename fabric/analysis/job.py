@@ -128,10 +128,11 @@ class Gpu:
     name: str
     tflops: float
     memory_gb: float
-    power_w: float = 700
-    price_usd: float = 30000
-    gemm_efficiency: float = 0.90
-    gemm_half_width: float = 600
+    # defaults: the preset schema's (presets.GPU_FIELDS), one place for each
+    power_w: float = GPU_FIELDS["power_w"].default
+    price_usd: float = GPU_FIELDS["price_usd"].default
+    gemm_efficiency: float = GPU_FIELDS["gemm_efficiency"].default
+    gemm_half_width: float = GPU_FIELDS["gemm_half_width"].default
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,25 @@ def _divisors_hint(n: int, near: int) -> str:
     return ", ".join(map(str, sorted(best)))
 
 
+def _with_preset(values: dict, section: str, table: dict, required: tuple[str, ...], fields: dict,
+                 problems: list, bad) -> tuple[dict, str | None]:
+    """The section's values over its preset's, and the preset's name; reports an unknown
+    preset and, when none fills them, the keys the section must give."""
+    given = dict(values.get(section) or {})
+    name = given.pop("preset", None)
+    if name is not None:
+        if name not in table:
+            what = "model" if section == "model" else "GPU"
+            bad(f"{section}.preset", f"unknown {what} preset '{name}'",
+                did_you_mean(name, sorted(table)).replace("known keys", "known presets"))
+        given = {**table.get(name, {}), **{k: v for k, v in given.items() if v is not None}}
+    if values.get(section) is not None and not any(p.path == f"{section}.preset" for p in problems):
+        for key in required:
+            if given.get(key) is None and not any(p.path == f"{section}.{key}" for p in problems):
+                bad(f"{section}.{key}", f"is required (or give {section}.preset)", fields[key].hint)
+    return given, name
+
+
 def job_from_source(src: Source, presets: Presets | None = None) -> Job:
     presets = presets or load_presets()
     values, problems = check(FIELDS, src)
@@ -190,33 +210,9 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
         problems.append(Problem(path, msg, hint, src.line(path), src.file))
 
     # Presets fill in what the job leaves out; the job's own keys win.
-    model_v = dict(values.get("model") or {})
-    mname = model_v.pop("preset", None)
-    if mname is not None:
-        if mname not in presets.models:
-            bad("model.preset", f"unknown model preset '{mname}'", did_you_mean(mname, sorted(presets.models)).replace("known keys", "known presets"))
-            base = {}
-        else:
-            base = presets.models[mname]
-        model_v = {**base, **{k: v for k, v in model_v.items() if v is not None}}
-    if values.get("model") is not None and not any(p.path == "model.preset" for p in problems):
-        for key in ("layers", "hidden", "heads", "seq", "vocab"):
-            if model_v.get(key) is None and not any(p.path == f"model.{key}" for p in problems):
-                bad(f"model.{key}", "is required (or give model.preset)", MODEL_FIELDS[key].hint)
-
-    gpu_v = dict(values.get("gpu") or {})
-    gname = gpu_v.pop("preset", None)
-    if gname is not None:
-        if gname not in presets.gpus:
-            bad("gpu.preset", f"unknown GPU preset '{gname}'", did_you_mean(gname, sorted(presets.gpus)).replace("known keys", "known presets"))
-            gbase = {}
-        else:
-            gbase = presets.gpus[gname]
-        gpu_v = {**gbase, **{k: v for k, v in gpu_v.items() if v is not None}}
-    if values.get("gpu") is not None and not any(p.path == "gpu.preset" for p in problems):
-        for key in ("tflops", "memory_gb"):
-            if gpu_v.get(key) is None and not any(p.path == f"gpu.{key}" for p in problems):
-                bad(f"gpu.{key}", "is required (or give gpu.preset)", GPU_FIELDS[key].hint)
+    model_v, mname = _with_preset(values, "model", presets.models, ("layers", "hidden", "heads", "seq", "vocab"),
+                                  MODEL_FIELDS, problems, bad)
+    gpu_v, gname = _with_preset(values, "gpu", presets.gpus, ("tflops", "memory_gb"), GPU_FIELDS, problems, bad)
 
     par = values.get("parallel") or {}
     order = None
@@ -275,12 +271,10 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
     parallel = Parallel(tp=tp, pp=pp, dp=dp, ep=ep, sp=p["sp"], vpp=vpp, micro_batch=p["micro_batch"],
                         global_batch=p["global_batch"], order=full_order(order), recompute=p["recompute"],
                         dp_overlap=float(p["dp_overlap"]))
-    g = gpu_v
+    g = {k: (v if v is not None else GPU_FIELDS[k].default) for k, v in gpu_v.items()}
+    optional = ("power_w", "price_usd", "gemm_efficiency", "gemm_half_width")
     gpu = Gpu(name=gname or "custom", tflops=float(g["tflops"]), memory_gb=float(g["memory_gb"]),
-              power_w=float(g.get("power_w") if g.get("power_w") is not None else 700),
-              price_usd=float(g.get("price_usd") if g.get("price_usd") is not None else 30000),
-              gemm_efficiency=float(g.get("gemm_efficiency") if g.get("gemm_efficiency") is not None else 0.90),
-              gemm_half_width=float(g.get("gemm_half_width") if g.get("gemm_half_width") is not None else 600))
+              **{k: float(g[k]) for k in optional})
     return Job(values["name"], model, parallel, gpu, src.file, src.lines)
 
 

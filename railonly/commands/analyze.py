@@ -128,26 +128,24 @@ def run(args) -> int:
             raise _problem("--sweep", f"would write sweep.png and sweep.csv here, but {taken[0]} exists",
                            "give --plot FILE.png (an explicit name replaces the file)")
 
-    problems = []
-    design = job = book = presets = None
-    try:  # the design too is read by the hostile-input rules (regular file, size, bounded YAML)
-        design_text = read_text(args.design, "design")
-        design = design_from_source(parse_untrusted(design_text, args.design), design_text)
-    except InputError as exc:
-        problems += exc.problems
-    try:
-        presets = load_presets(args.presets)
-    except InputError as exc:
-        problems += exc.problems
-    if presets is not None:
+    # Every input is read before any stops the run, so all their problems are listed at once.
+    problems: list = []
+
+    def read(load, *a):
         try:
-            job = load_job(args.job, presets)
+            return load(*a)
         except InputError as exc:
-            problems += exc.problems
-    try:
-        book = load_prices(args.prices)
-    except InputError as exc:
-        problems += exc.problems
+            problems.extend(exc.problems)
+            return None
+
+    def load_design(path: str):  # by the hostile-input rules too (regular file, size, bounded YAML)
+        text = read_text(path, "design")
+        return design_from_source(parse_untrusted(text, path), text)
+
+    design = read(load_design, args.design)
+    presets = read(load_presets, args.presets)
+    job = read(load_job, args.job, presets) if presets is not None else None
+    book = read(load_prices, args.prices)
     if problems:
         raise InputError(problems)
 
