@@ -16,7 +16,7 @@ from itertools import permutations
 from .cluster import Cluster
 from .job import Job
 from .network import Rates
-from .placement import Placement, layout
+from .placement import HB, Placement, layout
 from .timing import iteration
 from .traffic import class_bytes, collectives
 
@@ -53,7 +53,7 @@ def score(job: Job, cluster: Cluster, order: tuple[str, ...], rates: Rates | Non
     colls = collectives(job, pl)
     b = class_bytes(colls)
     t = iteration(job, colls, "rail-only", rates or Rates.of(cluster)).iteration_s
-    return OrderScore(order, b["cross_rail"], b["rail"], t, int((pl.kinds["tp"] > 1).sum()))
+    return OrderScore(order, b["cross_rail"], b["rail"], t, int((pl.kinds["tp"] > HB).sum()))
 
 
 def ranked_orders(job: Job, cluster: Cluster, rates: Rates | None = None) -> list[OrderScore]:

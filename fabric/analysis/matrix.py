@@ -15,7 +15,7 @@ import io
 
 import numpy as np
 
-from .placement import CLASSES, Placement, classify, pair_class
+from .placement import CLASSES, GRID, Placement, classify, pair_class
 from .traffic import Collective
 
 
@@ -50,11 +50,11 @@ def collective_pairs(c: Collective, pl: Placement):
     ar = c.op == "all-reduce"
     factor = 2 * (n - 1) / n if ar else (n - 1) / n
     kinds = classify(g, K)
-    flat = g[kinds != 3]
+    flat = g[kinds != GRID]
     if len(flat):
         a, b = _ring_pairs(flat)
         yield a, b, np.full(len(a), factor * c.payload * c.calls)
-    grid = g[kinds == 3]
+    grid = g[kinds == GRID]
     if len(grid):
         doms = len(np.unique(grid[0] // K))
         per = n // doms

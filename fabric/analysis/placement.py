@@ -29,11 +29,21 @@ from .job import Job
 
 CLASSES = ("hb", "rail", "cross_rail")  # pair classes (bytes are counted by these)
 KINDS = ("none", "hb", "rail", "hb+rail", "cross-rail")  # group kinds
+NONE, HB, RAIL, GRID, CROSS = range(len(KINDS))  # their indices, as classify returns them
 
 
 def dim_sizes(job: Job) -> dict[str, int]:
     p = job.parallel
     return {"tp": p.tp, "cp": 1, "ep": p.ep, "dp": p.dp // p.ep, "pp": p.pp}
+
+
+def strides(sizes: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
+    """Rank distance between neighbours along each dimension (fastest-varying first)."""
+    out, s = {}, 1
+    for d in order:
+        out[d] = s
+        s *= sizes.get(d, 1)
+    return out
 
 
 def rank_groups(sizes: dict[str, int], order: tuple[str, ...], vary: tuple[str, ...]) -> np.ndarray:
@@ -61,10 +71,10 @@ def classify(groups: np.ndarray, K: int) -> np.ndarray:
         return np.zeros(groups.shape[0], dtype=np.int8)
     doms = _distinct_per_row(groups // K)
     rails = _distinct_per_row(groups % K)
-    kind = np.full(groups.shape[0], 4, dtype=np.int8)
-    kind[doms * rails == n] = 3
-    kind[rails == 1] = 2
-    kind[doms == 1] = 1
+    kind = np.full(groups.shape[0], CROSS, dtype=np.int8)
+    kind[doms * rails == n] = GRID
+    kind[rails == 1] = RAIL
+    kind[doms == 1] = HB
     return kind
 
 
@@ -116,17 +126,13 @@ class Placement:
     def rank_to_gpu(self) -> list[dict]:
         """What a launcher needs per rank: GPU (domain, local rank) and the rank's group coordinates."""
         sizes = dim_sizes(self.job)
-        dims = [d for d in self.order if d in sizes]
+        step = strides(sizes, self.order)
         K = self.cluster.hb_size
         out = []
-        strides, s = {}, 1
-        for d in dims:
-            strides[d] = s
-            s *= sizes[d]
         for r in range(self.gpus):
             row = {"rank": r, "gpu": r, "node": gpu_node_name(r // K, r % K), "hb_domain": r // K, "local_rank": r % K}
             for d in ("tp", "pp", "dp", "ep"):
-                row[f"{d}_rank"] = (r // strides[d]) % sizes[d]
+                row[f"{d}_rank"] = (r // step[d]) % sizes[d]
             row["dp_rank"] = row["dp_rank"] * sizes["ep"] + row["ep_rank"]
             out.append(row)
         return out
@@ -153,21 +159,15 @@ def layout(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None) -> 
     groups["pp"] = _stage_order(pipes, sizes, order)
     K = cluster.hb_size
     kinds = {k: classify(g, K) for k, g in groups.items() if k != "pp"}
-    kinds["ep"][kinds["ep"] == 3] = 4  # an all-to-all on a grid has pairs on neither a domain nor a rail
+    kinds["ep"][kinds["ep"] == GRID] = CROSS  # an all-to-all on a grid has pairs on neither a domain nor a rail
     pl = Placement(job, cluster, tuple(order), groups, kinds)
     a, b = pl.pp_pairs()
-    kinds["pp"] = np.array([1, 2, 4], dtype=np.int8)[pair_class(a, b, K)] if len(a) else np.zeros(0, dtype=np.int8)
+    kinds["pp"] = np.array([HB, RAIL, CROSS], dtype=np.int8)[pair_class(a, b, K)] if len(a) else np.zeros(0, dtype=np.int8)
     return pl
 
 
 def _stage_order(pipes: np.ndarray, sizes: dict[str, int], order: tuple[str, ...]) -> np.ndarray:
-    dims = [d for d in order if d in sizes]
-    stride = 1
-    for d in dims:
-        if d == "pp":
-            break
-        stride *= sizes[d]
-    stage = (pipes // stride) % sizes["pp"]
+    stage = (pipes // strides(sizes, order)["pp"]) % sizes["pp"]
     idx = np.argsort(stage, axis=1, kind="stable")
     return np.take_along_axis(pipes, idx, axis=1)
 

@@ -18,7 +18,7 @@ from .autoplace import auto_order, rail_aligned_hint
 from .cluster import Cluster
 from .job import Job
 from .network import Rates
-from .placement import Placement, PlacementProblem, dim_sizes, layout
+from .placement import CROSS, HB, Placement, PlacementProblem, dim_sizes, layout, strides
 
 
 def place(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None, problems: bool = True) -> Placement:
@@ -52,17 +52,17 @@ def find_problems(pl: Placement) -> None:
         return hint
 
     tp_kinds = pl.kinds["tp"]
-    if p.tp > 1 and (tp_kinds != 1).any():
+    if p.tp > 1 and (tp_kinds != HB).any():
         if p.tp > K or K % p.tp:
             f = f"use a tp that divides K = {K} (e.g. tp {gcd(p.tp, K)}), so each TP group fits one HB domain"
         else:
             f = f"put tp first in the order (order: {'-'.join(('tp',) + tuple(d for d in pl.order if d != 'tp'))})"
         pl.problems.append(PlacementProblem(
-            "tp", f"{(tp_kinds != 1).sum():,} of {len(tp_kinds):,} TP groups span HB domains: tensor-parallel traffic leaves NVLink", f))
+            "tp", f"{(tp_kinds != HB).sum():,} of {len(tp_kinds):,} TP groups span HB domains: tensor-parallel traffic leaves NVLink", f))
     if p.pp > 1:
-        cross = _share(pl.kinds["pp"], 4)
+        cross = _share(pl.kinds["pp"], CROSS)
         if cross:
-            stride = _stride(pl, "pp")
+            stride = strides(dim_sizes(pl.job), pl.order)["pp"]
             pl.problems.append(PlacementProblem(
                 "pp", f"{cross:.0%} of pipeline neighbours sit on different rails (rank stride {stride} is not a multiple of K = {K}): "
                       f"their activations cross rails", fix()))
@@ -70,22 +70,13 @@ def find_problems(pl: Placement) -> None:
         if name == "edp" and p.ep == 1:
             continue
         k = pl.kinds[name]
-        cross = _share(k, 4)
+        cross = _share(k, CROSS)
         if cross:
             pl.problems.append(PlacementProblem(
                 "dp", f"{cross:.0%} of {label} groups have members on different rails that no rail joins: their gradient reduction crosses rails",
                 fix()))
     if p.ep > 1:
-        cross = _share(pl.kinds["ep"], 4)
+        cross = _share(pl.kinds["ep"], CROSS)
         if cross:
             pl.notes.append(f"{cross:.0%} of EP groups span rails: their all-to-all is forwarded through the HB domain on rail-only (PXN)")
 
-
-def _stride(pl: Placement, dim: str) -> int:
-    sizes = dim_sizes(pl.job)
-    s = 1
-    for d in pl.order:
-        if d == dim:
-            return s
-        s *= sizes.get(d, 1)
-    return s
