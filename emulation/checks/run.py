@@ -17,14 +17,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..lab import Lab, run_dir
-from ..runtime.protocol import Runtime
+from ..runtime.protocol import Runtime, deployed_status
 from . import judge, probe
 from . import plan as checks_plan
 from .plan import CHECKS, CheckPlan
-
-
-class NotDeployed(Exception):
-    """Nothing of the lab runs (exit 3)."""
 
 
 @dataclass
@@ -147,9 +143,7 @@ def _wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
 
 def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         progress: Callable[[str], None] = lambda s: None) -> CheckRun:
-    st = rt.status(lab)
-    if st.state == "absent":
-        raise NotDeployed(f"lab {lab.name} is not deployed ({st.detail}); run: railonly lab deploy {lab.outdir}")
+    st = deployed_status(rt, lab)
     cp = checks_plan.load(lab)
     out = CheckRun(lab.name)
     if st.state != "running":

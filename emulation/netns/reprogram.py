@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from railonly import proc
 
 from ..lab import Lab, LabError, run_dir
-from ..runtime.protocol import RuntimeProblem
+from ..runtime.protocol import NotDeployed, RuntimeProblem
 from ..switchcfg.intent import ConfigReadError
 from . import engine, frr, lab_plan, setns
 from . import plan as nsplan
@@ -63,7 +63,7 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
     if node.role != "switch":
         raise LabError(switch_name, f"{switch_name} is a {node.role}, not a switch")
     if state is None or not setns.exists(node.netns):
-        raise RuntimeProblem(f"lab {lab.name} is not deployed here (no {path} or no namespace {node.netns})")
+        raise NotDeployed(lab, f"no {path} or no namespace {node.netns}")
     check_environment(None, shaping=False)
     try:
         intent = lab_plan.read_switch(node, config_dir)

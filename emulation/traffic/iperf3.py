@@ -24,13 +24,9 @@ from railonly import proc
 from ..checks import plan as checks_plan
 from ..lab import Lab, link_rates, run_dir
 from ..netns import pids
-from ..runtime.protocol import Runtime
+from ..runtime.protocol import Runtime, deployed_status
 from .model import default_bytes, model
 from .patterns import Flow, plan_flows, steps_of
-
-class NotDeployed(Exception):
-    pass
-
 
 # --- running ----------------------------------------------------------------------------------
 
@@ -180,8 +176,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         converge: bool = True, window: str = "128K", progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run a pattern. ``converge=False`` skips the bgp/reachability wait (a caller that
     has just waited for it, e.g. between repetitions)."""
-    if rt.status(lab).state == "absent":
-        raise NotDeployed(f"lab {lab.name} is not deployed; run: railonly lab deploy {lab.outdir}")
+    deployed_status(rt, lab)
 
     cp = checks_plan.load(lab)
     nic_plan, hb_plan = link_rates(lab)
