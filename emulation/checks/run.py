@@ -243,7 +243,7 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
             probes = _isolation(ag, cp, lab)
             progress(f"isolation: {len(probes)} frames")
             ag.pump(0.5)
-            _isolation(ag, cp, lab, resend=True)
+            _isolation(ag, cp, lab)  # the same frames again: one lost frame must not pass isolation
             ag.pump(0.5)
             out.results += judge.isolation_probes(cp, ag.ev.iso_seen, probes)
             if cp.mode == "routed":
@@ -304,7 +304,7 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
     return out
 
 
-def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab, resend: bool = False) -> list[tuple[int, str, str, str]]:
+def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> list[tuple[int, str, str, str]]:
     """Send the isolation frames on every GPU's rail NIC; returns (idx, src, what, target)."""
     probes = []
     gateways = [a for a, n in cp.ip_owner.items() if n in cp.switches]

@@ -548,8 +548,3 @@ def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
         _save(state_path, state)
     rep.seconds = time.perf_counter() - t0
     return rep
-
-
-def exec_in(netns: str, argv: list[str], timeout: float = 30.0) -> proc.Result:
-    """Run argv in one of the lab's namespaces (the Runtime's exec)."""
-    return proc.run(argv, netns=netns, timeout=timeout)
