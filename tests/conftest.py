@@ -1,4 +1,5 @@
-"""Shared test helpers: repo paths and golden-file comparison.
+"""Shared test helpers: repo paths, golden-file comparison, compiling a design into an
+OUTDIR, lab names nobody else uses, and why a test that needs root and tools skips.
 
 Goldens are regenerated only on purpose: `REGEN=1 make test` (or REGEN=1
 pytest ...) rewrites them; otherwise a difference fails with a diff.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,39 @@ def assert_golden(path: Path, actual: str | bytes) -> None:
         )
         text = "\n".join(list(diff)[:60])
         pytest.fail(f"{path.relative_to(REPO)} differs (REGEN=1 regenerates on purpose):\n{text}")
+
+
+def compile_to(text: str, outdir: Path, source: str = "design.yml") -> Path:
+    """Compile design YAML ``text`` into ``outdir`` (as `railonly compile` writes it)."""
+    from railonly.fabric.compiler import compile_design
+    from railonly.fabric.design import parse_design
+    from railonly.fabric.writer import write_outdir
+
+    design = parse_design(text, source)
+    _, files = compile_design(design)
+    write_outdir(str(outdir), files, design.sha256)
+    return outdir
+
+
+def design_text(path: str, name: str) -> str:
+    """The design file at ``path`` (relative to the repo) with its name replaced."""
+    lines = (REPO / path).read_text().splitlines()
+    return "\n".join(f"name: {name}" if ln.startswith("name:") else ln for ln in lines) + "\n"
+
+
+def unique(tag: str, prefix: str = "nt") -> str:
+    """A lab name nobody else uses: per process (design names: at most 20 characters)."""
+    return f"{prefix}{os.getpid() % 10000}{tag}"[:20]
+
+
+def skip_reason(*tools: str, why: str = "network namespaces") -> str | None:
+    """Why a test that needs root and ``tools`` cannot run here (None: it can)."""
+    if os.geteuid() != 0:
+        return f"needs root ({why})"
+    for tool in tools:
+        if shutil.which(tool) is None:
+            return f"'{tool}' is not installed"
+    return None
 
 
 @pytest.fixture

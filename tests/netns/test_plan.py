@@ -11,7 +11,8 @@ from railonly.emulation.netns import plan as nsplan
 from railonly.emulation.netns.reprogram import reprogram_script
 from railonly.emulation.netns.runtime import NetnsRuntime
 
-from .conftest import SONIC_L2, compile_to, design_text
+from ..conftest import compile_to, design_text
+from .conftest import SONIC_L2
 
 
 @pytest.fixture(scope="module")
