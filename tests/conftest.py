@@ -74,3 +74,51 @@ def skip_reason(*tools: str, why: str = "network namespaces") -> str | None:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+class FakeRuntime:
+    """A Runtime that starts nothing: ``exec`` answers from handlers and records every call.
+
+    For the logic above Runtime.exec (the checks' table reads, traffic, faults)
+    without root. In addition to the real netns tests, never instead of them:
+    those prove that a lab answers what these tests feed the logic.
+    """
+
+    name = "fake"
+
+    def __init__(self, state: str = "running"):
+        self.state = state
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.handlers: list[tuple[tuple[str, ...], object]] = []
+
+    def on(self, prefix: tuple[str, ...], answer) -> "FakeRuntime":
+        """argv starting with ``prefix`` get ``answer``: (rc, output), or a function
+        (node, argv) -> (rc, output). The last matching handler wins."""
+        self.handlers.append((tuple(prefix), answer))
+        return self
+
+    def deploy(self, lab) -> None:
+        self.state = "running"
+
+    def exec(self, node, argv, timeout: float = 30.0) -> tuple[int, str]:
+        from railonly.emulation.lab import target
+
+        ns, argv = target(node), tuple(argv)
+        self.calls.append((ns, argv))
+        for prefix, answer in reversed(self.handlers):
+            if argv[:len(prefix)] == prefix:
+                return answer(ns, argv) if callable(answer) else answer
+        return 127, f"fake runtime: nothing answers {' '.join(argv)}"
+
+    def destroy(self, lab) -> None:
+        self.state = "absent"
+
+    def status(self, lab):
+        from railonly.emulation.runtime.protocol import LabStatus
+
+        node_state = "running" if self.state == "running" else "missing"
+        return LabStatus(lab.name, self.state, {n: node_state for n in lab.nodes}, "fake")
+
+    def ran(self, *prefix: str) -> list[tuple[str, tuple[str, ...]]]:
+        """The recorded calls whose argv starts with ``prefix``."""
+        return [(ns, argv) for ns, argv in self.calls if argv[:len(prefix)] == prefix]

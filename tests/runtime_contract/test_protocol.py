@@ -10,6 +10,8 @@ import pytest
 from railonly.emulation.runtime.protocol import Runtime
 from railonly.emulation.runtime.registry import RUNTIMES
 
+from ..conftest import FakeRuntime
+
 PROTOCOL_METHODS = ("deploy", "exec", "destroy", "status")
 
 
@@ -43,6 +45,10 @@ def test_methods_match_the_protocol(name):
     cls = runtime_class(name)
     assert cls.name == name
     assert signature_problems(cls) == []
+
+
+def test_the_fake_runtime_honours_the_protocol_too():
+    assert signature_problems(FakeRuntime) == []
 
 
 def test_a_mismatch_is_seen():
