@@ -84,47 +84,51 @@ def from_design(d: Design) -> Inventory:
 
     Raises ValueError where the builder could not build the design (over three tiers).
     """
-    k, K, n, g = d.radix, d.rails, d.hb_count, d.nic_gbps
+    k, K, n, P, g = d.radix, d.rails, d.hb_count, d.planned, d.nic_gbps
     half = k // 2
     sw: Counter = Counter()
     cab: Counter = Counter()
 
-    def upper(leaves: int, tiers: int, times: int) -> None:
-        """Spine/core tiers over `leaves` leaves (build._Builder.upper_tiers), `times` over."""
+    def upper(leaves: int, planned: int, tiers: int, times: int) -> None:
+        """Spine/core tiers (build._Builder.upper_tiers) over `leaves` built leaves
+        of a build-out of `planned`, `times` over: spines and cores are the build-out's."""
         cab[(2, g)] += times * leaves * half
         if tiers == 2:
-            sw[(2, k, g)] += times * math.ceil(leaves / 2)
+            sw[(2, k, g)] += times * math.ceil(planned / 2)
             return
-        pods = [min(half, leaves - p) for p in range(0, leaves, half)]
-        sw[(2, k, g)] += times * leaves  # one spine per leaf in its pod
-        cab[(3, g)] += times * leaves * half
+        pods = [min(half, planned - p) for p in range(0, planned, half)]
+        spines = sum(m for p, m in zip(range(0, planned, half), pods) if p < leaves)  # a pod is built with its first leaf
+        sw[(2, k, g)] += times * spines
+        cab[(3, g)] += times * spines * half
         for a in range(half):  # plane a: spine a of every pod with more than a leaves
             plane = sum(1 for m in pods if m > a)
             if plane:
                 sw[(3, k, g)] += times * math.ceil(plane * half / k)
 
+    cab[(1, g)] += K * n
     if d.topology == "rail-only":
-        t = clos.tiers(n, k)
+        t = clos.tiers(P, k)
         if t is None:
-            raise ValueError(f"a rail of {n:,} GPUs needs more than three tiers at radix {k}")
-        cab[(1, g)] += K * n
-        if t == 1 and d.share_rails and n <= half:
-            sw[(1, k, g)] += math.ceil(K / (k // n))
+            raise ValueError(f"a rail of {P:,} GPUs needs more than three tiers at radix {k}")
+        if t == 1 and d.share_rails and P <= half:
+            sw[(1, k, g)] += math.ceil(K / (k // P))
         elif t == 1:
             sw[(1, k, g)] += K
         else:
-            leaves = clos.leaves_needed(n, k)
-            sw[(1, k, g)] += K * leaves
-            upper(leaves, t, K)
+            sw[(1, k, g)] += K * clos.leaves_needed(n, k)
+            upper(clos.leaves_needed(n, k), clos.leaves_needed(P, k), t, K)
     else:
-        t = clos.baseline_depth(K, n, k)
+        t = clos.baseline_depth(K, P, k)
         if t is None:
-            raise ValueError(f"the rail-optimized cluster of {K * n:,} GPUs needs more than three tiers at radix {k}")
-        cab[(1, g)] += K * n
+            raise ValueError(f"the rail-optimized cluster of {K * P:,} GPUs needs more than three tiers at radix {k}")
         if t == 1:
             sw[(1, k, g)] += 1
+        elif clos.rails_per_leaf(P, k) > 1:  # packed leaves: all built with the first domain
+            leaves = clos.baseline_leaves(K, P, k)
+            sw[(1, k, g)] += leaves
+            upper(leaves, leaves, t, 1)
         else:
             leaves = K * clos.leaves_needed(n, k)
             sw[(1, k, g)] += leaves
-            upper(leaves, t, 1)
+            upper(leaves, clos.baseline_leaves(K, P, k), t, 1)
     return Inventory(d.topology, t, K * n, sw, cab)
