@@ -28,6 +28,7 @@ class Inventory:
     gpus: int
     switches: Counter = field(default_factory=Counter)  # (tier, radix, gbps) -> switches
     cables: Counter = field(default_factory=Counter)  # (cable tier, gbps) -> cables
+    rails_per_leaf: int = 1  # rails packed onto one tier-1 switch (1: rail-pure leaves)
 
     @property
     def switch_count(self) -> int:
@@ -65,7 +66,13 @@ class Inventory:
 
     def key(self) -> tuple:
         """Comparable form (for the fast-path equality tests)."""
-        return (self.topology, self.tiers, self.gpus, sorted(self.switches.items()), sorted(self.cables.items()))
+        return (self.topology, self.tiers, self.gpus, sorted(self.switches.items()), sorted(self.cables.items()),
+                self.rails_per_leaf)
+
+    def minus(self, earlier: "Inventory") -> "Inventory":
+        """What this inventory adds to `earlier` (the build-out over what is built now)."""
+        return Inventory(self.topology, self.tiers, self.gpus - earlier.gpus,
+                         self.switches - earlier.switches, self.cables - earlier.cables, self.rails_per_leaf)
 
 
 def from_fabric(fab: Fabric) -> Inventory:
@@ -73,6 +80,8 @@ def from_fabric(fab: Fabric) -> Inventory:
     inv = Inventory(d.topology, fab.tiers, len(fab.gpus))
     for sw in fab.switches:
         inv.switches[(sw.tier, d.radix, d.nic_gbps)] += 1
+        if sw.tier == 1:
+            inv.rails_per_leaf = max(inv.rails_per_leaf, len(sw.rails))
     for lk in fab.links:
         if lk.kind != "hb":
             inv.cables[(lk.tier, lk.gbps)] += 1
@@ -106,11 +115,13 @@ def from_design(d: Design) -> Inventory:
                 sw[(3, k, g)] += times * math.ceil(plane * half / k)
 
     cab[(1, g)] += K * n
+    per = 1
     if d.topology == "rail-only":
         t = clos.tiers(P, k)
         if t is None:
             raise ValueError(f"a rail of {P:,} GPUs needs more than three tiers at radix {k}")
         if t == 1 and d.share_rails and P <= half:
+            per = min(K, k // P)
             sw[(1, k, g)] += math.ceil(K / (k // P))
         elif t == 1:
             sw[(1, k, g)] += K
@@ -122,8 +133,10 @@ def from_design(d: Design) -> Inventory:
         if t is None:
             raise ValueError(f"the rail-optimized cluster of {K * P:,} GPUs needs more than three tiers at radix {k}")
         if t == 1:
+            per = K
             sw[(1, k, g)] += 1
         elif clos.rails_per_leaf(P, k) > 1:  # packed leaves: all built with the first domain
+            per = min(K, clos.rails_per_leaf(P, k))
             leaves = clos.baseline_leaves(K, P, k)
             sw[(1, k, g)] += leaves
             upper(leaves, leaves, t, 1)
@@ -131,4 +144,4 @@ def from_design(d: Design) -> Inventory:
             leaves = K * clos.leaves_needed(n, k)
             sw[(1, k, g)] += leaves
             upper(leaves, clos.baseline_leaves(K, P, k), t, 1)
-    return Inventory(d.topology, t, K * n, sw, cab)
+    return Inventory(d.topology, t, K * n, sw, cab, per)
