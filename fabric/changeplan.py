@@ -260,6 +260,14 @@ def devices_to_push(doc: dict) -> list[str]:
     return sorted({x["device"] for x in d["added"]} | {x["device"] for x in d["changed"]})
 
 
+def changed_devices(old_outdir: str, new_outdir: str, folder: str = "configs") -> list[str]:
+    """`railonly push --only-changed`: devices of `folder` (configs/, or lab/configs/ of a
+    lab slice) whose files are new or differ, as the change plan names them."""
+    with OutdirReader(old_outdir) as old, OutdirReader(new_outdir) as new:
+        a, b = read_configs(old, folder), read_configs(new, folder)
+    return devices_to_push({"devices": device_changes("configs", a, b, "device")})
+
+
 def to_json(doc: dict) -> str:
     return json.dumps(doc, indent=1, sort_keys=False) + "\n"
 

@@ -44,7 +44,8 @@ class OutdirReader:
         try:
             self.fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as exc:
-            raise OutdirProblem(root, _why(exc, "directory"), "give the OUTDIR of 'railonly compile' (its real path)") from None
+            raise OutdirProblem(root, _why(exc, "directory", _is_link(root)),
+                                "give the OUTDIR of 'railonly compile' (its real path)") from None
 
     def close(self) -> None:
         os.close(self.fd)
@@ -73,22 +74,14 @@ class OutdirReader:
                     nfd = os.open(part, f, dir_fd=fd)
                 except OSError as exc:
                     what = "directory" if (not last or flags & os.O_DIRECTORY) else "file"
-                    raise OutdirProblem(self._where("/".join(parts[:i + 1])), _why(exc, what), _RECOMPILE) from None
+                    raise OutdirProblem(self._where("/".join(parts[:i + 1])), _why(exc, what, _is_link(part, fd)),
+                                        _RECOMPILE) from None
                 os.close(fd)
                 fd = nfd
             return fd
         except BaseException:
             os.close(fd)
             raise
-
-    def exists(self, rel: str) -> bool:
-        try:
-            os.stat(rel, dir_fd=self.fd, follow_symlinks=False)
-            return True
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return True  # let the read name the problem
 
     def text(self, rel: str, limit: int = FILE_LIMIT) -> str:
         """A regular file's UTF-8 text, at most `limit` bytes."""
@@ -143,10 +136,17 @@ class OutdirReader:
         return stat.S_ISDIR(st.st_mode)
 
 
-def _why(exc: OSError, what: str) -> str:
+def _is_link(path: str, dir_fd: int | None = None) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _why(exc: OSError, what: str, link: bool = False) -> str:
     if exc.errno == errno.ENOENT:
         return f"no such {what}"
-    if exc.errno in (errno.ELOOP, errno.EMLINK):
+    if link or exc.errno in (errno.ELOOP, errno.EMLINK):
         return "is a symlink (not followed)"
     if exc.errno == errno.ENOTDIR:
         return "is not a directory" if what == "directory" else "a folder on its path is not a directory"
