@@ -14,7 +14,7 @@ def register(sub) -> None:
     p.add_argument("old", metavar="OLD_OUTDIR")
     p.add_argument("new", metavar="NEW_OUTDIR")
     p.add_argument("--json", metavar="FILE", help="write the plan as JSON (cables, devices, hosts, bom)")
-    p.add_argument("--no-diffs", action="store_true", help="list what changes, without the per-device unified diffs")
+    p.add_argument("--no-diffs", action="store_true", help="list what changes, without the per-device unified diffs (also left out of --json)")
     p.set_defaults(func=run)
 
 
@@ -23,7 +23,7 @@ def run(args) -> int:
     from railonly.fabric.outdir_read import OutdirProblem
 
     try:
-        doc = plan(read_snapshot(args.old), read_snapshot(args.new))
+        doc = plan(read_snapshot(args.old), read_snapshot(args.new), diffs=not args.no_diffs)
     except OutdirProblem as exc:
         print(exc.format(), file=sys.stderr)
         return 2
