@@ -57,3 +57,17 @@ def test_checker_catches_a_packed_rail_split_across_leaves():
     other.rails.append(0)  # the rail "served" there too, so only the packing rule can object
     link.b = Endpoint(other.name, "Ethernet999", None, 99)
     assert any("a packed rail must be whole" in p and "rail 0" in p for p in check(fab))
+
+
+def test_check_plan_routes_cross_rail_pairs_through_the_packed_leaf():
+    # Two rails' VLANs on one baseline leaf: a cross-rail pair is routed once, by that leaf
+    # (the path check expected a bridged pair, 0 hops, until packed leaves existed).
+    from railonly.emulation import checks_plan
+    from railonly.fabric import fabric_json
+
+    fab = build_fabric(design(5, 2, 8, topology="rail-optimized"))
+    cp = checks_plan.plan(json.loads(fabric_json.render(fab)))
+    spec = next(p for p in cp.paths if p.src == "hb0-gpu0" and p.cross)
+    assert spec.dst == "hb1-gpu1" and spec.layers == (("rails0-1",),)
+    same = next(p for p in cp.paths if p.src == "hb0-gpu0" and not p.cross)
+    assert same.layers == ()  # same rail, same leaf: bridged

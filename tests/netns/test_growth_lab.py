@@ -30,3 +30,21 @@ def test_partial_build_out_passes_every_check(deployer, outdirs, tmp_path):
     doc = json.loads(report.read_text())
     assert rc == 0, [r for r in doc["results"] if not r["passed"]][:5]
     assert {r["check"] for r in doc["results"]} == {"reachability", "isolation", "path", "bgp", "cabling"}
+
+
+PACKED_BASELINE = ("name: {name}\ntopology: rail-optimized\nhb_domain: {{size: 5, count: 2}}\n"
+                   "switch: {{radix: 8, platform: sonic}}\nrail: {{mode: routed}}\n")
+
+
+def test_packed_baseline_passes_every_check(deployer, outdirs, tmp_path):
+    # 5 rails of 2 GPUs at radix 8: leaves carry 2 whole rails each (3 leaves), under 2 spines
+    outdir = compile_to(PACKED_BASELINE.format(name=unique("pack")), outdirs / "pack")
+    fabric = json.loads((outdir / "fabric.json").read_text())
+    leaves = {n["name"]: n["rails"] for n in fabric["nodes"] if n["role"] == "switch" and n["tier"] == 1}
+    assert leaves == {"rails0-1": [0, 1], "rails2-3": [2, 3], "rail4-leaf0": [4]}
+    lab, res = deployer.deploy(outdir)
+    assert res.bgp_converged, res.bgp
+    report = tmp_path / "check.json"
+    rc = main(["lab", "check", str(outdir), "--json", str(report), "--timeout", "8"])
+    doc = json.loads(report.read_text())
+    assert rc == 0, [r for r in doc["results"] if not r["passed"]][:5]
