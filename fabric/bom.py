@@ -9,12 +9,13 @@ Quantities come only from the inventory, so they are exactly the graph's.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections import Counter
 from dataclasses import dataclass
 
 from .cabling import media
-from .inventory import Inventory
+from .inventory import Inventory, from_design
 from .prices import PriceBook
 
 COLUMNS = ["item", "category", "model", "quantity", "unit_cost_usd", "unit_power_w",
@@ -155,10 +156,6 @@ def buildout(design, now: Inventory) -> Inventory | None:
     """What the build-out (`hb_domain.planned` domains) adds to what is built now; None when
     the design is built out. Spines and cores are bought now (sized for the build-out), so
     the later purchase is leaves (and the spines of new pods), cables and optics."""
-    import dataclasses
-
-    from .inventory import from_design
-
     if design.planned == design.hb_count:
         return None
     return from_design(dataclasses.replace(design, hb_count=design.planned)).minus(now)
