@@ -21,9 +21,11 @@ import difflib
 import json
 from dataclasses import dataclass, field
 
-from .outdir_read import FILE_LIMIT, OutdirProblem, OutdirReader
+from .validate.untrusted import OutdirReader, UntrustedFile, parse_json
 
+FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
 CONFIG_LIMIT = 16 << 20  # one switch or host file
+TOTAL_LIMIT = 2 << 30  # bytes read from one OUTDIR
 CABLE_COLUMNS = ("cable_id", "a_device", "a_port", "b_device", "b_port")
 BOM_COLUMNS = ("item", "quantity", "total_cost_usd", "total_power_w")
 _RECOMPILE = "recompile the design into a fresh OUTDIR with 'railonly compile'"
@@ -61,36 +63,50 @@ class Snapshot:
 
 # -- reading (hostile input) ---------------------------------------------------------
 
-def read_configs(reader: OutdirReader, folder: str) -> dict[str, dict[str, str]]:
+class _Budget:
+    """Bytes read from one OUTDIR, bounded (each file is bounded by the reader)."""
+
+    def __init__(self, reader: OutdirReader):
+        self.reader, self.used = reader, 0
+
+    def text(self, rel: str, limit: int) -> str:
+        text = self.reader.read_text(rel, limit)
+        if text is None:
+            raise UntrustedFile(self.reader.where(rel), "is missing", _RECOMPILE)
+        self.used += len(text)
+        if self.used > TOTAL_LIMIT:
+            raise UntrustedFile(self.reader.given, f"holds more than {TOTAL_LIMIT:,} bytes of artifacts", _RECOMPILE)
+        return text
+
+    def listdir(self, rel: str) -> list[str]:
+        names = self.reader.listdir(rel)
+        if names is None:
+            raise UntrustedFile(self.reader.where(rel), "is missing", _RECOMPILE)
+        return names
+
+
+def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
     """{device: {file: text}} of a configs/ or hosts/ folder."""
-    out: dict[str, dict[str, str]] = {}
-    for name in reader.listdir(folder):
-        rel = f"{folder}/{name}"
-        if not reader.is_dir(rel):
-            raise OutdirProblem(f"{reader.root}/{rel}", "is not a device folder", _RECOMPILE)
-        out[name] = {f: reader.text(f"{rel}/{f}", CONFIG_LIMIT) for f in reader.listdir(rel)}
-    return out
+    return {name: {f: budget.text(f"{folder}/{name}/{f}", CONFIG_LIMIT) for f in budget.listdir(f"{folder}/{name}")}
+            for name in budget.listdir(folder)}
 
 
 def read_snapshot(outdir: str) -> Snapshot:
-    with OutdirReader(outdir) as r:
-        where = lambda rel: f"{outdir}/{rel}"  # noqa: E731
-        manifest = r.text("MANIFEST.json", FILE_LIMIT)
-        snap = Snapshot(design_sha256=_manifest_design(manifest, where("MANIFEST.json")))
-        snap.cables = parse_cabling(r.text("cabling.csv"), where("cabling.csv"))
-        snap.bom = parse_bom(r.text("bom.csv"), where("bom.csv"))
-        snap.devices = read_configs(r, "configs")
-        snap.hosts = read_configs(r, "hosts")
+    """Everything a plan compares, read from OUTDIR by the hostile-input rules of
+    :mod:`railonly.fabric.validate.untrusted` (UntrustedFile, exit 2, names the file)."""
+    r = _Budget(OutdirReader(outdir))
+    snap = Snapshot(design_sha256=_manifest_design(r.text("MANIFEST.json", FILE_LIMIT), r.reader.where("MANIFEST.json")))
+    snap.cables = parse_cabling(r.text("cabling.csv", FILE_LIMIT), r.reader.where("cabling.csv"))
+    snap.bom = parse_bom(r.text("bom.csv", FILE_LIMIT), r.reader.where("bom.csv"))
+    snap.devices = read_configs(r, "configs")
+    snap.hosts = read_configs(r, "hosts")
     return snap
 
 
 def _manifest_design(text: str, where: str) -> str:
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise OutdirProblem(where, f"is not valid JSON: {str(exc)[:120]}", _RECOMPILE) from None
+    doc = parse_json(text, where)
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict) or not isinstance(doc.get("design_sha256"), str):
-        raise OutdirProblem(where, "is not a railonly manifest (needs 'files' and 'design_sha256')", _RECOMPILE)
+        raise UntrustedFile(where, "is not a railonly manifest (needs 'files' and 'design_sha256')", _RECOMPILE)
     return doc["design_sha256"]
 
 
@@ -98,17 +114,17 @@ def _rows(text: str, where: str, required: tuple[str, ...]) -> list[dict[str, st
     try:
         rows = list(csv.reader(text.splitlines()))
     except csv.Error as exc:
-        raise OutdirProblem(where, f"is not CSV: {exc}", _RECOMPILE) from None
+        raise UntrustedFile(where, f"is not CSV: {exc}", _RECOMPILE) from None
     if not rows:
-        raise OutdirProblem(where, "is empty (no header line)", _RECOMPILE)
+        raise UntrustedFile(where, "is empty (no header line)", _RECOMPILE)
     head = rows[0]
     missing = [c for c in required if c not in head]
     if missing:
-        raise OutdirProblem(where, f"line 1: header lacks column(s) {', '.join(missing)}", _RECOMPILE)
+        raise UntrustedFile(where, f"line 1: header lacks column(s) {', '.join(missing)}", _RECOMPILE)
     out = []
     for i, row in enumerate(rows[1:], start=2):
         if len(row) != len(head):
-            raise OutdirProblem(where, f"line {i}: {len(row)} fields, the header has {len(head)}", _RECOMPILE)
+            raise UntrustedFile(where, f"line {i}: {len(row)} fields, the header has {len(head)}", _RECOMPILE)
         out.append(dict(zip(head, row), _line=str(i)))
     return out
 
@@ -119,9 +135,9 @@ def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
         line = row["_line"]
         if not all(row[c] for c in CABLE_COLUMNS):
             empty = next(c for c in CABLE_COLUMNS if not row[c])
-            raise OutdirProblem(where, f"line {line}: {empty} is empty", _RECOMPILE)
+            raise UntrustedFile(where, f"line {line}: {empty} is empty", _RECOMPILE)
         if row["cable_id"] in out:
-            raise OutdirProblem(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
+            raise UntrustedFile(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
         out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]))
     return out
 
@@ -133,11 +149,11 @@ def parse_bom(text: str, where: str = "bom.csv") -> dict[str, BomItem]:
         try:
             q, c, p = (float(row[k]) for k in ("quantity", "total_cost_usd", "total_power_w"))
         except ValueError:
-            raise OutdirProblem(where, f"line {line}: quantity, total_cost_usd and total_power_w must be numbers", _RECOMPILE) from None
+            raise UntrustedFile(where, f"line {line}: quantity, total_cost_usd and total_power_w must be numbers", _RECOMPILE) from None
         if any(x != x or x in (float("inf"), float("-inf")) for x in (q, c, p)):
-            raise OutdirProblem(where, f"line {line}: numbers must be finite", _RECOMPILE)
+            raise UntrustedFile(where, f"line {line}: numbers must be finite", _RECOMPILE)
         if row["item"] in out:
-            raise OutdirProblem(where, f"line {line}: item {row['item']!r} appears twice", _RECOMPILE)
+            raise UntrustedFile(where, f"line {line}: item {row['item']!r} appears twice", _RECOMPILE)
         out[row["item"]] = BomItem(q, c, p)
     return out
 
@@ -269,8 +285,7 @@ def devices_to_push(doc: dict) -> list[str]:
 def changed_devices(old_outdir: str, new_outdir: str, folder: str = "configs") -> list[str]:
     """`railonly push --only-changed`: devices of `folder` (configs/, or lab/configs/ of a
     lab slice) whose files are new or differ, as the change plan names them."""
-    with OutdirReader(old_outdir) as old, OutdirReader(new_outdir) as new:
-        a, b = read_configs(old, folder), read_configs(new, folder)
+    a, b = (read_configs(_Budget(OutdirReader(o)), folder) for o in (old_outdir, new_outdir))
     return devices_to_push({"devices": device_changes("configs", a, b, "device", diffs=False)})
 
 

@@ -20,13 +20,9 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly.fabric.changeplan import has_changes, plan, read_snapshot, render_text, to_json
-    from railonly.fabric.outdir_read import OutdirProblem
 
-    try:
-        doc = plan(read_snapshot(args.old), read_snapshot(args.new), diffs=not args.no_diffs)
-    except OutdirProblem as exc:
-        print(exc.format(), file=sys.stderr)
-        return 2
+    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
+    doc = plan(read_snapshot(args.old), read_snapshot(args.new), diffs=not args.no_diffs)
     if args.json:
         try:
             with open(args.json, "w", encoding="utf-8") as fh:

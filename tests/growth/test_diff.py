@@ -131,7 +131,7 @@ def victim(grown, tmp_path):
 
 
 @pytest.mark.parametrize("breakage,named,said", [
-    (lambda o: (o / "cabling.csv").unlink(), "cabling.csv", "no such file"),
+    (lambda o: (o / "cabling.csv").unlink(), "cabling.csv", "is missing"),
     (lambda o: (o / "cabling.csv").write_text("cable_id,a_device\nC1,x\n"), "cabling.csv", "header lacks column(s) a_port"),
     (lambda o: (o / "cabling.csv").write_text((o / "cabling.csv").read_text() + "C9,a,b\n"), "cabling.csv", "fields, the header has"),
     (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
@@ -153,24 +153,33 @@ def test_symlinks_are_not_followed(grown, victim, tmp_path, capsys):
     target.unlink()
     os.symlink(secret, target)
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
-    assert code == 2 and "rail0-leaf0/frr.conf: is a symlink (not followed)" in err
+    assert code == 2 and "rail0-leaf0/frr.conf: is a symbolic link; refused, not followed" in err
+    target.unlink()
+    target.write_text("x\n")
+    (victim / "hosts" / "hb3").rename(tmp_path / "hb3")
+    os.symlink(tmp_path / "hb3", victim / "hosts" / "hb3")  # a linked folder
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "hosts/hb3: is a symbolic link" in err
+    # the OUTDIR argument itself may be a link (the user's own choice): resolved once
+    (victim / "hosts" / "hb3").unlink()
+    (tmp_path / "hb3").rename(victim / "hosts" / "hb3")
     link_dir = tmp_path / "linked"
     os.symlink(victim, link_dir)
-    code, _, err = _run(["diff", grown["128"], str(link_dir)], capsys)
-    assert code == 2 and "is a symlink" in err
+    code, out, _ = _run(["diff", grown["128"], str(link_dir), "--no-diffs"], capsys)
+    assert code == 1 and "~ device rail0-leaf0  (frr.conf)" in out
 
 
 def test_a_fifo_or_an_oversized_file_is_refused(grown, victim, capsys, monkeypatch):
     (victim / "hosts" / "hb0" / "nccl.env").unlink()
     os.mkfifo(victim / "hosts" / "hb0" / "nccl.env")
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
-    assert code == 2 and "nccl.env: is not a regular file" in err  # and it did not block on the FIFO
+    assert code == 2 and "nccl.env: is a FIFO (named pipe), not a regular file" in err  # and it did not block on the FIFO
     (victim / "hosts" / "hb0" / "nccl.env").unlink()
     (victim / "hosts" / "hb0" / "nccl.env").write_text("x")
     from railonly.fabric import changeplan
     monkeypatch.setattr(changeplan, "FILE_LIMIT", 10)
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
-    assert code == 2 and "MANIFEST.json: is" in err and "bytes, more than the 10" in err
+    assert code == 2 and "MANIFEST.json: is larger than the limit of 10 bytes" in err
 
 
 def test_missing_outdir_and_unwritable_json_are_exit_2(grown, tmp_path, capsys):

@@ -53,4 +53,4 @@ def test_bad_old_outdir_is_exit_2_naming_the_file(tmp_path, capsys):
     (old / "configs" / "rail0-leaf0" / "config_db.json").symlink_to("/etc/passwd")
     code = main(["push", str(out), "--only-changed", str(old), "--inventory", str(_inventory(tmp_path, out))])
     err = capsys.readouterr().err
-    assert code == 2 and "rail0-leaf0/config_db.json" in err and "symlink" in err
+    assert code == 2 and "rail0-leaf0/config_db.json: is a symbolic link; refused, not followed" in err
