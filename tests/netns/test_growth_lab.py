@@ -9,7 +9,7 @@ import pytest
 
 from railonly.cli import main
 
-from .conftest import compile_to, unique
+from ..conftest import compile_to, unique
 
 pytestmark = pytest.mark.netns
 
