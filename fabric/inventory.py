@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import clos
+from . import clos, physical
 from .design import Design
 from .model import Fabric
 
@@ -28,6 +28,7 @@ class Inventory:
     gpus: int
     switches: Counter = field(default_factory=Counter)  # (tier, radix, gbps) -> switches
     cables: Counter = field(default_factory=Counter)  # (cable tier, gbps) -> cables
+    cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
 
     @property
     def switch_count(self) -> int:
@@ -70,7 +71,7 @@ class Inventory:
 
 def from_fabric(fab: Fabric) -> Inventory:
     d = fab.design
-    inv = Inventory(d.topology, fab.tiers, len(fab.gpus))
+    inv = Inventory(d.topology, fab.tiers, len(fab.gpus), cable_length_m=dict(d.cable_length_m))
     for sw in fab.switches:
         inv.switches[(sw.tier, d.radix, d.nic_gbps)] += 1
     for lk in fab.links:
@@ -127,4 +128,4 @@ def from_design(d: Design) -> Inventory:
             leaves = K * clos.leaves_needed(n, k)
             sw[(1, k, g)] += leaves
             upper(leaves, t, 1)
-    return Inventory(d.topology, t, K * n, sw, cab)
+    return Inventory(d.topology, t, K * n, sw, cab, dict(d.cable_length_m))

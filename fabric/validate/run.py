@@ -14,6 +14,8 @@ from typing import Callable
 
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
+from .manifest import check_manifest
+from .plant import plant
 from .report import Result
 
 Reader = Callable[[str], "str | None"]
@@ -83,7 +85,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n["name"]: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
-    return results + crosscheck(fabric, facts)
+    return results + crosscheck(fabric, facts) + plant(fabric, read)
 
 
 def _read_shard(state, i: int, n: int):
@@ -129,7 +131,7 @@ def validate_outdir(outdir: str) -> list[Result]:
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
     read = disk_reader(outdir)
-    return validate(read, load_fabric(read, outdir))
+    return validate(read, load_fabric(read, outdir)) + check_manifest(outdir)
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

@@ -41,7 +41,7 @@ def test_sonic_ports_cover_the_radix_and_unused_are_down():
     assert sorted(ports, key=lambda p: int(p[8:])) == ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24"]
     assert ports["Ethernet24"]["admin_status"] == "down"
     assert ports["Ethernet0"] | {} == ports["Ethernet0"]
-    assert ports["Ethernet0"]["description"] == "hb0-gpu0:eth1"
+    assert ports["Ethernet0"]["description"] == "hb0:rail0 C000001 30m"  # far end as on the floor, cable, length
     assert ports["Ethernet0"]["lanes"] == "0,1,2,3,4,5,6,7" and ports["Ethernet0"]["speed"] == "400000"
     assert ports["Ethernet0"]["fec"] == "rs" and ports["Ethernet0"]["mtu"] == "9100"
 
@@ -93,7 +93,7 @@ def test_eos_sections_and_indentation():
     order = [text.index(s) for s in ("hostname rail0-leaf0", "vlan 1000", "interface Ethernet1", "interface Loopback0",
                                       "interface Vlan1000", "qos map dscp", "ip routing", "router bgp")]
     assert order == sorted(order)
-    assert "   description hb0-gpu0:eth1\n" in text and "   speed 400g\n" in text
+    assert "   description hb0:rail0 C000001 30m\n" in text and "   speed 400g\n" in text
     assert "   switchport access vlan 1000\n" in text
     assert "   no switchport\n   ip address 10.128.0.1/31\n" in text
     assert "   maximum-paths 2 ecmp 2\n" in text
