@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape, quoteattr
 @dataclass(frozen=True)
 class Result:
     id: str  # unique, also the JUnit test name
-    check: str  # yang | frr | eos | hostname | cabling | addressing | bgp | vlan | unique
+    check: str  # yang | frr | eos | hostname | cabling | addressing | bgp | vlan | unique | plant | manifest
     passed: bool
     detail: str
 
