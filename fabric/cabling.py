@@ -13,7 +13,7 @@ import csv
 import io
 
 from .model import Fabric
-from .physical import Naming, cable_length_m, media
+from .physical import cable_length_m, media, naming
 from .ports import GPU_RAIL_PORT
 
 COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "rail", "tier", "gbps", "media",
@@ -21,7 +21,7 @@ COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "rail", "tier
 
 
 def rows(fab: Fabric) -> list[list]:
-    names = Naming(fab.nodes)
+    names = naming(fab)
     d = fab.design
     out = []
     for lk in fab.cables():

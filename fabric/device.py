@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .model import Fabric, Node
-from .physical import Naming, cable_length_m
+from .physical import cable_length_m, naming
 from .ports import switch_port
 
 MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number
@@ -89,14 +89,6 @@ def switch_view(fab: Fabric, sw: Node) -> SwitchView:
         view.networks = [v.subnet for v in sw.vlans if v.gateway] + [sw.loopback]
         view.maximum_paths = max(1, min(MAX_ECMP, len(neighbors)))
     return view
-
-
-def naming(fab: Fabric) -> Naming:
-    """The fabric's floor names, built once per graph (every switch view reads them)."""
-    names = fab.__dict__.get("_naming")
-    if names is None:
-        names = fab.__dict__["_naming"] = Naming(fab.nodes)
-    return names
 
 
 def advertised_pools(design) -> list[str]:

@@ -17,7 +17,6 @@ from . import bom as bom_mod
 from . import physical
 from .addressing import BlockPool
 from .compare import feasible, variant
-from .device import naming
 from .diagram import TIER_NAMES, render_svg
 from .inventory import from_design, from_fabric
 from .model import Fabric
@@ -169,7 +168,7 @@ def _addresses(fab: Fabric, add) -> None:
     gpu = fab.gpus[0]
     nic = gpu.ports.get(GPU_RAIL_PORT)
     if nic is not None:
-        server, port, _ = naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
+        server, port, _ = physical.naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
         ex.append([f"server `{server}` NIC `{port}` (GPU {gpu.rank}, lab node `{gpu.name}`)", f"`{nic.ip}`"])
     hb = gpu.ports.get("hb0")
     if hb is not None:
@@ -203,7 +202,7 @@ def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
                      f"{physical.cable_length_m(d, tier):,} m", f"`{physical.key_of(tier)}`"])
     _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
     gpu = fab.gpus[0]
-    server, port, _ = naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
+    server, port, _ = physical.naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
     add(f"Servers and NICs are named as the host configs name them: GPU r's NIC is port `rail<r>` of its "
         f"server (here `{server}` port `{port}` is GPU {gpu.rank}); the lab runs one namespace per GPU "
         f"(`{gpu.name}`), which `cabling.csv` gives in its `a_gpu` column.")

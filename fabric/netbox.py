@@ -23,7 +23,7 @@ import io
 
 from .device import switch_view
 from .model import Fabric
-from .physical import Naming, cable_length_m, nic_name
+from .physical import cable_length_m, naming, nic_name
 from .prices import PriceBook, default_prices
 
 CABLE_COLUMNS = ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
@@ -54,7 +54,7 @@ def _writer():
 def render_cables(fab: Fabric, book: PriceBook | None = None) -> str:
     book = book or default_prices()
     d = fab.design
-    names = Naming(fab.nodes)
+    names = naming(fab)
     kinds = {}
     buf, w = _writer()
     w.writerow(CABLE_COLUMNS)

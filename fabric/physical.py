@@ -121,3 +121,12 @@ class Naming:
 
 def _get(n, key: str):
     return n.get(key) if isinstance(n, dict) else getattr(n, key)
+
+
+def naming(fab) -> Naming:
+    """The floor names of a fabric graph, built once per graph (every switch view and plant
+    file reads them; built before the compiler forks its workers, so they inherit it)."""
+    names = fab.__dict__.get("_naming")
+    if names is None:
+        names = fab.__dict__["_naming"] = Naming(fab.nodes)
+    return names
