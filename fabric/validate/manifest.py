@@ -39,7 +39,10 @@ def _walk(outdir: str) -> dict[str, str]:
         for name in dirs + files:
             full = os.path.join(root, name)
             rel = os.path.normpath(os.path.join(rel_root, name))
-            mode = os.lstat(full).st_mode
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:  # gone since the directory was listed
+                continue
             if stat.S_ISLNK(mode):
                 found[rel] = "symlink"  # os.walk does not descend into it
             elif stat.S_ISREG(mode):
@@ -62,8 +65,8 @@ def check_manifest(outdir: str) -> list[Result]:
             doc = json.load(fh)
     except FileNotFoundError:
         return [Result(rid, "manifest", False, f"{MANIFEST}: missing (compile writes it; recompile the design)")]
-    except (OSError, ValueError) as exc:
-        return [Result(rid, "manifest", False, f"{MANIFEST}: not readable JSON: {exc}")]
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can parse
+        return [Result(rid, "manifest", False, f"{MANIFEST}: not readable JSON: {type(exc).__name__}: {exc}")]
     listed = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
         return [Result(rid, "manifest", False, f"{MANIFEST}: needs \"files\": {{path: sha256}}")]
