@@ -26,12 +26,21 @@ class OutdirError(Exception):
 
 
 def disk_reader(outdir: str) -> Reader:
+    """Files of an OUTDIR as text. A path with a symlink anywhere under OUTDIR reads as absent
+    (never followed: validate runs as root on files a pull request can change; the manifest
+    check names it), and bytes that are not UTF-8 are replaced, so the checks judge them."""
+    root = os.path.realpath(outdir)
+
     def read(path: str) -> str | None:
-        try:
-            with open(os.path.join(outdir, path), encoding="utf-8") as fh:
-                return fh.read()
-        except FileNotFoundError:
+        full = os.path.normpath(os.path.join(root, path))
+        if os.path.realpath(full) != full:
             return None
+        try:
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # absent, a symlink that appeared meanwhile, unreadable
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
     return read
 
 

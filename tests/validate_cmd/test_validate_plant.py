@@ -157,3 +157,17 @@ def test_a_file_that_is_not_csv_is_reported_not_raised(outdirs, tmp_path, capsys
     assert rc == 1
     assert "cabling.csv: line 1: missing column(s)" in fails["plant/cabling.csv"]
     assert "bom.csv: line 1: missing column(s) quantity, length_m" in fails["plant/bom.csv"]
+
+
+def test_undecodable_and_symlinked_plant_files_fail_without_being_followed(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    (out / "cabling.csv").write_bytes(b"\xff\xfe\x00 not text")
+    secret = tmp_path / "secret.csv"
+    secret.write_text("label,side_a_device\nTOPSECRET,x\n")
+    (out / "netbox_cables.csv").unlink()
+    os.symlink(secret, out / "netbox_cables.csv")
+    rc, fails, text = _failures(out, tmp_path, capsys)
+    assert rc == 1 and "Traceback" not in text
+    assert "cabling.csv" in fails["plant/cabling.csv"]
+    assert "netbox_cables.csv: missing" in fails["plant/netbox_cables.csv"]
+    assert "TOPSECRET" not in text and "changed: netbox_cables.csv is a symlink" in fails["manifest/files"]
