@@ -10,6 +10,8 @@ import re
 from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from railonly.fabric import cabling, physical
 from railonly.fabric.bom import price
@@ -150,3 +152,25 @@ def test_overridden_lengths_reach_every_artifact():
     assert any(b" 43m\n" in data for path, data in files.items() if path.endswith("/startup-config"))
     readme = files["README.md"].decode()
     assert "| 43 m | `cabling.leaf_spine_m` |" in readme
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size=st.sampled_from([1, 2, 4]), count=st.integers(1, 40), radix=st.sampled_from([4, 8]),
+       topology=st.sampled_from(["rail-only", "rail-optimized"]),
+       nic=st.integers(1, 50), leaf=st.integers(1, 500), core=st.integers(1, 2000))
+def test_any_design_and_lengths_pass_the_plant_check(size, count, radix, topology, nic, leaf, core):
+    """Property: whatever the design and lengths, the files compile writes agree with each other
+    (validate's plant check, the same reader `railonly validate` uses) and carry the lengths given."""
+    from railonly.fabric.validate import plant, run
+
+    text = (f"name: p\ntopology: {topology}\nhb_domain: {{size: {size}, count: {count}}}\nswitch: {{radix: {radix}}}\n"
+            f"cabling: {{nic_leaf_m: {nic}, leaf_spine_m: {leaf}, spine_core_m: {core}}}\n")
+    try:
+        design = parse_design(text)
+    except InputError:
+        return  # beyond three tiers at this radix
+    fab, files = compile_design(design)
+    fabric = json.loads(files["fabric.json"])
+    assert all(r.passed for r in plant.plant(fabric, run.memory_reader(files)))
+    given_lengths = {1: nic, 2: leaf, 3: core}
+    assert all(lk["length_m"] == given_lengths[lk["tier"]] for lk in fabric["links"] if lk.get("cable_id"))
