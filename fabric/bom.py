@@ -14,15 +14,14 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 
-from .cabling import media
+from .physical import optic_code, tier_name
 from .inventory import Inventory, from_design
 from .prices import PriceBook
 
 COLUMNS = ["item", "category", "model", "quantity", "unit_cost_usd", "unit_power_w",
-           "total_cost_usd", "total_power_w", "description"]
+           "total_cost_usd", "total_power_w", "description", "length_m"]
 CATEGORY_ORDER = {"switch": 0, "transceiver": 1, "nic-optic": 2, "cable": 3}
 TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
-CABLE_NAMES = {1: "NIC-leaf", 2: "leaf-spine", 3: "spine-core"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,7 @@ class Row:
     unit_cost_usd: float
     unit_power_w: float
     description: str
+    length_m: int | None = None  # fibre: the length of each cable of the line
 
     @property
     def total_cost_usd(self) -> float:
@@ -85,11 +85,6 @@ class Bom:
         }
 
 
-def optic_code(gbps: float, tier: int) -> str:
-    """Transceiver type of a cable tier, as cabling.csv prints it ('400G-DR4')."""
-    return media(gbps, tier).split(" ", 1)[0]
-
-
 def price(inv: Inventory, book: PriceBook) -> Bom:
     rows: list[Row] = []
     models: dict[str, list] = {}
@@ -119,7 +114,10 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
         rows.append(Row(f"NIC transceiver {code}", "nic-optic", code, n, p.price_usd, p.power_w, f"GPU NIC side; {p.detail}"))
     for tier, n in sorted(cables.items()):
         p = book.cable(tier)
-        rows.append(Row(f"fibre {p.model}", "cable", p.model, n, p.price_usd, p.power_w, f"{CABLE_NAMES.get(tier, f'tier {tier}')} cables; {p.detail}"))
+        length = inv.cable_length_m[tier]
+        model = f"{p.model} {length}m"
+        rows.append(Row(f"fibre {model}", "cable", model, n, p.price_usd, p.power_w,
+                        f"{tier_name(tier)} cables; {p.detail}, {length} m each", length))
     return Bom(inv, rows)
 
 
@@ -129,13 +127,20 @@ def render_csv(bom: Bom) -> str:
     w.writerow(COLUMNS)
     for r in bom.rows:
         w.writerow([r.item, r.category, r.model, r.quantity, _fmt(r.unit_cost_usd), _fmt(r.unit_power_w),
-                    _fmt(r.total_cost_usd), _fmt(r.total_power_w), r.description])
+                    _fmt(r.total_cost_usd), _fmt(r.total_power_w), r.description,
+                    "" if r.length_m is None else r.length_m])
     return buf.getvalue()
 
 
 def saving(rail_only: float, baseline: float) -> float:
     """Fraction of the baseline that rail-only saves (0 when the baseline costs nothing)."""
     return 0.0 if baseline == 0 else 1 - rail_only / baseline
+
+
+def saving_percent(rail_only: float, baseline: float) -> float:
+    """The saving as every output prints it (`bom --compare`, the OUTDIR README): percent of
+    the baseline, rounded once, to 0.1."""
+    return round(100 * saving(rail_only, baseline), 1)
 
 
 def _round(x: float) -> float | int:

@@ -1,4 +1,11 @@
-"""`cabling.csv`: one row per physical cable, with the optics its tier needs."""
+"""`cabling.csv`: one row per physical cable, named as on the floor, with its optic and length.
+
+Contract 3's columns come first; then `length_m` (the cable's one length, see
+:mod:`railonly.fabric.physical`) and `a_gpu`: for a NIC cable, the GPU whose NIC
+the a end is (the fabric.json node, and the lab's namespace); empty otherwise.
+The a end of a NIC cable is the server and its NIC (`hb0`, `rail0`), as the host
+configs name them.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +13,30 @@ import csv
 import io
 
 from .model import Fabric
+from .physical import cable_length_m, media, naming
+from .ports import GPU_RAIL_PORT
 
-COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "rail", "tier", "gbps", "media"]
-
-# Reach class per cable tier: NIC-leaf stays in the row (multimode), leaf-spine
-# crosses the hall (single-mode, 500 m), spine-core may cross buildings (2 km).
-_REACH = {1: ("SR", "MMF", "50m"), 2: ("DR", "SMF", "500m"), 3: ("FR", "SMF", "2km")}
-
-
-def media(gbps: float, tier: int) -> str:
-    """Optic type of a cable: speed, IEEE-style reach code, fibre, e.g. '400G-DR4 SMF 500m'."""
-    code, fibre, reach = _REACH.get(tier, _REACH[3])
-    lanes = {100: 4, 200: 4, 400: 4, 800: 8}.get(int(gbps), 4)
-    if code == "SR" and int(gbps) == 400:
-        lanes = 8  # 400G-SR8: eight multimode pairs
-    return f"{int(gbps)}G-{code}{lanes} {fibre} {reach}"
+COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "rail", "tier", "gbps", "media",
+           "length_m", "a_gpu"]
 
 
 def rows(fab: Fabric) -> list[list]:
+    names = naming(fab)
+    d = fab.design
     out = []
     for lk in fab.cables():
-        out.append([lk.cable_id, lk.a.node, lk.a.port, lk.b.node, lk.b.port,
-                    "" if lk.rail is None else lk.rail, lk.tier, _num(lk.gbps), media(lk.gbps, lk.tier)])
+        a_dev, a_port, gpu = names.floor_end(lk.a.node, lk.a.port)
+        b_dev, b_port, _ = names.floor_end(lk.b.node, lk.b.port)
+        out.append([lk.cable_id, a_dev, a_port, b_dev, b_port, "" if lk.rail is None else lk.rail, lk.tier,
+                    _num(lk.gbps), media(lk.gbps, lk.tier), cable_length_m(d, lk.tier), gpu])
     return out
+
+
+def graph_ends(row: dict) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The fabric.json ends (node, port) of a cabling.csv row: the a end of a NIC cable
+    is its `a_gpu`'s NIC; switch ends are named alike in both."""
+    a = (row["a_gpu"], GPU_RAIL_PORT) if row.get("a_gpu") else (row["a_device"], row["a_port"])
+    return a, (row["b_device"], row["b_port"])
 
 
 def _num(x: float) -> str:

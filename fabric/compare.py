@@ -11,7 +11,7 @@ import dataclasses
 from typing import Callable
 
 from . import clos
-from .bom import Bom, price, saving
+from .bom import Bom, price, saving_percent
 from .build import build_fabric
 from .design import Design
 from .inventory import Inventory, from_design, from_fabric
@@ -66,9 +66,12 @@ def report(boms: dict[str, Bom]) -> dict:
     """The `railonly bom --compare --json` document."""
     ro, base = boms["rail-only"], boms["rail-optimized"]
     out = {topo: boms[topo].summary() for topo in TOPOLOGIES}
+    cost, power = saving_percent(ro.cost_usd, base.cost_usd), saving_percent(ro.power_w, base.power_w)
     out["saving"] = {
-        "cost": round(saving(ro.cost_usd, base.cost_usd), 4),
-        "power": round(saving(ro.power_w, base.power_w), 4),
+        "cost": round(cost / 100, 4),  # the printed percentage as a fraction: one rounding for both
+        "power": round(power / 100, 4),
+        "cost_percent": cost,
+        "power_percent": power,
         "switches": base.inventory.switch_count - ro.inventory.switch_count,
         "transceivers": base.inventory.transceiver_count - ro.inventory.transceiver_count,
         "tiers": base.inventory.tiers - ro.inventory.tiers,

@@ -13,7 +13,7 @@ import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 
-from . import clos
+from . import clos, physical
 from .problems import InputError, Problem
 from .schema import Field, check
 from .yamlsource import Source, load_yaml_file, parse_yaml
@@ -76,6 +76,13 @@ FIELDS: dict[str, Field] = {
         "ecn_max_kbytes": Field("int", default=1500, min=1, max=100_000, hint="queue depth where marking reaches ecn_probability"),
         "ecn_probability": Field("int", default=100, min=0, max=100, hint="marking probability in percent at ecn_max_kbytes"),
     }),
+    "cabling": Field("section", hint="one length per cable tier, in whole metres", fields={
+        key: Field("int", default=default, min=1, max=physical.OPTICS[tier].reach_m,
+                   hint=f"length of every {what} cable in metres (sets CABLE_LENGTH, NetBox and the BOM); "
+                        f"at most the {physical.OPTICS[tier].reach_m:,} m reach of its "
+                        f"{physical.OPTICS[tier].code} {physical.OPTICS[tier].fibre} optic")
+        for tier, (key, what, default) in physical.TIERS.items()
+    }),
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
                          hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
@@ -114,6 +121,7 @@ class Design:
     lab_domains: int | None
     lab_nic_mbps: float
     hb_planned: int | None = None  # HB domains at build-out (None: hb_count)
+    cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
@@ -254,6 +262,7 @@ def design_from_source(src: Source, text: str = "") -> Design:
         lab_domains=values["lab"]["domains"],
         lab_nic_mbps=values["lab"]["nic_mbps"],
         hb_planned=values["hb_domain"]["planned"],
+        cable_length_m={tier: values["cabling"][key] for tier, (key, _, _) in physical.TIERS.items()},
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
         file=src.file,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .model import Fabric, Node
+from .physical import cable_length_m, naming
 from .ports import switch_port
 
 MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number
@@ -18,10 +19,12 @@ MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number
 class Port:
     index: int  # 0-based position on the device
     name: str
-    peer_node: str | None = None  # None: not cabled (admin down)
-    peer_port: str | None = None
+    peer_node: str | None = None  # None: not cabled (admin down); the far end as on the floor
+    peer_port: str | None = None  # (server `hb0` NIC `rail0`, or switch and port)
     ip: str | None = None  # own address with prefix length (routed fabric ports)
     vlan: int | None = None  # access VLAN (GPU-facing ports)
+    cable_id: str | None = None
+    length_m: int | None = None  # the cable's length (physical.cable_length_m)
 
     @property
     def cabled(self) -> bool:
@@ -29,7 +32,9 @@ class Port:
 
     @property
     def description(self) -> str:
-        return f"{self.peer_node}:{self.peer_port}" if self.peer_node else ""
+        """Far end, cable id and length: what an engineer reads at the port (and EOS's only
+        place for the cable length, which has no per-port cable-length command)."""
+        return f"{self.peer_node}:{self.peer_port} {self.cable_id} {self.length_m}m" if self.peer_node else ""
 
 
 @dataclass(slots=True)
@@ -61,6 +66,7 @@ class SwitchView:
 
 def switch_view(fab: Fabric, sw: Node) -> SwitchView:
     d = fab.design
+    names = naming(fab)
     vlan_of = {p: v.vlan for v in sw.vlans for p in v.ports}
     own = sw.ports
     ports = []
@@ -71,8 +77,10 @@ def switch_view(fab: Fabric, sw: Node) -> SwitchView:
         if ep is None:
             ports.append(Port(i, name))
             continue
-        peer = fab.peer(sw.name, name)
-        ports.append(Port(i, name, peer.node, peer.port, ep.ip, vlan_of.get(name)))
+        link = fab.link_at(sw.name, name)
+        peer = link.b if link.a is ep else link.a
+        device, port, _ = names.floor_end(peer.node, peer.port)
+        ports.append(Port(i, name, device, port, ep.ip, vlan_of.get(name), link.cable_id, cable_length_m(d, link.tier)))
         if ep.ip and peer.ip:
             peer_asn = fab.by_name[peer.node].asn
             neighbors.append(Neighbor(peer.ip.split("/")[0], peer_asn, peer.node, peer.port, name))

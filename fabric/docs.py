@@ -14,11 +14,13 @@ import math
 from collections import Counter
 
 from . import bom as bom_mod
+from . import physical
 from .addressing import BlockPool
 from .compare import feasible, variant
 from .diagram import TIER_NAMES, render_svg
 from .inventory import from_design, from_fabric
 from .model import Fabric
+from .ports import GPU_RAIL_PORT
 from .prices import PriceBook, default_prices
 
 
@@ -38,6 +40,7 @@ def render_readme(fab: Fabric, book: PriceBook | None = None) -> str:
     _switches(fab, add)
     _ports(fab, inv, add)
     _addresses(fab, add)
+    _cabling(fab, inv, book, add)
     _bom(own, book, add)
     _baseline(fab, own, book, add)
     add("## Topology diagram")
@@ -53,8 +56,10 @@ def render_readme(fab: Fabric, book: PriceBook | None = None) -> str:
     add("| file | what |")
     add("|---|---|")
     add("| `fabric.json` | the compiled graph: nodes, ports, links, addresses, ASNs |")
-    add("| `cabling.csv` | one row per physical cable with its optic type |")
-    add("| `netbox_cables.csv` | the same cables in NetBox's cable import format (DCIM > Cables > Import) |")
+    add("| `cabling.csv` | one row per physical cable: both ends as on the floor, optic, length, and the GPU of a NIC end |")
+    add("| `netbox_devices.csv` | servers and switches in NetBox's device import format (DCIM > Devices > Import) |")
+    add("| `netbox_interfaces.csv` | every server NIC and switch port, NetBox interface import format |")
+    add("| `netbox_cables.csv` | the cables in NetBox's cable import format (DCIM > Cables > Import), with their lengths |")
     add("| `bom.csv` | bill of materials with unit and total cost and power |")
     add("| `topology.svg` | the diagram above |")
     return "\n".join(out) + "\n"
@@ -161,9 +166,10 @@ def _addresses(fab: Fabric, add) -> None:
     add("")
     ex = []
     gpu = fab.gpus[0]
-    nic = gpu.ports.get("eth1")
+    nic = gpu.ports.get(GPU_RAIL_PORT)
     if nic is not None:
-        ex.append([f"GPU `{gpu.name}` NIC `eth1`", f"`{nic.ip}`"])
+        server, port, _ = physical.naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
+        ex.append([f"server `{server}` NIC `{port}` (GPU {gpu.rank}, lab node `{gpu.name}`)", f"`{nic.ip}`"])
     hb = gpu.ports.get("hb0")
     if hb is not None:
         ex.append([f"GPU `{gpu.name}` HB port `hb0`", f"`{hb.ip}`"])
@@ -178,6 +184,29 @@ def _addresses(fab: Fabric, add) -> None:
     if link is not None and link.a.ip:
         ex.append([f"link `{link.a.node}` {link.a.port} - `{link.b.node}` {link.b.port}", f"`{link.a.ip}` - `{link.b.ip}`"])
     _table(add, ["what", "address"], ex, set())
+
+
+def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
+    d = fab.design
+    add("## Cabling")
+    add("")
+    add("One length per cable tier, from the design's `cabling` keys; `cabling.csv`, `netbox_cables.csv`, "
+        "`bom.csv`, SONiC `CABLE_LENGTH` (per port: PFC headroom is sized from it) and the EOS port "
+        "descriptions all carry the same number.")
+    add("")
+    rows = []
+    for (tier, gbps), n in sorted(inv.cables.items()):
+        o = physical.OPTICS.get(tier, physical.OPTICS[3])
+        rows.append([f"{tier} ({physical.tier_name(tier)})", f"{n:,}",
+                     f"{physical.optic_code(gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.cable(tier).model,
+                     f"{physical.cable_length_m(d, tier):,} m", f"`{physical.key_of(tier)}`"])
+    _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
+    gpu = fab.gpus[0]
+    server, port, _ = physical.naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
+    add(f"Servers and NICs are named as the host configs name them: GPU r's NIC is port `rail<r>` of its "
+        f"server (here `{server}` port `{port}` is GPU {gpu.rank}); the lab runs one namespace per GPU "
+        f"(`{gpu.name}`), which `cabling.csv` gives in its `a_gpu` column.")
+    add("")
 
 
 def _money(x: float) -> str:
@@ -218,8 +247,8 @@ def _baseline(fab: Fabric, own, book: PriceBook, add) -> None:
         ["switches", f"{bi.switch_count:,}", f"{ri.switch_count:,}", f"{bi.switch_count - ri.switch_count:,}"],
         ["cables", f"{bi.link_count:,}", f"{ri.link_count:,}", f"{bi.link_count - ri.link_count:,}"],
         ["transceivers", f"{bi.transceiver_count:,}", f"{ri.transceiver_count:,}", f"{bi.transceiver_count - ri.transceiver_count:,}"],
-        ["cost", _money(base.cost_usd), _money(ro.cost_usd), f"{bom_mod.saving(ro.cost_usd, base.cost_usd):.1%}"],
-        ["power", _kw(base.power_w), _kw(ro.power_w), f"{bom_mod.saving(ro.power_w, base.power_w):.1%}"],
+        ["cost", _money(base.cost_usd), _money(ro.cost_usd), f"{bom_mod.saving_percent(ro.cost_usd, base.cost_usd):.1f}%"],
+        ["power", _kw(base.power_w), _kw(ro.power_w), f"{bom_mod.saving_percent(ro.power_w, base.power_w):.1f}%"],
     ]
     _table(add, ["", "rail-optimized", "rail-only", "saved"], rows)
     if ri.tiers == bi.tiers:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from .model import Endpoint, Fabric, Link, Node
+from .physical import TIERS, cable_length_m
 
 SCHEMA_VERSION = 1
 
@@ -29,10 +30,13 @@ def _ep(e: Endpoint) -> dict:
     return {"node": e.node, "port": e.port, "ip": e.ip}
 
 
-def link_dict(lk: Link) -> dict:
+def link_dict(lk: Link, lengths: dict[int, int] | None = None) -> dict:
+    """A link; a cable also carries its id and its length in metres (`lengths`: tier -> metres)."""
     out = {"kind": lk.kind, "rail": lk.rail, "gbps": lk.gbps, "tier": lk.tier, "a": _ep(lk.a), "b": _ep(lk.b)}
     if lk.cable_id:
         out["cable_id"] = lk.cable_id
+        if lengths is not None:
+            out["length_m"] = lengths[lk.tier]
     return out
 
 
@@ -52,7 +56,8 @@ def render(fab: Fabric) -> str:
     lines.append(" ],")
     lines.append(' "links": [')
     links = fab.links
-    lines.extend("  " + dumps(link_dict(lk)) + ("," if i < len(links) - 1 else "") for i, lk in enumerate(links))
+    lengths = {t: cable_length_m(d, t) for t in TIERS}
+    lines.extend("  " + dumps(link_dict(lk, lengths)) + ("," if i < len(links) - 1 else "") for i, lk in enumerate(links))
     lines.append(" ]")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ import math
 import yaml
 
 from .model import Fabric
+from .physical import nic_name
 from .render import template
 
 TABLE_BASE = 100  # rail r uses routing table and rule priority 100 + r
@@ -79,7 +80,7 @@ def host_views(fab: Fabric, shard: int = 0, shards: int = 1) -> list[dict]:
             if baseline:
                 tab.append({"to": "default", "via": gw})
             nics.append({
-                "name": f"rail{r}", "rail": r, "gpu": gpu, "address": cidr, "ip": cidr.split("/")[0],
+                "name": nic_name(r), "rail": r, "gpu": gpu, "address": cidr, "ip": cidr.split("/")[0],
                 "subnet": vlan.subnet, "gateway": gw, "table": table, "priority": table,
                 "main_routes": main, "table_routes": tab, "switch": f"{sw.node}:{sw.port}",
             })

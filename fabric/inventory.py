@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import clos
+from . import clos, physical
 from .design import Design
 from .model import Fabric
 
@@ -29,6 +29,7 @@ class Inventory:
     switches: Counter = field(default_factory=Counter)  # (tier, radix, gbps) -> switches
     cables: Counter = field(default_factory=Counter)  # (cable tier, gbps) -> cables
     rails_per_leaf: int = 1  # rails packed onto one tier-1 switch (1: rail-pure leaves)
+    cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
 
     @property
     def switch_count(self) -> int:
@@ -77,7 +78,7 @@ class Inventory:
 
 def from_fabric(fab: Fabric) -> Inventory:
     d = fab.design
-    inv = Inventory(d.topology, fab.tiers, len(fab.gpus))
+    inv = Inventory(d.topology, fab.tiers, len(fab.gpus), cable_length_m=dict(d.cable_length_m))
     for sw in fab.switches:
         inv.switches[(sw.tier, d.radix, d.nic_gbps)] += 1
         if sw.tier == 1:
@@ -144,4 +145,4 @@ def from_design(d: Design) -> Inventory:
             leaves = K * clos.leaves_needed(n, k)
             sw[(1, k, g)] += leaves
             upper(leaves, clos.baseline_leaves(K, P, k), t, 1)
-    return Inventory(d.topology, t, K * n, sw, cab, per)
+    return Inventory(d.topology, t, K * n, sw, cab, per, dict(d.cable_length_m))

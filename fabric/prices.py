@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
+from . import physical
 from .problems import InputError, Problem
 from .schema import Field, check
 from .yamlsource import load_yaml_file, parse_yaml
@@ -38,13 +39,13 @@ FIELDS: dict[str, Field] = {
                               "power_w": _POWER,
                           })),
     "cables": Field("map", required=True, key_kind="int",
-                    hint="fibre by cable tier (1 NIC-leaf, 2 leaf-spine, 3 spine-core): {type, length_m, price_usd, power_w}",
+                    hint="fibre by cable tier (1 NIC-leaf, 2 leaf-spine, 3 spine-core): {type, price_usd, power_w}",
                     item=Field("section", fields={
                         "type": Field("str", required=True, pattern=r"[a-z0-9-]{1,32}", pattern_text="a NetBox cable type such as mmf-om4 or smf-os2",
                                       hint="NetBox cable type, e.g. mmf-om4 or smf-os2"),
-                        "length_m": Field("number", required=True, min=0, hint="length class to order, metres"),
                         "price_usd": _PRICE,
                         "power_w": _POWER,
+                        "length_m": Field("number", default=None, hint="not used: lengths come from the design's cabling section"),
                     })),
 }
 
@@ -85,9 +86,8 @@ class PriceBook:
         c = self.values["cables"].get(tier)
         if c is None:
             raise self._missing(f"cables.{tier}", f"the design has tier-{tier} cables but the price book has no cables.{tier}",
-                                f"add cables.{tier}: {{type, length_m, price_usd, power_w}}")
-        return Part(f"cables.{tier}", f"{c['type']} {_num(c['length_m'])}m", c["price_usd"], c["power_w"],
-                    f"{c['type']}, {_num(c['length_m'])} m length class")
+                                f"add cables.{tier}: {{type, price_usd, power_w}}")
+        return Part(f"cables.{tier}", c["type"], c["price_usd"], c["power_w"], c["type"])
 
     def _missing(self, path: str, message: str, hint: str) -> InputError:
         return InputError([Problem(path, message, hint, None, self.file)])
@@ -99,6 +99,12 @@ def _num(x: float) -> str:
 
 def _from_source(src) -> PriceBook:
     values, problems = check(FIELDS, src)
+    for tier, c in sorted((values.get("cables") or {}).items()):
+        if c.get("length_m") is not None:  # an older price book: say where lengths went
+            path = f"cables.{tier}.length_m"
+            where = physical.key_of(tier) if tier in physical.TIERS else "the design's cabling section"
+            problems.append(Problem(path, "cable lengths are not priced here any more: every cable's length comes from the design",
+                                    f"delete it and set {where} in the design file", src.line(path), src.file))
     if problems:
         raise InputError(problems)
     return PriceBook(values, src.file or "price book")

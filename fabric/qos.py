@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PFC_WATCHDOG_MS = 200  # detection and restoration time of the PFC storm watchdog
-CABLE_LENGTH = "40m"  # lets SONiC's buffermgrd size lossless headroom per port
 
 
 @dataclass(frozen=True)

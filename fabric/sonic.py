@@ -116,7 +116,7 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         for r in lossy_queues:
             queue_t[f"{p.name}|{r}"] = {"scheduler": "scheduler.lossy"}
         wd_t[p.name] = wd
-        cable[p.name] = qosmod.CABLE_LENGTH
+        cable[p.name] = f"{p.length_m}m"  # buffermgrd sizes this port's PFC headroom from it
     doc["PORT"] = port_t
     doc["DEVICE_NEIGHBOR"] = neigh_t
     doc["FEATURE"] = {

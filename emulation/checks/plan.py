@@ -29,6 +29,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from railonly.fabric.cabling import graph_ends
+
 CHECKS = ("reachability", "isolation", "path", "bgp", "cabling")
 ROCE_PORT = 4791  # RoCEv2 UDP destination port: probes look like RoCE traffic
 
@@ -187,8 +189,10 @@ def bgp_sessions(switch: str, frr_conf: str) -> list[BgpSession]:
 
 
 def read_cabling(path: Path) -> list[Cable]:
+    """cabling.csv's cables, each end as the lab names it (a server NIC `hb0:rail0` is the
+    namespace of its GPU, `a_gpu`, port eth1)."""
     with open(path, newline="", encoding="utf-8") as f:
-        return [Cable(r["cable_id"], r["a_device"], r["a_port"], r["b_device"], r["b_port"]) for r in csv.DictReader(f)]
+        return [Cable(r["cable_id"], *a, *b) for r in csv.DictReader(f) for a, b in [graph_ends(r)]]
 
 
 def plan(fabric: dict, *, configs: dict[str, str] | None = None, cables: list[Cable] | None = None) -> CheckPlan:

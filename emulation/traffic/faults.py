@@ -14,6 +14,7 @@ import json
 import os
 
 from railonly import proc
+from railonly.fabric.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
 from ..netns import frr
@@ -84,7 +85,8 @@ def _down(rt: Runtime, lab: Lab, ends: list[tuple[str, str]], fault: dict) -> No
 def link_down(lab: Lab, rt: Runtime, spec: str) -> str:
     node, _, port = spec.partition(":")
     if not port:
-        raise LabError(spec, "expected NODE:PORT", "e.g. hb0-gpu0:eth1")
+        raise LabError(spec, "expected NODE:PORT", "e.g. hb0:rail0 (a server NIC, as in cabling.csv) or rail0-leaf0:Ethernet0")
+    node, port = Naming(lab.fabric["nodes"]).graph_end(node, port)  # a server NIC is its GPU's namespace
     lab.node(node)
     ends = _ends(lab, node, port)
     _down(rt, lab, ends, {"kind": "link", "what": spec})

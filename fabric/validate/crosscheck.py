@@ -87,6 +87,10 @@ def crosscheck(fabric: dict, facts: dict[str, DeviceFacts]) -> list[Result]:
                 bad(sw, "cabling", f"{f.file}: {p.key}.speed is {p.speed_gbps} Gbit/s, cable {cable} is {lk['gbps']:g} Gbit/s")
             if not p.admin_up:
                 bad(sw, "cabling", f"{f.file}: {p.key} is admin down but cabled to {other['node']}:{other['port']}")
+            want_len = lk.get("length_m")
+            if want_len is not None and p.cable_length != f"{want_len}m":
+                where = p.length_key or f"{p.key} (no cable length)"
+                bad(sw, "cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
             if p.mtu is None or not 1500 <= p.mtu <= 9216 or (fabric_mtu and p.mtu != fabric_mtu):
                 bad(sw, "mtu", f"{f.file}: {p.key}.mtu is {p.mtu}, the fabric uses {fabric_mtu} (peer {other['node']}:{other['port']})")
             if lk["kind"] == "rail":

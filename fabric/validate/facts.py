@@ -22,6 +22,8 @@ class PortFacts:
     vlan: int | None = None  # untagged/access VLAN
     key: str = ""  # where the port is defined, for messages
     edge: bool | None = None  # EOS `spanning-tree portfast` (None: the platform has no such setting)
+    cable_length: str | None = None  # the cable length the config gives the port ("30m"), as written
+    length_key: str = ""  # where it is given, for messages
 
 
 @dataclass
@@ -57,6 +59,13 @@ def sonic_facts(name: str, file: str, doc: dict, frr_file: str | None, frr_text:
         if "|" in key:
             port, ip = key.split("|", 1)
             f.ports.setdefault(port, PortFacts(key=f"INTERFACE|{port}")).ips.append(ip)
+    for group, ports in doc.get("CABLE_LENGTH", {}).items():
+        if isinstance(ports, dict):
+            for port, length in ports.items():
+                pf = f.ports.get(port)
+                if pf is None:
+                    continue  # a port that does not exist: the YANG leafref names it
+                pf.cable_length, pf.length_key = str(length), f"CABLE_LENGTH|{group}|{port}"
     for key in doc.get("LOOPBACK_INTERFACE", {}):
         if "|" in key:
             f.loopbacks.append(key.split("|", 1)[1])
@@ -86,6 +95,7 @@ def _int(s) -> int | None:
         return None
 
 
+_DESC_LENGTH = re.compile(r" (\d+m)$")
 _BGP = re.compile(r"^router bgp (\d+)\s*$")
 _NEIGH_AS = re.compile(r"^\s*neighbor (\d+\.\d+\.\d+\.\d+) remote-as (\S+)\s*$")
 _NEIGH_PG = re.compile(r"^\s*neighbor (\d+\.\d+\.\d+\.\d+) peer[- ]group( \S+)?\s*$")
@@ -178,6 +188,11 @@ def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
                     p.ips.append(w[2])
                 elif w[:3] == ["switchport", "access", "vlan"] and len(w) == 4:
                     p.vlan = _int(w[3])
+                elif w[0] == "description":
+                    # EOS has no per-port cable length: railonly ends the description with it
+                    m = _DESC_LENGTH.search(stmt)
+                    p.cable_length = m.group(1) if m else None
+                    p.length_key = f"interface {iname} description"
             elif iname.startswith("Loopback") and stmt.startswith("ip address "):
                 f.loopbacks.append(stmt.split()[2])
             elif iname.startswith("Vlan") and stmt.startswith("ip address "):

@@ -17,6 +17,8 @@ from railonly.fabric.problems import InputError
 from . import untrusted
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
+from .manifest import check_manifest
+from .plant import plant
 from .report import Result
 
 Reader = Callable[[str], "str | None"]
@@ -79,7 +81,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n["name"]: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
-    return results + crosscheck(fabric, facts)
+    return results + crosscheck(fabric, facts) + plant(fabric, read)
 
 
 def _read_shard(state, i: int, n: int):
@@ -121,10 +123,12 @@ def _read_shard(state, i: int, n: int):
     return facts, results, frr
 
 
-def validate_outdir(outdir: str) -> list[Result]:
+def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     """Every result for an OUTDIR on disk. Symlinks, special files and malformed
     JSON/YAML raise InputError (exit 2); what the compiler never emits (exec
-    lines, FRR/EOS commands, odd names) fails a `trust/<file>` result."""
+    lines, FRR/EOS commands, odd names) fails a `trust/<file>` result.
+    `manifest=False` skips only the MANIFEST.json hashes: for configs taken back
+    from devices, which print the same intent in other bytes."""
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
     unsafe = untrusted.unsafe_entries(outdir)
@@ -140,7 +144,7 @@ def validate_outdir(outdir: str) -> list[Result]:
     trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
                     "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
              for f, msgs in sorted(by_file.items())]
-    return trust + validate(read, fabric)
+    return trust + validate(read, fabric) + (check_manifest(outdir) if manifest else [])
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

@@ -75,7 +75,7 @@ def _text(design, doc: dict) -> str:
     lines = [head] + ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     if "saving" in doc:
         s = doc["saving"]
-        lines.append(f"  saving: {s['cost']:.1%} of cost, {s['power']:.1%} of power "
+        lines.append(f"  saving: {s['cost_percent']:.1f}% of cost, {s['power_percent']:.1f}% of power "
                      f"({s['switches']:,} switches and {s['transceivers']:,} transceivers fewer)")
     if "packing" in doc:
         lines.append("  packing: " + "; ".join(f"{t} {doc['packing'][t]}" for t in topos))

@@ -155,7 +155,7 @@ def traffic(args) -> int:
 
 def fault_args(p) -> None:
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--link", metavar="NODE:PORT", help="set a link down (both ends)")
+    g.add_argument("--link", metavar="NODE:PORT", help="set a link down (both ends); NODE:PORT as in fabric.json or cabling.csv (e.g. hb0:rail0)")
     g.add_argument("--node", metavar="SWITCH", help="stop a switch: every port down, FRR stopped")
     g.add_argument("--restore", action="store_true", help="undo every recorded fault")
 

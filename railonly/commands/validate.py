@@ -10,6 +10,8 @@ def register(sub) -> None:
     p.add_argument("outdir", metavar="OUTDIR")
     p.add_argument("--json", metavar="FILE", help="write results as JSON")
     p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
+    p.add_argument("--no-manifest", action="store_true",
+                   help="skip the MANIFEST.json hash check (configs taken back from devices: same intent, other bytes)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
     p.set_defaults(func=run)
 
@@ -20,7 +22,7 @@ def run(args) -> int:
     from railonly.fabric.validate.run import OutdirError, validate_outdir
 
     try:
-        results = validate_outdir(args.outdir)
+        results = validate_outdir(args.outdir, manifest=not args.no_manifest)
     except OutdirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from .conftest import REPO, assert_golden, make_design
 SMALL = REPO / "labs" / "mini-routed.yml"
 
 
-MINE = ("bom.csv", "README.md", "topology.svg", "netbox_cables.csv")
+MINE = ("bom.csv", "README.md", "topology.svg", "netbox_cables.csv", "netbox_devices.csv", "netbox_interfaces.csv")
 
 
 def _files(design):
@@ -37,7 +37,7 @@ def test_producers_are_registered():
 
 def test_goldens_for_a_small_design():
     files = _files(load_design(str(SMALL)))
-    for name in ("bom.csv", "README.md", "topology.svg", "netbox_cables.csv"):
+    for name in MINE:
         assert_golden(f"mini-routed/{name}", files[name])
 
 

@@ -41,6 +41,8 @@ def test_healthy_routed_lab_passes_every_check_json_and_junit(routed_shared, tmp
     assert len(ids) == len(set(ids)) == doc["passed"]
     # all same-rail ordered pairs: 2 rails x 6 GPUs -> 2 * 6 * 5
     assert sum(r["check"] == "reachability" for r in doc["results"]) == 60
+    # every cable of cabling.csv (NIC ends named hb<d>:rail<r> there) is checked from both ends
+    assert sum(r["check"] == "cabling" for r in doc["results"]) == 24
     root = ET.parse(junit).getroot()
     names = [tc.get("name") for tc in root.iter("testcase")]
     assert sorted(names) == sorted(ids)
@@ -151,7 +153,7 @@ def test_lab_fault_command_and_restore(routed, tmp_path):
     assert main(["lab", "fault", out, "--node", "rail1-spine1"]) == 0
     rc, doc = check(routed, tmp_path, "--only", "bgp")
     assert rc == 1 and any("rail1-spine1" in r["id"] for r in failed(doc, "bgp"))
-    assert main(["lab", "fault", out, "--link", "hb2-gpu1:eth1"]) == 0
+    assert main(["lab", "fault", out, "--link", "hb2:rail1"]) == 0  # the floor name of hb2-gpu1:eth1
     rc, doc = check(routed, tmp_path, "--only", "reachability")
     assert rc == 1 and all("hb2-gpu1" in r["id"] for r in failed(doc, "reachability"))
     assert main(["lab", "fault", out, "--restore"]) == 0

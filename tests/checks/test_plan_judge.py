@@ -191,3 +191,31 @@ def test_packet_filter_keeps_lldp_and_isolation_probes_only():
     assert keep(frame(probe.K_ISO_BCAST)) and keep(frame(probe.K_ISO_UNKNOWN)) and keep(frame(probe.K_ISO_ROUTED))
     assert not keep(frame(probe.K_REACH)) and not keep(frame(probe.K_PATH)) and not keep(arp)
     assert not keep(frame(probe.K_ISO_BCAST), probe.PACKET_OUTGOING)
+
+
+def test_cabling_csv_floor_names_map_to_the_labs_gpu_nodes(plans):
+    """cabling.csv names a NIC end `hb0:rail0`; the cabling check still plans every cable, each end
+    as the lab names it (the GPU's namespace, port eth1)."""
+    for name, plan in plans.items():
+        fabric_cables = {(lk["a"]["node"], lk["a"]["port"], lk["b"]["node"], lk["b"]["port"])
+                         for lk in plan_fabric(name)["links"] if lk.get("cable_id")}
+        planned = {(c.a_node, c.a_port, c.b_node, c.b_port) for c in plan.cables}
+        assert planned == fabric_cables, name
+
+
+def plan_fabric(name):
+    from railonly.fabric.design import load_design
+    from railonly.fabric.compiler import compile_design
+
+    _, files = compile_design(load_design(str(LABS / f"{name}.yml")))
+    return json.loads(files["fabric.json"])
+
+
+def test_fault_link_spec_takes_the_floor_name():
+    from railonly.fabric.physical import Naming
+
+    nodes = plan_fabric("mini-routed")["nodes"]
+    names = Naming(nodes)
+    assert names.graph_end("hb3", "rail1") == ("hb3-gpu1", "eth1")
+    assert names.graph_end("rail0-leaf0", "Ethernet0") == ("rail0-leaf0", "Ethernet0")
+    assert names.graph_end("hb0", "gpu1") == ("hb0", "gpu1")  # the HB node's own ports are not NICs

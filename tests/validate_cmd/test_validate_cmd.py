@@ -139,8 +139,9 @@ def test_eos_tampered(compiled_dirs, tmp_path, capsys):
     cfg = out / "configs/rail0-leaf0/startup-config"
     text = cfg.read_text()
     text = text.replace("   neighbor 10.128.0.0 remote-as 4200000004", "   neighbor 10.128.0.0 remote-as 4200000005")
-    text = text.replace("interface Ethernet3\n   description rail0-spine0:Ethernet1\n   mtu 9100",
-                        "interface Ethernet3\n   description rail0-spine0:Ethernet1\n   mtu 9000")
+    old = "interface Ethernet3\n   description rail0-spine0:Ethernet1 C000007 100m\n   mtu 9100"
+    assert old in text
+    text = text.replace(old, old.replace("mtu 9100", "mtu 9000"))
     cfg.write_text(text)
     rc, out_text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1

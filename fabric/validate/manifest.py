@@ -1,0 +1,94 @@
+"""MANIFEST.json against the OUTDIR on disk: every changed, missing or extra file, named.
+
+The manifest's paths are only compared, never opened: what is read is what
+the walk finds under OUTDIR, without following a symlink (a symlink is
+reported, not read). The lab's runtime state (`.lab/`) is not an artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+
+from ..writer import STATE_DIR
+from .report import Result
+
+MANIFEST = "MANIFEST.json"
+MAX_MANIFEST_BYTES = 64 << 20  # 17,000 files take ~1.5 MB
+MAX_SHOWN = 50
+
+
+def _sha256(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    h = hashlib.sha256()
+    with os.fdopen(fd, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _walk(outdir: str) -> dict[str, str]:
+    """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but .lab/ and the manifest."""
+    found: dict[str, str] = {}
+    for root, dirs, files in os.walk(outdir, followlinks=False):
+        rel_root = os.path.relpath(root, outdir)
+        if rel_root == ".":
+            dirs[:] = [d for d in dirs if d != STATE_DIR]
+        for name in dirs + files:
+            full = os.path.join(root, name)
+            rel = os.path.normpath(os.path.join(rel_root, name))
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:  # gone since the directory was listed
+                continue
+            if stat.S_ISLNK(mode):
+                found[rel] = "symlink"  # os.walk does not descend into it
+            elif stat.S_ISREG(mode):
+                found[rel] = "file"
+            elif not stat.S_ISDIR(mode):
+                found[rel] = "other"
+    found.pop(MANIFEST, None)
+    return found
+
+
+def check_manifest(outdir: str) -> list[Result]:
+    path = os.path.join(outdir, MANIFEST)
+    rid = "manifest/files"
+    try:
+        if os.path.islink(path):
+            return [Result(rid, "manifest", False, f"{MANIFEST}: is a symlink (not read)")]
+        if os.path.getsize(path) > MAX_MANIFEST_BYTES:
+            return [Result(rid, "manifest", False, f"{MANIFEST}: larger than {MAX_MANIFEST_BYTES >> 20} MiB")]
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        return [Result(rid, "manifest", False, f"{MANIFEST}: missing (compile writes it; recompile the design)")]
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can parse
+        return [Result(rid, "manifest", False, f"{MANIFEST}: not readable JSON: {type(exc).__name__}: {exc}")]
+    listed = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
+        return [Result(rid, "manifest", False, f"{MANIFEST}: needs \"files\": {{path: sha256}}")]
+
+    found = _walk(outdir)
+    probs = []
+    for rel in sorted(set(listed) | set(found)):
+        kind = found.get(rel)
+        if rel not in listed:
+            probs.append(f"extra: {rel} ({kind}) is not in {MANIFEST}")
+        elif kind is None:
+            probs.append(f"missing: {rel} is in {MANIFEST} but not in the OUTDIR")
+        elif kind != "file":
+            probs.append(f"changed: {rel} is a {kind}, {MANIFEST} lists a file")
+        else:
+            try:
+                digest = _sha256(os.path.join(outdir, rel))
+            except OSError as exc:
+                probs.append(f"changed: {rel} cannot be read: {exc.strerror}")
+                continue
+            if digest != listed[rel]:
+                probs.append(f"changed: {rel} (its sha256 differs from {MANIFEST}: edited by hand?)")
+    more = len(probs) - MAX_SHOWN
+    detail = "\n".join(probs[:MAX_SHOWN]) + (f"\n... and {more:,} more" if more > 0 else "")
+    return [Result(rid, "manifest", not probs, detail or f"{len(listed):,} files match {MANIFEST}")]
