@@ -51,3 +51,15 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ ! -x .venv/bin/rail
   quiet_pip install -e '.[test]'
   touch "$stamp"
 fi
+
+# Shell completion, generated from the argument parser (`railonly completion`),
+# kept in the venv (nothing is written to your home); regenerated when the
+# commands change.
+bash_comp=.venv/share/bash-completion/completions/railonly
+zsh_comp=.venv/share/zsh/site-functions/_railonly
+if [ ! -f "$bash_comp" ] || [ -n "$(find railonly -name '*.py' -newer "$bash_comp" -print -quit)" ]; then
+  mkdir -p "$(dirname "$bash_comp")" "$(dirname "$zsh_comp")"
+  .venv/bin/railonly completion bash > "$bash_comp"
+  .venv/bin/railonly completion zsh > "$zsh_comp"
+  echo "setup: shell completion: bash: source $PWD/$bash_comp; zsh: fpath+=($PWD/$(dirname "$zsh_comp")) before compinit"
+fi

@@ -79,12 +79,22 @@ def parse_yaml(text: str, file: str | None = None) -> Source:
     return Source(data, lines, file)
 
 
-def load_yaml_file(path: str) -> Source:
+def load_yaml_file(path: str, what: str = "design", example: str = "labs/mini-routed.yml") -> Source:
+    """Read and parse the YAML file at `path`; `what` it is (design, price book ...)
+    names it in the messages, `example` is a path the fix can suggest."""
+    import os
+
+    if os.path.isdir(path):
+        inside = sorted(f for f in os.listdir(path) if f.endswith((".yml", ".yaml")))[:3]
+        hint = (f"give a {what} file, e.g. {os.path.join(path, inside[0])}" if inside
+                else f"give the path of a {what} YAML file, e.g. {example}")
+        raise InputError([Problem("", f"is a directory, not a {what} file", hint, None, path)])
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except FileNotFoundError:
-        raise InputError([Problem("", f"file not found: {path}", "give the path of a design YAML file")]) from None
+        raise InputError([Problem("", f"{what} file not found", f"give the path of a {what} YAML file, e.g. {example}",
+                                  None, path)]) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError([Problem("", f"cannot read {path}: {exc}", "")]) from None
+        raise InputError([Problem("", f"cannot read the {what} file: {exc}", "", None, path)]) from None
     return parse_yaml(text, path)

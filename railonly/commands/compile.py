@@ -10,7 +10,6 @@ def register(sub) -> None:
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--lab-domains", type=int, metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
     p.add_argument("--no-check", action="store_true",
@@ -26,7 +25,7 @@ def run(args) -> int:
 
     design = load_design(args.design)
     design = lab_slice.with_lab_domains(design, args.lab_domains)
-    show = args.progress or (design.gpus > 2048 and not args.quiet)
+    show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
     progress = Stderr() if show else Silent()
     fab, files = compile_design(design, progress)
     progress.step(f"checking generated configs and writing {len(files):,} files")

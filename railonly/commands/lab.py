@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from railonly import console
+
 
 def common(p) -> None:
     from railonly.emulation.runtime import DEFAULT_RUNTIME, RUNTIMES
@@ -48,8 +50,10 @@ def deploy(args) -> int:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
               file=sys.stderr)
         return 130
-    print(format_deploy(lab, res))
-    return 1 if getattr(res, "bgp_converged", None) is False else 0
+    rc = 1 if getattr(res, "bgp_converged", None) is False else 0
+    if rc or not args.quiet:
+        console.out(format_deploy(lab, res))
+    return rc
 
 
 def format_deploy(lab, res) -> str:
@@ -91,7 +95,9 @@ def status(args) -> int:
 def destroy(args) -> int:
     rt, lab = open_lab(args)
     rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
-    if rep is None:
+    if args.quiet:
+        pass
+    elif rep is None:
         print(f"lab {lab.name}: destroyed")
     elif rep.lab is None:
         print(f"lab {lab.name}: nothing to destroy (no state file)")
@@ -119,11 +125,11 @@ def check(args) -> int:
     rt, lab = open_lab(args)
     try:
         run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
-                             progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+                             progress=lambda s: console.info(f"  .. {s}"))
     except checks_run.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    print(report.table(lab.name, run.results, run.timings, run.notes))
+    console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
         report.write_json(args.json, report.as_json(lab.name, run.results, run.timings, run.notes))
     if args.junit:
@@ -145,11 +151,11 @@ def traffic(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: console.info(f"  .. {s}"))
     except T.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    print(T.format_report(rep))
+    console.out(T.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
     return 1 if rep.get("failed_flows") else 0

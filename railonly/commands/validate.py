@@ -10,11 +10,11 @@ def register(sub) -> None:
     p.add_argument("outdir", metavar="OUTDIR")
     p.add_argument("--json", metavar="FILE", help="write results as JSON")
     p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from railonly import console
     from railonly.fabric.validate import report
     from railonly.fabric.validate.run import OutdirError, validate_outdir
 
@@ -35,6 +35,6 @@ def run(args) -> int:
     if args.quiet:
         out = "\n".join(line for line in out.splitlines() if line.startswith("FAIL"))
     if out:
-        print(out)
+        console.out(out)
     _, failed = report.summary(results)
     return 1 if failed else 0

@@ -1,0 +1,77 @@
+"""Terminal output of the commands: how much to print and whether in colour.
+
+Every command takes ``-q`` (only failures and errors), ``-v`` (details, e.g.
+per-flow lines; repeatable) and ``--no-color``. Colour marks PASS/FAIL and
+ok/FAILED with rich, only when stdout is a terminal and neither
+``--no-color`` nor the ``NO_COLOR`` environment variable (no-color.org) says
+otherwise; anywhere else the text is byte for byte the plain one. Reports
+stay plain text where they are made (pure code); colour is added here, on
+the way out.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+# Words painted, as whole words: the verdicts and non-zero failure counts.
+_RED = r"\b(FAIL|FAILED|NOT converged|[1-9][0-9,]* failed)\b"
+_GREEN = r"\b(PASS|ok|passed|[0-9][0-9,]* passed)\b"
+
+
+@dataclass
+class Settings:
+    quiet: bool = False
+    verbose: int = 0
+    color: bool = False
+
+
+settings = Settings()
+
+
+def color_wanted(no_color: bool = False, stream=None, environ=None) -> bool:
+    environ = os.environ if environ is None else environ
+    stream = stream or sys.stdout
+    if no_color or environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def configure(quiet: bool = False, verbose: int = 0, no_color: bool = False) -> Settings:
+    settings.quiet, settings.verbose = bool(quiet), int(verbose or 0)
+    settings.color = color_wanted(no_color)
+    return settings
+
+
+def paint(text: str):
+    """`text` as a rich Text with the verdict words coloured."""
+    from rich.text import Text
+
+    t = Text(text)
+    t.highlight_regex(_RED, "bold red")
+    t.highlight_regex(_GREEN, "green")
+    return t
+
+
+def out(text: str, stream=None) -> None:
+    """Print a report line or block to stdout (or `stream`), in colour when wanted."""
+    stream = stream or sys.stdout
+    if not settings.color:
+        print(text, file=stream)
+        return
+    from rich.console import Console
+
+    Console(file=stream, force_terminal=True, highlight=False, soft_wrap=True, emoji=False).print(paint(text))
+
+
+def info(text: str) -> None:
+    """A progress or phase line on stderr; silent with -q."""
+    if not settings.quiet:
+        print(text, file=sys.stderr, flush=True)
+
+
+def detail(text: str) -> None:
+    """A detail line on stderr, only with -v."""
+    if settings.verbose:
+        print(text, file=sys.stderr, flush=True)
