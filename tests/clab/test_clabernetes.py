@@ -63,6 +63,8 @@ def check_manifest(name: str, files: dict[str, bytes], validator) -> list[str]:
         return [f"expected ConfigMaps and one Topology, got kinds {[d.get('kind') for d in docs]}"]
     topo = topologies[0]
     out += _problems(validator, topo)
+    if len(yaml.safe_dump(topo).encode()) > 1536 * 1024:  # etcd's default request limit
+        out.append("Topology is larger than etcd's default 1.5 MiB request limit")
     if out:  # the rest assumes a document of the schema's shape
         return out
     if topo.get("apiVersion") != clabernetes.API_VERSION or topo["metadata"]["name"] != name:
