@@ -75,3 +75,55 @@ def detail(text: str) -> None:
     """A detail line on stderr, only with -v."""
     if settings.verbose:
         print(text, file=sys.stderr, flush=True)
+
+
+class Bar:
+    """A Progress reporter (fabric.progress protocol: step(label, done, total)) drawn
+    with rich on a terminal: one line per phase, a bar while counts arrive. Use as a
+    context manager; on a non-terminal it prints the plain phase lines instead."""
+
+    def __init__(self, stream=None):
+        from railonly.fabric.progress import Stderr
+
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) and not os.environ.get("TERM") == "dumb"
+        self.plain = None if self.tty else Stderr(self.stream)
+        self.bar = None
+        self.task = None
+        self.label = ""
+
+    def __enter__(self):
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            console = Console(file=self.stream, no_color=not settings.color)
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=console, transient=False)
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            if self.task is not None:
+                self._finish()
+            self.bar.stop()
+        return False
+
+    def _finish(self):
+        t = self.bar.tasks[-1]
+        self.bar.update(self.task, total=t.total or 1, completed=t.total or 1)
+
+    def step(self, label: str, done: int = 0, total: int = 0) -> None:
+        if self.plain is not None:
+            self.plain.step(label, done, total)
+            return
+        if self.bar is None:
+            return
+        if label != self.label:
+            if self.task is not None:
+                self._finish()
+            self.label = label
+            self.task = self.bar.add_task(label, total=total or None)
+        if total:
+            self.bar.update(self.task, total=total, completed=done)

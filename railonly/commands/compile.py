@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 
 
 def register(sub) -> None:
@@ -21,15 +22,16 @@ def run(args) -> int:
     from railonly.fabric import lab_slice
     from railonly.fabric.compiler import compile_design, summary
     from railonly.fabric.design import load_design
-    from railonly.fabric.progress import Silent, Stderr
+    from railonly.console import Bar
+    from railonly.fabric.progress import Silent
 
     design = load_design(args.design)
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
-    progress = Stderr() if show else Silent()
-    fab, files = compile_design(design, progress)
-    progress.step(f"checking generated configs and writing {len(files):,} files")
-    failed = check_and_write(args.outdir, files, design.sha256, check=not args.no_check)
+    with Bar() if show else nullcontext(Silent()) as progress:
+        fab, files = compile_design(design, progress)
+        progress.step(f"checking generated configs and writing {len(files):,} files")
+        failed = check_and_write(args.outdir, files, design.sha256, check=not args.no_check)
     if failed:
         for r in failed[:20]:
             print(f"error: {r.id}: {r.detail}", file=sys.stderr)

@@ -129,7 +129,8 @@ def check(args) -> int:
     except checks_run.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    console.out(report.table(lab.name, run.results, run.timings, run.notes))
+    if run.failed or not args.quiet:
+        console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
         report.write_json(args.json, report.as_json(lab.name, run.results, run.timings, run.notes))
     if args.junit:
@@ -151,11 +152,14 @@ def traffic(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: console.info(f"  .. {s}"))
+        # Per-flow lines ("[i/n] step ...") only with -v; phase lines unless -q.
+        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                    progress=lambda s: (console.detail if s.startswith("[") else console.info)(f"  .. {s}"))
     except T.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    console.out(T.format_report(rep))
+    if rep.get("failed_flows") or not args.quiet:
+        console.out(T.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
     return 1 if rep.get("failed_flows") else 0

@@ -134,3 +134,10 @@ def test_zsh_completion_is_a_valid_zsh_script(tmp_path, capsys):
     script = tmp_path / "_railonly"
     script.write_text(text)
     assert subprocess.run(["zsh", "-n", str(script)], capture_output=True, timeout=30).returncode == 0
+
+
+def test_compile_progress_prints_plain_phase_lines_off_a_terminal(tmp_path, capsys):
+    assert cli.main(["compile", MINI, "-o", str(tmp_path / "o"), "--progress", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""  # -q: no summary
+    assert "rendering clabernetes manifest" in captured.err and "\x1b[" not in captured.err
