@@ -12,6 +12,7 @@ import sys
 from typing import Callable
 
 from railonly import console
+from railonly.commands import lab_inspect
 
 
 def common(p) -> None:
@@ -74,19 +75,6 @@ def format_deploy(lab, res) -> str:
                       if not st or any(s != "Established" for s in st.values())][:10]
     lines += [f"  warning: {w}" for w in res.warnings]
     return "\n".join(lines)
-
-
-# --- status -------------------------------------------------------------------------------
-
-
-def status(args) -> int:
-    rt, lab = open_lab(args)
-    st = rt.status(lab)
-    print(f"lab {lab.name}: {st.state} ({st.detail})")
-    for node, s in st.nodes.items():
-        if s != "running" and st.state != "absent":
-            print(f"  {node}: {s}")
-    return 1 if st.state == "partial" else 0
 
 
 # --- destroy ------------------------------------------------------------------------------
@@ -176,6 +164,10 @@ def fault(args) -> int:
     from railonly.emulation import faults
 
     rt, lab = open_lab(args)
+    if rt.status(lab).state == "absent":
+        print(f"error: lab {lab.name} is not deployed: there is nothing to "
+              f"{'restore' if args.restore else 'break'} (railonly lab deploy {args.outdir})", file=sys.stderr)
+        return 3
     if args.restore:
         done = faults.restore(lab, rt)
         print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))
@@ -188,7 +180,11 @@ def fault(args) -> int:
 # name, help, add_arguments(parser) or None, run(args) -> exit code
 ACTIONS: list[tuple[str, str, Callable | None, Callable]] = [
     ("deploy", "deploy the lab (idempotent; --dry-run prints the plan)", deploy_args, deploy),
-    ("status", "show whether the lab runs", None, status),
+    ("status", "one row per node: role, namespace, state, addresses, processes, BGP sessions (like containerlab inspect)",
+     lab_inspect.status_args, lab_inspect.status),
+    ("exec", "run a command in a node: railonly lab exec OUTDIR NODE -- CMD... (argv, no shell; its exit code)",
+     lab_inspect.exec_args, lab_inspect.exec_),
+    ("vtysh", "run vtysh commands in a routed switch (default: show bgp summary)", lab_inspect.vtysh_args, lab_inspect.vtysh),
     ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy)", None, destroy),
     ("check", "check reachability, isolation, paths, BGP and cabling (exit 1 on any failure)", check_args, check),
     ("traffic", "run ring all-reduce or all-to-all flows with iperf3 and compare with the model", traffic_args, traffic),

@@ -141,3 +141,18 @@ def test_compile_progress_prints_plain_phase_lines_off_a_terminal(tmp_path, caps
     captured = capsys.readouterr()
     assert captured.out == ""  # -q: no summary
     assert "rendering clabernetes manifest" in captured.err and "\x1b[" not in captured.err
+
+
+def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys):
+    from railonly.fabric.compiler import compile_design
+    from railonly.fabric.design import parse_design
+    from railonly.fabric.writer import write_outdir
+
+    design = parse_design((REPO / "labs" / "mini-l2.yml").read_text().replace("name: mini", "name: opxnotdeployed"), "d.yml")
+    write_outdir(str(tmp_path / "nd"), compile_design(design)[1], design.sha256)
+    out = str(tmp_path / "nd")
+    for argv in (["lab", "status", out], ["lab", "status", out, "--json"],
+                 ["lab", "exec", out, "hb0-gpu0", "--", "true"], ["lab", "fault", out, "--restore"]):
+        assert cli.main(argv) == 3, argv
+    captured = capsys.readouterr()
+    assert "not deployed" in captured.out and captured.err.count("is not deployed") == 2
