@@ -127,3 +127,34 @@ class Bar:
             self.task = self.bar.add_task(label, total=total or None)
         if total:
             self.bar.update(self.task, total=total, completed=done)
+
+
+class Lines:
+    """The same reporter off a terminal (or with -v): phase lines on stderr unless -q."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __init__(self, prefix: str = "  .. "):
+        self.prefix = prefix
+        self.label = None
+
+    def step(self, label: str, done: int = 0, total: int = 0) -> None:
+        if total:
+            return  # counts feed a bar; per-item lines are the caller's (detail)
+        if label != self.label:
+            self.label = label
+            info(f"{self.prefix}{label}")
+
+
+def reporter(stream=None):
+    """A context-managed progress reporter for long lab work: a rich bar on a
+    terminal (unless -q or -v), plain lines otherwise."""
+    stream = stream or sys.stderr
+    tty = bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("TERM") != "dumb"
+    if tty and not settings.quiet and not settings.verbose:
+        return Bar(stream)
+    return Lines()

@@ -8,6 +8,7 @@ Exit codes: 0 ok, 1 something is not as it should be, 2 bad OUTDIR, 3 runtime fa
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Callable
 
@@ -46,7 +47,10 @@ def deploy(args) -> int:
             print(" ".join(rt.deploy_argv(lab)))
         return 0
     try:
-        res = rt.deploy(lab)
+        with console.reporter() as bar:
+            # The netns runtime reports each phase of its plan; other runtimes deploy in one go.
+            hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
+            res = rt.deploy(lab, **hook)
     except KeyboardInterrupt:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
               file=sys.stderr)
@@ -112,8 +116,8 @@ def check(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
-                             progress=lambda s: console.info(f"  .. {s}"))
+        with console.reporter() as bar:
+            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
     except checks_run.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -140,9 +144,8 @@ def traffic(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        # Per-flow lines ("[i/n] step ...") only with -v; phase lines unless -q.
-        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
-                    progress=lambda s: (console.detail if s.startswith("[") else console.info)(f"  .. {s}"))
+        with console.reporter() as bar:
+            rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: _flow_step(bar, s))
     except T.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -151,6 +154,19 @@ def traffic(args) -> int:
     if args.json:
         report.write_json(args.json, rep)
     return 1 if rep.get("failed_flows") else 0
+
+
+_FLOW = re.compile(r"^\[(\d+)/(\d+)\] ")
+
+
+def _flow_step(bar, message: str) -> None:
+    """traffic.run reports each flow as "[i/n] step ..."; those feed the bar's count."""
+    m = _FLOW.match(message)
+    if m:
+        bar.step("flows", int(m.group(1)), int(m.group(2)))
+        console.detail(f"  .. {message}")
+    else:
+        bar.step(message)
 
 
 def fault_args(p) -> None:
