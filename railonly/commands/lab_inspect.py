@@ -41,9 +41,20 @@ def _addresses(rt, node) -> list[str]:
             for a in link.get("addr_info") or () if a.get("family") == "inet" and a.get("scope") != "host"]
 
 
-def _processes(rt, lab, st, node) -> list[dict]:
+def recorded_processes(rt, lab) -> dict[str, int | None] | None:
+    """{"node/daemon": pid or None when dead} from the runtime's own record, where it
+    keeps one: network namespaces share the host's PID space, so `ps` in one would
+    list every process of the machine."""
+    if rt.name != "netns":
+        return None
+    from railonly.emulation import nsengine
+    from railonly.emulation.netns_runtime import state_path
+
+    return nsengine.status(state_path(lab)).processes
+
+
+def _processes(rt, lab, recorded, node) -> list[dict]:
     """Processes of a node: the runtime's record where it keeps one (netns), else `ps` in the node."""
-    recorded = getattr(st, "processes", None)
     if recorded is not None:
         return [{"name": name.split("/", 1)[1], "pid": pid} for name, pid in sorted(recorded.items())
                 if name.split("/", 1)[0] == node.name]
@@ -66,12 +77,14 @@ def _bgp(rt, lab, node) -> dict | None:
 
 
 def rows(rt, lab, st) -> list[dict]:
+    recorded = recorded_processes(rt, lab)
+
     def row(node):
         state = st.nodes.get(node.name, "missing")
         up = state != "missing"
         return {"name": node.name, "role": node.role, "namespace": node.netns, "state": state,
                 "addresses": _addresses(rt, node) if up else [],
-                "processes": _processes(rt, lab, st, node) if up else [],
+                "processes": _processes(rt, lab, recorded, node) if up else [],
                 "bgp": _bgp(rt, lab, node) if up else None}
 
     nodes = sorted(lab.nodes.values(), key=lambda n: ({"switch": 0, "hb": 1, "gpu": 2}.get(n.role, 3), n.name))
