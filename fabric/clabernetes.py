@@ -32,6 +32,8 @@ API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "railonly"}
 # Kubernetes stores an object in etcd whole; a ConfigMap must stay under 1 MiB.
 CONFIGMAP_MAX_BYTES = 1024 * 1024 - 4096  # room for metadata
+# etcd's default request limit: a larger Topology is refused unless the cluster raises it.
+OBJECT_MAX_BYTES = 1536 * 1024
 # Names become Kubernetes object names (DNS-1123 subdomains) and data keys.
 _OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -124,6 +126,17 @@ def render(clab_text: str, files: Mapping[str, bytes | str]) -> str:
     if list(yaml.load_all(text, Loader=Loader)) != docs:  # parse back before writing
         raise AssertionError("clabernetes manifest does not survive a YAML round trip")
     return text
+
+
+def too_large(lab: str, files: Mapping[str, bytes | str]) -> str | None:
+    """A note when the lab's Topology is larger than etcd's default request limit
+    (it holds the whole containerlab file), else None."""
+    size = len(files[f"{lab}.clab.yml"])
+    if size <= OBJECT_MAX_BYTES - 64 * 1024:  # room for the rest of the Topology
+        return None
+    return (f"{filename(lab)}: the Topology holds a {size / 1e6:,.1f} MB containerlab file, above Kubernetes'"
+            f" default {OBJECT_MAX_BYTES / 1048576:g} MiB object limit; compile a smaller lab (--lab-domains N)"
+            " to run it on clabernetes")
 
 
 def produce(lab: str, files: Mapping[str, bytes | str]) -> dict[str, str]:

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.fabric import lab_slice
+    from railonly.fabric import clabernetes, lab_slice
     from railonly.fabric.compiler import compile_design, summary
     from railonly.fabric.design import load_design
     from railonly.console import Bar
@@ -43,6 +43,9 @@ def run(args) -> int:
         print(summary(fab))
         print(lab_slice.describe(design))
         print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
+        note = clabernetes.too_large(design.name, files)
+        if note:
+            print(f"  note      {note}")
     return 0
 
 
