@@ -22,9 +22,9 @@ DEFAULT_DESIGN = Path(__file__).resolve().parents[2] / "labs" / "mini-routed.yml
 
 # The traffic patterns the demo runs, in order.
 PATTERNS = ("ring-allreduce", "all-to-all")
-OK_MEANS = ("ok = every flow delivered all its bytes (iperf3 receiver count); measured = wall-clock"
-            " completion of all flows; model = per step, the busiest shaped link's bytes / rate, summed"
-            " over steps (pipelined forwarding)")
+OK_MEANS = ("ok = every flow ran to completion (iperf3 reported its transfer); bytes = what the receivers got\n"
+            "measured = wall-clock time of all flows; model = per step, the busiest shaped link's bytes / rate,"
+            " summed over steps")
 
 
 def register(sub) -> None:
@@ -60,7 +60,7 @@ class _Phases:
                 doc = json.load(fh)
         verdict = "ok" if rc == 0 else f"FAILED (exit {rc})"
         detail = summary(doc) if summary and (doc is not None or report is None) else ""
-        console.out(f"{label:<24} {verdict:<8} {detail}{'  ' if detail else ''}({secs:.1f} s)")
+        console.out(f"{label:<26} {verdict:<8} {detail}{'  ' if detail else ''}({secs:.1f} s)")
         if rc:
             self.failed.append((label, rc))
         return rc, doc

@@ -34,7 +34,7 @@ def test_demo_prints_a_phase_per_line_and_ends_with_the_table(tmp_path):
     rows = lines[table + 1:table + 3]
     assert [r.split()[0] for r in rows] == ["ring-allreduce", "all-to-all"], text
     assert all(r.split()[-1] == "ok" and "," in r.split()[2] for r in rows), rows  # bytes with separators
-    assert lines[table + 3].startswith("ok = ")
+    assert lines[table + 3].startswith("ok = ") and lines[table + 4].startswith("measured = ")
     assert lines[-2] == "result: ok" and lines[-1].startswith("files: removed "), text
     assert not os.path.exists(lines[-1].split()[2])
     assert not [ln for ln in lines if "->" in ln and ln.lstrip().startswith(".. [")], "per-flow lines need -v"
