@@ -53,7 +53,7 @@ def check_and_write(outdir: str, files: dict[str, bytes], design_sha256: str, ch
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written)."""
-    from railonly.emulation import proc
+    from railonly import proc
     from railonly.fabric import parallel, writer
     from railonly.fabric.compiler import check_outputs
 

@@ -17,7 +17,7 @@ from railonly.commands import lab_inspect
 
 
 def common(p) -> None:
-    from railonly.emulation.runtime import DEFAULT_RUNTIME, RUNTIMES
+    from railonly.emulation.runtime.registry import DEFAULT_RUNTIME, RUNTIMES
 
     p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
     p.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=sorted(RUNTIMES),
@@ -26,7 +26,8 @@ def common(p) -> None:
 
 def open_lab(args):
     """(runtime, lab) for an action; LabError (exit 2) / RuntimeProblem (exit 3) on failure."""
-    from railonly.emulation.runtime import get_runtime, load_lab
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.runtime.registry import get_runtime
 
     return get_runtime(args.runtime), load_lab(args.outdir)
 
@@ -99,7 +100,7 @@ def destroy(args) -> int:
     return 0
 
 
-# --- check / traffic / fault (emulation/checks_*.py, traffic.py, faults.py) --------------------
+# --- check / traffic / fault (emulation/checks/, emulation/traffic/) --------------------
 
 
 def check_args(p) -> None:
@@ -111,8 +112,9 @@ def check_args(p) -> None:
 
 
 def check(args) -> int:
-    from railonly.emulation import checks_run, report
-    from railonly.emulation.checks_plan import CHECKS
+    from railonly.emulation.checks import report
+    from railonly.emulation.checks import run as checks_run
+    from railonly.emulation.checks.plan import CHECKS
 
     rt, lab = open_lab(args)
     try:
@@ -140,17 +142,19 @@ def traffic_args(p) -> None:
 
 
 def traffic(args) -> int:
-    from railonly.emulation import report, traffic as T
+    from railonly.emulation.checks import report
+    from railonly.emulation.traffic import iperf3
 
     rt, lab = open_lab(args)
     try:
         with console.reporter() as bar:
-            rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: _flow_step(bar, s))
-    except T.NotDeployed as exc:
+            rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                             progress=lambda s: _flow_step(bar, s))
+    except iperf3.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     if rep.get("failed_flows") or not args.quiet:
-        console.out(T.format_report(rep))
+        console.out(iperf3.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
     return 1 if rep.get("failed_flows") else 0
@@ -177,7 +181,7 @@ def fault_args(p) -> None:
 
 
 def fault(args) -> int:
-    from railonly.emulation import faults
+    from railonly.emulation.traffic import faults
 
     rt, lab = open_lab(args)
     if rt.status(lab).state == "absent":

@@ -41,18 +41,6 @@ def _addresses(rt, node) -> list[str]:
             for a in link.get("addr_info") or () if a.get("family") == "inet" and a.get("scope") != "host"]
 
 
-def recorded_processes(rt, lab) -> dict[str, int | None] | None:
-    """{"node/daemon": pid or None when dead} from the runtime's own record, where it
-    keeps one: network namespaces share the host's PID space, so `ps` in one would
-    list every process of the machine."""
-    if rt.name != "netns":
-        return None
-    from railonly.emulation import nsengine
-    from railonly.emulation.netns_runtime import state_path
-
-    return nsengine.status(state_path(lab)).processes
-
-
 def _processes(rt, lab, recorded, node) -> list[dict]:
     """Processes of a node: the runtime's record where it keeps one (netns), else `ps` in the node."""
     if recorded is not None:
@@ -66,7 +54,7 @@ def _processes(rt, lab, recorded, node) -> list[dict]:
 
 
 def _bgp(rt, lab, node) -> dict | None:
-    from railonly.emulation.checks_run import bgp_peers
+    from railonly.emulation.checks.run import bgp_peers
 
     if node.role != "switch" or node.info.get("asn") is None:
         return None
@@ -77,7 +65,7 @@ def _bgp(rt, lab, node) -> dict | None:
 
 
 def rows(rt, lab, st) -> list[dict]:
-    recorded = recorded_processes(rt, lab)
+    recorded = st.processes
 
     def row(node):
         state = st.nodes.get(node.name, "missing")
@@ -175,7 +163,7 @@ def vtysh_args(p) -> None:
 
 def vtysh(args) -> int:
     from railonly.commands.lab import open_lab
-    from railonly.emulation.checks_run import vtysh_argv
+    from railonly.emulation.checks.run import vtysh_argv
     from railonly.fabric.problems import InputError, Problem
 
     rt, lab = open_lab(args)

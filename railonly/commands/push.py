@@ -38,8 +38,9 @@ def run(args) -> int:
         import netmiko  # noqa: F401
     except ImportError:
         raise EnvironmentProblem("netmiko is not installed (pip install netmiko)") from None
-    from railonly.emulation import push, push_inventory
-    from railonly.emulation.runtime import load_lab
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.push import inventory as push_inventory
+    from railonly.emulation.push import run as push
 
     if args.workers < 1:
         raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
