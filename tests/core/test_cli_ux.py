@@ -156,3 +156,23 @@ def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys):
         assert cli.main(argv) == 3, argv
     captured = capsys.readouterr()
     assert "not deployed" in captured.out and captured.err.count("is not deployed") == 2
+
+
+def test_progress_reporter_bar_on_a_terminal_lines_elsewhere(monkeypatch, capsys):
+    monkeypatch.setattr(console.settings, "quiet", False)
+    monkeypatch.setattr(console.settings, "verbose", 0)
+    with console.reporter(io.StringIO()) as plain:
+        assert isinstance(plain, console.Lines)
+        plain.step("bgp: waiting")
+        plain.step("bgp: waiting")
+        plain.step("flows", 3, 10)  # counts feed bars only
+    assert capsys.readouterr().err == "  .. bgp: waiting\n"
+    tty = _Tty()
+    with console.reporter(tty) as bar:
+        assert isinstance(bar, console.Bar)
+        bar.step("deploy: netns")
+        bar.step("flows", 5, 10)
+        bar.step("flows", 10, 10)
+    assert "deploy: netns" in tty.getvalue() and "10/10" in tty.getvalue()
+    monkeypatch.setattr(console.settings, "quiet", True)
+    assert isinstance(console.reporter(_Tty()), console.Lines)  # -q: no bar
