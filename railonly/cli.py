@@ -16,7 +16,7 @@ from railonly import __version__
 from railonly.fabric.problems import InputError
 
 # Subcommand modules, in help order. A module missing here is simply absent.
-COMMANDS = ["compile", "bom", "sweep", "validate", "lab", "push", "demo", "completion"]
+COMMANDS = ["compile", "bom", "sweep", "analyze", "validate", "lab", "push", "demo", "completion"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_ENV = 0, 1, 2, 3
 
@@ -112,5 +112,6 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.proc import ToolMissing
     from railonly.emulation.runtime.protocol import RuntimeProblem
+    from railonly.fabric.writer import WriteFailed
 
-    return (ToolMissing, RuntimeProblem)
+    return (ToolMissing, RuntimeProblem, WriteFailed)

@@ -100,6 +100,11 @@ def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent
                     warnings.append(f"{where}: {name} '{sub}' is not emulated (access ports only)")
                 elif sw[:2] == ["ip", "address"] and len(sw) == 3:
                     addrs.append(checked_cidr(sw[2], where))
+                elif sw[0] in ("speed", "spanning-tree"):
+                    # the veth runs at the lab's rate whatever the speed form; the lab's
+                    # bridges run without STP, so every port forwards at link-up: the
+                    # behaviour `spanning-tree portfast` asks for (BPDU guard: no BPDUs)
+                    pass
                 elif sw[0] in ("channel-group", "vrf"):
                     warnings.append(f"{where}: {name} '{sub}' is not emulated")
             if name.startswith("Loopback"):
@@ -266,7 +271,7 @@ def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, lis
     out += ["service integrated-vtysh-config", "!"]
     for x in bs:
         if x.head.startswith("ip prefix-list "):
-            out.append(x.head)
+            out += _prefix_list_lines(x)
     for x in bs:
         w = x.head.split()
         if w[:2] == ["ip", "route"] and len(w) >= 4:
@@ -288,6 +293,14 @@ def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, lis
         out.append(f"  maximum-paths {max_paths}")
     out += [" exit-address-family", "exit", "!"]
     return "\n".join(out) + "\n", warn
+
+
+def _prefix_list_lines(b: Block) -> list[str]:
+    """FRR one-liners for an EOS prefix-list: the one-line form, or the block form
+    EOS prints (``ip prefix-list NAME`` with ``seq N permit P ...`` sub-lines)."""
+    if len(b.head.split()) > 3:
+        return [b.head]
+    return [f"{b.head} {line}" for line in b.lines if line.startswith("seq ")]
 
 
 def read_file(path: str) -> SwitchIntent:

@@ -10,6 +10,8 @@ def register(sub) -> None:
     p = sub.add_parser("compile", help="compile a design into configs, cabling, BOM and lab files")
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUTDIR even when it is not a railonly OUTDIR (everything in it is deleted)")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
     p.add_argument("--lab-domains", type=int, metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
@@ -19,19 +21,22 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.fabric import clabernetes, lab_slice
+    from railonly.console import Bar
+    from railonly.fabric import clabernetes, lab_slice, writer
     from railonly.fabric.compiler import compile_design, summary
     from railonly.fabric.design import load_design
-    from railonly.console import Bar
     from railonly.fabric.progress import Silent
 
     design = load_design(args.design)
+    target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
     with Bar() if show else nullcontext(Silent()) as progress:
         fab, files = compile_design(design, progress)
         progress.step(f"checking generated configs and writing {len(files):,} files")
-        failed = check_and_write(args.outdir, files, design.sha256, check=not args.no_check)
+        failed = check_and_write(target, files, design.sha256, check=not args.no_check)
+    for note in target.notes:
+        print(note, file=sys.stderr)
     if failed:
         for r in failed[:20]:
             print(f"error: {r.id}: {r.detail}", file=sys.stderr)
@@ -49,10 +54,10 @@ def run(args) -> int:
     return 0
 
 
-def check_and_write(outdir: str, files: dict[str, bytes], design_sha256: str, check: bool = True) -> list:
+def check_and_write(outdir, files: dict[str, bytes], design_sha256: str, check: bool = True) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
-    (then nothing was written)."""
+    (then nothing was written). `outdir`: a path or a writer.Target."""
     from railonly import proc
     from railonly.fabric import parallel, writer
     from railonly.fabric.compiler import check_outputs

@@ -90,12 +90,19 @@ def test_eos_sections_and_indentation():
     assert lines[-1] == "end"
     for line in lines:
         assert (len(line) - len(line.lstrip(" "))) % 3 == 0, line
-    order = [text.index(s) for s in ("hostname rail0-leaf0", "vlan 1000", "interface Ethernet1", "interface Loopback0",
-                                      "interface Vlan1000", "qos map dscp", "ip routing", "router bgp")]
+    # the order `show running-config` prints (AVD's eos_cli_config_gen order)
+    order = [text.index(s) for s in ("hostname rail0-leaf0", "spanning-tree mode mstp", "vlan 1000",
+                                      "interface Ethernet1", "interface Loopback0", "interface Vlan1000", "ip routing",
+                                      "ip prefix-list RAIL_ROUTES\n   seq 10 ", "qos map dscp", "route-map RAIL_EXPORT",
+                                      "router bgp")]
     assert order == sorted(order)
-    assert "   description hb0-gpu0:eth1\n" in text and "   speed 400g\n" in text
-    assert "   switchport access vlan 1000\n" in text
-    assert "   no switchport\n   ip address 10.128.0.1/31\n" in text
+    assert "   description hb0-gpu0:eth1\n" in text and "   speed 400g-8\n" in text
+    assert "   switchport access vlan 1000\n   qos trust dscp\n" in text
+    assert "   no switchport\n   qos trust dscp\n   ip address 10.128.0.1/31\n" in text
+    gpu = text[text.index("interface Ethernet1\n"):text.index("interface Ethernet2\n")]
+    assert "   spanning-tree portfast\n   spanning-tree bpduguard enable\n   !\n   tx-queue 3\n" in gpu
+    uplink = text[text.index("interface Ethernet3\n"):text.index("interface Ethernet4\n")]
+    assert "spanning-tree" not in uplink  # routed fabric links run no STP
     assert "   maximum-paths 2 ecmp 2\n" in text
     assert "   neighbor 10.128.0.0 peer group FABRIC\n   neighbor 10.128.0.0 remote-as 4200000004\n" in text
 

@@ -88,13 +88,13 @@ def test_bom_detail_prints_line_items(capsys):
 def test_missing_price_book_is_not_called_a_design(capsys, tmp_path):
     assert cli.main(["bom", MINI, "--prices", str(tmp_path / "nope.yml")]) == 2
     err = capsys.readouterr().err
-    assert "price book file not found" in err and "design" not in err
+    assert "nope.yml: file not found" in err and "price book" in err and "design" not in err
 
 
 def test_a_directory_given_as_a_design_gets_a_fix(capsys):
     assert cli.main(["compile", str(REPO / "labs"), "-o", "/nonexistent/out"]) == 2
     err = capsys.readouterr().err
-    assert "is a directory, not a design file" in err and "fix: give a design file, e.g. " in err
+    assert "labs: is a directory" in err and "fix: give a design YAML file inside it, e.g. " in err
     assert "Traceback" not in err
 
 
