@@ -102,8 +102,7 @@ def run(args) -> int:
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep
     from railonly.fabric.analysis.traffic import class_bytes
-    from railonly.fabric.analysis.untrusted import parse_untrusted, read_text
-    from railonly.fabric.design import design_from_source
+    from railonly.fabric.design import load_design
     from railonly.fabric.prices import load_prices
     from railonly.fabric.problems import InputError
 
@@ -137,10 +136,6 @@ def run(args) -> int:
         except InputError as exc:
             problems.extend(exc.problems)
             return None
-
-    def load_design(path: str):  # by the hostile-input rules too (regular file, size, bounded YAML)
-        text = read_text(path, "design")
-        return design_from_source(parse_untrusted(text, path), text)
 
     design = read(load_design, args.design)
     presets = read(load_presets, args.presets)

@@ -104,11 +104,12 @@ def destroy(args) -> int:
 
 
 def check_args(p) -> None:
+    from railonly.emulation.checks.plan import CHECKS
+
     p.add_argument("--json", metavar="FILE", help="write the results as JSON (Contract 4)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for convergence (default 60)")
-    p.add_argument("--only", action="append", choices=["reachability", "isolation", "path", "bgp", "cabling"],
-                   help="run only this check (repeatable)")
+    p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
 
 
 def check(args) -> int:
@@ -117,12 +118,8 @@ def check(args) -> int:
     from railonly.emulation.checks.plan import CHECKS
 
     rt, lab = open_lab(args)
-    try:
-        with console.reporter() as bar:
-            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
-    except checks_run.NotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+    with console.reporter() as bar:
+        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
     if run.failed or not args.quiet:
         console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
@@ -133,9 +130,11 @@ def check(args) -> int:
 
 
 def traffic_args(p) -> None:
-    p.add_argument("--pattern", required=True, choices=["ring-allreduce", "all-to-all"])
+    from railonly.emulation.traffic.patterns import PATTERNS, SCHEDULES
+
+    p.add_argument("--pattern", required=True, choices=PATTERNS)
     p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
-    p.add_argument("--schedule", choices=["phased", "concurrent", "two-phase"], default="phased",
+    p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (Contract 4)")
@@ -146,13 +145,9 @@ def traffic(args) -> int:
     from railonly.emulation.traffic import iperf3
 
     rt, lab = open_lab(args)
-    try:
-        with console.reporter() as bar:
-            rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
-                             progress=lambda s: _flow_step(bar, s))
-    except iperf3.NotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+    with console.reporter() as bar:
+        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                         progress=lambda s: _flow_step(bar, s))
     if rep.get("failed_flows") or not args.quiet:
         console.out(iperf3.format_report(rep))
     if args.json:
@@ -181,13 +176,11 @@ def fault_args(p) -> None:
 
 
 def fault(args) -> int:
+    from railonly.emulation.runtime.protocol import deployed_status
     from railonly.emulation.traffic import faults
 
     rt, lab = open_lab(args)
-    if rt.status(lab).state == "absent":
-        print(f"error: lab {lab.name} is not deployed: there is nothing to "
-              f"{'restore' if args.restore else 'break'} (railonly lab deploy {args.outdir})", file=sys.stderr)
-        return 3
+    deployed_status(rt, lab)  # nothing to break or restore in a lab that is not there: exit 3
     if args.restore:
         done = faults.restore(lab, rt)
         print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))

@@ -18,17 +18,6 @@ EXIT_NOT_DEPLOYED = 3
 COLUMNS = ("NAME", "ROLE", "NAMESPACE", "STATE", "ADDRESSES", "PROCESSES", "BGP")
 
 
-class NotDeployed(Exception):
-    pass
-
-
-def _require_deployed(rt, lab):
-    st = rt.status(lab)
-    if st.state == "absent":
-        raise NotDeployed(f"lab {lab.name} is not deployed ({st.detail}); deploy it: railonly lab deploy {lab.outdir}")
-    return st
-
-
 def _addresses(rt, node) -> list[str]:
     rc, out = rt.exec(node.netns, ["ip", "-j", "addr", "show"], timeout=15)
     if rc != 0:
@@ -136,7 +125,9 @@ def _node(lab, name: str, role: str | None = None):
 
 
 def _run(rt, lab, node, argv: list[str], timeout: float) -> int:
-    _require_deployed(rt, lab)
+    from railonly.emulation.runtime.protocol import deployed_status
+
+    deployed_status(rt, lab)  # NotDeployed: exit 3
     rc, out = rt.exec(node.netns, argv, timeout=timeout)
     sys.stdout.write(out if not out or out.endswith("\n") else out + "\n")
     return rc
@@ -148,11 +139,7 @@ def exec_(args) -> int:
     rt, lab = open_lab(args)
     node = _node(lab, args.node)
     argv = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    try:
-        return _run(rt, lab, node, argv, args.timeout)
-    except NotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_NOT_DEPLOYED
+    return _run(rt, lab, node, argv, args.timeout)
 
 
 def vtysh_args(p) -> None:
@@ -175,8 +162,4 @@ def vtysh(args) -> int:
     argv = vtysh_argv(rt, lab, node.name)
     for cmd in args.command or ["show bgp summary"]:
         argv += ["-c", cmd]
-    try:
-        return _run(rt, lab, node, argv, 30.0)
-    except NotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_NOT_DEPLOYED
+    return _run(rt, lab, node, argv, 30.0)

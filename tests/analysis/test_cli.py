@@ -208,7 +208,8 @@ def test_hostile_design_file_refused(tmp_path, capsys):
     link.symlink_to(LABS / "dgx-a100.yml")
     rc, _, err = run(capsys, link, LABS / "jobs" / "moe-a100.yml")
     assert rc == 2 and "symbolic link" in err
-    alias = tmp_path / "a.yml"
-    alias.write_text("name: a\nx: &k {size: 8, count: 1}\nhb_domain: *k\n")
-    rc, _, err = run(capsys, alias, LABS / "jobs" / "gpt-small.yml")
-    assert rc == 2 and "alias" in err
+    bomb = tmp_path / "a.yml"
+    bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefg", "bcdefgh")))
+    rc, _, err = run(capsys, bomb, LABS / "jobs" / "gpt-small.yml")
+    assert rc == 2 and "expands to more than" in err

@@ -8,14 +8,15 @@ import sys
 
 import pytest
 
-from .conftest import design_text, skip_reason, unique
+from ..conftest import design_text, skip_reason, unique
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 MAX_LINES = 40  # what a newcomer reads after `make demo` (setup adds two or three)
 
 
-@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+@pytest.mark.skipif(skip_reason("ip", "tc", "vtysh", "iperf3") is not None,
+                    reason=skip_reason("ip", "tc", "vtysh", "iperf3") or "")
 def test_demo_prints_a_phase_per_line_and_ends_with_the_table(tmp_path):
     name = unique("demo")
     design = tmp_path / "demo.yml"

@@ -8,7 +8,7 @@ import pytest
 
 from railonly import cli
 
-from .conftest import compile_to, design_text, unique
+from ..conftest import compile_to, design_text, unique
 
 pytestmark = pytest.mark.netns
 
