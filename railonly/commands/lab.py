@@ -32,6 +32,11 @@ def open_lab(args):
     return get_runtime(args.runtime), load_lab(args.outdir)
 
 
+def with_lab(action: Callable) -> Callable:
+    """An action written as (args, runtime, lab), as one taking args."""
+    return lambda args: action(args, *open_lab(args))
+
+
 # --- deploy -------------------------------------------------------------------------------
 
 
@@ -194,10 +199,11 @@ def fault(args) -> int:
 ACTIONS: list[tuple[str, str, Callable | None, Callable]] = [
     ("deploy", "deploy the lab (idempotent; --dry-run prints the plan)", deploy_args, deploy),
     ("status", "one row per node: role, namespace, state, addresses, processes, BGP sessions (like containerlab inspect)",
-     lab_inspect.status_args, lab_inspect.status),
+     lab_inspect.status_args, with_lab(lab_inspect.status)),
     ("exec", "run a command in a node: railonly lab exec OUTDIR NODE -- CMD... (argv, no shell; its exit code)",
-     lab_inspect.exec_args, lab_inspect.exec_),
-    ("vtysh", "run vtysh commands in a routed switch (default: show bgp summary)", lab_inspect.vtysh_args, lab_inspect.vtysh),
+     lab_inspect.exec_args, with_lab(lab_inspect.exec_)),
+    ("vtysh", "run vtysh commands in a routed switch (default: show bgp summary)", lab_inspect.vtysh_args,
+     with_lab(lab_inspect.vtysh)),
     ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy)", None, destroy),
     ("check", "check reachability, isolation, paths, BGP and cabling (exit 1 on any failure)", check_args, check),
     ("traffic", "run ring all-reduce or all-to-all flows with iperf3 and compare with the model", traffic_args, traffic),

@@ -1,5 +1,7 @@
 """`railonly lab status|exec|vtysh`: look into a running lab, for any runtime.
 
+Each command is `(args, runtime, lab)`; railonly.commands.lab opens the lab.
+
 Everything goes through the Runtime protocol: `status` for node states,
 `exec` for addresses (`ip -j addr`), processes and BGP sessions (vtysh in
 the switch), so the same rows come from network namespaces or containers.
@@ -89,10 +91,7 @@ def status_args(p) -> None:
     p.add_argument("--json", action="store_true", help="print the rows as JSON (the same fields)")
 
 
-def status(args) -> int:
-    from railonly.commands.lab import open_lab
-
-    rt, lab = open_lab(args)
+def status(args, rt, lab) -> int:
     st = rt.status(lab)
     doc = {"lab": lab.name, "runtime": rt.name, "state": st.state, "detail": st.detail,
            "nodes": rows(rt, lab, st) if st.state != "absent" else []}
@@ -133,10 +132,7 @@ def _run(rt, lab, node, argv: list[str], timeout: float) -> int:
     return rc
 
 
-def exec_(args) -> int:
-    from railonly.commands.lab import open_lab
-
-    rt, lab = open_lab(args)
+def exec_(args, rt, lab) -> int:
     node = _node(lab, args.node)
     argv = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     return _run(rt, lab, node, argv, args.timeout)
@@ -148,12 +144,10 @@ def vtysh_args(p) -> None:
                    help="a vtysh command (repeatable; default: 'show bgp summary')")
 
 
-def vtysh(args) -> int:
-    from railonly.commands.lab import open_lab
+def vtysh(args, rt, lab) -> int:
     from railonly.emulation.checks.run import vtysh_argv
     from railonly.fabric.problems import InputError, Problem
 
-    rt, lab = open_lab(args)
     node = _node(lab, args.switch, "switch")
     if node.info.get("asn") is None:
         raise InputError([Problem("", f"{node.name} runs no FRR (an L2 rail switch has no routing)",
