@@ -32,7 +32,7 @@ def _addresses(rt, node) -> list[str]:
             for a in link.get("addr_info") or () if a.get("family") == "inet" and a.get("scope") != "host"]
 
 
-def _processes(rt, lab, recorded, node) -> list[dict]:
+def _processes(rt, recorded, node) -> list[dict]:
     """Processes of a node: the runtime's record where it keeps one (netns), else `ps` in the node."""
     if recorded is not None:
         return [{"name": name.split("/", 1)[1], "pid": pid} for name, pid in sorted(recorded.items())
@@ -63,7 +63,7 @@ def rows(rt, lab, st) -> list[dict]:
         up = state != "missing"
         return {"name": node.name, "role": node.role, "namespace": node.netns, "state": state,
                 "addresses": _addresses(rt, node) if up else [],
-                "processes": _processes(rt, lab, recorded, node) if up else [],
+                "processes": _processes(rt, recorded, node) if up else [],
                 "bgp": _bgp(rt, lab, node) if up else None}
 
     nodes = sorted(lab.nodes.values(), key=lambda n: ({"switch": 0, "hb": 1, "gpu": 2}.get(n.role, 3), n.name))
