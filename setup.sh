@@ -29,6 +29,15 @@ if [ -n "$missing" ]; then
   rm -f /usr/sbin/policy-rc.d
 fi
 
+# pip, minus two kinds of noise: this machine's pip configuration names local
+# index folders that lack most projects (pip warns once per project), and
+# setuptools announces every editable install. Errors, and any other warning,
+# still print; pip's exit status is kept (pipefail).
+quiet_pip() {
+  PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip -q "$@" 2>&1 \
+    | { grep -v -E "^WARNING: Location 'file://[^']*' is ignored: it is neither a file nor a directory\.$" || true; }
+}
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
@@ -38,7 +47,19 @@ fi
 stamp=.venv/.railonly-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ ! -x .venv/bin/railonly ]; then
   echo "setup: installing railonly and its Python packages into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[test]'
+  quiet_pip install --upgrade pip >/dev/null
+  quiet_pip install -e '.[test]'
   touch "$stamp"
+fi
+
+# Shell completion, generated from the argument parser (`railonly completion`),
+# kept in the venv (nothing is written to your home); regenerated when the
+# commands change.
+bash_comp=.venv/share/bash-completion/completions/railonly
+zsh_comp=.venv/share/zsh/site-functions/_railonly
+if [ ! -f "$bash_comp" ] || [ -n "$(find railonly -name '*.py' -newer "$bash_comp" -print -quit)" ]; then
+  mkdir -p "$(dirname "$bash_comp")" "$(dirname "$zsh_comp")"
+  .venv/bin/railonly completion bash > "$bash_comp"
+  .venv/bin/railonly completion zsh > "$zsh_comp"
+  echo "setup: shell completion: bash: source $PWD/$bash_comp; zsh: fpath+=($PWD/$(dirname "$zsh_comp")) before compinit"
 fi

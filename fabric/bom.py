@@ -121,6 +121,14 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
     return Bom(inv, rows)
 
 
+def line_items(bom: Bom) -> list[dict]:
+    """The rows as `railonly bom --detail --json` prints them (bom.csv's columns)."""
+    return [{"item": r.item, "category": r.category, "model": r.model, "quantity": r.quantity,
+             "unit_cost_usd": _round(r.unit_cost_usd), "unit_power_w": _round(r.unit_power_w),
+             "total_cost_usd": _round(r.total_cost_usd), "total_power_w": _round(r.total_power_w),
+             "description": r.description} for r in bom.rows]
+
+
 def render_csv(bom: Bom) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

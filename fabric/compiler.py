@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, configs, docs, fabric_json, lab_slice, netbox
+from . import bom, cabling, clab, clabernetes, configs, docs, fabric_json, lab_slice, netbox
 from .build import build_fabric
 from .design import Design
 from .model import Fabric
@@ -60,6 +60,12 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
 
+# Producers of artifacts derived from other artifacts rather than from the
+# graph: they run last, on the files above (lab name, files so far) -> files.
+DERIVED: list[tuple[str, Callable[[str, dict], "dict[str, str]"]]] = [
+    ("clabernetes manifest", clabernetes.produce),  # the lab's clab file and switch files, for Kubernetes
+]
+
 
 def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, bytes]:
     progress = progress or Silent()
@@ -70,6 +76,12 @@ def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, b
         clash = files.keys() & out.keys()
         if clash:
             raise AssertionError(f"two producers write {sorted(clash)}")
+        files.update(out)
+    for label, derive in DERIVED:
+        progress.step(f"rendering {label}")
+        out = derive(fab.design.name, files)
+        if files.keys() & out.keys():
+            raise AssertionError(f"two producers write {sorted(files.keys() & out.keys())}")
         files.update(out)
     return {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
 

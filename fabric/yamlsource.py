@@ -253,7 +253,8 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW)
     except FileNotFoundError:
-        raise _problem(None, None, f"file not found: {path}", f"give the path of {what}") from None
+        # named by its path, so a missing price book is not called a design
+        raise _problem(path, None, "file not found", f"give the path of {what}") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # a link could make a root process read and quote another file
             raise _problem(path, None, "is a symbolic link; railonly does not follow links in input files",
@@ -263,7 +264,7 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = _file_kind(st.st_mode)
-            raise _problem(path, None, f"is {kind}, not a regular file", f"give the path of {what}")
+            raise _problem(path, None, f"is {kind}, not a regular file", _fix_for(path, st.st_mode, what))
         if st.st_size > max_bytes:
             raise _problem(path, None, f"is {st.st_size:,} bytes, more than the limit of {max_bytes:,}",
                            "a railonly input file is small; is this the right file?")
@@ -283,6 +284,18 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
         raise _problem(path, None, f"cannot read: {exc.strerror}", "") from None
     finally:
         os.close(fd)
+
+
+def _fix_for(path: str, mode: int, what: str) -> str:
+    """The fix for a path that is not a file: for a directory, a YAML file inside it."""
+    if stat.S_ISDIR(mode):
+        try:
+            inside = sorted(f for f in os.listdir(path) if f.endswith((".yml", ".yaml")))
+        except OSError:
+            inside = []
+        if inside:
+            return f"give {what} inside it, e.g. {os.path.join(path, inside[0])}"
+    return f"give the path of {what}"
 
 
 def _file_kind(mode: int) -> str:

@@ -151,4 +151,4 @@ class NetnsRuntime:
             state = "partial" if up or st.anything else "absent"
             bad = [f"{n}: {s}" for n, s in nodes.items() if s != "running"]
             detail = f"state {st.phase}; " + (", ".join(bad[:8]) or "nothing of it runs")
-        return LabStatus(lab.name, state, nodes, detail)
+        return LabStatus(lab.name, state, nodes, detail, dict(st.processes))

@@ -31,6 +31,10 @@ class LabStatus:
     state: str  # "running" (every node up) | "partial" | "absent" (nothing of the lab exists)
     nodes: dict[str, str] = field(default_factory=dict)  # node -> "running", "exited", "missing", ...
     detail: str = ""
+    # "node/daemon" -> pid (None: recorded but dead), where the runtime records the
+    # processes it started (netns: namespaces share the host's PIDs, so `ps` cannot
+    # tell); None where the node's own `ps` is the answer (containers).
+    processes: dict[str, int | None] | None = None
 
     @property
     def running(self) -> bool:

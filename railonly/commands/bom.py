@@ -1,4 +1,4 @@
-"""`railonly bom DESIGN [--compare] [--json] [--prices FILE]`: counts, cost and power."""
+"""`railonly bom DESIGN [--compare] [--detail] [--json] [--prices FILE]`: counts, cost and power."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ def register(sub) -> None:
     p = sub.add_parser("bom", help="bill of materials with cost and power; --compare against the rail-optimized baseline")
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("--compare", action="store_true", help="build the cluster both ways (rail-only and rail-optimized) and show the saving")
+    p.add_argument("--detail", action="store_true", help="also print the line items (part, quantity, unit and total cost and power)")
     p.add_argument("--json", action="store_true", help="print JSON (with --compare: rail-only, rail-optimized and saving)")
     p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default (see fabric/data/prices.yaml)")
     p.set_defaults(func=run)
@@ -30,7 +31,7 @@ def _no_gc():
 
 
 def run(args) -> int:
-    from railonly.fabric.bom import buildout, price
+    from railonly.fabric.bom import buildout, line_items, price
     from railonly.fabric.compare import compare, inventory, report
     from railonly.fabric.design import load_design
     from railonly.fabric.prices import load_prices
@@ -39,18 +40,37 @@ def run(args) -> int:
     book = load_prices(args.prices)
     with _no_gc():
         if args.compare:
-            doc = report(compare(design, book))
+            boms = compare(design, book)
+            doc = report(boms)
         else:
             bom = price(inventory(design), book)
+            boms = {design.topology: bom}
             doc = {design.topology: bom.summary()}
             later = buildout(design, bom.inventory)
             if later is not None:
                 doc["build_out"] = {"hb_domains": design.planned, "adds": price(later, book).summary()}
+    if args.detail:
+        for topo, each in boms.items():
+            doc[topo]["items"] = line_items(each)
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=False))
     else:
         print(_text(design, doc))
+        if args.detail:
+            for topo in boms:
+                print(_items(topo, doc[topo]["items"]))
     return 0
+
+
+def _items(topo: str, items: list[dict]) -> str:
+    """The line items of one topology as an aligned table."""
+    rows = [("item", "qty", "unit cost", "total cost", "unit W", "total power")]
+    rows += [(i["item"], f"{i['quantity']:,}", _money(i["unit_cost_usd"]), _money(i["total_cost_usd"]),
+              f"{i['unit_power_w']:,.1f}", _power(i["total_power_w"])) for i in items]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    lines = [f"{topo} line items:"]
+    lines += ["  " + "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    return "\n".join(lines)
 
 
 def _money(x: float) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 
 
 def register(sub) -> None:
@@ -12,7 +13,6 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace OUTDIR even when it is not a railonly OUTDIR (everything in it is deleted)")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--lab-domains", type=int, metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
     p.add_argument("--no-check", action="store_true",
@@ -21,21 +21,20 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.fabric import lab_slice
+    from railonly.console import Bar
+    from railonly.fabric import clabernetes, lab_slice, writer
     from railonly.fabric.compiler import compile_design, summary
     from railonly.fabric.design import load_design
-    from railonly.fabric.progress import Silent, Stderr
-
-    from railonly.fabric import writer
+    from railonly.fabric.progress import Silent
 
     design = load_design(args.design)
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
-    show = args.progress or (design.gpus > 2048 and not args.quiet)
-    progress = Stderr() if show else Silent()
-    fab, files = compile_design(design, progress)
-    progress.step(f"checking generated configs and writing {len(files):,} files")
-    failed = check_and_write(target, files, design.sha256, check=not args.no_check)
+    show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
+    with Bar() if show else nullcontext(Silent()) as progress:
+        fab, files = compile_design(design, progress)
+        progress.step(f"checking generated configs and writing {len(files):,} files")
+        failed = check_and_write(target, files, design.sha256, check=not args.no_check)
     for note in target.notes:
         print(note, file=sys.stderr)
     if failed:
@@ -49,6 +48,9 @@ def run(args) -> int:
         print(summary(fab))
         print(lab_slice.describe(design))
         print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
+        note = clabernetes.too_large(design.name, files)
+        if note:
+            print(f"  note      {note}")
     return 0
 
 

@@ -8,8 +8,12 @@ Exit codes: 0 ok, 1 something is not as it should be, 2 bad OUTDIR, 3 runtime fa
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Callable
+
+from railonly import console
+from railonly.commands import lab_inspect
 
 
 def common(p) -> None:
@@ -28,6 +32,11 @@ def open_lab(args):
     return get_runtime(args.runtime), load_lab(args.outdir)
 
 
+def with_lab(action: Callable) -> Callable:
+    """An action written as (args, runtime, lab), as one taking args."""
+    return lambda args: action(args, *open_lab(args))
+
+
 # --- deploy -------------------------------------------------------------------------------
 
 
@@ -44,13 +53,18 @@ def deploy(args) -> int:
             print(" ".join(rt.deploy_argv(lab)))
         return 0
     try:
-        res = rt.deploy(lab)
+        with console.reporter() as bar:
+            # The netns runtime reports each phase of its plan; other runtimes deploy in one go.
+            hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
+            res = rt.deploy(lab, **hook)
     except KeyboardInterrupt:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
               file=sys.stderr)
         return 130
-    print(format_deploy(lab, res))
-    return 1 if getattr(res, "bgp_converged", None) is False else 0
+    rc = 1 if getattr(res, "bgp_converged", None) is False else 0
+    if rc or not args.quiet:
+        console.out(format_deploy(lab, res))
+    return rc
 
 
 def format_deploy(lab, res) -> str:
@@ -73,26 +87,15 @@ def format_deploy(lab, res) -> str:
     return "\n".join(lines)
 
 
-# --- status -------------------------------------------------------------------------------
-
-
-def status(args) -> int:
-    rt, lab = open_lab(args)
-    st = rt.status(lab)
-    print(f"lab {lab.name}: {st.state} ({st.detail})")
-    for node, s in st.nodes.items():
-        if s != "running" and st.state != "absent":
-            print(f"  {node}: {s}")
-    return 1 if st.state == "partial" else 0
-
-
 # --- destroy ------------------------------------------------------------------------------
 
 
 def destroy(args) -> int:
     rt, lab = open_lab(args)
     rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
-    if rep is None:
+    if args.quiet:
+        pass
+    elif rep is None:
         print(f"lab {lab.name}: destroyed")
     elif rep.lab is None:
         print(f"lab {lab.name}: nothing to destroy (no state file)")
@@ -120,9 +123,10 @@ def check(args) -> int:
     from railonly.emulation.checks.plan import CHECKS
 
     rt, lab = open_lab(args)
-    run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
-                         progress=lambda s: print(f"  .. {s}", file=sys.stderr))
-    print(report.table(lab.name, run.results, run.timings, run.notes))
+    with console.reporter() as bar:
+        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
+    if run.failed or not args.quiet:
+        console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
         report.write_json(args.json, report.as_json(lab.name, run.results, run.timings, run.notes))
     if args.junit:
@@ -146,11 +150,27 @@ def traffic(args) -> int:
     from railonly.emulation.traffic import iperf3
 
     rt, lab = open_lab(args)
-    rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
-    print(iperf3.format_report(rep))
+    with console.reporter() as bar:
+        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                         progress=lambda s: _flow_step(bar, s))
+    if rep.get("failed_flows") or not args.quiet:
+        console.out(iperf3.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
     return 1 if rep.get("failed_flows") else 0
+
+
+_FLOW = re.compile(r"^\[(\d+)/(\d+)\] ")
+
+
+def _flow_step(bar, message: str) -> None:
+    """traffic.run reports each flow as "[i/n] step ..."; those feed the bar's count."""
+    m = _FLOW.match(message)
+    if m:
+        bar.step("flows", int(m.group(1)), int(m.group(2)))
+        console.detail(f"  .. {message}")
+    else:
+        bar.step(message)
 
 
 def fault_args(p) -> None:
@@ -161,9 +181,11 @@ def fault_args(p) -> None:
 
 
 def fault(args) -> int:
+    from railonly.emulation.runtime.protocol import deployed_status
     from railonly.emulation.traffic import faults
 
     rt, lab = open_lab(args)
+    deployed_status(rt, lab)  # nothing to break or restore in a lab that is not there: exit 3
     if args.restore:
         done = faults.restore(lab, rt)
         print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))
@@ -176,7 +198,12 @@ def fault(args) -> int:
 # name, help, add_arguments(parser) or None, run(args) -> exit code
 ACTIONS: list[tuple[str, str, Callable | None, Callable]] = [
     ("deploy", "deploy the lab (idempotent; --dry-run prints the plan)", deploy_args, deploy),
-    ("status", "show whether the lab runs", None, status),
+    ("status", "one row per node: role, namespace, state, addresses, processes, BGP sessions (like containerlab inspect)",
+     lab_inspect.status_args, with_lab(lab_inspect.status)),
+    ("exec", "run a command in a node: railonly lab exec OUTDIR NODE -- CMD... (argv, no shell; its exit code)",
+     lab_inspect.exec_args, with_lab(lab_inspect.exec_)),
+    ("vtysh", "run vtysh commands in a routed switch (default: show bgp summary)", lab_inspect.vtysh_args,
+     with_lab(lab_inspect.vtysh)),
     ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy)", None, destroy),
     ("check", "check reachability, isolation, paths, BGP and cabling (exit 1 on any failure)", check_args, check),
     ("traffic", "run ring all-reduce or all-to-all flows with iperf3 and compare with the model", traffic_args, traffic),

@@ -26,7 +26,6 @@ def register(sub) -> None:
                    help="accept any host key (default: check against known_hosts, or the lab's known_hosts)")
     p.add_argument("--workers", type=int, default=8, metavar="N", help="devices pushed at once (default 8)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
@@ -42,6 +41,7 @@ def _only_changed(devices: list, old_outdir: str, outdir, lab) -> list:
 def run(args) -> int:
     from pathlib import Path
 
+    from railonly import console
     from railonly.cli import EnvironmentProblem
     from railonly.fabric.problems import InputError, Problem, did_you_mean
 
@@ -84,7 +84,7 @@ def run(args) -> int:
     for r in results:
         if r.diff:  # dry run: what would change; push: what was applied
             sys.stdout.write(r.diff)
-    sys.stdout.write(push.summary_table(results, args.dry_run))
+    console.out(push.summary_table(results, args.dry_run).rstrip("\n"))
     if not all(r.ok for r in results):
         return 1
     # Contract 2: exit 1 when drift was found, so `push --dry-run` doubles as a CI drift check

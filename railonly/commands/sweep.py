@@ -21,6 +21,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+# An example of each list flag's values, for the fix line of a bad value.
+EXAMPLES = {"--hb-sizes": "8,72,256", "--gpus": "1024,8192,32768", "--radix": "64,128,256"}
+
+
 def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list[int]:
     from railonly.fabric.problems import InputError, Problem
 
@@ -30,7 +34,7 @@ def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list
         if not part.isdigit() or not low <= int(part) <= high or (even and int(part) % 2):
             what = "even whole numbers" if even else "whole numbers"
             raise InputError([Problem(flag, f"must be {what} from {low:,} to {high:,} separated by commas, got {part!r}",
-                                      f"e.g. {flag} {'64,128,256' if even else '8,72,256'}")])
+                                      f"e.g. {flag} {EXAMPLES[flag]}", None, "command line")])
         out.append(int(part))
     return sorted(set(out))
 
@@ -53,6 +57,8 @@ def run(args) -> int:
         print(note, file=sys.stderr)
     paying = [r for r in rows if r.get("cost_saving")]
     best = max(paying, key=lambda r: r["cost_saving"], default=None)
+    if args.quiet:
+        return 0
     print(f"{len(rows)} clusters, {len(paying)} where rail-only saves; wrote sweep.csv and sweep.png to {args.outdir}")
     if best:
         print(f"  largest saving: {best['cost_saving']:.0%} of cost at K = {best['hb_size']}, "

@@ -12,11 +12,11 @@ def register(sub) -> None:
     p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
     p.add_argument("--no-manifest", action="store_true",
                    help="skip the MANIFEST.json hash check (configs taken back from devices: same intent, other bytes)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from railonly import console
     from railonly.fabric.problems import InputError
     from railonly.fabric.validate import report
     from railonly.fabric.validate.run import OutdirError, validate_outdir
@@ -43,6 +43,6 @@ def run(args) -> int:
     if args.quiet:
         out = "\n".join(line for line in out.splitlines() if line.startswith("FAIL"))
     if out:
-        print(out)
+        console.out(out)
     _, failed = report.summary(results)
     return 1 if failed else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,3 +41,48 @@ def test_wheel_install_beside_fabric_in_fresh_venv(tmp_path):
              "assert hasattr(fabric, 'Connection'); print(railonly.fabric.__file__)")
     out = subprocess.run([py, "-c", probe], check=True, timeout=60, capture_output=True, text=True, cwd=tmp_path)
     assert str(venv) in out.stdout, "railonly must load from the venv, not the source tree"
+
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def test_every_shipped_folder_is_a_listed_package():
+    """Each folder under a mapped root that holds code or templates is in `packages`
+    (else setuptools warns and, in a wheel, may leave it out)."""
+    conf = _pyproject()["tool"]["setuptools"]
+    listed = set(conf["packages"])
+    roots = {pkg: REPO / path for pkg, path in conf["package-dir"].items()}
+    missing = []
+    for pkg, root in roots.items():
+        for folder in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
+            if folder.name == "__pycache__" or not any(f.suffix in (".py", ".j2", ".yaml") for f in folder.iterdir() if f.is_file()):
+                continue
+            name = ".".join([pkg, *folder.relative_to(root).parts])
+            if name not in listed:
+                missing.append(name)
+    assert missing == [], f"add to [tool.setuptools] packages and package-dir in pyproject.toml: {missing}"
+
+
+@pytest.mark.slow
+def test_wheel_has_the_templates_and_setuptools_warns_nothing(tmp_path):
+    import zipfile
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", "tests"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "w"), str(src)],
+                          timeout=300, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # pip's own notes about this machine's index configuration are not setuptools'.
+    noise = re.compile(r"^WARNING: Location '.*' is ignored")
+    warnings = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if re.search(r"Warning\b|warning:|!!", line) and not noise.match(line)]
+    assert warnings == [], "\n".join(warnings[:20])
+    wheel = next((tmp_path / "w").glob("railonly-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = sorted(p.relative_to(REPO / "templates").as_posix() for p in (REPO / "templates").rglob("*.j2"))
+    assert templates and [t for t in templates if f"railonly/templates/{t}" not in names] == []
+    data = [p.name for p in (REPO / "fabric" / "data").glob("*.yaml")]
+    assert [d for d in data if f"railonly/fabric/data/{d}" not in names] == []

@@ -1,0 +1,72 @@
+"""`railonly lab status|exec|vtysh` on a real deployed mini lab, and exit 3 when it is not deployed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from railonly import cli
+
+from ..conftest import compile_to, design_text, unique
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture(scope="module")
+def routed(deployer, outdirs):
+    out = compile_to(design_text("labs/mini-routed.yml", unique("i")), outdirs / "inspect")
+    lab, res = deployer.deploy(out)
+    assert res.bgp_converged, res.bgp
+    return out, lab
+
+
+def test_status_json_lists_every_node_with_its_state(routed, capsys):
+    out, lab = routed
+    assert cli.main(["lab", "status", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["state"] == "running" and doc["lab"] == lab.name
+    rows = {r["name"]: r for r in doc["nodes"]}
+    assert set(rows) == set(lab.nodes)
+    assert all(r["state"] == "running" and r["namespace"] == lab.netns(n) for n, r in rows.items())
+    gpu = rows["hb0-gpu0"]
+    assert gpu["role"] == "gpu" and any(a.startswith("eth1 ") for a in gpu["addresses"])
+    for sw in lab.switches:
+        row = rows[sw.name]
+        assert row["bgp"]["total"] > 0 and row["bgp"]["up"] == row["bgp"]["total"], row
+        assert {"zebra", "bgpd"} <= {p["name"] for p in row["processes"]} and all(p["pid"] for p in row["processes"])
+
+
+def test_status_table_has_a_row_per_node(routed, capsys):
+    out, lab = routed
+    assert cli.main(["lab", "status", str(out), "--no-color"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:4] == ["NAME", "ROLE", "NAMESPACE", "STATE"]
+    assert len(lines) == 2 + len(lab.nodes)
+
+
+def test_exec_runs_ip_addr_in_a_gpu_and_returns_its_code(routed, capsys):
+    out, lab = routed
+    assert cli.main(["lab", "exec", str(out), "hb0-gpu0", "--", "ip", "-j", "addr"]) == 0
+    links = json.loads(capsys.readouterr().out)
+    nic = next(link for link in links if link["ifname"] == "eth1")
+    want = next(p.ip for p in lab.ports("hb0-gpu0") if p.port == "eth1")
+    assert f"{nic['addr_info'][0]['local']}/{nic['addr_info'][0]['prefixlen']}" == want
+    assert cli.main(["lab", "exec", str(out), "hb0-gpu0", "--", "false"]) == 1
+    assert cli.main(["lab", "exec", str(out), "hb0-gpu0", "--", "sh", "-c", "exit 7"]) == 7
+
+
+def test_vtysh_shows_a_bgp_summary(routed, capsys):
+    out, lab = routed
+    sw = lab.switches[0].name
+    assert cli.main(["lab", "vtysh", str(out), sw]) == 0
+    text = capsys.readouterr().out
+    assert "BGP router identifier" in text and "Neighbor" in text
+    assert cli.main(["lab", "vtysh", str(out), sw, "-c", "show bgp summary json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ipv4Unicast"]["peerCount"] > 0
+
+
+def test_unknown_node_is_input_error(routed, capsys):
+    out, _ = routed
+    assert cli.main(["lab", "exec", str(out), "hb0-gpu99", "--", "true"]) == 2
+    assert "did you mean" in capsys.readouterr().err
