@@ -14,18 +14,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from . import eos_reader, frr, sonic_reader
+from . import eos_reader, frr, lab_state, sonic_reader
 from . import nsplan as P
 from .runtime import Lab, LabError, LabNode
 from .switch_intent import ConfigReadError, SwitchIntent
 from .switch_plan import switch_items
 
 DEFAULT_NIC_MBPS = 100.0  # = the design key lab.nic_mbps default
-RUN_ROOT = "/run/railonly"  # FRR run dirs; must be searchable by user frr (not under a 0700 tmp)
+RUN_ROOT = lab_state.RUN_ROOT  # FRR run dirs; must be searchable by user frr (not under a 0700 tmp)
 
 
 def frr_rundir(lab: str) -> str:
-    return os.path.join(RUN_ROOT, lab)
+    return lab_state.rundir_of(lab)
 
 
 @dataclass

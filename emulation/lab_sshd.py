@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import stat
 import socket
 import sys
 import time
 from pathlib import Path
 
 from . import nsenter, proc
+from .lab_state import RUN_ROOT
 from .nsplan import Process
 
 SSHD = "/usr/sbin/sshd"
@@ -42,7 +45,7 @@ USER = "root"  # the sshd checks system accounts; the lab creates none
 PORT = 22
 ADDRESS = "127.0.0.1"
 INFO = "lab-ssh.json"
-RUN_BASE = "/run/railonly"
+RUN_BASE = RUN_ROOT
 
 
 def ssh_dir(lab) -> Path:
@@ -62,10 +65,11 @@ def sonic_switches(lab) -> list:
 
 
 def _keygen(path: Path, comment: str) -> None:
-    if path.exists() and path.with_suffix(".pub").exists():
+    pair = (path, Path(str(path) + ".pub"))
+    if all(os.path.lexists(p) and stat.S_ISREG(os.lstat(p).st_mode) for p in pair):
         return
-    for p in (path, Path(str(path) + ".pub")):
-        p.unlink(missing_ok=True)
+    for p in pair:
+        p.unlink(missing_ok=True)  # a symlink is removed, never followed
     proc.require("ssh-keygen", "openssh-client")
     res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], timeout=30)
     if not res.ok:
@@ -73,8 +77,16 @@ def _keygen(path: Path, comment: str) -> None:
     os.chmod(path, 0o600)
 
 
+SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+=,@:-]+$")  # one sshd_config word, no quoting needed
+
+
 def sshd_config(lab, switch: str) -> str:
     d = switch_dir(lab, switch)
+    if not SAFE_PATH_RE.match(str(d)):
+        from .runtime import LabError
+
+        raise LabError(str(lab.outdir), "the OUTDIR path has a character sshd_config cannot carry"
+                       " (space, quote, '#', newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
     shell = [sys.executable, "-m", "railonly.emulation.switch_shell", str(Path(lab.outdir).resolve()), switch]
     return "\n".join([
         "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.lab_sshd)",
@@ -112,31 +124,33 @@ def prepare(lab) -> dict:
     (idempotent: existing keys are kept). Returns the info dict."""
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
+    # Everything below OUTDIR goes through outdir_fs.TreeIO: no symlink is followed.
+    from .outdir_fs import TreeIO
+
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    tree = TreeIO(lab.outdir)
     base = ssh_dir(lab)
-    base.mkdir(parents=True, exist_ok=True)
-    os.chmod(base, 0o700)
+    rel = str(base.relative_to(lab.outdir))
+    tree.makedirs(rel, mode=0o700)
+    tree.chmod_dir(rel, 0o700)
     client = base / "client_ed25519"
     _keygen(client, f"railonly-lab-{lab.name}")
-    pub = (base / "client_ed25519.pub").read_text().strip()
+    pub = tree.read_text(f"{rel}/client_ed25519.pub", limit=4096).strip()
     # restrict: no forwarding of any kind; pty: netmiko drives an interactive shell
-    (base / "authorized_keys").write_text(f"restrict,pty {pub}\n")
+    tree.write_text(f"{rel}/authorized_keys", f"restrict,pty {pub}\n")
     known, switches = [], {}
     for sw in sonic_switches(lab):
-        d = switch_dir(lab, sw.name)
-        d.mkdir(parents=True, exist_ok=True)
-        key = d / "ssh_host_ed25519_key"
+        tree.makedirs(f"{rel}/{sw.name}")
+        key = switch_dir(lab, sw.name) / "ssh_host_ed25519_key"
         _keygen(key, f"{sw.name}@{lab.name}")
-        host_pub = Path(str(key) + ".pub").read_text().split()
+        host_pub = tree.read_text(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).split()
         known.append(f"{host_alias(lab, sw.name)} {host_pub[0]} {host_pub[1]}")
-        (d / "sshd_config").write_text(sshd_config(lab, sw.name))
+        tree.write_text(f"{rel}/{sw.name}/sshd_config", sshd_config(lab, sw.name))
         switches[sw.name] = {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
-    (base / "known_hosts").write_text("\n".join(known) + "\n")
+    tree.write_text(f"{rel}/known_hosts", "\n".join(known) + "\n")
     info = {"lab": lab.name, "user": USER, "client_key": str(client), "known_hosts": str(base / "known_hosts"),
             "switches": switches}
-    tmp = base / (INFO + ".tmp")
-    tmp.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, base / INFO)
+    tree.write_text(f"{rel}/{INFO}", json.dumps(info, indent=1, sort_keys=True) + "\n")
     return info
 
 
@@ -166,10 +180,29 @@ def processes(lab, run_base: str = RUN_BASE) -> tuple[Process, ...]:
 
 
 def load_info(lab) -> dict | None:
+    """What push needs to reach the lab's switches, or None when the lab has no
+    switch sshd. The file is only a marker: every path and address is derived
+    here from the lab (a hostile file cannot point push at another key, host
+    or known_hosts); a file of the wrong shape is exit 2 naming it."""
+    from .outdir_fs import TreeIO
+    from .runtime import LabError
+
+    path = ssh_dir(lab) / INFO
     try:
-        return json.loads((ssh_dir(lab) / INFO).read_text())
-    except (OSError, ValueError):
+        data = json.loads(TreeIO(lab.outdir).read_text(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024))
+    except FileNotFoundError:
         return None
+    except (ValueError, RecursionError) as exc:
+        raise LabError(str(path), f"not valid JSON: {str(exc)[:120]}",
+                       f"redeploy the lab: railonly lab deploy {lab.outdir}") from None
+    if not isinstance(data, dict) or data.get("lab") != lab.name or not isinstance(data.get("switches"), dict):
+        raise LabError(str(path), f"is not the switch sshd record of lab {lab.name}",
+                       f"redeploy the lab: railonly lab deploy {lab.outdir}")
+    base = ssh_dir(lab)
+    switches = {sw.name: {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
+                for sw in sonic_switches(lab) if sw.name in data["switches"]}
+    return {"lab": lab.name, "user": USER, "client_key": str(base / "client_ed25519"),
+            "known_hosts": str(base / "known_hosts"), "switches": switches}
 
 
 def connect_socket(netns: str | None, host: str, port: int, timeout: float = 5.0) -> socket.socket:

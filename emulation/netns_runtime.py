@@ -3,7 +3,11 @@
 Deploys an OUTDIR's ``<name>.clab.yml`` as namespaces ``clab-<name>-<node>``:
 lab_plan turns the lab into a pure Plan (switches programmed from their own
 config files), nsengine applies it with intent-first state in
-``OUTDIR/.lab/netns-state.json`` and destroys exactly what that file lists.
+``OUTDIR/.lab/netns-state.json`` and destroys what that file lists, as far as
+it is provably the lab's (lab_state.Owner: its namespace prefix, processes in
+those namespaces, paths under /run/railonly/<lab> and OUTDIR/.lab). Destroy
+also finds the lab's namespaces by name, so a lab whose state file is
+missing, corrupt or hostile is still removed completely.
 
 :func:`apply_switch_config` re-programs one deployed switch from a config
 directory with the same readers (config push re-applies pushed files).
@@ -14,12 +18,15 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from . import frr, lab_plan, lab_sshd, nsengine, nsenter, proc
+from . import frr, lab_plan, lab_sshd, lab_state, nsengine, nsenter, proc
 from . import nsplan as P
+from .outdir_fs import UnsafePath, check_tree
 from .runtime import Lab, LabError, LabNode, LabStatus, RuntimeProblem, target
 from .switch_intent import ConfigReadError
 from .switch_plan import switch_items
@@ -29,6 +36,37 @@ STATE_FILE = "netns-state.json"
 
 def state_path(lab: Lab) -> str:
     return str(lab.state_dir / STATE_FILE)
+
+
+def owner(lab: Lab) -> lab_state.Owner:
+    """What this lab may touch: its namespaces, its run directory, OUTDIR/.lab."""
+    return lab_state.Owner.for_lab(lab.name, str(lab.state_dir))
+
+
+def check_state_dir(lab: Lab) -> None:
+    """UnsafePath (exit 2) when OUTDIR/.lab is a symlink or holds one (or a FIFO,
+    a device...): a root process would read or write through it."""
+    try:
+        os.lstat(lab.state_dir)
+    except FileNotFoundError:
+        return
+    check_tree(lab.state_dir)
+
+
+def lab_namespaces(lab: Lab) -> list[str]:
+    """The lab's namespaces that exist, found by name (no state file needed): every
+    ``clab-<lab>-<node>`` of its topology, and every other name with its prefix
+    unless it carries the longer prefix of another lab this machine knows of
+    (``demo`` must not take ``demo-big``'s: run directories and lock files name them)."""
+    prefix = P.prefix_of(lab.name)
+    try:
+        others = {e.split(".")[0] for e in os.listdir(lab_state.RUN_ROOT)}
+    except OSError:
+        others = set()
+    foreign = tuple(P.prefix_of(o) for o in others if o.startswith(lab.name + "-"))
+    mine = {n.netns for n in lab.nodes.values()}
+    return [n for n in nsenter.list_netns()
+            if n in mine or (n.startswith(prefix) and not (foreign and n.startswith(foreign)))]
 
 
 @dataclass
@@ -94,11 +132,16 @@ class NetnsRuntime:
     def deploy(self, lab: Lab, hook: nsengine.Hook | None = None) -> DeployResult:
         lp = self.plan(lab)
         check_environment(lp, self.shaping)
+        check_state_dir(lab)
         path = state_path(lab)
         try:
             if self.ssh and lab_sshd.sonic_switches(lab):
                 lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
-            rep = nsengine.deploy(lp.plan, path, hook=hook, workers=self.workers, strategy=self.strategy)
+            rep = nsengine.deploy(lp.plan, path, hook=hook, workers=self.workers, strategy=self.strategy,
+                                  owner=owner(lab))
+        except nsengine.StateRefused as exc:
+            raise LabError(path, str(exc), f"remove what is provably the lab's with: railonly lab destroy {lab.outdir}"
+                           " (it refuses the rest, by name)") from None
         except nsengine.DeployError as exc:
             raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
                                  f" remove it with: railonly lab destroy {lab.outdir}") from None
@@ -126,17 +169,47 @@ class NetnsRuntime:
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
     def destroy(self, lab: Lab) -> nsengine.DestroyReport:
-        """Remove what the state file lists; RuntimeProblem names anything that stayed."""
-        if os.geteuid() != 0 and os.path.exists(state_path(lab)):
+        """Remove everything provably the lab's: what the state file lists (checked),
+        the lab's namespaces found by name and every process inside them, its run
+        directory. ``rep.refused`` names what was not touched; RuntimeProblem names
+        anything that stayed."""
+        refused: list[str] = []
+        path: str | None = state_path(lab)
+        try:
+            check_state_dir(lab)
+        except UnsafePath as exc:
+            refused.append(f"{exc}: the state file there was not read")
+            path = None
+        rundir = lab_state.rundir_of(lab.name)
+        found = lab_namespaces(lab)
+        if os.geteuid() != 0 and (found or os.path.isdir(rundir) or (path and os.path.exists(path))):
             raise RuntimeProblem("destroying a netns lab needs root")
-        rep = nsengine.destroy(state_path(lab))
+        rep = nsengine.destroy(path, owner=owner(lab), extra_namespaces=tuple(found), kill_all_inside=True)
+        rep.lab = lab.name
+        rep.refused[:0] = refused
+        if rep.ok:
+            try:
+                st = os.lstat(rundir)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(rundir, ignore_errors=True)  # never follows a symlink inside
+                if os.path.lexists(rundir):
+                    rep.leftovers.append(f"directory {rundir} could not be removed")
+                else:
+                    rep.deleted.append(rundir)
+            try:
+                os.rmdir(lab_state.RUN_ROOT)  # only when no other lab uses it
+            except OSError:
+                pass
         if not rep.ok:
             raise RuntimeProblem(f"destroy of lab {lab.name} left {len(rep.leftovers)} things behind "
-                                 f"(still listed in {state_path(lab)}):\n  " + "\n  ".join(rep.leftovers))
+                                 f"(still listed in {path or 'no state file'}):\n  " + "\n  ".join(rep.leftovers))
         return rep
 
     def status(self, lab: Lab) -> LabStatus:
-        st = nsengine.status(state_path(lab))
+        check_state_dir(lab)
+        st = nsengine.status(state_path(lab), owner(lab))
         nodes: dict[str, str] = {}
         for n in lab.nodes.values():
             nodes[n.name] = "running" if st.namespaces.get(n.netns, nsenter.exists(n.netns)) else "missing"
@@ -147,7 +220,8 @@ class NetnsRuntime:
         up = [n for n, s in nodes.items() if s != "missing"]
         if st.phase is None:
             state = "partial" if up else "absent"
-            detail = f"no state file {state_path(lab)}" + (f"; {len(up)} lab namespaces exist anyway (not ours?)" if up else "")
+            why = "; ".join(st.problems) or f"no state file {state_path(lab)}"
+            detail = why + (f"; {len(up)} lab namespaces exist anyway (railonly lab destroy removes them)" if up else "")
         elif st.complete and all(s == "running" for s in nodes.values()):
             state, detail = "running", f"{len(nodes)} nodes, {len(st.processes)} processes"
         else:
@@ -204,7 +278,12 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
     ``destroy`` still removes everything."""
     t0 = time.perf_counter()
     path = state_path(lab)
-    state = nsengine.load_state(path)
+    check_state_dir(lab)
+    checked = nsengine.check_state(path, owner(lab))
+    if checked.problems:
+        raise LabError(path, "the lab's state file is not usable:\n  " + "\n  ".join(checked.problems[:10]),
+                       f"redeploy: railonly lab destroy {lab.outdir}; railonly lab deploy {lab.outdir}")
+    state = checked.state
     node = lab.node(switch_name)
     if node.role != "switch":
         raise LabError(switch_name, f"{switch_name} is a {node.role}, not a switch")

@@ -22,6 +22,8 @@ from typing import Iterable
 LAB_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:@/+=,-]+$")  # one safe batch-script word
 IFNAME_MAX = 15  # IFNAMSIZ - 1
+# the only host-global settings a deploy may change (raised, restored on destroy)
+ROOT_SYSCTL_RE = re.compile(r"^net\.ipv[46]\.neigh\.default\.gc_thresh[123]$")
 
 
 def prefix_of(lab: str) -> str:
@@ -314,6 +316,8 @@ def validate(plan: Plan) -> list[str]:
         for k, v in n.sysctls:
             if not re.match(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$", k) or ".." in k:
                 errs.append(f"{n.name}: bad sysctl key {k!r}")
+            elif not k.startswith("net."):  # kernel.*, vm.*, fs.* are one for the whole host
+                errs.append(f"{n.name}: sysctl {k!r} is not per-namespace (only net.* may be set in a lab)")
             tok(f"{n.name} sysctl {k}", v)
     for v in plan.veths:
         what = f"veth {v.a_ns}:{v.a_dev}--{v.b_ns}:{v.b_dev}"
@@ -392,7 +396,7 @@ def validate(plan: Plan) -> list[str]:
             if not path.startswith("/") or "/../" in path + "/":
                 errs.append(f"process {p.name}: {path!r} must be an absolute path without '..'")
     for k, v in plan.root_sysctls:
-        if not re.match(r"^net\.ipv[46]\.neigh\.default\.gc_thresh[123]$", k):
+        if not ROOT_SYSCTL_RE.match(k):
             errs.append(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
         if not v.isdigit():
             errs.append(f"root sysctl {k}: value {v!r} is not a number")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,9 @@ import yaml
 
 from railonly.fabric.problems import InputError, Problem
 
+from .nsplan import LAB_RE  # pure data: names the plan accepts
+
+NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SLICE_DIR = "lab"  # = railonly.fabric.lab_slice.SLICE_DIR (emulation does not import the compiler)
 STATE_DIR = ".lab"  # runtime state inside OUTDIR, kept across recompiles by the writer
 
@@ -148,19 +152,97 @@ class Lab:
         return load_lab(outdir)
 
 
-def _read_json(path: Path) -> dict:
+def _read_text(out: Path, path: Path) -> str:
+    """A file below OUTDIR, read without following a symlink (outdir_fs)."""
+    from .outdir_fs import TreeIO
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return TreeIO(out).read_text(str(path.relative_to(out)))
     except OSError as exc:
-        raise LabError(str(path), f"cannot read: {exc.strerror}", "compile the design first: railonly compile DESIGN.yml -o OUTDIR") from None
+        raise LabError(str(path), f"cannot read: {exc.strerror or exc}",
+                       "compile the design first: railonly compile DESIGN.yml -o OUTDIR") from None
+
+
+def _read_json(out: Path, path: Path) -> dict:
+    try:
+        data = json.loads(_read_text(out, path))
     except json.JSONDecodeError as exc:
         raise LabError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}", "recompile the design") from None
+    except RecursionError:
+        raise LabError(str(path), "JSON nested too deeply", "recompile the design") from None
+    if not isinstance(data, dict):
+        raise LabError(str(path), f"is a JSON {type(data).__name__}, not an object", "recompile the design")
+    return data
+
+
+def _read_yaml(out: Path, path: Path) -> object:
+    """YAML as the compiler writes it: no anchors or aliases (an alias bomb is refused, not expanded)."""
+    text = _read_text(out, path)
+    Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for ev in yaml.parse(text, Loader=Loader):
+            if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+                line = ev.start_mark.line + 1 if ev.start_mark else None
+                raise LabError(f"{path}:{line}", "uses a YAML anchor or alias, which railonly never writes",
+                               "recompile the design")
+        return yaml.load(text, Loader=Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise LabError(where, f"not valid YAML: {getattr(exc, 'problem', None) or exc}", "recompile the design") from None
+    except RecursionError:
+        raise LabError(str(path), "YAML nested too deeply", "recompile the design") from None
+
+
+def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
+    """(which file, what) for every place the loader would trip over (wrong types)."""
+    out = []
+    topo = clab.get("topology")
+    if not isinstance(topo, dict):
+        return [("clab", "is not a containerlab topology (no 'topology' section)")]
+    nodes = topo.get("nodes") or {}
+    if not isinstance(nodes, dict):
+        out.append(("clab", "topology.nodes is not a mapping"))
+        nodes = {}
+    for k in ("kinds", "defaults"):
+        if not isinstance(topo.get(k) or {}, dict):
+            out.append(("clab", f"topology.{k} is not a mapping"))
+    for name, spec in nodes.items():
+        if not isinstance(name, str) or not isinstance(spec or {}, dict):
+            out.append(("clab", f"topology.nodes.{name!s:.40}: not a node mapping"))
+            continue
+        for k in ("exec", "binds"):
+            v = (spec or {}).get(k) or []
+            if not isinstance(v, list) or not all(isinstance(c, str) and "\n" not in c for c in v):
+                out.append(("clab", f"topology.nodes.{name}.{k} is not a list of one-line strings"))
+        for k in ("kind", "image", "startup-config"):
+            v = (spec or {}).get(k)
+            if v is not None and not isinstance(v, str):
+                out.append(("clab", f"topology.nodes.{name}.{k} is not a string"))
+    links = topo.get("links") or []
+    if not isinstance(links, list) or not all(
+            isinstance(lk, dict) and isinstance(lk.get("endpoints"), list)
+            and all(isinstance(e, str) for e in lk["endpoints"]) for lk in links):
+        out.append(("clab", "topology.links is not a list of {endpoints: [NODE:IFACE, NODE:IFACE]}"))
+    fnodes = fabric.get("nodes", [])
+    if not isinstance(fnodes, list) or not all(
+            isinstance(n, dict) and isinstance(n.get("name"), str) and isinstance(n.get("role"), str) for n in fnodes):
+        out.append(("fabric", "nodes is not a list of objects with a name and a role"))
+    flinks = fabric.get("links", [])
+    if not isinstance(flinks, list) or not all(
+            isinstance(lk, dict) and isinstance(lk.get("kind"), str)
+            and isinstance(lk.get("gbps", 0), (int, float)) and not isinstance(lk.get("gbps", 0), bool)
+            and all(isinstance(lk.get(e), dict) and isinstance(lk[e].get("node"), str)
+                    and isinstance(lk[e].get("port"), str) and isinstance(lk[e].get("ip") or "", str)
+                    for e in ("a", "b")) for lk in flinks):
+        out.append(("fabric", "links is not a list of {kind, gbps, a: {node, port}, b: {node, port}}"))
+    return out
 
 
 def _topology_file(out: Path) -> Path:
     if not out.is_dir():
         raise LabError(str(out), "is not a directory", "give the OUTDIR of railonly compile")
-    found = sorted(out.glob("*.clab.yml"))
+    found = sorted(p for p in out.glob("*.clab.yml") if p.parent == out)
     if len(found) != 1:
         what = "no <name>.clab.yml" if not found else f"{len(found)} .clab.yml files ({', '.join(p.name for p in found)})"
         raise LabError(str(out), f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
@@ -168,20 +250,36 @@ def _topology_file(out: Path) -> Path:
 
 
 def load_lab(outdir: str | Path) -> Lab:
-    """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one."""
-    out = Path(outdir)
+    """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one.
+
+    OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
+    absolute paths), no symlink or special file below it is accepted
+    (outdir_fs.check_tree; ``.lab`` is checked by the commands that use it),
+    every file is read without following a symlink, and a file of the wrong
+    shape is exit 2 naming it, never a traceback."""
+    from .outdir_fs import check_tree, resolve_outdir
+
+    out = resolve_outdir(outdir)
     topo_file = _topology_file(out)
+    check_tree(out, skip=(STATE_DIR,))
     sliced = (out / SLICE_DIR / "fabric.json").is_file()
     fabric_file = out / SLICE_DIR / "fabric.json" if sliced else out / "fabric.json"
-    fabric = _read_json(fabric_file)
-    try:
-        Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        clab = yaml.load(topo_file.read_text(encoding="utf-8"), Loader=Loader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise LabError(str(topo_file), f"cannot read the topology: {exc}", "recompile the design") from None
-    if not isinstance(clab, dict) or not isinstance(clab.get("topology"), dict):
-        raise LabError(str(topo_file), "is not a containerlab topology (no 'topology' section)", "recompile the design")
+    fabric = _read_json(out, fabric_file)
+    clab = _read_yaml(out, topo_file)
+    if not isinstance(clab, dict):
+        raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
+    shape = _shape_problems(clab, fabric)
+    if shape:
+        raise InputError([Problem("", what, "recompile the design", None,
+                                  str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
     name = clab.get("name")
+    if not isinstance(name, str) or not LAB_RE.match(name):
+        raise LabError(str(topo_file), f"lab name {str(name)[:40]!r} is not a lab name "
+                       "(lowercase letters, digits, '-', at most 40)", "recompile the design")
+    bad = [n for n in (clab["topology"].get("nodes") or {}) if not NODE_NAME_RE.match(n)]
+    if bad:
+        raise LabError(str(topo_file), f"node name {str(bad[0])[:40]!r} is not a plain name (it names files and"
+                       " namespaces: letters, digits, '.', '_', '-')", "recompile the design")
     if name != fabric.get("name"):
         raise LabError(str(topo_file), f"lab name {name!r} differs from {fabric_file.name}'s {fabric.get('name')!r}",
                        "the files come from different compiles: recompile into a fresh OUTDIR")
@@ -195,10 +293,15 @@ def load_lab(outdir: str | Path) -> Lab:
         info = infos.get(nname)
         if info is None:
             raise LabError(str(topo_file), f"node {nname!r} is not in {fabric_file}", "recompile the design")
+        try:
+            exec_ = tuple(tuple(shlex.split(c)) for c in spec.get("exec") or ())
+        except ValueError as exc:
+            raise LabError(str(topo_file), f"node {nname}: an exec line does not split into words ({exc})",
+                           "recompile the design") from None
         nodes[nname] = LabNode(
             name=nname, role=info["role"], kind=kind, netns=netns_name(name, nname),
             image=spec.get("image") or (kinds.get(kind) or {}).get("image"),
-            exec=tuple(tuple(shlex.split(c)) for c in spec.get("exec") or ()),
+            exec=exec_,
             binds=tuple(spec.get("binds") or ()), startup_config=spec.get("startup-config"), info=info,
         )
     links = _join_links(topo.get("links") or [], fabric.get("links", []), str(topo_file))

@@ -4,10 +4,16 @@ One subcommand per action; each action is a (name, help, add_arguments, run)
 entry in ACTIONS, so adding one (check, traffic, fault) is one function pair
 and one line. Every action gets OUTDIR and --runtime from :func:`common`.
 Exit codes: 0 ok, 1 something is not as it should be, 2 bad OUTDIR, 3 runtime failure.
+
+OUTDIR is untrusted (a pull request may have written it): every action runs
+under the lab's lock (emulation/lab_lock.py, outside OUTDIR), exclusive for
+deploy, destroy and fault, shared for check and traffic.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from typing import Callable
 
@@ -27,6 +33,15 @@ def open_lab(args):
     return get_runtime(args.runtime), load_lab(args.outdir)
 
 
+def locked(lab, shared: bool = False, remove: bool = False):
+    """The lab's lock (lab_lock), where it can be taken: root only (it lives in /run)."""
+    from railonly.emulation import lab_lock
+
+    if os.geteuid() != 0:
+        return contextlib.nullcontext()
+    return lab_lock.hold(lab.name, shared=shared, remove=remove)
+
+
 # --- deploy -------------------------------------------------------------------------------
 
 
@@ -43,7 +58,8 @@ def deploy(args) -> int:
             print(" ".join(rt.deploy_argv(lab)))
         return 0
     try:
-        res = rt.deploy(lab)
+        with locked(lab):
+            res = rt.deploy(lab)
     except KeyboardInterrupt:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
               file=sys.stderr)
@@ -89,15 +105,31 @@ def status(args) -> int:
 
 
 def destroy(args) -> int:
+    """Exit 0 when the lab is gone; 2 when it is gone but the OUTDIR asked for more
+    than is provably the lab's (each refusal named); 3 when something stayed."""
+    from railonly.emulation import lab_lock
+
     rt, lab = open_lab(args)
-    rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
+    with locked(lab, remove=True):
+        rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
+        if os.geteuid() == 0:  # no reload can hold it: a reload holds the lab lock shared
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lab_lock.path_of(lab.name, "reload.lock"))
     if rep is None:
         print(f"lab {lab.name}: destroyed")
-    elif rep.lab is None:
-        print(f"lab {lab.name}: nothing to destroy (no state file)")
+        return 0
+    namespaces = [d for d in rep.deleted if not d.startswith("/")]
+    if not namespaces and not rep.killed and not rep.restored:
+        print(f"lab {lab.name}: nothing to destroy" + ("" if rep.deleted else " (no namespace of it exists)"))
     else:
-        print(f"lab {lab.name}: removed {len(rep.deleted)} namespaces, stopped {len(rep.killed)} processes"
+        print(f"lab {lab.name}: removed {len(namespaces)} namespaces, stopped {len(rep.killed)} processes"
               + (f", restored {', '.join(rep.restored)}" if rep.restored else "") + f" in {rep.seconds:.2f} s")
+    for r in rep.refused:
+        print(f"error: refused: {r}", file=sys.stderr)
+    if rep.refused:
+        print(f"lab {lab.name}: everything provably the lab's is removed; the {len(rep.refused)} entries above were "
+              "not touched (not the lab's, or unreadable)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -118,8 +150,9 @@ def check(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
-                             progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+        with locked(lab, shared=True):
+            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
+                                 progress=lambda s: print(f"  .. {s}", file=sys.stderr))
     except checks_run.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -145,7 +178,9 @@ def traffic(args) -> int:
 
     rt, lab = open_lab(args)
     try:
-        rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+        with locked(lab, shared=True):
+            rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                        progress=lambda s: print(f"  .. {s}", file=sys.stderr))
     except T.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -167,10 +202,12 @@ def fault(args) -> int:
 
     rt, lab = open_lab(args)
     if args.restore:
-        done = faults.restore(lab, rt)
+        with locked(lab):
+            done = faults.restore(lab, rt)
         print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))
         return 0
-    what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)
+    with locked(lab):
+        what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)
     print(f"lab {lab.name}: {what} (undo: railonly lab fault {args.outdir} --restore)")
     return 0
 

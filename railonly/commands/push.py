@@ -7,6 +7,7 @@ unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -45,10 +46,17 @@ def run(args) -> int:
         raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
     outdir = Path(args.outdir)
     lab = load_lab(outdir)
+    lock = contextlib.nullcontext()
     if args.inventory:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
+        from railonly.emulation import lab_lock
+        from railonly.emulation.netns_runtime import check_state_dir
+
+        check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there
         devices = push_inventory.lab_devices(outdir)
+        if os.geteuid() == 0:  # shared: the switch shells' reloads take it shared too; deploy/destroy wait
+            lock = lab_lock.hold(lab.name, shared=True)
     if args.device:
         known = {d.name for d in devices}
         bad = [n for n in args.device if n not in known]
@@ -61,9 +69,15 @@ def run(args) -> int:
         src = "--key" if args.key else "RAILONLY_SSH_KEY"
         raise InputError([Problem(src, f"SSH key file {creds.key_file} does not exist", "give the path of a private key",
                                   None, "command line")])
+    for d in devices:  # every file a push would send, read and judged before any connection
+        try:
+            push.candidate(lab.configs_dir, d)
+        except push.PushFailed:
+            pass  # a missing file: that device's result says so
     progress = push.Progress(len(devices), enabled=not args.quiet)
-    results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
-                            progress=progress, timeout=args.timeout)
+    with lock:
+        results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
+                                progress=progress, timeout=args.timeout)
     for r in results:
         if r.diff:  # dry run: what would change; push: what was applied
             sys.stdout.write(r.diff)

@@ -1,0 +1,76 @@
+"""One lock per lab: deploy, destroy, fault and push of one lab run one at a time.
+
+The lock is an flock on ``/run/railonly/<lab>.lock``: outside OUTDIR (which
+is untrusted and may be shared by two checkouts of one lab) and outside the
+lab's run directory (which destroy removes). Exclusive for what changes the
+lab (deploy, destroy, fault), shared for what only uses it (push, check,
+traffic, a switch shell's ``config reload``), so a push's reloads run while
+the push holds its shared lock, and a destroy waits for both.
+
+Destroy removes the lock file while it holds it; a waiter that then gets the
+lock on the removed file notices (its inode is no longer the path's) and
+takes the lock again on the new file, so two holders never coexist.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+from .lab_state import LAB_RE, RUN_ROOT
+
+
+def path_of(lab: str, what: str = "lock") -> str:
+    if not LAB_RE.match(lab):
+        raise ValueError(f"not a lab name: {lab!r}")
+    return f"{RUN_ROOT}/{lab}.{what}"
+
+
+def _open_locked(path: str, shared: bool, wait_note: str | None) -> int:
+    os.makedirs(RUN_ROOT, mode=0o755, exist_ok=True)
+    op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, op | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if wait_note:
+                    print(wait_note, file=sys.stderr)
+                    wait_note = None
+                fcntl.flock(fd, op)
+            try:
+                same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed by a destroy while we waited: lock the new file
+
+
+@contextmanager
+def hold(lab: str, *, shared: bool = False, remove: bool = False, what: str = "lock") -> Iterator[None]:
+    """Hold the lab's lock for the block. ``remove``: delete the lock file before
+    releasing it (destroy: nothing of the lab stays behind)."""
+    path = path_of(lab, what)
+    fd = _open_locked(path, shared, f"lab {lab}: waiting for another railonly command on it ({path})")
+    try:
+        yield
+    finally:
+        if remove and not shared:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        os.close(fd)
+
+
+def held_paths(lab: str) -> list[str]:
+    """The lock files a lab may leave while it runs (for destroy's report and tests)."""
+    return [path_of(lab, w) for w in ("lock", "reload.lock")]
