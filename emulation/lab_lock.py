@@ -18,7 +18,7 @@ import fcntl
 import os
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .lab_state import LAB_RE, RUN_ROOT
 
@@ -29,11 +29,17 @@ def path_of(lab: str, what: str = "lock") -> str:
     return f"{RUN_ROOT}/{lab}.{what}"
 
 
-def _open_locked(path: str, shared: bool, wait_note: str | None) -> int:
-    os.makedirs(RUN_ROOT, mode=0o755, exist_ok=True)
+def _open_locked(path: str, shared: bool, wait_note: str | None) -> int | None:
+    """The locked fd; None for a shared lock on a lab with no lock file (nothing
+    deployed: a deploy creates the file and leaves it while the lab exists)."""
+    if not shared:
+        os.makedirs(RUN_ROOT, mode=0o755, exist_ok=True)
     op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(path, os.O_RDWR | (0 if shared else os.O_CREAT) | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            return None
         try:
             try:
                 fcntl.flock(fd, op | fcntl.LOCK_NB)
@@ -55,20 +61,24 @@ def _open_locked(path: str, shared: bool, wait_note: str | None) -> int:
 
 
 @contextmanager
-def hold(lab: str, *, shared: bool = False, remove: bool = False, what: str = "lock") -> Iterator[None]:
-    """Hold the lab's lock for the block. ``remove``: delete the lock file before
-    releasing it (destroy: nothing of the lab stays behind)."""
+def hold(lab: str, *, shared: bool = False, remove: "bool | Callable[[], bool]" = False,
+         what: str = "lock") -> Iterator[None]:
+    """Hold the lab's lock for the block. ``remove`` (exclusive only; a bool, or a
+    function asked at release): delete the lock file before releasing it, so
+    nothing of an absent lab stays behind."""
     path = path_of(lab, what)
     fd = _open_locked(path, shared, f"lab {lab}: waiting for another railonly command on it ({path})")
     try:
         yield
     finally:
-        if remove and not shared:
+        if fd is not None:
             try:
-                os.unlink(path)
+                if not shared and (remove() if callable(remove) else remove):
+                    os.unlink(path)
             except FileNotFoundError:
                 pass
-        os.close(fd)
+            finally:
+                os.close(fd)
 
 
 def held_paths(lab: str) -> list[str]:

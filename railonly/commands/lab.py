@@ -33,7 +33,14 @@ def open_lab(args):
     return get_runtime(args.runtime), load_lab(args.outdir)
 
 
-def locked(lab, shared: bool = False, remove: bool = False):
+def lab_exists(lab) -> bool:
+    """Any namespace of the lab (what a deploy that failed early did not create)."""
+    from railonly.emulation.netns_runtime import lab_namespaces
+
+    return bool(lab_namespaces(lab))
+
+
+def locked(lab, shared: bool = False, remove=False):
     """The lab's lock (lab_lock), where it can be taken: root only (it lives in /run)."""
     from railonly.emulation import lab_lock
 
@@ -58,7 +65,7 @@ def deploy(args) -> int:
             print(" ".join(rt.deploy_argv(lab)))
         return 0
     try:
-        with locked(lab):
+        with locked(lab, remove=lambda: not lab_exists(lab)):
             res = rt.deploy(lab)
     except KeyboardInterrupt:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",

@@ -1,0 +1,277 @@
+"""Hostile OUTDIRs judged without root: the state file schema and ownership,
+symlink-free reads and writes, malformed files (exit 2 naming the file, never
+a traceback), and exec lines that would write a host-global sysctl."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from railonly.cli import main
+from railonly.emulation import faults, lab_sshd, lab_state
+from railonly.emulation.outdir_fs import TreeIO, UnsafePath, check_tree
+from railonly.emulation.runtime import LabError, load_lab
+
+from .conftest import ROUTED, compile_lab, unique
+
+LAB = "demo"
+OWNER = lab_state.Owner.for_lab(LAB, "/tmp/out/.lab")
+
+
+def good_state(**over) -> dict:
+    st = {
+        "version": 1, "lab": LAB, "prefix": "clab-demo-", "fingerprint": "ab", "phase": "deployed",
+        "namespaces": ["clab-demo-leaf0", "clab-demo-gpu0"],
+        "processes": [{"name": "leaf0/zebra", "netns": "clab-demo-leaf0", "argv": ["/usr/lib/frr/zebra", "-d"],
+                       "pidfile": "/run/railonly/demo/frr/leaf0/zebra.pid", "pid": 4242, "starttime": 7,
+                       "dirs": ["/run/railonly/demo/frr/leaf0"]}],
+        "root_sysctls": [{"key": "net.ipv4.neigh.default.gc_thresh3", "original": "1024", "set": "4096"}],
+        "dirs": ["/run/railonly", "/run/railonly/demo", "/run/railonly/demo/frr/leaf0"],
+    }
+    st.update(over)
+    return st
+
+
+# --- the state file ------------------------------------------------------------------
+
+
+def test_a_state_file_of_the_lab_is_kept_whole():
+    ck = lab_state.check(good_state(), "s.json", OWNER)
+    assert ck.problems == []
+    assert ck.state["namespaces"] == ["clab-demo-leaf0", "clab-demo-gpu0"]
+    assert len(ck.state["processes"]) == 1 and len(ck.state["root_sysctls"]) == 1
+    assert ck.state["dirs"] == good_state()["dirs"]
+
+
+@pytest.mark.parametrize("key, value, named", [
+    ("namespaces", ["clab-demo-leaf0", "railonly-canary-1", "clab-demo-", "clab-demo-x\nnetns del y"], "namespaces[1]"),
+    ("processes", [{**good_state()["processes"][0], "netns": "railonly-canary-1"}], "not one of the lab's"),
+    ("processes", [{**good_state()["processes"][0], "pidfile": "/etc/passwd"}], "pid file '/etc/passwd'"),
+    ("processes", [{**good_state()["processes"][0], "dirs": ["/home"]}], "dirs ['/home']"),
+    ("processes", [{**good_state()["processes"][0], "pid": 1}], "pid 1"),
+    ("processes", [{**good_state()["processes"][0], "argv": "sh -c x"}], "argv"),
+    ("processes", [{**good_state()["processes"][0], "pidfile": "/run/railonly/demo/../../../etc/x"}], "pid file"),
+    ("root_sysctls", [{"key": "kernel.modprobe", "original": "/tmp/x", "set": "/sbin/modprobe"}], "kernel.modprobe"),
+    ("root_sysctls", [{"key": "net.ipv4.neigh.default.gc_thresh3", "original": "1; x", "set": "2"}], "root_sysctls[0]"),
+    ("dirs", ["/run/railonly/demo/frr", "/var/lib", "/run/railonly/other/x", "/run/railonly/demox"], "'/var/lib'"),
+])
+def test_what_is_not_the_labs_is_refused_and_named(key, value, named):
+    ck = lab_state.check(good_state(**{key: value}), "s.json", OWNER)
+    assert any(named in r and r.startswith("s.json:") for r in ck.refused), ck.refused
+    st = ck.state
+    assert "railonly-canary-1" not in st["namespaces"]
+    assert all(p["pidfile"].startswith("/run/railonly/demo/") for p in st["processes"])
+    assert all(r["key"].startswith("net.ipv") for r in st["root_sysctls"])
+    assert all(d in ("/run/railonly", "/run/railonly/demo") or d.startswith("/run/railonly/demo/") for d in st["dirs"])
+
+
+def test_other_dirs_of_other_labs_are_refused():
+    ck = lab_state.check(good_state(dirs=["/run/railonly/other/x", "/run/railonly/demox"]), "s.json", OWNER)
+    assert ck.state["dirs"] == [] and len(ck.refused) == 2
+
+
+@pytest.mark.parametrize("data, why", [
+    ([], "not a JSON object"),
+    ({"lab": "../x"}, "not a lab name"),
+    (good_state(lab="other"), "belongs to lab 'other'"),
+    (good_state(version=7), "version 7"),
+])
+def test_a_state_file_that_is_not_this_labs_is_set_aside(data, why):
+    ck = lab_state.check(data, "s.json", OWNER)
+    assert ck.state is None and why in ck.corrupt
+
+
+def test_state_parse_errors_are_values_not_tracebacks():
+    for text in ("{", "", "[" * 100000, "\x00"):
+        with pytest.raises(ValueError):
+            lab_state.parse(text)
+
+
+# --- OUTDIR files without symlinks ----------------------------------------------------
+
+
+def test_tree_reads_and_writes_never_follow_a_symlink(tmp_path):
+    out, outside = tmp_path / "out", tmp_path / "outside.txt"
+    out.mkdir()
+    outside.write_text("secret\n")
+    (out / "link").symlink_to(outside)
+    (out / "dirlink").symlink_to(tmp_path)
+    tree = TreeIO(out)
+    with pytest.raises(UnsafePath) as exc:
+        tree.read_text("link")
+    assert str(out / "link") in str(exc.value)
+    with pytest.raises(UnsafePath):
+        tree.read_text("dirlink/outside.txt")
+    with pytest.raises(UnsafePath):
+        tree.write_text("dirlink/new.txt", "x")
+    with pytest.raises(UnsafePath):
+        tree.open_append("link")
+    tree.write_text("link", "mine\n")  # replaces the symlink itself
+    assert outside.read_text() == "secret\n" and not (out / "link").is_symlink()
+    assert not (tmp_path / "new.txt").exists()
+    with pytest.raises(UnsafePath):
+        tree.read_text("../outside.txt")
+
+
+def test_check_tree_names_symlinks_and_special_files_fast(tmp_path):
+    d = tmp_path / "t"
+    (d / "a" / "b").mkdir(parents=True)
+    check_tree(d)
+    os.mkfifo(d / "a" / "b" / "fifo")
+    t = time.perf_counter()
+    with pytest.raises(UnsafePath) as exc:
+        check_tree(d)
+    assert "fifo" in str(exc.value) and "FIFO" in str(exc.value)
+    assert time.perf_counter() - t < 1
+    os.unlink(d / "a" / "b" / "fifo")
+    (d / "a" / "authorized_keys").symlink_to("/etc/passwd")
+    with pytest.raises(UnsafePath, match="authorized_keys.*symlink"):
+        check_tree(d)
+    with pytest.raises(UnsafePath, match="FIFO"):
+        os.mkfifo(tmp_path / "f")
+        TreeIO(tmp_path).read_text("f")
+
+
+# --- a compiled OUTDIR, edited -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pure")
+    return compile_lab(ROUTED, unique("p"), tmp / "out")
+
+
+@pytest.fixture
+def copy(outdir, tmp_path):
+    dst = tmp_path / "o"
+    shutil.copytree(outdir, dst)
+    return dst
+
+
+def clab(out: Path) -> Path:
+    return next(out.glob("*.clab.yml"))
+
+
+def dry_run(out, capsys) -> tuple[int, str]:
+    rc = main(["lab", "deploy", str(out), "--dry-run"])
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err
+    return rc, cap.err
+
+
+@pytest.mark.parametrize("line", [
+    "sysctl -w kernel.printk_ratelimit=7",
+    "sysctl -w kernel.modprobe=/tmp/pwn",
+    "sysctl -w vm.stat_interval=9",
+    "sh -c 'touch /tmp/pwn'",
+    "ip netns del railonly-canary-1",
+])
+def test_exec_lines_the_compiler_never_emits_are_exit_2(copy, capsys, line):
+    f = clab(copy)
+    text = f.read_text()
+    first = text.index("- sysctl -w net.ipv4.ip_forward=1")
+    f.write_text(text[:first] + f"- {line}\n      " + text[first:])
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2, err
+    assert f.name in err
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda o: (o / "fabric.json").write_text("{\"nodes\": ["), "fabric.json"),
+    (lambda o: (o / "fabric.json").write_text("[1, 2]"), "fabric.json"),
+    (lambda o: (o / "fabric.json").write_text(json.dumps({**json.loads((o / "fabric.json").read_text()), "nodes": {"a": 1}})), "fabric.json"),
+    (lambda o: (o / "fabric.json").write_text(json.dumps({**json.loads((o / "fabric.json").read_text()), "links": [{"a": 1}]})), "fabric.json"),
+    (lambda o: clab(o).write_text("name: [unclosed\n"), ".clab.yml"),
+    (lambda o: clab(o).write_text("- a\n- b\n"), ".clab.yml"),
+    (lambda o: clab(o).write_text(clab(o).read_text().replace("  nodes:\n", "  nodes: [a, b]\n  oldnodes:\n", 1)), ".clab.yml"),
+    (lambda o: clab(o).write_text("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+                                  "c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c]\n"), "alias"),
+    (lambda o: clab(o).write_text(clab(o).read_text().replace("exec:\n", "exec: 7\n  x:\n", 1)), ".clab.yml"),
+    (lambda o: clab(o).write_bytes(b"\xff\xfe" + clab(o).read_bytes()), ".clab.yml"),
+    (lambda o: (o / "fabric.json").write_text("[" * 200000), "fabric.json"),
+])
+def test_malformed_files_are_exit_2_naming_the_file(copy, capsys, edit, named):
+    edit(copy)
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2, err
+    assert named in err
+
+
+@pytest.mark.parametrize("target", ["fabric.json", "configs/rail0-leaf0/frr.conf", "CLAB"])
+def test_symlinked_input_files_are_refused_naming_them(copy, capsys, tmp_path, target):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$secret\n")
+    rel = clab(copy).name if target == "CLAB" else target
+    (copy / rel).unlink()
+    (copy / rel).symlink_to(secret)
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2 and rel in err and "symlink" in err, err
+    assert "secret" not in err
+
+
+def test_a_fifo_in_outdir_is_refused_at_once(copy, capsys):
+    os.unlink(copy / "configs" / "rail0-leaf0" / "frr.conf")
+    os.mkfifo(copy / "configs" / "rail0-leaf0" / "frr.conf")
+    t = time.perf_counter()
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2 and "FIFO" in err and time.perf_counter() - t < 2
+
+
+def test_a_relative_outdir_becomes_absolute_before_any_daemon_sees_it(outdir, monkeypatch):
+    monkeypatch.chdir(outdir.parent)
+    lab = load_lab(outdir.name)
+    assert lab.outdir.is_absolute() and lab.state_dir.is_absolute()
+    conf = lab_sshd.sshd_config(lab, lab_sshd.sonic_switches(lab)[0].name)
+    for word in ("HostKey", "AuthorizedKeysFile"):
+        line = next(ln for ln in conf.splitlines() if ln.startswith(word))
+        assert line.split()[1].startswith("/"), line
+
+
+def test_a_node_name_that_is_a_path_is_refused(copy, capsys):
+    f = clab(copy)
+    f.write_text(f.read_text().replace("    rail0-leaf0:\n", "    ../../etc:\n", 1))
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2 and "not a plain name" in err
+
+
+# --- faults.json ---------------------------------------------------------------------
+
+
+def test_faults_restore_refuses_what_the_lab_never_records(outdir):
+    lab = load_lab(outdir)
+    sw = lab.switches[0]
+    good = {"kind": "node", "what": sw.name, "ends": [], "routes": {}, "frr": []}
+    assert faults._problems(lab, [good]) == []
+    cases = [
+        {**good, "frr": [["/bin/sh", "-c", "touch /tmp/pwn"]]},
+        {**good, "what": lab.gpus[0].name, "frr": [["/usr/lib/frr/zebra"]]},
+        {**good, "ends": [{"node": sw.name, "netns": "railonly-canary-1", "dev": "eth0"}]},
+        {**good, "ends": [{"node": sw.name, "netns": sw.netns, "dev": "eth0 down; x"}]},
+        {**good, "routes": {"railonly-canary-1": [["default"]]}},
+        {**good, "routes": {sw.netns: [["default", "via", "1.2.3.4; reboot"]]}},
+        "not a fault",
+    ]
+    for c in cases:
+        assert faults._problems(lab, [c]), c
+    assert faults._problems(lab, {"a": 1})
+
+
+def test_lab_ssh_json_cannot_point_push_elsewhere(copy):
+    lab = load_lab(copy)
+    tree = TreeIO(copy)
+    tree.write_text(".lab/ssh/lab-ssh.json", json.dumps({
+        "lab": lab.name, "user": "root", "client_key": "/etc/ssh/ssh_host_ed25519_key",
+        "known_hosts": "/etc/passwd", "switches": {sw.name: {"host": "192.0.2.1", "port": 2222}
+                                                   for sw in lab.switches}}))
+    info = lab_sshd.load_info(lab)
+    assert info["client_key"] == str(lab.state_dir / "ssh" / "client_ed25519")
+    assert info["known_hosts"] == str(lab.state_dir / "ssh" / "known_hosts")
+    assert {s["host"] for s in info["switches"].values()} == {"127.0.0.1"}
+    tree.write_text(".lab/ssh/lab-ssh.json", "{")
+    with pytest.raises(LabError, match="lab-ssh.json"):
+        lab_sshd.load_info(lab)
