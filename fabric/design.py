@@ -3,8 +3,8 @@
 Every key a design may use is declared in :data:`FIELDS` with its default and
 a hint; the README's key reference is written from the same table. Checks
 that need several keys at once (does an L2 rail fit one switch? is the design
-within three tiers?) run after the per-key checks, and all problems are
-reported together.
+within three tiers?) run after the per-key checks, each one whenever the keys
+it reads are valid, and all problems are reported together.
 """
 
 from __future__ import annotations
@@ -130,43 +130,59 @@ class Design:
         return self.platform_by_tier.get(tier, self.platform)
 
 
+_ABSENT = object()
+
+
+def _get(v: dict, path: str):
+    """values[a][b] for "a.b", or _ABSENT when that key (or its section) was invalid."""
+    for part in path.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return _ABSENT
+        v = v[part]
+    return v
+
+
 def _semantic(v: dict, src: Source) -> list[Problem]:
-    """Checks across keys; only run once every key on its own is valid."""
+    """Checks across keys. Each runs when the keys it reads are valid on their
+    own, even if other keys are not, so one round shows every problem."""
     out: list[Problem] = []
 
     def bad(path: str, msg: str, hint: str) -> None:
         out.append(Problem(path, msg, hint, src.line(path), src.file))
 
-    k = v["switch"]["radix"]
-    K = v["hb_domain"]["size"]
-    count = v["hb_domain"]["count"]
-    if k % 2:
+    def have(*paths: str) -> bool:
+        return all(_get(v, p) is not _ABSENT for p in paths)
+
+    k = _get(v, "switch.radix")
+    K = _get(v, "hb_domain.size")
+    count = _get(v, "hb_domain.count")
+    if have("switch.radix") and k % 2:
         bad("switch.radix", f"must be even (half the ports go up in a multi-tier Clos), got {k}", f"use radix {k + 1} or {k - 1}")
-    if v["nic"]["gbps"] not in SPEEDS_GBPS:
+    if have("nic.gbps") and v["nic"]["gbps"] not in SPEEDS_GBPS:
         bad("nic.gbps", f"must be one of {', '.join(map(str, SPEEDS_GBPS))} Gbit/s, got {v['nic']['gbps']}", "use a standard Ethernet speed, e.g. 400")
-    if v["switch"]["mtu"] < v["nic"]["mtu"]:
+    if have("switch.mtu", "nic.mtu") and v["switch"]["mtu"] < v["nic"]["mtu"]:
         bad("switch.mtu", f"must be at least nic.mtu ({v['nic']['mtu']}), got {v['switch']['mtu']}", "raise switch.mtu (9100 is usual) or lower nic.mtu")
-    for tier in v["switch"]["platform_by_tier"]:
+    for tier in _get(v, "switch.platform_by_tier") if have("switch.platform_by_tier") else ():
         if tier not in (1, 2, 3):
             bad(f"switch.platform_by_tier.{tier}", f"tier must be 1, 2 or 3, got {tier}", "tiers: 1 = leaf, 2 = spine, 3 = core")
-    q = v["qos"]
-    if q["ecn_min_kbytes"] > q["ecn_max_kbytes"]:
+    q = v.get("qos") if isinstance(v.get("qos"), dict) else {}
+    if "ecn_min_kbytes" in q and "ecn_max_kbytes" in q and q["ecn_min_kbytes"] > q["ecn_max_kbytes"]:
         bad("qos.ecn_min_kbytes", f"must not exceed qos.ecn_max_kbytes ({q['ecn_max_kbytes']}), got {q['ecn_min_kbytes']}", "swap the two thresholds")
-    if q["roce_priority"] == q["cnp_priority"]:
+    if "roce_priority" in q and "cnp_priority" in q and q["roce_priority"] == q["cnp_priority"]:
         bad("qos.cnp_priority", f"must differ from qos.roce_priority ({q['roce_priority']})", "CNPs travel in their own class, e.g. 6")
-    if q["roce_dscp"] == q["cnp_dscp"]:
+    if "roce_dscp" in q and "cnp_dscp" in q and q["roce_dscp"] == q["cnp_dscp"]:
         bad("qos.cnp_dscp", f"must differ from qos.roce_dscp ({q['roce_dscp']})", "the usual values are 26 for RoCE and 48 for CNP")
-    pools = v["addressing"]
+    pools = v.get("addressing") if isinstance(v.get("addressing"), dict) else {}
     names = sorted(pools)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             if pools[a].overlaps(pools[b]):
                 bad(f"addressing.{b}", f"{pools[b]} overlaps addressing.{a} ({pools[a]})",
                     "give every pool its own address range")
-    lab_domains = v["lab"]["domains"]
-    if lab_domains is not None and lab_domains > count:
+    lab_domains = _get(v, "lab.domains")
+    if have("lab.domains", "hb_domain.count") and lab_domains is not None and lab_domains > count:
         bad("lab.domains", f"must be at most hb_domain.count ({count}), got {lab_domains}", f"use lab.domains: {min(count, 4)}")
-    if out or k % 2:
+    if not have("switch.radix", "hb_domain.size", "hb_domain.count", "topology", "rail.mode") or k % 2:
         return out
 
     topo = v["topology"]
@@ -195,9 +211,7 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
 
 def design_from_source(src: Source, text: str = "") -> Design:
     values, problems = check(FIELDS, src)
-    if problems:
-        raise InputError(problems)
-    problems = _semantic(values, src)
+    problems += _semantic(values, src)  # all at once: cross-key checks whose keys are valid run too
     if problems:
         raise InputError(problems)
     a = values["addressing"]
@@ -229,10 +243,8 @@ def design_from_source(src: Source, text: str = "") -> Design:
 
 def load_design(path: str) -> Design:
     """Read, parse and validate a design file; raises InputError with every problem."""
-    src = load_yaml_file(path)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    return design_from_source(src, text)
+    src = load_yaml_file(path)  # read once: the hash is of the text that was checked
+    return design_from_source(src, src.text)
 
 
 def parse_design(text: str, file: str | None = None) -> Design:

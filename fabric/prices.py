@@ -112,7 +112,7 @@ def load_prices(path: str | None = None) -> PriceBook:
     """The price book at `path`, or the shipped default; raises InputError listing every problem."""
     if path is None:
         return default_prices()
-    return _from_source(load_yaml_file(path))
+    return _from_source(load_yaml_file(path, what="a price book YAML file"))
 
 
 _DEFAULT: PriceBook | None = None

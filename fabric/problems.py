@@ -43,3 +43,12 @@ def did_you_mean(word: str, choices: list[str]) -> str:
 
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(sorted(choices))}"
+
+
+def short(value: object, limit: int = 60) -> str:
+    """`value` as text for a message, cut to `limit` characters: hostile input
+    may carry megabytes, and a message must stay readable."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"

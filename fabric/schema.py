@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .problems import Problem, did_you_mean
+from .addressing import unusable
+from .problems import Problem, did_you_mean, short
 from .yamlsource import Source
 
 _MISSING = object()
@@ -41,7 +42,7 @@ def _type_name(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):
-        return f"'{value}'"
+        return short(repr(value))
     if value is None:
         return "nothing (null)"
     if isinstance(value, dict):
@@ -57,7 +58,8 @@ class Checker:
         self.problems: list[Problem] = []
 
     def problem(self, path: str, message: str, hint: str = "") -> None:
-        self.problems.append(Problem(path, message, hint, self.source.line(path), self.source.file))
+        # The line from the full path; the path shown is cut (a hostile key may be long).
+        self.problems.append(Problem(short(path, 120), message, hint, self.source.line(path), self.source.file))
 
     def value(self, spec: Field, value: Any, path: str) -> Any:
         kind = spec.kind
@@ -108,7 +110,7 @@ class Checker:
             return value
         if kind == "choice":
             if value not in spec.choices:
-                close = did_you_mean(str(value), list(spec.choices)) if isinstance(value, str) else ""
+                close = did_you_mean(value[:100], list(spec.choices)) if isinstance(value, str) else ""
                 self.problem(
                     path,
                     f"must be one of {', '.join(spec.choices)}, got {_type_name(value)}",
@@ -121,7 +123,7 @@ class Checker:
                 self.problem(path, f"must be text, got {_type_name(value)}", spec.hint)
                 return _MISSING
             if spec.pattern and not re.fullmatch(spec.pattern, value):
-                self.problem(path, f"must be {spec.pattern_text}, got {value!r}", spec.hint)
+                self.problem(path, f"must be {spec.pattern_text}, got {short(repr(value))}", spec.hint)
                 return _MISSING
             return value
         if kind == "cidr":
@@ -131,6 +133,11 @@ class Checker:
                 net = ipaddress.IPv4Network(value, strict=True)
             except ValueError:
                 self.problem(path, f"must be an IPv4 prefix like 10.0.0.0/8 with no host bits set, got {_type_name(value)}", spec.hint)
+                return _MISSING
+            reserved = unusable(net)
+            if reserved:
+                self.problem(path, f"{net} overlaps {reserved}, which hosts cannot use",
+                             "use a private pool, e.g. inside 10.0.0.0/8, 172.16.0.0/12 or 100.64.0.0/10")
                 return _MISSING
             return net
         raise AssertionError(f"unknown field kind {kind}")
@@ -153,7 +160,7 @@ class Checker:
         for key in data:
             if key not in fields:
                 sub = f"{path}.{key}" if path else str(key)
-                self.problem(sub, f"unknown key '{key}'", did_you_mean(str(key), list(fields)))
+                self.problem(sub, f"unknown key {short(repr(key))}", did_you_mean(str(key)[:100], list(fields)))
         for name, spec in fields.items():
             sub = f"{path}.{name}" if path else name
             if name not in data:

@@ -73,5 +73,6 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.emulation.proc import ToolMissing
     from railonly.emulation.runtime import RuntimeProblem
+    from railonly.fabric.writer import WriteFailed
 
-    return (ToolMissing, RuntimeProblem)
+    return (ToolMissing, RuntimeProblem, WriteFailed)

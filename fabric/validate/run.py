@@ -12,6 +12,9 @@ import json
 import os
 from typing import Callable
 
+from railonly.fabric.problems import InputError
+
+from . import untrusted
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
 from .report import Result
@@ -24,13 +27,9 @@ class OutdirError(Exception):
 
 
 def disk_reader(outdir: str) -> Reader:
-    def read(path: str) -> str | None:
-        try:
-            with open(os.path.join(outdir, path), encoding="utf-8") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            return None
-    return read
+    """Reads below OUTDIR as untrusted input: no symlink followed, sizes
+    bounded, UntrustedFile (exit 2) for anything else (see :mod:`untrusted`)."""
+    return untrusted.OutdirReader(outdir).read_text
 
 
 def memory_reader(files: dict[str, bytes]) -> Reader:
@@ -44,10 +43,7 @@ def load_fabric(read: Reader, where: str) -> dict:
     text = read("fabric.json")
     if text is None:
         raise OutdirError(f"{where}: no fabric.json (is this the OUTDIR of 'railonly compile'?)")
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise OutdirError(f"{where}/fabric.json is not valid JSON: {exc}") from None
+    doc = untrusted.parse_json(text, os.path.join(where, "fabric.json"))
     if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "nodes" not in doc or "links" not in doc:
         raise OutdirError(f"{where}/fabric.json is not a schema_version 1 fabric (needs nodes and links)")
     return doc
@@ -126,10 +122,25 @@ def _read_shard(state, i: int, n: int):
 
 
 def validate_outdir(outdir: str) -> list[Result]:
+    """Every result for an OUTDIR on disk. Symlinks, special files and malformed
+    JSON/YAML raise InputError (exit 2); what the compiler never emits (exec
+    lines, FRR/EOS commands, odd names) fails a `trust/<file>` result."""
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
+    unsafe = untrusted.unsafe_entries(outdir)
+    if unsafe:
+        raise InputError(unsafe)
     read = disk_reader(outdir)
-    return validate(read, load_fabric(read, outdir))
+    fabric = load_fabric(read, outdir)
+    by_file: dict[str, list[str]] = {}
+    for p in untrusted.check_outdir(outdir, require_lab=False):
+        where = f"line {p.line}: " if p.line else ""
+        key = f" {p.path}:" if p.path else ""
+        by_file.setdefault(p.file or outdir, []).append(f"{where}{key} {p.message}".replace(":  ", ": ").strip())
+    trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
+                    "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
+             for f, msgs in sorted(by_file.items())]
+    return trust + validate(read, fabric)
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

@@ -9,6 +9,8 @@ def register(sub) -> None:
     p = sub.add_parser("compile", help="compile a design into configs, cabling, BOM and lab files")
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUTDIR even when it is not a railonly OUTDIR (everything in it is deleted)")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--lab-domains", type=int, metavar="N",
@@ -24,13 +26,18 @@ def run(args) -> int:
     from railonly.fabric.design import load_design
     from railonly.fabric.progress import Silent, Stderr
 
+    from railonly.fabric import writer
+
     design = load_design(args.design)
+    target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or (design.gpus > 2048 and not args.quiet)
     progress = Stderr() if show else Silent()
     fab, files = compile_design(design, progress)
     progress.step(f"checking generated configs and writing {len(files):,} files")
-    failed = check_and_write(args.outdir, files, design.sha256, check=not args.no_check)
+    failed = check_and_write(target, files, design.sha256, check=not args.no_check)
+    for note in target.notes:
+        print(note, file=sys.stderr)
     if failed:
         for r in failed[:20]:
             print(f"error: {r.id}: {r.detail}", file=sys.stderr)
@@ -45,10 +52,10 @@ def run(args) -> int:
     return 0
 
 
-def check_and_write(outdir: str, files: dict[str, bytes], design_sha256: str, check: bool = True) -> list:
+def check_and_write(outdir, files: dict[str, bytes], design_sha256: str, check: bool = True) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
-    (then nothing was written)."""
+    (then nothing was written). `outdir`: a path or a writer.Target."""
     from railonly.emulation import proc
     from railonly.fabric import parallel, writer
     from railonly.fabric.compiler import check_outputs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 
 
 def register(sub) -> None:
@@ -15,6 +16,8 @@ def register(sub) -> None:
     p.add_argument("--no-share-rails", action="store_true", help="do not let small one-tier rails share a switch")
     p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default")
     p.add_argument("-o", "--outdir", default="sweep", metavar="DIR", help="where sweep.csv and sweep.png go (default %(default)s)")
+    p.add_argument("--force", action="store_true",
+                   help="replace DIR even when it is not a railonly output directory (everything in it is deleted)")
     p.set_defaults(func=run)
 
 
@@ -35,8 +38,9 @@ def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list
 def run(args) -> int:
     from railonly.fabric.prices import load_prices
     from railonly.fabric.sweep import render_csv, render_png, sweep
-    from railonly.fabric.writer import write_outdir
+    from railonly.fabric.writer import prepare, write_outdir
 
+    target = prepare(args.outdir, force=args.force, inputs=(args.prices,) if args.prices else ())
     hb = _ints("--hb-sizes", args.hb_sizes, 1, 512)
     gpus = _ints("--gpus", args.gpus, 1, 10_000_000)
     radices = _ints("--radix", args.radix, 4, 1024, even=True)
@@ -44,7 +48,9 @@ def run(args) -> int:
     rows = sweep(hb, gpus, radices, book, share_rails=not args.no_share_rails)
     text = render_csv(rows)
     files = {"sweep.csv": text.encode(), "sweep.png": render_png(rows)}
-    write_outdir(args.outdir, files, hashlib.sha256(text.encode()).hexdigest())
+    write_outdir(target, files, hashlib.sha256(text.encode()).hexdigest())
+    for note in target.notes:
+        print(note, file=sys.stderr)
     paying = [r for r in rows if r.get("cost_saving")]
     best = max(paying, key=lambda r: r["cost_saving"], default=None)
     print(f"{len(rows)} clusters, {len(paying)} where rail-only saves; wrote sweep.csv and sweep.png to {args.outdir}")

@@ -15,6 +15,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from railonly.fabric.problems import InputError
     from railonly.fabric.validate import report
     from railonly.fabric.validate.run import OutdirError, validate_outdir
 
@@ -22,6 +23,11 @@ def run(args) -> int:
         results = validate_outdir(args.outdir)
     except OutdirError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except InputError as exc:  # a symlink, special or malformed file in OUTDIR: refused, never read
+        for p in exc.problems:
+            print(p.format(), file=sys.stderr)
+        print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
         return 2
     for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
         if path:
