@@ -20,7 +20,7 @@ import json
 import re
 
 from . import frr, proc
-from .outdir_fs import TreeIO
+from .outdir_fs import OutdirWriter
 from .runtime import STATE_DIR, Lab, LabError, Runtime
 
 
@@ -33,15 +33,11 @@ _WORD = re.compile(r"^[A-Za-z0-9_.:/@-]{1,64}$")  # a route word or a device nam
 
 
 def _load(lab: Lab) -> list[dict]:
-    try:
-        text = TreeIO(lab.outdir).read_text(_REL, limit=16 * 1024 * 1024)
-    except FileNotFoundError:
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    data = OutdirReader(str(lab.outdir)).read_json(_REL, limit=16 * 1024 * 1024)  # exit 2 naming it if malformed
+    if data is None:
         return []
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise LabError(_file(lab), f"not valid JSON: {str(exc)[:120]}", "remove the file (railonly writes it"
-                       " on fault injection) and redeploy the lab") from None
     problems = _problems(lab, data)
     if problems:
         raise LabError(_file(lab), "holds what railonly never records:\n  " + "\n  ".join(problems[:10]),
@@ -86,7 +82,7 @@ def _problems(lab: Lab, data: object) -> list[str]:
 
 
 def _save(lab: Lab, faults: list[dict]) -> None:
-    TreeIO(lab.outdir).write_text(_REL, json.dumps(faults, indent=1))
+    OutdirWriter(lab.outdir).write_text(_REL, json.dumps(faults, indent=1))
 
 
 def _dev(rt: Runtime, lab: Lab, node: str, port: str) -> str:
@@ -173,5 +169,5 @@ def restore(lab: Lab, rt: Runtime) -> list[str]:
         for argv in f.get("frr", []):  # zebra first: the order they were planned in
             proc.run(argv, netns=lab.netns(f["what"]), timeout=20)
         done.append(f"{f['kind']} {f['what']}")
-    TreeIO(lab.outdir).unlink(_REL)
+    OutdirWriter(lab.outdir).unlink(_REL)
     return done

@@ -124,18 +124,20 @@ def prepare(lab) -> dict:
     (idempotent: existing keys are kept). Returns the info dict."""
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
-    # Everything below OUTDIR goes through outdir_fs.TreeIO: no symlink is followed.
-    from .outdir_fs import TreeIO
+    # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    from .outdir_fs import OutdirWriter
 
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    tree = TreeIO(lab.outdir)
+    tree, reader = OutdirWriter(lab.outdir), OutdirReader(str(lab.outdir))
     base = ssh_dir(lab)
     rel = str(base.relative_to(lab.outdir))
     tree.makedirs(rel, mode=0o700)
     tree.chmod_dir(rel, 0o700)
     client = base / "client_ed25519"
     _keygen(client, f"railonly-lab-{lab.name}")
-    pub = tree.read_text(f"{rel}/client_ed25519.pub", limit=4096).strip()
+    pub = reader.read_text(f"{rel}/client_ed25519.pub", limit=4096).strip()
     # restrict: no forwarding of any kind; pty: netmiko drives an interactive shell
     tree.write_text(f"{rel}/authorized_keys", f"restrict,pty {pub}\n")
     known, switches = [], {}
@@ -143,7 +145,7 @@ def prepare(lab) -> dict:
         tree.makedirs(f"{rel}/{sw.name}")
         key = switch_dir(lab, sw.name) / "ssh_host_ed25519_key"
         _keygen(key, f"{sw.name}@{lab.name}")
-        host_pub = tree.read_text(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).split()
+        host_pub = reader.read_text(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).split()
         known.append(f"{host_alias(lab, sw.name)} {host_pub[0]} {host_pub[1]}")
         tree.write_text(f"{rel}/{sw.name}/sshd_config", sshd_config(lab, sw.name))
         switches[sw.name] = {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
@@ -184,17 +186,14 @@ def load_info(lab) -> dict | None:
     switch sshd. The file is only a marker: every path and address is derived
     here from the lab (a hostile file cannot point push at another key, host
     or known_hosts); a file of the wrong shape is exit 2 naming it."""
-    from .outdir_fs import TreeIO
+    from railonly.fabric.validate.untrusted import OutdirReader
+
     from .runtime import LabError
 
     path = ssh_dir(lab) / INFO
-    try:
-        data = json.loads(TreeIO(lab.outdir).read_text(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024))
-    except FileNotFoundError:
+    data = OutdirReader(str(lab.outdir)).read_json(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024)
+    if data is None:
         return None
-    except (ValueError, RecursionError) as exc:
-        raise LabError(str(path), f"not valid JSON: {str(exc)[:120]}",
-                       f"redeploy the lab: railonly lab deploy {lab.outdir}") from None
     if not isinstance(data, dict) or data.get("lab") != lab.name or not isinstance(data.get("switches"), dict):
         raise LabError(str(path), f"is not the switch sshd record of lab {lab.name}",
                        f"redeploy the lab: railonly lab deploy {lab.outdir}")

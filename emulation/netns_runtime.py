@@ -26,7 +26,8 @@ from typing import Sequence
 
 from . import frr, lab_plan, lab_sshd, lab_state, nsengine, nsenter, proc
 from . import nsplan as P
-from .outdir_fs import UnsafePath, check_tree
+from .outdir_fs import UnsafePath
+from .runtime import STATE_DIR as STATE_DIR_NAME
 from .runtime import Lab, LabError, LabNode, LabStatus, RuntimeProblem, target
 from .switch_intent import ConfigReadError
 from .switch_plan import switch_items
@@ -46,11 +47,59 @@ def owner(lab: Lab) -> lab_state.Owner:
 def check_state_dir(lab: Lab) -> None:
     """UnsafePath (exit 2) when OUTDIR/.lab is a symlink or holds one (or a FIFO,
     a device...): a root process would read or write through it."""
+    from railonly.fabric.validate.untrusted import unsafe_entries
+
     try:
-        os.lstat(lab.state_dir)
+        st = os.lstat(lab.state_dir)
     except FileNotFoundError:
         return
-    check_tree(lab.state_dir)
+    if not stat.S_ISDIR(st.st_mode):  # lstat first: unsafe_entries(under=) would list a link's target
+        raise UnsafePath(lab.state_dir, "is a symlink or not a directory: the lab's runtime state is never"
+                         " read or written through it")
+    bad = unsafe_entries(str(lab.outdir), under=STATE_DIR_NAME)
+    if bad:
+        raise UnsafePath(bad[0].file, bad[0].message + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+
+
+def switch_file_problems(config_dir: str, platform: str, run_dir: str | None) -> list:
+    """The allow-list findings (railonly.fabric.validate.untrusted, the checks
+    `validate` runs) for every file the switch readers would use in config_dir:
+    config_db.json and the FRR file(s) (frr.conf, or the split per-daemon files
+    the reader also accepts), or the EOS startup-config. Read without following
+    a symlink; malformed is UntrustedFile (exit 2)."""
+    from railonly.fabric.validate import untrusted as U
+
+    from .sonic_reader import SPLIT_FILES
+
+    reader = U.OutdirReader(config_dir)
+    if platform == "eos":
+        text = reader.read_text("startup-config")
+        return U.check_eos(text, reader.where("startup-config")) if text is not None else []
+    out = []
+    db = reader.read_text("config_db.json")
+    if db is not None:
+        out += U.check_config_db(U.parse_json(db, reader.where("config_db.json")), reader.where("config_db.json"), db)
+    for name in ("frr.conf", *SPLIT_FILES):
+        text = reader.read_text(name)
+        if text is not None:
+            out += U.check_frr(text, reader.where(name), run_dir)
+    return out
+
+
+def check_lab_files(lab: Lab) -> None:
+    """InputError (exit 2) naming each file and line of the OUTDIR that `validate`
+    would refuse, before a deploy uses any of it: the tree (no symlink, no
+    special file, OUTDIR/.lab included), the topology, fabric.json and every
+    switch's config files."""
+    from railonly.fabric.problems import InputError
+    from railonly.fabric.validate.untrusted import check_outdir
+
+    problems = check_outdir(str(lab.outdir), run_dir=lab_plan.frr_rundir(lab.name))
+    for sw in lab.switches:
+        problems += [p for p in switch_file_problems(lab_plan.switch_config_dir(lab, sw.name), lab_plan.platform_of(sw),
+                                                     lab_plan.frr_rundir(lab.name)) if p not in problems]
+    if problems:
+        raise InputError(problems)
 
 
 def lab_namespaces(lab: Lab) -> list[str]:
@@ -114,6 +163,7 @@ class NetnsRuntime:
 
     # -- planning (pure, no root) -------------------------------------------------------
     def plan(self, lab: Lab) -> lab_plan.LabPlan:
+        check_lab_files(lab)  # the same checks as `validate`, before anything of the OUTDIR is used
         lp = lab_plan.build(lab, shaping=self.shaping)
         if self.ssh and lab_sshd.sonic_switches(lab):
             from dataclasses import replace
@@ -290,6 +340,11 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
     if state is None or not nsenter.exists(node.netns):
         raise RuntimeProblem(f"lab {lab.name} is not deployed here (no {path} or no namespace {node.netns})")
     check_environment(None, shaping=False)
+    refused = switch_file_problems(config_dir, lab_plan.platform_of(node), lab_plan.frr_rundir(lab.name))
+    if refused:
+        from railonly.fabric.problems import InputError
+
+        raise InputError(refused)
     try:
         intent = lab_plan.read_switch(node, config_dir)
     except ConfigReadError as exc:

@@ -105,24 +105,27 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     """{file name: text} to push, read from OUTDIR/configs/<device>/ without
     following a symlink (a config file that points at /etc/shadow is refused,
     never sent to a switch)."""
-    from .outdir_fs import TreeIO
+    from railonly.fabric.validate.untrusted import OutdirReader
 
     d = Path(configs_dir) / device.name
-    tree = TreeIO(d)
     try:
         st = os.lstat(d)
     except OSError:
         st = None
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise PushFailed(f"no generated configs in {d}" + (" (it is not a plain directory)" if st else ""))
-    if device.platform == "eos":  # UnsafePath (exit 2) for a symlink or a special file
+    tree = OutdirReader(str(d))  # UntrustedFile (exit 2) for a symlink or a special file
+    if device.platform == "eos":
         if not tree.exists("startup-config"):
             raise PushFailed(f"{d / 'startup-config'} is missing (is {device.name} an EOS switch?)")
         return {"startup-config": tree.read_text("startup-config", limit=MAX_CONFIG)}
     if not tree.exists("config_db.json"):
         raise PushFailed(f"{d / 'config_db.json'} is missing (is {device.name} a SONiC switch?)")
-    return {e.name: tree.read_text(e.name, limit=MAX_CONFIG)
-            for e in sorted(os.scandir(d), key=lambda e: e.name) if not e.is_dir(follow_symlinks=False)}
+    # only the files a SONiC switch reads (never whatever else the folder holds)
+    from .sonic_reader import SPLIT_FILES
+
+    return {name: text for name in sorted(("config_db.json", "frr.conf", *SPLIT_FILES))
+            if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
 
 def _json_lines(obj) -> list[str]:

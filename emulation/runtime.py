@@ -15,20 +15,13 @@ one. Runtimes never recompile.
 from __future__ import annotations
 
 import importlib
-import json
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
-import yaml
-
 from railonly.fabric.problems import InputError, Problem
 
-from .nsplan import LAB_RE  # pure data: names the plan accepts
-
-NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SLICE_DIR = "lab"  # = railonly.fabric.lab_slice.SLICE_DIR (emulation does not import the compiler)
 STATE_DIR = ".lab"  # runtime state inside OUTDIR, kept across recompiles by the writer
 
@@ -152,46 +145,16 @@ class Lab:
         return load_lab(outdir)
 
 
-def _read_text(out: Path, path: Path) -> str:
-    """A file below OUTDIR, read without following a symlink (outdir_fs)."""
-    from .outdir_fs import TreeIO
+def _unsafe_below(out: Path) -> None:
+    """InputError naming every symlink or special file below OUTDIR, except in
+    ``.lab`` (runtime state: the commands that use it check it, and destroy
+    must work whatever it holds)."""
+    from railonly.fabric.validate.untrusted import unsafe_entries
 
-    try:
-        return TreeIO(out).read_text(str(path.relative_to(out)))
-    except OSError as exc:
-        raise LabError(str(path), f"cannot read: {exc.strerror or exc}",
-                       "compile the design first: railonly compile DESIGN.yml -o OUTDIR") from None
-
-
-def _read_json(out: Path, path: Path) -> dict:
-    try:
-        data = json.loads(_read_text(out, path))
-    except json.JSONDecodeError as exc:
-        raise LabError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}", "recompile the design") from None
-    except RecursionError:
-        raise LabError(str(path), "JSON nested too deeply", "recompile the design") from None
-    if not isinstance(data, dict):
-        raise LabError(str(path), f"is a JSON {type(data).__name__}, not an object", "recompile the design")
-    return data
-
-
-def _read_yaml(out: Path, path: Path) -> object:
-    """YAML as the compiler writes it: no anchors or aliases (an alias bomb is refused, not expanded)."""
-    text = _read_text(out, path)
-    Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        for ev in yaml.parse(text, Loader=Loader):
-            if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
-                line = ev.start_mark.line + 1 if ev.start_mark else None
-                raise LabError(f"{path}:{line}", "uses a YAML anchor or alias, which railonly never writes",
-                               "recompile the design")
-        return yaml.load(text, Loader=Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise LabError(where, f"not valid YAML: {getattr(exc, 'problem', None) or exc}", "recompile the design") from None
-    except RecursionError:
-        raise LabError(str(path), "YAML nested too deeply", "recompile the design") from None
+    state = str(out / STATE_DIR)
+    bad = [p for p in unsafe_entries(str(out)) if p.file != state and not (p.file or "").startswith(state + "/")]
+    if bad:
+        raise InputError(bad)
 
 
 def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
@@ -253,33 +216,38 @@ def load_lab(outdir: str | Path) -> Lab:
     """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one.
 
     OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
-    absolute paths), no symlink or special file below it is accepted
-    (outdir_fs.check_tree; ``.lab`` is checked by the commands that use it),
-    every file is read without following a symlink, and a file of the wrong
-    shape is exit 2 naming it, never a traceback."""
-    from .outdir_fs import check_tree, resolve_outdir
+    absolute paths), no symlink or special file below it is accepted (``.lab``
+    is checked by the commands that use it), every file is read through
+    railonly.fabric.validate.untrusted.OutdirReader (bounded, no symlink
+    followed, no YAML alias), and a file of the wrong shape is exit 2 naming
+    it, never a traceback."""
+    from railonly.fabric.validate.untrusted import OutdirReader
 
-    out = resolve_outdir(outdir)
+    reader = OutdirReader(str(outdir))
+    out = Path(reader.root)
     topo_file = _topology_file(out)
-    check_tree(out, skip=(STATE_DIR,))
-    sliced = (out / SLICE_DIR / "fabric.json").is_file()
+    _unsafe_below(out)
+    sliced = reader.exists(f"{SLICE_DIR}/fabric.json")
     fabric_file = out / SLICE_DIR / "fabric.json" if sliced else out / "fabric.json"
-    fabric = _read_json(out, fabric_file)
-    clab = _read_yaml(out, topo_file)
+    fabric = reader.read_json(str(fabric_file.relative_to(out)))
+    if fabric is None:
+        raise LabError(str(fabric_file), "is missing", "compile the design first: railonly compile DESIGN.yml -o OUTDIR")
+    if not isinstance(fabric, dict):
+        raise LabError(str(fabric_file), f"is a JSON {type(fabric).__name__}, not an object", "recompile the design")
+    clab, lines = reader.read_yaml(topo_file.name)
     if not isinstance(clab, dict):
         raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
     shape = _shape_problems(clab, fabric)
     if shape:
         raise InputError([Problem("", what, "recompile the design", None,
                                   str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
-    name = clab.get("name")
-    if not isinstance(name, str) or not LAB_RE.match(name):
-        raise LabError(str(topo_file), f"lab name {str(name)[:40]!r} is not a lab name "
-                       "(lowercase letters, digits, '-', at most 40)", "recompile the design")
-    bad = [n for n in (clab["topology"].get("nodes") or {}) if not NODE_NAME_RE.match(n)]
-    if bad:
-        raise LabError(str(topo_file), f"node name {str(bad[0])[:40]!r} is not a plain name (it names files and"
-                       " namespaces: letters, digits, '.', '_', '-')", "recompile the design")
+    # the same allow-lists as `validate` (exec lines, names, node keys): one place decides
+    from railonly.fabric.validate.untrusted import check_clab, check_fabric
+
+    refused = check_clab(clab, str(topo_file), lines) + check_fabric(fabric, str(fabric_file))
+    if refused:
+        raise InputError(refused)
+    name = clab.get("name")  # check_clab: a lab name; node names plain (they name files and namespaces)
     if name != fabric.get("name"):
         raise LabError(str(topo_file), f"lab name {name!r} differs from {fabric_file.name}'s {fabric.get('name')!r}",
                        "the files come from different compiles: recompile into a fresh OUTDIR")

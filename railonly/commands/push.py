@@ -69,11 +69,22 @@ def run(args) -> int:
         src = "--key" if args.key else "RAILONLY_SSH_KEY"
         raise InputError([Problem(src, f"SSH key file {creds.key_file} does not exist", "give the path of a private key",
                                   None, "command line")])
-    for d in devices:  # every file a push would send, read and judged before any connection
+    # every file a push would send, judged by the checks `validate` runs, before any connection
+    from railonly.emulation.lab_plan import frr_rundir
+    from railonly.emulation.netns_runtime import switch_file_problems
+    from railonly.fabric.validate.untrusted import check_outdir
+
+    run_dir = None if args.inventory else frr_rundir(lab.name)  # a lab's FRR may log below its run dir
+    problems = check_outdir(str(lab.outdir), run_dir=run_dir)
+    for d in devices:
+        problems += [p for p in switch_file_problems(str(lab.configs_dir / d.name), d.platform, run_dir)
+                     if p not in problems]
         try:
             push.candidate(lab.configs_dir, d)
         except push.PushFailed:
             pass  # a missing file: that device's result says so
+    if problems:
+        raise InputError(problems)
     progress = push.Progress(len(devices), enabled=not args.quiet)
     with lock:
         results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,

@@ -30,6 +30,7 @@ ROUTED = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, pl
 L2 = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: l2}}\n"
 
 # host-global settings an OUTDIR could aim at; none may change
+CANARY_TEXT = "railonly-canary-secret-4711\n"  # never in any output: the file is never read
 HOST_SYSCTLS = ("kernel.printk_ratelimit", "kernel.modprobe", "kernel.core_pattern", "vm.stat_interval",
                 "net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter")
 
@@ -88,7 +89,7 @@ class Bystanders:
         self.dir = tmp / "outside"
         self.dir.mkdir()
         self.file = self.dir / "canary.txt"
-        self.file.write_text("canary\n")
+        self.file.write_text(CANARY_TEXT)
         self.sub = self.dir / "keep"
         self.sub.mkdir()
         (self.sub / "inside.txt").write_text("keep\n")
@@ -106,7 +107,7 @@ class Bystanders:
         for pid in (self.sleep, self.ns_sleep):
             if pids.info(pid) is None:
                 out.append(f"foreign process {pid} was killed")
-        if not self.file.exists() or self.file.read_text() != "canary\n" or self.file.stat().st_mtime_ns != self.mtime:
+        if not self.file.exists() or self.file.read_text() != CANARY_TEXT or self.file.stat().st_mtime_ns != self.mtime:
             out.append(f"canary file {self.file} was changed")
         if not (self.sub / "inside.txt").exists():
             out.append(f"directory {self.sub} was removed")

@@ -14,8 +14,10 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation import faults, lab_sshd, lab_state
-from railonly.emulation.outdir_fs import TreeIO, UnsafePath, check_tree
-from railonly.emulation.runtime import LabError, load_lab
+from railonly.emulation.outdir_fs import OutdirWriter, UnsafePath
+from railonly.fabric.validate.untrusted import OutdirReader, UntrustedFile, unsafe_entries
+from railonly.emulation.runtime import load_lab
+from railonly.fabric.problems import InputError
 
 from .conftest import ROUTED, compile_lab, unique
 
@@ -95,46 +97,36 @@ def test_state_parse_errors_are_values_not_tracebacks():
 # --- OUTDIR files without symlinks ----------------------------------------------------
 
 
-def test_tree_reads_and_writes_never_follow_a_symlink(tmp_path):
+def test_writes_below_outdir_never_follow_a_symlink(tmp_path):
     out, outside = tmp_path / "out", tmp_path / "outside.txt"
     out.mkdir()
     outside.write_text("secret\n")
     (out / "link").symlink_to(outside)
     (out / "dirlink").symlink_to(tmp_path)
-    tree = TreeIO(out)
+    tree = OutdirWriter(out)
     with pytest.raises(UnsafePath) as exc:
-        tree.read_text("link")
-    assert str(out / "link") in str(exc.value)
-    with pytest.raises(UnsafePath):
-        tree.read_text("dirlink/outside.txt")
-    with pytest.raises(UnsafePath):
         tree.write_text("dirlink/new.txt", "x")
+    assert str(out / "dirlink") in str(exc.value)
     with pytest.raises(UnsafePath):
-        tree.open_append("link")
+        tree.makedirs("dirlink/sub")
+    with pytest.raises(UnsafePath):
+        tree.write_text("../outside.txt", "x")
     tree.write_text("link", "mine\n")  # replaces the symlink itself
     assert outside.read_text() == "secret\n" and not (out / "link").is_symlink()
-    assert not (tmp_path / "new.txt").exists()
-    with pytest.raises(UnsafePath):
-        tree.read_text("../outside.txt")
+    assert not (tmp_path / "new.txt").exists() and not (tmp_path / "sub").exists()
+    assert tree.unlink("dirlink") and tmp_path.is_dir()  # the link goes, not its target
+    with pytest.raises(UntrustedFile):  # and the reading half (trust-core's) refuses it too
+        (out / "l2").symlink_to(outside)
+        OutdirReader(str(out)).read_text("l2")
 
 
-def test_check_tree_names_symlinks_and_special_files_fast(tmp_path):
+def test_a_fifo_is_named_fast_not_opened(tmp_path):
     d = tmp_path / "t"
-    (d / "a" / "b").mkdir(parents=True)
-    check_tree(d)
-    os.mkfifo(d / "a" / "b" / "fifo")
+    (d / ".lab" / "ssh").mkdir(parents=True)
+    os.mkfifo(d / ".lab" / "ssh" / "fifo")
     t = time.perf_counter()
-    with pytest.raises(UnsafePath) as exc:
-        check_tree(d)
-    assert "fifo" in str(exc.value) and "FIFO" in str(exc.value)
-    assert time.perf_counter() - t < 1
-    os.unlink(d / "a" / "b" / "fifo")
-    (d / "a" / "authorized_keys").symlink_to("/etc/passwd")
-    with pytest.raises(UnsafePath, match="authorized_keys.*symlink"):
-        check_tree(d)
-    with pytest.raises(UnsafePath, match="FIFO"):
-        os.mkfifo(tmp_path / "f")
-        TreeIO(tmp_path).read_text("f")
+    bad = unsafe_entries(str(d), under=".lab")
+    assert bad and "fifo" in bad[0].file and time.perf_counter() - t < 1
 
 
 # --- a compiled OUTDIR, edited -------------------------------------------------------------
@@ -236,7 +228,7 @@ def test_a_node_name_that_is_a_path_is_refused(copy, capsys):
     f = clab(copy)
     f.write_text(f.read_text().replace("    rail0-leaf0:\n", "    ../../etc:\n", 1))
     rc, err = dry_run(copy, capsys)
-    assert rc == 2 and "not a plain name" in err
+    assert rc == 2 and "../../etc" in err and f.name in err
 
 
 # --- faults.json ---------------------------------------------------------------------
@@ -263,7 +255,7 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
 
 def test_lab_ssh_json_cannot_point_push_elsewhere(copy):
     lab = load_lab(copy)
-    tree = TreeIO(copy)
+    tree = OutdirWriter(copy)
     tree.write_text(".lab/ssh/lab-ssh.json", json.dumps({
         "lab": lab.name, "user": "root", "client_key": "/etc/ssh/ssh_host_ed25519_key",
         "known_hosts": "/etc/passwd", "switches": {sw.name: {"host": "192.0.2.1", "port": 2222}
@@ -273,5 +265,75 @@ def test_lab_ssh_json_cannot_point_push_elsewhere(copy):
     assert info["known_hosts"] == str(lab.state_dir / "ssh" / "known_hosts")
     assert {s["host"] for s in info["switches"].values()} == {"127.0.0.1"}
     tree.write_text(".lab/ssh/lab-ssh.json", "{")
-    with pytest.raises(LabError, match="lab-ssh.json"):
+    with pytest.raises(InputError, match="lab-ssh.json"):
         lab_sshd.load_info(lab)
+
+
+# --- switch configs pass the same checks as `validate` before a deploy or push --------------
+
+
+@pytest.mark.parametrize("rel, line", [
+    ("configs/rail0-leaf0/frr.conf", "log file /tmp/pwn.log"),
+    ("configs/rail0-leaf0/frr.conf", "hostname x\nmatch script pwn"),
+    ("configs/rail0-leaf0/bgpd.conf", "log file /etc/cron.d/pwn"),  # a split file the reader would also read
+])
+def test_frr_lines_the_compiler_never_emits_stop_a_deploy(copy, capsys, rel, line):
+    f = copy / rel
+    if rel.endswith("bgpd.conf"):
+        (copy / "configs/rail0-leaf0/frr.conf").unlink()
+        f.write_text("hostname rail0-leaf0\n" + line + "\n")
+    else:
+        f.write_text(f.read_text() + line + "\n")
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2 and f.name in err, err
+
+
+def test_a_config_db_hostname_with_a_newline_stops_a_deploy(copy, capsys):
+    f = copy / "configs/rail0-leaf0/config_db.json"
+    db = json.loads(f.read_text())
+    db["DEVICE_METADATA"]["localhost"]["hostname"] = "leaf\nlog file /tmp/x"
+    f.write_text(json.dumps(db))
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2 and "config_db.json" in err
+
+
+@pytest.fixture(scope="module")
+def eos_outdir(tmp_path_factory):
+    from .conftest import L2
+
+    tmp = tmp_path_factory.mktemp("eos")
+    return compile_lab(L2.replace("platform: sonic", "platform: eos"), unique("e"), tmp / "out")
+
+
+@pytest.mark.parametrize("line", ["bash timeout 10 touch /tmp/pwn", "event-handler pwn\n   action bash touch /x"])
+def test_eos_lines_the_compiler_never_emits_stop_a_deploy(eos_outdir, tmp_path, capsys, line):
+    out = tmp_path / "o"
+    shutil.copytree(eos_outdir, out)
+    f = next(out.glob("configs/*/startup-config"))
+    f.write_text(f.read_text().replace("\nend", f"\n{line}\nend"))
+    rc, err = dry_run(out, capsys)
+    assert rc == 2 and "startup-config" in err, err
+
+
+def test_push_sends_only_the_files_a_switch_reads(outdir):
+    from railonly.emulation import push
+    from railonly.emulation.push_inventory import Device
+
+    d = outdir / "configs" / "rail0-leaf0"
+    (d / "evil.sh").write_text("#!/bin/sh\n")
+    try:
+        files = push.candidate(outdir / "configs", Device("rail0-leaf0", "127.0.0.1", 22, "sonic"))
+    finally:
+        (d / "evil.sh").unlink()
+    assert sorted(files) == ["config_db.json", "frr.conf"]
+
+
+def test_push_refuses_a_hostile_outdir_before_connecting(copy, tmp_path, capsys):
+    inv = tmp_path / "inv.yml"
+    inv.write_text("devices:\n  rail0-leaf0: {host: 192.0.2.1, platform: sonic}\n")  # TEST-NET: never reached
+    f = copy / "configs/rail0-leaf0/frr.conf"
+    f.write_text(f.read_text() + "log file /tmp/pwn.log\n")
+    pytest.importorskip("netmiko")
+    rc = main(["push", str(copy), "--inventory", str(inv), "--timeout", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "frr.conf" in err and "Traceback" not in err
