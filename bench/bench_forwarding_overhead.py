@@ -49,8 +49,10 @@ def _stats(xs: list[float]) -> dict:
 def run_design(tmp: Path, design: str, runs: list[tuple[str, str, bool, int]], nbytes: int) -> dict:
     """runs: (label, schedule, ideal, reps); shaped runs first, then the fabric is unshaped."""
     from railonly.cli import main
-    from railonly.emulation import checks_plan, traffic
-    from railonly.emulation.runtime import get_runtime, load_lab
+    from railonly.emulation.checks import plan as checks_plan
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.runtime.registry import get_runtime
+    from railonly.emulation.traffic import iperf3, model, patterns
 
     d = yaml.safe_load((ROOT / "labs" / f"{design}.yml").read_text())
     d["name"] = f"bfo{os.getpid() % 10000}{design[-1]}"
@@ -67,13 +69,13 @@ def run_design(tmp: Path, design: str, runs: list[tuple[str, str, bool, int]], n
         unshaped = False
         for label, schedule, ideal, reps in sorted(runs, key=lambda r: r[2]):
             if ideal and not unshaped:
-                traffic.unshape_fabric(lab, rt)
+                iperf3.unshape_fabric(lab, rt)
                 unshaped = True
             r = res.setdefault(label, {"reps": [], "fabric_imbalance": [], "gpu_tx": []})
             for _ in range(reps):
-                f0, g0 = traffic.fabric_counters(lab, rt), traffic.gpu_counters(lab, rt, cp)
-                rep = traffic.run(lab, rt, "all-to-all", nbytes, schedule=schedule, converge=not converged)
-                f1, g1 = traffic.fabric_counters(lab, rt), traffic.gpu_counters(lab, rt, cp)
+                f0, g0 = iperf3.fabric_counters(lab, rt), iperf3.gpu_counters(lab, rt, cp)
+                rep = iperf3.run(lab, rt, "all-to-all", nbytes, schedule=schedule, converge=not converged)
+                f1, g1 = iperf3.fabric_counters(lab, rt), iperf3.gpu_counters(lab, rt, cp)
                 converged = True
                 if rep["failed_flows"]:
                     raise RuntimeError(f"{design} {label}: {rep['failed_flows']} flows failed")
@@ -83,9 +85,9 @@ def run_design(tmp: Path, design: str, runs: list[tuple[str, str, bool, int]], n
                 r["fabric_imbalance"].append((max(fd) / statistics.mean(busy), sum(1 for v in fd if v == 0), len(fd))
                                              if busy else None)
                 r["gpu_tx"].append({k: g1[k] - g0.get(k, 0) for k in g1})
-            r["planned"] = traffic.link_loads(cp, traffic.plan_flows(cp, "all-to-all", nbytes, schedule))
+            r["planned"] = model.link_loads(cp, patterns.plan_flows(cp, "all-to-all", nbytes, schedule))
     finally:
-        traffic.stop_servers(lab)
+        iperf3.stop_servers(lab)
         rt.destroy(lab)
     return res
 
@@ -94,7 +96,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_forwarding_overhead: needs root (network namespaces); skipped")
         return 0
-    from railonly.emulation.lab_plan import DEFAULT_NIC_MBPS
+    from railonly.emulation.lab import DEFAULT_NIC_MBPS
 
     nic = DEFAULT_NIC_MBPS
     nbytes = int(nic * 1e6 / 8 * STEP_S)

@@ -33,9 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from railonly.emulation import lab_plan, nsengine
-from railonly.emulation.netns_runtime import NetnsRuntime
-from railonly.emulation.runtime import load_lab
+from railonly.emulation.lab import load_lab
+from railonly.emulation.netns import engine, lab_plan
+from railonly.emulation.netns.runtime import NetnsRuntime
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import parse_design
 from railonly.fabric.writer import write_outdir
@@ -106,7 +106,7 @@ def main() -> int:
             for _ in range(args.repeat):
                 state = os.path.join(tmp, f"{label}.floor.json")
                 floors.append(eb.raw_floor(plan, state, config=False))
-                nsengine.destroy(state)
+                engine.destroy(state)
                 eb.settle_kernel()
                 res = rt.deploy(lab)
                 deploys.append(res.seconds)

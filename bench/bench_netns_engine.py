@@ -7,9 +7,9 @@ For each size N: N namespaces in a chain joined by M = N-1 veth pairs.
   raw+config  the floor plus one `ip -n NS -batch` per namespace bringing the
               links up and adding an address per veth end (what a careful
               shell script does)
-  engine      nsengine.deploy of the same content (plus lo up), strategy
+  engine      engine.deploy of the same content (plus lo up), strategy
               "setns" (default) and "ip-n"; without and with the link-settle wait
-  destroy     nsengine.destroy (one `ip -batch` of `netns del`)
+  destroy     engine.destroy (one `ip -batch` of `netns del`)
 
 Run as root: .venv/bin/python bench/bench_netns_engine.py [--sizes 16,128,1024]
 Every namespace is named clab-robench*-... and recorded in a state file first,
@@ -24,33 +24,34 @@ import sys
 import tempfile
 import time
 
-from railonly.emulation import nsengine, nsenter, proc
-from railonly.emulation import nsplan as P
+from railonly import proc
+from railonly.emulation.netns import engine, setns
+from railonly.emulation.netns import plan as nsplan
 
 
-def chain_plan(lab: str, n: int, addresses: bool = True) -> P.Plan:
-    b = P.PlanBuilder(lab)
+def chain_plan(lab: str, n: int, addresses: bool = True) -> nsplan.Plan:
+    b = nsplan.PlanBuilder(lab)
     names = [b.ns(f"n{i}") for i in range(n)]
     for i in range(n - 1):
-        b.add(P.Veth(names[i], "e1", names[i + 1], "e0"))
+        b.add(nsplan.Veth(names[i], "e1", names[i + 1], "e0"))
         if addresses:
             base = 4 * i
             net = f"10.{base >> 16 & 255}.{base >> 8 & 255}.{base & 255}"
             peer = f"10.{base >> 16 & 255}.{base >> 8 & 255}.{(base & 255) + 1}"
-            b.add(P.Address(names[i], "e1", net + "/31")).add(P.Address(names[i + 1], "e0", peer + "/31"))
+            b.add(nsplan.Address(names[i], "e1", net + "/31")).add(nsplan.Address(names[i + 1], "e0", peer + "/31"))
     return b.build()
 
 
-def record_raw(state_path: str, plan: P.Plan) -> None:
+def record_raw(state_path: str, plan: nsplan.Plan) -> None:
     # the raw floor's namespaces go in a state file too, so destroy removes them
-    nsengine._save(state_path, {
-        "version": nsengine.STATE_VERSION, "lab": plan.lab, "prefix": plan.prefix,
+    engine._save(state_path, {
+        "version": engine.STATE_VERSION, "lab": plan.lab, "prefix": plan.prefix,
         "fingerprint": "raw", "phase": "deploying",
         "namespaces": [x.name for x in plan.namespaces], "processes": [], "root_sysctls": [], "dirs": [],
     })
 
 
-def raw_floor(plan: P.Plan, state: str, config: bool) -> float:
+def raw_floor(plan: nsplan.Plan, state: str, config: bool) -> float:
     record_raw(state, plan)
     script = "".join(f"netns add {x.name}\n" for x in plan.namespaces)
     script += "".join(f"link add {v.a_dev} netns {v.a_ns} type veth peer name {v.b_dev} netns {v.b_ns}\n"
@@ -78,7 +79,7 @@ def settle_kernel(timeout: float = 20.0) -> None:
     while time.monotonic() < deadline:
         with open("/proc/net/dev"):
             pass
-        if not [x for x in nsenter.list_netns() if x.startswith("clab-robench")]:
+        if not [x for x in setns.list_netns() if x.startswith("clab-robench")]:
             break
         time.sleep(0.05)
     time.sleep(0.3)
@@ -102,7 +103,7 @@ def main() -> int:
             for key, config in (("raw", False), ("raw+cfg", True)):
                 row[key] = raw_floor(full, state, config)
                 t = time.perf_counter()
-                nsengine.destroy(state)
+                engine.destroy(state)
                 row["raw_del"] = time.perf_counter() - t
                 settle_kernel()
             for key, plan, kw in (
@@ -111,12 +112,12 @@ def main() -> int:
                 ("eng_ip-n", full, {"wait_links": 0, "strategy": "ip-n"}),
                 ("eng+settle", full, {}),
             ):
-                rep = nsengine.deploy(plan, state, **kw)
+                rep = engine.deploy(plan, state, **kw)
                 row[key] = rep.seconds
                 if key == "eng+settle":
                     row["settle"] = rep.phases.get("settle", 0.0)
                 t = time.perf_counter()
-                d = nsengine.destroy(state)
+                d = engine.destroy(state)
                 row["destroy"] = time.perf_counter() - t
                 assert d.ok, d.leftovers
                 settle_kernel()
@@ -125,7 +126,7 @@ def main() -> int:
     finally:
         for f in os.listdir(tmp):
             if f.endswith(".json"):
-                nsengine.destroy(os.path.join(tmp, f))
+                engine.destroy(os.path.join(tmp, f))
         os.rmdir(tmp) if not os.listdir(tmp) else None
     cols = ["N", "M", "raw", "raw+cfg", "eng_bare", "eng_setns", "eng_ip-n", "eng+settle", "settle", "destroy", "raw_del"]
     print("seconds; raw = one hand-written ip -batch (netns add + veth add); raw+cfg adds one ip -n NS -batch per ns")

@@ -20,13 +20,13 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .lab_state import LAB_RE, RUN_ROOT
+from .lab import RUN_ROOT, lock_path
 
 
 def path_of(lab: str, what: str = "lock") -> str:
-    if not LAB_RE.match(lab):
+    if "/" in lab or lab.startswith("."):  # load_lab checked the name (check_clab); never a path
         raise ValueError(f"not a lab name: {lab!r}")
-    return f"{RUN_ROOT}/{lab}.{what}"
+    return lock_path(lab, what)
 
 
 def _open_locked(path: str, shared: bool, wait_note: str | None) -> int | None:

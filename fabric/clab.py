@@ -2,8 +2,8 @@
 
 Two stages, as everywhere in the compiler: :func:`topology` builds the plain
 dict (every choice is made here), :func:`render` dumps it as YAML and parses
-it back. :func:`produce` is the producer registered in the compiler; it
-handles lab slices (see :mod:`railonly.fabric.lab_slice`).
+it back. The compiler's lab producer writes it, for the lab slice when the
+design has one (see :mod:`railonly.fabric.lab_slice`).
 
 What a node is, as containerlab users run these kinds:
 
@@ -39,7 +39,6 @@ import re
 
 import yaml
 
-from . import lab_slice
 from .addressing import BlockPool
 from .model import Fabric, Node
 from .ports import GPU_HB_PORT, GPU_RAIL_PORT
@@ -240,22 +239,3 @@ def filename(fab: Fabric) -> str:
     return f"{fab.design.name}.clab.yml"
 
 
-def produce(fab: Fabric, progress) -> dict[str, str]:
-    """The producer: `<name>.clab.yml`, plus `lab/` artifacts when the lab is a slice."""
-    d = fab.design
-    if not lab_slice.is_slice(d):
-        return {filename(fab): render(fab, "configs")}
-    from .build import build_fabric
-    from .compiler import PRODUCERS  # the same producers, for the sliced design
-
-    sub = lab_slice.sliced(d)
-    progress.step(f"building lab slice ({sub.hb_count} of {d.hb_count:,} HB domains)")
-    sfab = build_fabric(sub)
-    files: dict[str, str] = {}
-    for label, producer in PRODUCERS:
-        if producer is produce:
-            continue
-        for path, text in producer(sfab, progress).items():
-            files[f"{lab_slice.SLICE_DIR}/{path}"] = text
-    files[filename(fab)] = render(sfab, f"{lab_slice.SLICE_DIR}/configs")
-    return files

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, configs, docs, fabric_json, netbox
+from . import bom, cabling, clab, configs, docs, fabric_json, lab_slice, netbox
 from .build import build_fabric
 from .design import Design
 from .model import Fabric
@@ -30,6 +30,25 @@ def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
     return {"cabling.csv": cabling.render(fab)}
 
 
+def produce_lab(fab: Fabric, progress: Progress) -> dict[str, str | bytes]:
+    """`<name>.clab.yml`; when the lab is a slice of the design, the slice's own
+    artifacts under lab/ too (every other producer, rerun on the sliced design)."""
+    d = fab.design
+    if not lab_slice.is_slice(d):
+        return {clab.filename(fab): clab.render(fab, "configs")}
+    sub = lab_slice.sliced(d)
+    progress.step(f"building lab slice ({sub.hb_count} of {d.hb_count:,} HB domains)")
+    sfab = build_fabric(sub)
+    files: dict[str, str | bytes] = {}
+    for label, producer in PRODUCERS:
+        if producer is produce_lab:
+            continue
+        for path, text in producer(sfab, progress).items():
+            files[f"{lab_slice.SLICE_DIR}/{path}"] = text
+    files[clab.filename(fab)] = clab.render(sfab, f"{lab_slice.SLICE_DIR}/configs")
+    return files
+
+
 PRODUCERS: list[tuple[str, Producer]] = [
     ("fabric.json", _fabric_json),
     ("cabling plan", _cabling),
@@ -38,7 +57,7 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("NetBox cables", netbox.produce),
     ("switch configs", configs.switch_configs),
     ("host configs", configs.host_configs),
-    ("containerlab topology", clab.produce),  # a lab slice reruns the other producers
+    ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
 
 

@@ -21,6 +21,7 @@ from .yamlsource import Source, load_yaml_file, parse_yaml
 NAME_PATTERN = r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?"
 PLATFORMS = ("sonic", "eos")
 SPEEDS_GBPS = (100, 200, 400, 800)
+LAB_NIC_MBPS_DEFAULT = 100  # the emulated NIC rate when a design gives no lab.nic_mbps
 
 FIELDS: dict[str, Field] = {
     "name": Field(
@@ -75,7 +76,7 @@ FIELDS: dict[str, Field] = {
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
                          hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
-        "nic_mbps": Field("number", default=100, min=1, max=100_000,
+        "nic_mbps": Field("number", default=LAB_NIC_MBPS_DEFAULT, min=1, max=100_000,
                           hint="emulated NIC rate in Mbit/s; HB links get nic_mbps * hb_domain.gbps / nic.gbps"),
     }),
 }

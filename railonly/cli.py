@@ -71,8 +71,8 @@ class EnvironmentProblem(Exception):
 
 def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
-    from railonly.emulation.proc import ToolMissing
-    from railonly.emulation.runtime import RuntimeProblem
+    from railonly.proc import ToolMissing
+    from railonly.emulation.runtime.protocol import RuntimeProblem
     from railonly.fabric.writer import WriteFailed
 
     return (ToolMissing, RuntimeProblem, WriteFailed)

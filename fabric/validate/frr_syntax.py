@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from railonly.emulation import proc
+from railonly import proc
 
 # Valid only at the top config node: any file left inside `router bgp` or an
 # address-family is popped back to the top before the next file starts.

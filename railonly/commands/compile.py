@@ -56,7 +56,7 @@ def check_and_write(outdir, files: dict[str, bytes], design_sha256: str, check: 
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target."""
-    from railonly.emulation import proc
+    from railonly import proc
     from railonly.fabric import parallel, writer
     from railonly.fabric.compiler import check_outputs
 

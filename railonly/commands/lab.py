@@ -19,7 +19,7 @@ from typing import Callable
 
 
 def common(p) -> None:
-    from railonly.emulation.runtime import DEFAULT_RUNTIME, RUNTIMES
+    from railonly.emulation.runtime.registry import DEFAULT_RUNTIME, RUNTIMES
 
     p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
     p.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=sorted(RUNTIMES),
@@ -28,14 +28,15 @@ def common(p) -> None:
 
 def open_lab(args):
     """(runtime, lab) for an action; LabError (exit 2) / RuntimeProblem (exit 3) on failure."""
-    from railonly.emulation.runtime import get_runtime, load_lab
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.runtime.registry import get_runtime
 
     return get_runtime(args.runtime), load_lab(args.outdir)
 
 
 def lab_exists(lab) -> bool:
     """Any namespace of the lab (what a deploy that failed early did not create)."""
-    from railonly.emulation.netns_runtime import lab_namespaces
+    from railonly.emulation.netns.runtime import lab_namespaces
 
     return bool(lab_namespaces(lab))
 
@@ -140,7 +141,7 @@ def destroy(args) -> int:
     return 0
 
 
-# --- check / traffic / fault (emulation/checks_*.py, traffic.py, faults.py) --------------------
+# --- check / traffic / fault (emulation/checks/, emulation/traffic/) --------------------
 
 
 def check_args(p) -> None:
@@ -152,8 +153,9 @@ def check_args(p) -> None:
 
 
 def check(args) -> int:
-    from railonly.emulation import checks_run, report
-    from railonly.emulation.checks_plan import CHECKS
+    from railonly.emulation.checks import report
+    from railonly.emulation.checks import run as checks_run
+    from railonly.emulation.checks.plan import CHECKS
 
     rt, lab = open_lab(args)
     try:
@@ -181,17 +183,18 @@ def traffic_args(p) -> None:
 
 
 def traffic(args) -> int:
-    from railonly.emulation import report, traffic as T
+    from railonly.emulation.checks import report
+    from railonly.emulation.traffic import iperf3
 
     rt, lab = open_lab(args)
     try:
         with locked(lab, shared=True):
-            rep = T.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
-                        progress=lambda s: print(f"  .. {s}", file=sys.stderr))
-    except T.NotDeployed as exc:
+            rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                             progress=lambda s: print(f"  .. {s}", file=sys.stderr))
+    except iperf3.NotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    print(T.format_report(rep))
+    print(iperf3.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
     return 1 if rep.get("failed_flows") else 0
@@ -205,7 +208,7 @@ def fault_args(p) -> None:
 
 
 def fault(args) -> int:
-    from railonly.emulation import faults
+    from railonly.emulation.traffic import faults
 
     rt, lab = open_lab(args)
     if args.restore:

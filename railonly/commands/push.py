@@ -39,8 +39,9 @@ def run(args) -> int:
         import netmiko  # noqa: F401
     except ImportError:
         raise EnvironmentProblem("netmiko is not installed (pip install netmiko)") from None
-    from railonly.emulation import push, push_inventory
-    from railonly.emulation.runtime import load_lab
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.push import inventory as push_inventory
+    from railonly.emulation.push import run as push
 
     if args.workers < 1:
         raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
@@ -51,7 +52,7 @@ def run(args) -> int:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
         from railonly.emulation import lab_lock
-        from railonly.emulation.netns_runtime import check_state_dir
+        from railonly.emulation.netns.runtime import check_state_dir
 
         check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there
         devices = push_inventory.lab_devices(outdir)
@@ -70,11 +71,11 @@ def run(args) -> int:
         raise InputError([Problem(src, f"SSH key file {creds.key_file} does not exist", "give the path of a private key",
                                   None, "command line")])
     # every file a push would send, judged by the checks `validate` runs, before any connection
-    from railonly.emulation.lab_plan import frr_rundir
-    from railonly.emulation.netns_runtime import switch_file_problems
+    from railonly.emulation.lab import run_dir as lab_run_dir
+    from railonly.emulation.netns.runtime import switch_file_problems
     from railonly.fabric.validate.untrusted import check_outdir
 
-    run_dir = None if args.inventory else frr_rundir(lab.name)  # a lab's FRR may log below its run dir
+    run_dir = None if args.inventory else lab_run_dir(lab.name)  # a lab's FRR may log below its run dir
     problems = check_outdir(str(lab.outdir), run_dir=run_dir)
     for d in devices:
         problems += [p for p in switch_file_problems(str(lab.configs_dir / d.name), d.platform, run_dir)

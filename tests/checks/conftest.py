@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from railonly.cli import main
-from railonly.emulation import nsenter
-from railonly.emulation.runtime import get_runtime, load_lab
+from railonly.emulation.lab import load_lab
+from railonly.emulation.netns import setns
+from railonly.emulation.runtime.registry import get_runtime
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 _count = [0]
@@ -60,11 +61,11 @@ def _deploy(tmp: Path, design: str, tag: str):
         d.rt.deploy(d.lab)
         yield d
     finally:
-        from railonly.emulation import traffic
+        from railonly.emulation.traffic import iperf3
 
-        traffic.stop_servers(d.lab)
+        iperf3.stop_servers(d.lab)
         d.rt.destroy(d.lab)
-        left = [n for n in d.lab.nodes.values() if nsenter.exists(n.netns)]
+        left = [n for n in d.lab.nodes.values() if setns.exists(n.netns)]
         assert not left, f"namespaces left behind: {[n.netns for n in left]}"
 
 

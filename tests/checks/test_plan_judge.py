@@ -9,9 +9,10 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from railonly.cli import main
-from railonly.emulation import checks_judge as J
-from railonly.emulation import checks_plan, probe_agent as PA, report, traffic
-from railonly.emulation.runtime import load_lab
+from railonly.emulation.checks import judge, probe, report
+from railonly.emulation.checks import plan as checks_plan
+from railonly.emulation.lab import load_lab
+from railonly.emulation.traffic import model, patterns
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 
@@ -48,9 +49,9 @@ def test_cross_rail_path_goes_through_the_hb_mate(plans):
 def test_reachability_fails_naming_gpu_and_port(plans):
     cp = plans["mini-routed"]
     seen = set(cp.reach_pairs())
-    assert all(r.passed for r in J.reachability(cp, seen))
+    assert all(r.passed for r in judge.reachability(cp, seen))
     lost = {p for p in seen if "hb3-gpu0" in p}
-    res = J.reachability(cp, seen - lost)
+    res = judge.reachability(cp, seen - lost)
     bad = [r for r in res if not r.passed]
     assert len(bad) == len(lost) and all("hb3-gpu0:eth1" in r.detail for r in bad)
 
@@ -59,20 +60,20 @@ def test_isolation_leak_fails(plans):
     cp = plans["mini-l2"]
     g = cp.gpus["hb0-gpu0"]
     probes = [(0, "hb0-gpu0", "broadcast", "ff")]
-    assert J.isolation_probes(cp, {0: {("hb1-gpu0", "eth1")}}, probes)[0].passed
-    r = J.isolation_probes(cp, {0: {("hb1-gpu0", "eth1"), ("hb0-gpu1", "eth1")}}, probes)[0]
+    assert judge.isolation_probes(cp, {0: {("hb1-gpu0", "eth1")}}, probes)[0].passed
+    r = judge.isolation_probes(cp, {0: {("hb1-gpu0", "eth1"), ("hb0-gpu1", "eth1")}}, probes)[0]
     assert not r.passed and "hb0-gpu1:eth1" in r.detail and g.rail == 0
 
 
 def test_isolation_routes(plans):
     cp = plans["mini-routed"]
     own = [{"dst": p, "dev": "Vlan1000"} for p in cp.rail_subnets[0]]
-    assert J.isolation_routes(cp, {"rail0-leaf0": own})[0].passed
-    res = {r.id: r for r in J.isolation_routes(cp, {s: own for s in cp.foreign})}
+    assert judge.isolation_routes(cp, {"rail0-leaf0": own})[0].passed
+    res = {r.id: r for r in judge.isolation_routes(cp, {s: own for s in cp.foreign})}
     assert res["isolation/rail0-leaf0/routes"].passed
     assert not res["isolation/rail1-leaf0/routes"].passed  # rail 1 switch holding rail 0's subnets
     leaky = own + [{"dst": "default", "gateway": "192.0.2.1"}]
-    assert not J.isolation_routes(cp, {"rail0-leaf0": leaky})[0].passed
+    assert not judge.isolation_routes(cp, {"rail0-leaf0": leaky})[0].passed
 
 
 def test_path_judging(plans):
@@ -84,13 +85,13 @@ def test_path_judging(plans):
     for i, ps in enumerate(cp.paths):
         hops[i] = {t: inv[layer[0]] for t, layer in enumerate(ps.layers, 1) if layer}
         arrived[i] = len(ps.layers) + 1
-    assert all(r.passed for r in J.path(cp, hops, arrived))
+    assert all(r.passed for r in judge.path(cp, hops, arrived))
     i = next(i for i, ps in enumerate(cp.paths) if not ps.cross and len(ps.layers) == 3)
     wrong = dict(hops)
     wrong[i] = {**hops[i], 2: inv[cp.paths[i].layers[0][0]]}  # the leaf answering as if it were a spine
-    assert not J.path(cp, wrong, arrived)[i].passed
+    assert not judge.path(cp, wrong, arrived)[i].passed
     longer = {**arrived, i: arrived[i] + 1}
-    assert "expected 3" in J.path(cp, hops, longer)[i].detail
+    assert "expected 3" in judge.path(cp, hops, longer)[i].detail
 
 
 def test_bgp_and_cabling_judging(plans):
@@ -99,42 +100,42 @@ def test_bgp_and_cabling_judging(plans):
     for s in cp.bgp:
         peers[s.switch][s.peer] = {"state": "Established", "pfxRcd": 3}
     routes = {sw: [{"dst": p} for p in want] for sw, want in cp.prefixes.items()}
-    assert all(r.passed for r in J.bgp(cp, peers, routes))
+    assert all(r.passed for r in judge.bgp(cp, peers, routes))
     s0 = cp.bgp[0]
     peers[s0.switch][s0.peer] = {"state": "Active"}
-    bad = [r for r in J.bgp(cp, peers, routes) if not r.passed]
+    bad = [r for r in judge.bgp(cp, peers, routes) if not r.passed]
     assert [r.id for r in bad] == [f"bgp/{s0.switch}/{s0.peer}"] and "Active" in bad[0].detail
     heard = {}
     for c in cp.cables:
         heard[(c.a_node, c.a_port)] = {(c.b_node, c.b_port)}
         heard[(c.b_node, c.b_port)] = {(c.a_node, c.a_port)}
-    assert all(r.passed for r in J.cabling(cp, heard))
+    assert all(r.passed for r in judge.cabling(cp, heard))
     c0, c1 = cp.cables[0], cp.cables[1]
     heard[(c0.b_node, c0.b_port)] = {(c1.a_node, c1.a_port)}
-    bad = [r for r in J.cabling(cp, heard) if not r.passed]
+    bad = [r for r in judge.cabling(cp, heard) if not r.passed]
     assert len(bad) == 1 and f"hears {c1.a_node}:{c1.a_port}" in bad[0].detail
 
 
 def test_reports_json_and_junit_shapes():
-    res = [J.Result("reachability/rail0/a->b", "reachability", True, "ok"),
-           J.Result("bgp/s/1.2.3.4", "bgp", False, "s -> 1.2.3.4: Active")]
+    res = [judge.Result("reachability/rail0/a->b", "reachability", True, "ok"),
+           judge.Result("bgp/s/1.2.3.4", "bgp", False, "s -> 1.2.3.4: Active")]
     doc = report.as_json("demo", res)
     assert doc["passed"] == 1 and doc["failed"] == 1 and doc["results"][1]["id"] == "bgp/s/1.2.3.4"
     root = ET.fromstring(report.as_junit("demo", res).split("\n", 1)[1])
     assert [t.get("name") for t in root.iter("testcase")] == ["reachability/rail0/a->b", "bgp/s/1.2.3.4"]
     assert len(list(root.iter("failure"))) == 1
     assert "FAILED" in report.table("demo", res)
-    assert J.unique(res + res[:1]) == ["reachability/rail0/a->b"]
+    assert judge.unique(res + res[:1]) == ["reachability/rail0/a->b"]
 
 
 def test_probe_frames_round_trip():
-    p = PA.payload("lab1", PA.K_REACH, 77, 3)
-    assert PA.parse_payload(p, "lab1") == (PA.K_REACH, 77, 3)
-    assert PA.parse_payload(p, "lab2") is None
-    pkt = PA.ip_udp("10.0.0.1", "10.0.0.2", p, ttl=5, ident=9, checksum=True)
-    assert PA._csum(pkt[:20]) == 0 and pkt[22:24] == (4791).to_bytes(2, "big")
-    f = PA.lldp_frame(b"\x02" * 6, "lab1", "leaf0", "Ethernet8")
-    assert PA.parse_lldp(f, "lab1") == ("leaf0", "Ethernet8") and PA.parse_lldp(f, "x") is None
+    p = probe.payload("lab1", probe.K_REACH, 77, 3)
+    assert probe.parse_payload(p, "lab1") == (probe.K_REACH, 77, 3)
+    assert probe.parse_payload(p, "lab2") is None
+    pkt = probe.ip_udp("10.0.0.1", "10.0.0.2", p, ttl=5, ident=9, checksum=True)
+    assert probe._csum(pkt[:20]) == 0 and pkt[22:24] == (4791).to_bytes(2, "big")
+    f = probe.lldp_frame(b"\x02" * 6, "lab1", "leaf0", "Ethernet8")
+    assert probe.parse_lldp(f, "lab1") == ("leaf0", "Ethernet8") and probe.parse_lldp(f, "x") is None
     from scapy.contrib.roce import BTH
     from scapy.layers.inet import IP
 
@@ -144,12 +145,12 @@ def test_probe_frames_round_trip():
 
 def test_traffic_plan_and_model(plans):
     cp, base = plans["mini-routed"], plans["mini-baseline"]
-    ring = traffic.plan_flows(cp, "ring-allreduce", 1000)
+    ring = patterns.plan_flows(cp, "ring-allreduce", 1000)
     assert len(ring) == 12 and all(cp.gpus[f.src].rail == cp.gpus[f.dst].rail for f in ring)
-    a2a = traffic.plan_flows(cp, "all-to-all", 1000)
+    a2a = patterns.plan_flows(cp, "all-to-all", 1000)
     assert len(a2a) == 12 * 10 and sum(1 for f in a2a if f.via) == 60
-    m = traffic.model(cp, a2a, 100.0, 900.0)
-    mb = traffic.model(base, traffic.plan_flows(base, "all-to-all", 1000), 100.0, 900.0)
+    m = model.model(cp, a2a, 100.0, 900.0)
+    mb = model.model(base, patterns.plan_flows(base, "all-to-all", 1000), 100.0, 900.0)
     assert m["pipelined"] == pytest.approx(mb["pipelined"])
     # store-and-forward overhead = (HB step) / (NIC step) = (K-1)/K * NIC/HB here
     assert m["store_forward"] / mb["store_forward"] - 1 == pytest.approx(0.5 * 100 / 900, rel=1e-6)
@@ -181,12 +182,12 @@ def _run_bpf(prog, frame: bytes, pkttype: int) -> int:
 def test_packet_filter_keeps_lldp_and_isolation_probes_only():
     mac = bytes(6)
     lab = "bpf"
-    lldp = PA.lldp_frame(mac, lab, "n", "p")
-    def probe(kind):
-        return PA.ether(b"\xff" * 6, mac, PA.ETH_P_IP, PA.ip_udp("10.0.0.1", "10.0.0.2", PA.payload(lab, kind, 7)))
-    arp = PA.ether(b"\xff" * 6, mac, 0x0806, bytes(28))
-    keep = lambda f, t=0: _run_bpf(PA._BPF, f, t) > 0  # noqa: E731
-    assert keep(lldp) and not keep(lldp, PA.PACKET_OUTGOING)
-    assert keep(probe(PA.K_ISO_BCAST)) and keep(probe(PA.K_ISO_UNKNOWN)) and keep(probe(PA.K_ISO_ROUTED))
-    assert not keep(probe(PA.K_REACH)) and not keep(probe(PA.K_PATH)) and not keep(arp)
-    assert not keep(probe(PA.K_ISO_BCAST), PA.PACKET_OUTGOING)
+    lldp = probe.lldp_frame(mac, lab, "n", "p")
+    def frame(kind):
+        return probe.ether(b"\xff" * 6, mac, probe.ETH_P_IP, probe.ip_udp("10.0.0.1", "10.0.0.2", probe.payload(lab, kind, 7)))
+    arp = probe.ether(b"\xff" * 6, mac, 0x0806, bytes(28))
+    keep = lambda f, t=0: _run_bpf(probe._BPF, f, t) > 0  # noqa: E731
+    assert keep(lldp) and not keep(lldp, probe.PACKET_OUTGOING)
+    assert keep(frame(probe.K_ISO_BCAST)) and keep(frame(probe.K_ISO_UNKNOWN)) and keep(frame(probe.K_ISO_ROUTED))
+    assert not keep(frame(probe.K_REACH)) and not keep(frame(probe.K_PATH)) and not keep(arp)
+    assert not keep(frame(probe.K_ISO_BCAST), probe.PACKET_OUTGOING)

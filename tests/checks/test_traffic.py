@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from railonly.cli import main
-from railonly.emulation import checks_plan, traffic
+from railonly.emulation.checks import plan as checks_plan
+from railonly.emulation.traffic import model, patterns
 
 pytestmark = pytest.mark.netns
 
@@ -44,12 +45,12 @@ def test_counters_account_for_reported_bytes(routed_shared, tmp_path, pattern):
         if f["via"]:
             g, v = cp.gpus[f["src"]], cp.gpus[f["via"]]
             assert v.hb == g.hb and v.rail == cp.gpus[f["dst"]].rail
-        flows.append(traffic.Flow(f["src"], f["dst"], f["via"], f["bytes"]))
+        flows.append(patterns.Flow(f["src"], f["dst"], f["via"], f["bytes"]))
     # every byte the report claims crossed the links the plan says: tx counters on
     # each GPU's NIC and HB port are at least the claimed load (plus headers), and not
     # wildly more (what the receiver did not read was still sent: bytes_written bounds it)
-    claimed = traffic.link_loads(cp, flows)
-    written = traffic.link_loads(cp, [traffic.Flow(f["src"], f["dst"], f["via"], f["bytes_written"]) for f in rep["flows"]])
+    claimed = model.link_loads(cp, flows)
+    written = model.link_loads(cp, [patterns.Flow(f["src"], f["dst"], f["via"], f["bytes_written"]) for f in rep["flows"]])
     for (g, kind, direction), nbytes in claimed.items():
         if direction != "out":
             continue

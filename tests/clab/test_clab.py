@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from railonly import cli
-from railonly.emulation.runtime import load_lab
-from railonly.fabric import clab, lab_slice
+from railonly.emulation.lab import load_lab
+from railonly.fabric import clab, compiler, lab_slice
 from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import load_design, parse_design
@@ -55,7 +55,7 @@ def validator():
 def lab_topology(d):
     """The topology the producer emits for design d (slices included)."""
     fab = build_fabric(d)
-    out = clab.produce(fab, _Quiet())
+    out = compiler.produce_lab(fab, _Quiet())
     return yaml.safe_load(out[f"{d.name}.clab.yml"]), out
 
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from railonly.emulation import nsengine, nsenter
+from railonly.emulation.netns import engine, setns
 
 
 def netns_skip_reason() -> str | None:
@@ -39,16 +39,16 @@ class Labs:
         return path
 
     def deploy(self, plan, **kw):
-        return nsengine.deploy(plan, self.state(plan.lab), **kw)
+        return engine.deploy(plan, self.state(plan.lab), **kw)
 
     def destroy_all(self) -> list[str]:
         problems = []
         for path in reversed(self.states):
-            state = nsengine.load_state(path)
-            rep = nsengine.destroy(path)
+            state = engine.load_state(path)
+            rep = engine.destroy(path)
             problems += rep.leftovers
             if state:
-                problems += [f"namespace {n} remains" for n in state["namespaces"] if nsenter.exists(n)]
+                problems += [f"namespace {n} remains" for n in state["namespaces"] if setns.exists(n)]
         return problems
 
 

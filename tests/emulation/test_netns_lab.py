@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from railonly.emulation import frr, nsengine, nsenter, pids, proc
-from railonly.emulation import nsplan as P
+from railonly import proc
+from railonly.emulation.lab import netns_prefix
+from railonly.emulation.netns import engine, frr, pids, setns
+from railonly.emulation.netns import plan as nsplan
 
 pytestmark = pytest.mark.netns
 
@@ -22,7 +24,7 @@ LAB = f"rotest{os.getpid() % 10000}main"
 
 
 def ns(node: str) -> str:
-    return P.prefix_of(LAB) + node
+    return netns_prefix(LAB) + node
 
 
 def frr_conf(name: str, asn: int, peer: str, peer_as: int, nets: list[str]) -> str:
@@ -33,23 +35,23 @@ def frr_conf(name: str, asn: int, peer: str, peer_as: int, nets: list[str]) -> s
     return "\n".join(lines + [" exit-address-family", ""])
 
 
-def main_plan(workdir: str) -> tuple[P.Plan, list[frr.FrrInstance]]:
+def main_plan(workdir: str) -> tuple[nsplan.Plan, list[frr.FrrInstance]]:
     """h1,h3 -- sw(br0: p1,p2; p3 unbridged) -- r1 ==/31 eBGP== r2 -- h2"""
-    b = P.PlanBuilder(LAB)
-    h1, h2, h3 = (b.ns(n, P.host_sysctls()) for n in ("h1", "h2", "h3"))
+    b = nsplan.PlanBuilder(LAB)
+    h1, h2, h3 = (b.ns(n, nsplan.host_sysctls()) for n in ("h1", "h2", "h3"))
     sw = b.ns("sw")
-    r1, r2 = (b.ns(n, P.router_sysctls()) for n in ("r1", "r2"))
-    b.add(P.Veth(h1, "eth1", sw, "p1")).add(P.Veth(r1, "eth1", sw, "p2")).add(P.Veth(h3, "eth1", sw, "p3"))
-    b.add(P.Bridge(sw, "br0", ("p1", "p2")))
-    b.add(P.Veth(r1, "eth2", r2, "eth2", mtu=9000)).add(P.Veth(r2, "eth1", h2, "eth1"))
+    r1, r2 = (b.ns(n, nsplan.router_sysctls()) for n in ("r1", "r2"))
+    b.add(nsplan.Veth(h1, "eth1", sw, "p1")).add(nsplan.Veth(r1, "eth1", sw, "p2")).add(nsplan.Veth(h3, "eth1", sw, "p3"))
+    b.add(nsplan.Bridge(sw, "br0", ("p1", "p2")))
+    b.add(nsplan.Veth(r1, "eth2", r2, "eth2", mtu=9000)).add(nsplan.Veth(r2, "eth1", h2, "eth1"))
     for nsn, dev, cidr in ((h1, "eth1", "10.1.0.2/24"), (h3, "eth1", "10.1.0.3/24"), (r1, "eth1", "10.1.0.1/24"),
                            (r1, "eth2", "10.0.0.0/31"), (r2, "eth2", "10.0.0.1/31"),
                            (r2, "eth1", "10.2.0.1/24"), (h2, "eth1", "10.2.0.2/24")):
-        b.add(P.Address(nsn, dev, cidr))
-    b.add(P.Route(h1, "default", via="10.1.0.1")).add(P.Route(h2, "default", via="10.2.0.1"))
-    b.add(P.Route(h3, "default", via="10.1.0.1"))
-    b.add(P.Shaping(h1, "eth1", 100))  # tbf: h1 -> anything at 100 Mbit/s
-    b.add(P.Shaping(h2, "eth1", 50, kind="htb"))  # htb: h2 -> anything at 50 Mbit/s
+        b.add(nsplan.Address(nsn, dev, cidr))
+    b.add(nsplan.Route(h1, "default", via="10.1.0.1")).add(nsplan.Route(h2, "default", via="10.2.0.1"))
+    b.add(nsplan.Route(h3, "default", via="10.1.0.1"))
+    b.add(nsplan.Shaping(h1, "eth1", 100))  # tbf: h1 -> anything at 100 Mbit/s
+    b.add(nsplan.Shaping(h2, "eth1", 50, kind="htb"))  # htb: h2 -> anything at 50 Mbit/s
     insts = []
     for name, nsn, asn, peer, peer_as, nets in (("r1", r1, 65101, "10.0.0.1", 65102, ["10.1.0.0/24"]),
                                                  ("r2", r2, 65102, "10.0.0.0", 65101, ["10.2.0.0/24"])):
@@ -57,7 +59,7 @@ def main_plan(workdir: str) -> tuple[P.Plan, list[frr.FrrInstance]]:
         insts.append(inst)
         for p in frr.processes(inst, frr_conf(name, asn, peer, peer_as, nets)):
             b.add(p)
-    b.add(P.Process("h2/iperf3", h2, ("iperf3", "-s", "-B", "10.2.0.2"), os.path.join(workdir, "iperf3.pid"),
+    b.add(nsplan.Process("h2/iperf3", h2, ("iperf3", "-s", "-B", "10.2.0.2"), os.path.join(workdir, "iperf3.pid"),
                     log=os.path.join(workdir, "iperf3.log")))
     return b.build(), insts
 
@@ -69,8 +71,8 @@ def main_lab(module_labs):
     plan, insts = main_plan(str(module_labs.tmp))
     rep = module_labs.deploy(plan)  # module_labs destroys it, pass or fail
     yield module_labs, plan, insts, rep
-    nsengine.destroy(module_labs.state(plan.lab))
-    assert not [n for n in nsenter.list_netns() if n.startswith(plan.prefix)]
+    engine.destroy(module_labs.state(plan.lab))
+    assert not [n for n in setns.list_netns() if n.startswith(plan.prefix)]
 
 
 def ping(src: str, dst: str, count: int = 1) -> bool:
@@ -88,18 +90,18 @@ def iperf_mbit(src: str, server: str, reverse: bool = False) -> float:
 def test_all_namespaces_and_processes_up(main_lab):
     lb, plan, insts, rep = main_lab
     assert not rep.noop and rep.namespaces == 6 and rep.processes == 7
-    st = nsengine.status(lb.state(plan.lab))
+    st = engine.status(lb.state(plan.lab))
     assert st.complete, st
     assert set(st.namespaces) == {n.name for n in plan.namespaces}
-    state = nsengine.load_state(lb.state(plan.lab))
+    state = engine.load_state(lb.state(plan.lab))
     assert state["phase"] == "deployed" and state["fingerprint"] == plan.fingerprint()
 
 
 def test_sysctls_applied_in_namespace_only(main_lab):
     def fwd():
-        return nsenter.read_sysctl("net.ipv4.ip_forward")
-    assert nsenter.call_in(ns("r1"), fwd) == "1"
-    assert nsenter.call_in(ns("h1"), fwd) == "0"
+        return setns.read_sysctl("net.ipv4.ip_forward")
+    assert setns.call_in(ns("r1"), fwd) == "1"
+    assert setns.call_in(ns("h1"), fwd) == "0"
     assert proc.run(["sysctl", "-n", "net.ipv4.icmp_ratelimit"], netns=ns("r2")).stdout.strip() == "0"
 
 
@@ -152,19 +154,19 @@ def test_redeploy_same_plan_is_noop(main_lab):
 # --- lifecycle: destroy, failure halfway, interruption --------------------------------
 
 
-def tiny_plan(lab: str, workdir: str, extra_procs=()) -> P.Plan:
-    b = P.PlanBuilder(lab)
-    a, c = b.ns("a", P.router_sysctls()), b.ns("c")
-    b.add(P.Veth(a, "eth1", c, "eth1"))
-    b.add(P.Address(a, "eth1", "10.77.0.0/31")).add(P.Address(c, "eth1", "10.77.0.1/31"))
-    b.add(P.Process("a/sleep", a, ("sleep", "300"), os.path.join(workdir, "sleep.pid")))
+def tiny_plan(lab: str, workdir: str, extra_procs=()) -> nsplan.Plan:
+    b = nsplan.PlanBuilder(lab)
+    a, c = b.ns("a", nsplan.router_sysctls()), b.ns("c")
+    b.add(nsplan.Veth(a, "eth1", c, "eth1"))
+    b.add(nsplan.Address(a, "eth1", "10.77.0.0/31")).add(nsplan.Address(c, "eth1", "10.77.0.1/31"))
+    b.add(nsplan.Process("a/sleep", a, ("sleep", "300"), os.path.join(workdir, "sleep.pid")))
     for p in extra_procs:
         b.add(p)
     return b.build()
 
 
-def lab_leftovers(plan: P.Plan, pidlist: list[int]) -> list[str]:
-    left = [n for n in nsenter.list_netns() if n.startswith(plan.prefix)]
+def lab_leftovers(plan: nsplan.Plan, pidlist: list[int]) -> list[str]:
+    left = [n for n in setns.list_netns() if n.startswith(plan.prefix)]
     left += [f"pid {p}" for p in pidlist if pids.info(p) is not None]
     return left
 
@@ -172,11 +174,11 @@ def lab_leftovers(plan: P.Plan, pidlist: list[int]) -> list[str]:
 def test_destroy_removes_namespaces_and_processes(labs, lab_name, tmp_path):
     plan = tiny_plan(lab_name, str(tmp_path))
     labs.deploy(plan)
-    st = nsengine.status(labs.state(lab_name))
+    st = engine.status(labs.state(lab_name))
     assert st.complete
     pid = st.processes["a/sleep"]
-    assert pids.info(pid).netns_inode == nsenter.inode(P.prefix_of(lab_name) + "a")
-    rep = nsengine.destroy(labs.state(lab_name))
+    assert pids.info(pid).netns_inode == setns.inode(netns_prefix(lab_name) + "a")
+    rep = engine.destroy(labs.state(lab_name))
     assert rep.ok, rep.leftovers
     assert rep.killed == ["a/sleep"] and len(rep.deleted) == 2
     assert lab_leftovers(plan, [pid]) == []
@@ -184,17 +186,17 @@ def test_destroy_removes_namespaces_and_processes(labs, lab_name, tmp_path):
 
 
 def test_failed_deploy_halfway_is_cleaned_up(labs, lab_name, tmp_path):
-    broken = P.Process("a/broken", P.prefix_of(lab_name) + "a", ("/nonexistent/daemon", "-d"),
+    broken = nsplan.Process("a/broken", netns_prefix(lab_name) + "a", ("/nonexistent/daemon", "-d"),
                        str(tmp_path / "broken.pid"), daemonizes=True, ready_timeout=3)
     plan = tiny_plan(lab_name, str(tmp_path), [broken])
-    with pytest.raises(nsengine.DeployError):
+    with pytest.raises(engine.DeployError):
         labs.deploy(plan)
-    state = nsengine.load_state(labs.state(lab_name))
+    state = engine.load_state(labs.state(lab_name))
     assert state["phase"] == "deploying"
-    st = nsengine.status(labs.state(lab_name))
+    st = engine.status(labs.state(lab_name))
     sleeper = st.processes["a/sleep"]
     assert sleeper is not None and all(st.namespaces.values())
-    rep = nsengine.destroy(labs.state(lab_name))
+    rep = engine.destroy(labs.state(lab_name))
     assert rep.ok, rep.leftovers
     assert lab_leftovers(plan, [sleeper]) == []
 
@@ -208,22 +210,22 @@ def test_keyboard_interrupt_in_hook_then_destroy(labs, lab_name, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         labs.deploy(plan, hook=hook)
-    st = nsengine.status(labs.state(lab_name))
+    st = engine.status(labs.state(lab_name))
     assert all(st.namespaces.values()) and st.processes == {}
-    rep = nsengine.destroy(labs.state(lab_name))
+    rep = engine.destroy(labs.state(lab_name))
     assert rep.ok and sorted(rep.deleted) == sorted(n.name for n in plan.namespaces)
     assert lab_leftovers(plan, []) == []
 
 
 CHILD = r"""
 import sys, time, pathlib, pickle
-from railonly.emulation import nsengine
+from railonly.emulation.netns import engine
 plan = pickle.loads(pathlib.Path(sys.argv[1]).read_bytes())
 def hook(phase, steps):
     if phase == "settle":  # after the namespaces, links and the process exist
         pathlib.Path(sys.argv[3]).write_text("ready")
         time.sleep(60)
-nsengine.deploy(plan, sys.argv[2], hook=hook)
+engine.deploy(plan, sys.argv[2], hook=hook)
 """
 
 
@@ -252,11 +254,11 @@ def test_sigint_to_deploying_process_then_destroy(labs, lab_name, tmp_path):
             child.kill()
             child.wait()
     assert child.returncode != 0 and "KeyboardInterrupt" in err
-    st = nsengine.status(state)
+    st = engine.status(state)
     assert st.phase == "deploying" and all(st.namespaces.values())
     sleeper = st.processes["a/sleep"]
     assert sleeper is not None  # survived the parent's interrupt: its own session
-    rep = nsengine.destroy(state)
+    rep = engine.destroy(state)
     assert rep.ok, rep.leftovers
     assert "a/sleep" in rep.killed
     assert lab_leftovers(plan, [sleeper]) == []
@@ -266,9 +268,9 @@ def test_refuses_namespaces_it_does_not_own(labs, lab_name, tmp_path):
     plan = tiny_plan(lab_name, str(tmp_path))
     labs.deploy(plan)
     other_state = str(tmp_path / "other.json")
-    with pytest.raises(nsengine.DeployError, match="not ours"):
-        nsengine.deploy(plan, other_state)
-    assert nsengine.status(labs.state(lab_name)).complete  # untouched
+    with pytest.raises(engine.DeployError, match="not ours"):
+        engine.deploy(plan, other_state)
+    assert engine.status(labs.state(lab_name)).complete  # untouched
     assert not os.path.exists(other_state)
 
 
@@ -279,13 +281,13 @@ def test_destroy_never_kills_a_reused_pid(labs, lab_name, tmp_path):
     path = labs.state(lab_name)
     bystander = proc.spawn(["sleep", "301"])
     try:
-        state = nsengine.load_state(path)
+        state = engine.load_state(path)
         entry = state["processes"][0]
         entry["pid"], entry["starttime"] = bystander, pids.info(bystander).starttime
         with open(entry["pidfile"], "w") as f:
             f.write(f"{bystander}\n")
-        nsengine._save(path, state)
-        rep = nsengine.destroy(path)
+        engine._save(path, state)
+        rep = engine.destroy(path)
         assert pids.info(bystander) is not None, "destroy killed a process that was not the recorded one"
         # the real sleeper is still found by its command inside the lab namespace
         assert rep.ok, rep.leftovers
@@ -296,25 +298,25 @@ def test_destroy_never_kills_a_reused_pid(labs, lab_name, tmp_path):
 
 def test_root_neigh_gc_raised_and_restored(labs, lab_name, tmp_path):
     key = "net.ipv4.neigh.default.gc_thresh3"
-    before = nsenter.read_sysctl(key)
+    before = setns.read_sysctl(key)
     plan = tiny_plan(lab_name, str(tmp_path))
-    plan = P.Plan(**{**plan.__dict__, "root_sysctls": ((key, str(int(before) + 1)),)})
+    plan = nsplan.Plan(**{**plan.__dict__, "root_sysctls": ((key, str(int(before) + 1)),)})
     labs.deploy(plan)
-    assert nsenter.read_sysctl(key) == str(int(before) + 1)
-    rep = nsengine.destroy(labs.state(lab_name))
+    assert setns.read_sysctl(key) == str(int(before) + 1)
+    rep = engine.destroy(labs.state(lab_name))
     assert rep.ok and rep.restored == [f"{key}={before}"]
-    assert nsenter.read_sysctl(key) == before
+    assert setns.read_sysctl(key) == before
 
 
 def test_destroy_keeps_shared_parent_dirs_of_other_labs(labs, lab_name, tmp_path):
     top = f"/run/{lab_name}-shared"
-    plan = P.Plan(**{**tiny_plan(lab_name, str(tmp_path)).__dict__, "processes": (
-        P.Process("a/sleep", P.prefix_of(lab_name) + "a", ("sleep", "300"), f"{top}/mine/sleep.pid",
+    plan = nsplan.Plan(**{**tiny_plan(lab_name, str(tmp_path)).__dict__, "processes": (
+        nsplan.Process("a/sleep", netns_prefix(lab_name) + "a", ("sleep", "300"), f"{top}/mine/sleep.pid",
                   dirs=(f"{top}/mine",)),)})
     labs.deploy(plan)
     os.makedirs(f"{top}/other-lab")  # appears after our deploy created {top}
     try:
-        assert nsengine.destroy(labs.state(lab_name)).ok
+        assert engine.destroy(labs.state(lab_name)).ok
         assert not os.path.exists(f"{top}/mine") and os.path.isdir(f"{top}/other-lab")
     finally:
         os.rmdir(f"{top}/other-lab")

@@ -6,26 +6,26 @@ import dataclasses
 
 import pytest
 
-from railonly.emulation import frr, nsengine
-from railonly.emulation import nsplan as P
+from railonly.emulation.netns import engine, frr
+from railonly.emulation.netns import plan as nsplan
 
 
-def small_plan(**over) -> P.Plan:
-    b = P.PlanBuilder("demo")
-    h = b.ns("h1", P.host_sysctls())
-    r = b.ns("r1", P.router_sysctls() + (("net.ipv4.conf.eth1.rp_filter", "0"),))
+def small_plan(**over) -> nsplan.Plan:
+    b = nsplan.PlanBuilder("demo")
+    h = b.ns("h1", nsplan.host_sysctls())
+    r = b.ns("r1", nsplan.router_sysctls() + (("net.ipv4.conf.eth1.rp_filter", "0"),))
     sw = b.ns("sw")
-    b.add(P.Veth(h, "eth1", sw, "p1", mtu=9000)).add(P.Veth(r, "eth1", sw, "p2"))
-    b.add(P.Bridge(sw, "br0", ("p1", "p2")))
-    b.add(P.Address(h, "eth1", "10.1.0.2/24")).add(P.Address(r, "eth1", "10.1.0.1/24"))
-    b.add(P.Address(r, "lo", "2001:db8::1/128"))
-    b.add(P.Route(h, "default", via="10.1.0.1"))
-    b.add(P.Route(r, "10.9.0.0/16", nexthops=(P.Nexthop("10.1.0.2", "eth1", 2), P.Nexthop(dev="eth1", onlink=True))))
-    b.add(P.Route(r, "10.8.0.0/16", via="10.1.0.7", dev="eth1", table=100, onlink=True, metric=5))
-    b.add(P.Rule(r, table=100, priority=1000, src="10.1.0.0/24", iif="eth1"))
-    b.add(P.Shaping(h, "eth1", 100))
-    b.add(P.Shaping(r, "eth1", 2.5, kind="htb"))
-    b.add(P.Process("srv", r, ("iperf3", "-s"), "/run/x/srv.pid"))
+    b.add(nsplan.Veth(h, "eth1", sw, "p1", mtu=9000)).add(nsplan.Veth(r, "eth1", sw, "p2"))
+    b.add(nsplan.Bridge(sw, "br0", ("p1", "p2")))
+    b.add(nsplan.Address(h, "eth1", "10.1.0.2/24")).add(nsplan.Address(r, "eth1", "10.1.0.1/24"))
+    b.add(nsplan.Address(r, "lo", "2001:db8::1/128"))
+    b.add(nsplan.Route(h, "default", via="10.1.0.1"))
+    b.add(nsplan.Route(r, "10.9.0.0/16", nexthops=(nsplan.Nexthop("10.1.0.2", "eth1", 2), nsplan.Nexthop(dev="eth1", onlink=True))))
+    b.add(nsplan.Route(r, "10.8.0.0/16", via="10.1.0.7", dev="eth1", table=100, onlink=True, metric=5))
+    b.add(nsplan.Rule(r, table=100, priority=1000, src="10.1.0.0/24", iif="eth1"))
+    b.add(nsplan.Shaping(h, "eth1", 100))
+    b.add(nsplan.Shaping(r, "eth1", 2.5, kind="htb"))
+    b.add(nsplan.Process("srv", r, ("iperf3", "-s"), "/run/x/srv.pid"))
     plan = b.build()
     return dataclasses.replace(plan, **over)
 
@@ -39,7 +39,7 @@ def by_phase(steps):
 
 def test_phases_in_order_and_names_prefixed():
     plan = small_plan()
-    steps = P.render(plan)
+    steps = nsplan.render(plan)
     order = list(dict.fromkeys(s.phase for s in steps))
     assert order == ["netns", "sysctl", "links", "shaping", "config", "sysctl-late", "processes"]
     assert plan.prefix == "clab-demo-"
@@ -47,7 +47,7 @@ def test_phases_in_order_and_names_prefixed():
 
 
 def test_one_batch_for_namespaces_and_one_for_links_created_in_place():
-    ph = by_phase(P.render(small_plan()))
+    ph = by_phase(nsplan.render(small_plan()))
     assert len(ph["netns"]) == 1 and ph["netns"][0].argv == ("ip", "-batch", "-")
     assert ph["netns"][0].stdin.count("netns add clab-demo-") == 3
     links = ph["links"]
@@ -58,11 +58,11 @@ def test_one_batch_for_namespaces_and_one_for_links_created_in_place():
     )
     assert "link add br0 netns clab-demo-sw type bridge stp_state 0\n" in text
     # never create in the root namespace and move (33 ms each)
-    assert not any(" netns " in line and "set" in line for s in P.render(small_plan()) for line in (s.stdin or "").splitlines())
+    assert not any(" netns " in line and "set" in line for s in nsplan.render(small_plan()) for line in (s.stdin or "").splitlines())
 
 
 def test_config_batch_content():
-    ph = by_phase(P.render(small_plan()))
+    ph = by_phase(nsplan.render(small_plan()))
     cfg = {s.netns: s.stdin.splitlines() for s in ph["config"]}
     sw = cfg["clab-demo-sw"]
     assert sw[0] == "link set lo up"
@@ -79,7 +79,7 @@ def test_config_batch_content():
 
 
 def test_sysctls_split_early_and_device_late():
-    ph = by_phase(P.render(small_plan()))
+    ph = by_phase(nsplan.render(small_plan()))
     early = {s.netns: dict(s.items) for s in ph["sysctl"]}
     assert early["clab-demo-r1"]["net.ipv4.ip_forward"] == "1"
     assert early["clab-demo-r1"]["net.ipv4.icmp_ratelimit"] == "0"
@@ -90,7 +90,7 @@ def test_sysctls_split_early_and_device_late():
 
 
 def test_shaping_tbf_and_htb():
-    ph = by_phase(P.render(small_plan()))
+    ph = by_phase(nsplan.render(small_plan()))
     tc = {s.netns: s.stdin for s in ph["shaping"]}
     assert tc["clab-demo-h1"] == "qdisc replace dev eth1 root tbf rate 100000kbit burst 131072 latency 50ms\n"
     assert "root handle 1: htb default 1" in tc["clab-demo-r1"]
@@ -99,13 +99,13 @@ def test_shaping_tbf_and_htb():
 
 
 def test_processes_run_in_namespace():
-    (step,) = by_phase(P.render(small_plan()))["processes"]
+    (step,) = by_phase(nsplan.render(small_plan()))["processes"]
     assert step.argv == ("ip", "netns", "exec", "clab-demo-r1", "iperf3", "-s")
     assert step.process.pidfile == "/run/x/srv.pid"
 
 
 def test_dump_is_deterministic_and_readable():
-    a, b = P.dump(small_plan()), P.dump(small_plan())
+    a, b = nsplan.dump(small_plan()), nsplan.dump(small_plan())
     assert a == b
     assert "ip -batch - <<'EOF'\nnetns add clab-demo-h1\n" in a
     assert "ip -n clab-demo-sw -batch - <<'EOF'" in a
@@ -123,38 +123,38 @@ def test_fingerprint_tracks_content():
     "change, needle",
     [
         (lambda p: dataclasses.replace(p, lab="Bad Lab"), "lab name"),
-        (lambda p: dataclasses.replace(p, namespaces=p.namespaces + (P.Namespace("other-x"),)), "lab prefix"),
-        (lambda p: dataclasses.replace(p, veths=p.veths + (P.Veth("clab-demo-h1", "a-very-long-name0", "clab-demo-sw", "p9"),)), "longer than 15"),
-        (lambda p: dataclasses.replace(p, veths=p.veths + (P.Veth("clab-demo-h1", "eth9\nnetns del x", "clab-demo-sw", "p9"),)), "safe single word"),
-        (lambda p: dataclasses.replace(p, veths=p.veths + (P.Veth("clab-demo-h1", "eth1", "clab-demo-sw", "p9"),)), "defined twice"),
-        (lambda p: dataclasses.replace(p, veths=p.veths + (P.Veth("clab-demo-h1", "eth2", "clab-elsewhere-x", "p9"),)), "not in the plan"),
-        (lambda p: dataclasses.replace(p, bridges=(P.Bridge("clab-demo-sw", "br0", ("p1", "p7")),)), "no device 'p7'"),
-        (lambda p: dataclasses.replace(p, addresses=(P.Address("clab-demo-h1", "eth1", "10.1.0.300/24"),)), "not an IP"),
-        (lambda p: dataclasses.replace(p, routes=(P.Route("clab-demo-h1", "10.0.0.0/8"),)), "needs via"),
-        (lambda p: dataclasses.replace(p, shaping=(P.Shaping("clab-demo-h1", "eth1", 10, kind="netem"),)), "tbf or htb"),
-        (lambda p: dataclasses.replace(p, shaping=(P.Shaping("clab-demo-h1", "eth1", 0),)), "positive"),
+        (lambda p: dataclasses.replace(p, namespaces=p.namespaces + (nsplan.Namespace("other-x"),)), "lab prefix"),
+        (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "a-very-long-name0", "clab-demo-sw", "p9"),)), "longer than 15"),
+        (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth9\nnetns del x", "clab-demo-sw", "p9"),)), "safe single word"),
+        (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth1", "clab-demo-sw", "p9"),)), "defined twice"),
+        (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth2", "clab-elsewhere-x", "p9"),)), "not in the plan"),
+        (lambda p: dataclasses.replace(p, bridges=(nsplan.Bridge("clab-demo-sw", "br0", ("p1", "p7")),)), "no device 'p7'"),
+        (lambda p: dataclasses.replace(p, addresses=(nsplan.Address("clab-demo-h1", "eth1", "10.1.0.300/24"),)), "not an IP"),
+        (lambda p: dataclasses.replace(p, routes=(nsplan.Route("clab-demo-h1", "10.0.0.0/8"),)), "needs via"),
+        (lambda p: dataclasses.replace(p, shaping=(nsplan.Shaping("clab-demo-h1", "eth1", 10, kind="netem"),)), "tbf or htb"),
+        (lambda p: dataclasses.replace(p, shaping=(nsplan.Shaping("clab-demo-h1", "eth1", 0),)), "positive"),
         (lambda p: dataclasses.replace(p, root_sysctls=(("net.ipv4.ip_forward", "1"),)), "gc_thresh"),
         (lambda p: dataclasses.replace(p, processes=p.processes * 2), "duplicate process"),
     ],
 )
 def test_validation_catches(change, needle):
     bad = change(small_plan())
-    problems = P.validate(bad)
+    problems = nsplan.validate(bad)
     assert any(needle in x for x in problems), problems
-    with pytest.raises(P.PlanError):
-        P.render(bad)
+    with pytest.raises(nsplan.PlanError):
+        nsplan.render(bad)
 
 
 def test_valid_plan_has_no_problems():
-    assert P.validate(small_plan()) == []
+    assert nsplan.validate(small_plan()) == []
 
 
 def test_neigh_gc_only_for_big_labs():
-    assert P.neigh_gc_sysctls(50) == ()
-    big = dict(P.neigh_gc_sysctls(200))
+    assert nsplan.neigh_gc_sysctls(50) == ()
+    big = dict(nsplan.neigh_gc_sysctls(200))
     assert int(big["net.ipv4.neigh.default.gc_thresh3"]) >= 12800
     assert set(k.split(".")[1] for k in big) == {"ipv4", "ipv6"}
-    assert P.validate(small_plan(root_sysctls=tuple(big.items()))) == []
+    assert nsplan.validate(small_plan(root_sysctls=tuple(big.items()))) == []
 
 
 def test_frr_processes_argv():
@@ -177,22 +177,22 @@ def test_frr_processes_argv():
 
 
 def test_destroy_without_state_is_empty_and_ok(tmp_path):
-    rep = nsengine.destroy(str(tmp_path / "none.json"))
+    rep = engine.destroy(str(tmp_path / "none.json"))
     assert rep.ok and rep.deleted == [] and rep.lab is None
-    assert nsengine.status(str(tmp_path / "none.json")).anything is False
+    assert engine.status(str(tmp_path / "none.json")).anything is False
 
 
 def test_neigh_gc_sized_by_all_pairs_of_each_subnet():
-    b = P.PlanBuilder("nb")
+    b = nsplan.PlanBuilder("nb")
     names = [b.ns(f"g{i}") for i in range(200)]
     for n in names:
-        b.add(P.Address(n, "lo", "10.9.0.1/32"))  # loopbacks have no neighbours
+        b.add(nsplan.Address(n, "lo", "10.9.0.1/32"))  # loopbacks have no neighbours
     for i, n in enumerate(names):
-        b.add(P.Address(n, "lo", f"10.1.{i // 100}.{i % 100 + 1}/24"))  # two subnets of 100
-    v4, v6 = P.neighbour_need(b.build())
+        b.add(nsplan.Address(n, "lo", f"10.1.{i // 100}.{i % 100 + 1}/24"))  # two subnets of 100
+    v4, v6 = nsplan.neighbour_need(b.build())
     assert (v4, v6) == (2 * 100 * 99, 0)
-    got = dict(P.neigh_gc_sysctls(0, 130048, 4096))
+    got = dict(nsplan.neigh_gc_sysctls(0, 130048, 4096))
     assert int(got["net.ipv4.neigh.default.gc_thresh3"]) >= 2 * 130048
     assert int(got["net.ipv4.neigh.default.gc_thresh2"]) > 130048  # forced GC past thresh2 would evict
     assert int(got["net.ipv6.neigh.default.gc_thresh3"]) >= 8192
-    assert P.neigh_gc_sysctls(0, 200, 100) == ()
+    assert nsplan.neigh_gc_sysctls(0, 200, 100) == ()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from railonly.emulation import nsenter, pids
-from railonly.emulation.runtime import load_lab
+from railonly.emulation.lab import load_lab
+from railonly.emulation.netns import pids, setns
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import parse_design
 from railonly.fabric.writer import write_outdir
@@ -51,7 +51,7 @@ def skip_reason() -> str | None:
 
 
 def leftovers(lab) -> list[str]:
-    out = [n for n in nsenter.list_netns() if n.startswith(f"clab-{lab.name}-")]
+    out = [n for n in setns.list_netns() if n.startswith(f"clab-{lab.name}-")]
     rundir = f"/run/railonly/{lab.name}"
     if os.path.exists(rundir):
         out.append(rundir)
@@ -62,7 +62,7 @@ class Deployed:
     """Deploys through a NetnsRuntime and destroys every lab it touched at teardown."""
 
     def __init__(self):
-        from railonly.emulation.netns_runtime import NetnsRuntime
+        from railonly.emulation.netns.runtime import NetnsRuntime
 
         self.rt = NetnsRuntime()
         self.labs = []
@@ -103,6 +103,6 @@ def outdirs(tmp_path_factory):
 
 def own_processes(lab) -> list[int]:
     """PIDs whose network namespace is one of the lab's (none must survive destroy)."""
-    inodes = {nsenter.inode(n) for n in nsenter.list_netns() if n.startswith(f"clab-{lab.name}-")}
+    inodes = {setns.inode(n) for n in setns.list_netns() if n.startswith(f"clab-{lab.name}-")}
     inodes.discard(None)
     return [p.pid for p in pids.in_netns(inodes)] if inodes else []

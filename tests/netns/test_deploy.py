@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from railonly.emulation import frr, lab_plan, nsenter, pids, proc
-from railonly.emulation.netns_runtime import apply_switch_config
+from railonly import proc
+from railonly.emulation.netns import frr, lab_plan, pids, setns
+from railonly.emulation.netns.reprogram import apply_switch_config
 
 from .conftest import EOS_ROUTED, compile_to, design_text, leftovers, own_processes, unique
 
@@ -137,7 +138,7 @@ def test_l2_eos_lab(l2):
     sw = lab.netns("rail0-leaf0")
     bridges = json.loads(sh(sw, "ip", "-j", "link", "show", "master", "Vlan1000").stdout)
     assert {b["ifname"] for b in bridges} == {p.port for p in lab.ports("rail0-leaf0")}
-    assert nsenter.call_in(sw, lambda: nsenter.read_sysctl("net.ipv4.ip_forward")) == "0"
+    assert setns.call_in(sw, lambda: setns.read_sysctl("net.ipv4.ip_forward")) == "0"
     glob = [a for i in json.loads(sh(sw, "ip", "-j", "addr").stdout) for a in i["addr_info"] if a.get("scope") == "global"]
     assert not glob  # "no ip routing", no SVI address
 

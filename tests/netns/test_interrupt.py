@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from railonly.emulation import nsenter, pids
-from railonly.emulation.netns_runtime import NetnsRuntime, state_path
-from railonly.emulation.runtime import load_lab
+from railonly.emulation.lab import load_lab
+from railonly.emulation.netns import pids, setns
+from railonly.emulation.netns.runtime import NetnsRuntime, state_path
 
 from .conftest import compile_to, design_text, leftovers, own_processes, skip_reason, unique
 
@@ -78,7 +78,7 @@ def test_sigint_to_the_cli_then_destroy(outdir):
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # wait until the FRR daemons are being started
-            if any(n.startswith(f"clab-{lab.name}-") for n in nsenter.list_netns()) and os.path.isdir(f"/run/railonly/{lab.name}"):
+            if any(n.startswith(f"clab-{lab.name}-") for n in setns.list_netns()) and os.path.isdir(f"/run/railonly/{lab.name}"):
                 break
             time.sleep(0.01)
         p.send_signal(signal.SIGINT)
@@ -97,7 +97,7 @@ def test_sigint_to_the_cli_then_destroy(outdir):
 
 
 def test_failed_deploy_is_reported_and_destroyed(outdir):
-    from railonly.emulation.runtime import RuntimeProblem
+    from railonly.emulation.runtime.protocol import RuntimeProblem
 
     lab = load_lab(compile_to(design_text("labs/mini-l2.yml", unique("fail")), outdir / "out"))
     clash = f"clab-{lab.name}-hb0"  # a namespace in the way, created (and removed) by this test

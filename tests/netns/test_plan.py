@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from railonly.cli import main
-from railonly.emulation import lab_plan, nsplan as P
-from railonly.emulation.netns_runtime import NetnsRuntime, reprogram_script
-from railonly.emulation.runtime import LabError, load_lab
+from railonly.emulation.lab import LabError, link_rates, load_lab
+from railonly.emulation.netns import lab_plan
+from railonly.emulation.netns import plan as nsplan
+from railonly.emulation.netns.reprogram import reprogram_script
+from railonly.emulation.netns.runtime import NetnsRuntime
 
 from .conftest import SONIC_L2, compile_to, design_text
 
@@ -32,10 +34,10 @@ def test_exec_translation():
         ("ip", "link", "set", "dev", "br0", "up"),
         ("ip", "link", "set", "dev", "gpu0", "master", "br0"),
     ])
-    assert P.Bridge("ns", "br0", ("gpu0",)) in items
-    assert P.Link("ns", "eth1", mtu=9000, up=True) in items
-    assert P.Address("ns", "eth1", "10.0.0.2/29") in items
-    assert P.Route("ns", "10.64.0.0/10", via="172.16.0.2", dev="hb0", src="10.0.0.2") in items
+    assert nsplan.Bridge("ns", "br0", ("gpu0",)) in items
+    assert nsplan.Link("ns", "eth1", mtu=9000, up=True) in items
+    assert nsplan.Address("ns", "eth1", "10.0.0.2/29") in items
+    assert nsplan.Route("ns", "10.64.0.0/10", via="172.16.0.2", dev="hb0", src="10.0.0.2") in items
     assert sysctls == [("net.ipv4.ip_forward", "1")]
 
 
@@ -58,17 +60,17 @@ def test_routed_plan_shape(labs):
             assert (lab.netns(e.node), e.port) in ends
     leaf = lab.netns("rail0-leaf0")
     br = [b for b in plan.bridges if b.netns == leaf]
-    assert br == [P.Bridge(leaf, "Vlan1000", ("Ethernet0", "Ethernet8"), mtu=9100)]
-    assert P.Address(leaf, "Vlan1000", "10.0.0.1/29") in plan.addresses
-    assert P.Address(leaf, "lo", "10.255.0.1/32") in plan.addresses
-    assert P.Address(leaf, "Ethernet16", "10.128.0.1/31") in plan.addresses
+    assert br == [nsplan.Bridge(leaf, "Vlan1000", ("Ethernet0", "Ethernet8"), mtu=9100)]
+    assert nsplan.Address(leaf, "Vlan1000", "10.0.0.1/29") in plan.addresses
+    assert nsplan.Address(leaf, "lo", "10.255.0.1/32") in plan.addresses
+    assert nsplan.Address(leaf, "Ethernet16", "10.128.0.1/31") in plan.addresses
     hb = [b for b in plan.bridges if b.netns == lab.netns("hb0")]
-    assert hb == [P.Bridge(lab.netns("hb0"), "br0", ("gpu0", "gpu1"))]
+    assert hb == [nsplan.Bridge(lab.netns("hb0"), "br0", ("gpu0", "gpu1"))]
     assert len(plan.processes) == 3 * len(lab.switches) and set(lp.frr) == set(lab.names("switch"))
     assert lp.bgp_peers["rail0-leaf0"] == 2 and lp.bgp_peers["rail0-spine0"] == 3
     gpu = lab.netns("hb0-gpu0")
     assert ("net.ipv4.ip_forward", "1") in dict(((n.name, n.sysctls) for n in plan.namespaces))[gpu]
-    assert P.validate(plan) == []
+    assert nsplan.validate(plan) == []
 
 
 def test_shaping_scaled_with_ratio(labs):
@@ -87,7 +89,7 @@ def test_nic_mbps_from_fabric(labs):
     lab = labs["routed"]
     lab.fabric["lab_nic_mbps"] = 50
     try:
-        assert lab_plan.rates(lab) == (50.0, 450.0)
+        assert link_rates(lab) == (50.0, 450.0)
     finally:
         del lab.fabric["lab_nic_mbps"]
 
@@ -115,8 +117,8 @@ def test_broken_config_is_a_lab_error(labs, tmp_path):
 
 
 def test_big_lab_raises_gc_thresh():
-    assert P.neigh_gc_sysctls(20) == ()
-    assert dict(P.neigh_gc_sysctls(1100))["net.ipv4.neigh.default.gc_thresh3"] == str(64 * 1100)
+    assert nsplan.neigh_gc_sysctls(20) == ()
+    assert dict(nsplan.neigh_gc_sysctls(1100))["net.ipv4.neigh.default.gc_thresh3"] == str(64 * 1100)
 
 
 def test_dry_run_without_root(labs, capsys):
@@ -131,8 +133,8 @@ def test_dry_run_is_pure_text(labs):
 
 
 def test_reprogram_script():
-    items = [P.Bridge("ns", "Vlan10", ("Ethernet0",), mtu=9100), P.Link("ns", "Ethernet0", mtu=9100, up=False),
-             P.Address("ns", "lo", "10.255.0.1/32")]
+    items = [nsplan.Bridge("ns", "Vlan10", ("Ethernet0",), mtu=9100), nsplan.Link("ns", "Ethernet0", mtu=9100, up=False),
+             nsplan.Address("ns", "lo", "10.255.0.1/32")]
     s = reprogram_script(items, ["Ethernet0"], ["Vlan1000"]).splitlines()
     assert s[0] == "link del dev Vlan1000"
     assert "addr flush dev Ethernet0 scope global" in s and "addr flush dev lo scope global" in s

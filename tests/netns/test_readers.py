@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from railonly.emulation import eos_reader, sonic_reader
-from railonly.emulation.switch_intent import ConfigReadError
+from railonly.emulation.switchcfg import eos, sonic
+from railonly.emulation.switchcfg.intent import ConfigReadError
 
 from .conftest import EOS_ROUTED, REPO, compile_to, design_text
 
@@ -25,7 +25,7 @@ def compiled(tmp_path_factory):
 
 
 def test_sonic_routed_leaf(compiled):
-    i = sonic_reader.read_dir(str(compiled["sonic-routed"] / "configs" / "rail0-leaf0"))
+    i = sonic.read_dir(str(compiled["sonic-routed"] / "configs" / "rail0-leaf0"))
     assert i.hostname == "rail0-leaf0" and i.platform == "sonic" and i.routing
     assert {p.name for p in i.ports} == {"Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24"}
     assert i.port("Ethernet16").addresses == ("10.128.0.1/31",) and i.port("Ethernet16").mtu == 9100
@@ -41,7 +41,7 @@ def _db(**tables):
 
 
 def test_sonic_port_defaults_down_and_tagged_warns():
-    i = sonic_reader.read_config_db(_db(
+    i = sonic.read_config_db(_db(
         PORT={"Ethernet0": {}, "Ethernet4": {"admin_status": "up"}},
         VLAN={"Vlan10": {"vlanid": "10"}}, VLAN_MEMBER={"Vlan10|Ethernet4": {"tagging_mode": "tagged"}},
     ))
@@ -58,24 +58,24 @@ def test_sonic_port_defaults_down_and_tagged_warns():
 ])
 def test_sonic_template_bugs_are_errors(tables, words):
     with pytest.raises(ConfigReadError, match=words):
-        sonic_reader.read_config_db(_db(**tables))
+        sonic.read_config_db(_db(**tables))
 
 
 def test_sonic_split_mode_files_joined(tmp_path):
     (tmp_path / "config_db.json").write_text(_db(PORT={}))
     (tmp_path / "zebra.conf").write_text("hostname sw1\n")
     (tmp_path / "bgpd.conf").write_text("router bgp 65001\n")
-    i = sonic_reader.read_dir(str(tmp_path))
+    i = sonic.read_dir(str(tmp_path))
     assert "hostname sw1" in i.frr_conf and "router bgp 65001" in i.frr_conf
 
 
 def test_sonic_frr_without_hostname_gets_one():
-    i = sonic_reader.read_config_db(_db(PORT={}), "router bgp 65001\n")
+    i = sonic.read_config_db(_db(PORT={}), "router bgp 65001\n")
     assert i.frr_conf.startswith("hostname sw1\n")
 
 
 def test_eos_l2_leaf(compiled):
-    i = eos_reader.read_file(str(compiled["eos-l2"] / "configs" / "rail0-leaf0" / "startup-config"))
+    i = eos.read_file(str(compiled["eos-l2"] / "configs" / "rail0-leaf0" / "startup-config"))
     assert i.platform == "eos" and not i.routing and i.frr_conf is None and i.loopbacks == ()
     vl = {v.name: v for v in i.vlans}
     assert vl["Vlan1000"].members == ("Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4")
@@ -83,7 +83,7 @@ def test_eos_l2_leaf(compiled):
 
 
 def test_eos_routed_leaf(compiled):
-    i = eos_reader.read_file(str(compiled["eos-routed"] / "configs" / "rail0-leaf0" / "startup-config"))
+    i = eos.read_file(str(compiled["eos-routed"] / "configs" / "rail0-leaf0" / "startup-config"))
     assert i.routing and i.loopbacks == ("10.255.0.1/32",)
     assert i.port("Ethernet3").addresses == ("10.128.0.1/31",)
     assert i.port("Ethernet3").name not in i.vlans[0].members  # routed ports join no VLAN
@@ -121,7 +121,7 @@ end
 
 
 def test_eos_bgp_to_frr_translation():
-    conf, warn = eos_reader.bgp_to_frr(EOS_BGP)
+    conf, warn = eos.bgp_to_frr(EOS_BGP)
     lines = [ln.strip() for ln in conf.splitlines()]
     for want in ("hostname sw1", "router bgp 65001", "bgp router-id 10.255.0.9", "no bgp ebgp-requires-policy",
                  "neighbor G peer-group", "neighbor 10.0.0.1 remote-as 65002", "neighbor 10.0.0.1 peer-group G",
@@ -139,25 +139,25 @@ def test_eos_bgp_to_frr_translation():
 
 
 def test_eos_no_default_activation_is_kept():
-    conf, _ = eos_reader.bgp_to_frr(
+    conf, _ = eos.bgp_to_frr(
         "hostname s\nrouter bgp 1\n   no bgp default ipv4-unicast\n   neighbor 10.0.0.1 remote-as 2\n"
         "   neighbor 10.0.0.2 remote-as 3\n   address-family ipv4\n      neighbor 10.0.0.2 activate\n")
     assert "  neighbor 10.0.0.2 activate" in conf and "neighbor 10.0.0.1 activate" not in conf
 
 
 def test_eos_without_bgp_has_no_frr():
-    assert eos_reader.bgp_to_frr("hostname s\nno ip routing\n") == (None, [])
+    assert eos.bgp_to_frr("hostname s\nno ip routing\n") == (None, [])
 
 
 def test_eos_missing_hostname_and_bad_address():
     with pytest.raises(ConfigReadError, match="hostname"):
-        eos_reader.read_startup_config("interface Ethernet1\n   shutdown\n")
+        eos.read_startup_config("interface Ethernet1\n   shutdown\n")
     with pytest.raises(ConfigReadError, match="not an address"):
-        eos_reader.read_startup_config("hostname s\ninterface Ethernet1\n   no switchport\n   ip address 10.0.0.1/99\n")
+        eos.read_startup_config("hostname s\ninterface Ethernet1\n   no switchport\n   ip address 10.0.0.1/99\n")
 
 
 def test_eos_undeclared_vlan_warns():
-    i = eos_reader.read_startup_config("hostname s\ninterface Ethernet1\n   switchport access vlan 7\n")
+    i = eos.read_startup_config("hostname s\ninterface Ethernet1\n   switchport access vlan 7\n")
     assert any("VLAN 7" in w for w in i.warnings)
 
 
@@ -166,7 +166,7 @@ def test_translated_frr_parses_in_vtysh(compiled, tmp_path):
     from railonly.fabric.validate.frr_syntax import check_frr_text
 
     for sw in ("rail0-leaf0", "rail0-spine0"):
-        i = eos_reader.read_file(str(compiled["eos-routed"] / "configs" / sw / "startup-config"))
+        i = eos.read_file(str(compiled["eos-routed"] / "configs" / sw / "startup-config"))
         assert not check_frr_text(i.frr_conf, f"{sw}.frr"), i.frr_conf
-    conf, _ = eos_reader.bgp_to_frr(EOS_BGP)
+    conf, _ = eos.bgp_to_frr(EOS_BGP)
     assert not check_frr_text(conf, "sample.frr"), conf

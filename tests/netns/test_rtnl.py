@@ -3,7 +3,7 @@
 The same plan (veths, a bridge with an MTU, a port down, v4/v6 and loopback
 addresses, plain/metric/src/multipath/onlink/table routes, rules, tbf and
 htb with default and explicit bursts) is deployed with strategy "setns" (ip
-and tc processes) and "netlink" (nsengine via emulation/rtnl.py), and the
+and tc processes) and "netlink" (the engine via emulation/netns/rtnetlink.py), and the
 kernel's own view (``ip -d -j``, ``tc -d -j``) compared. Also: a refused
 request fails the deploy with the request named.
 """
@@ -15,8 +15,9 @@ import re
 
 import pytest
 
-from railonly.emulation import nsengine, proc
-from railonly.emulation import nsplan as P
+from railonly import proc
+from railonly.emulation.netns import engine
+from railonly.emulation.netns import plan as nsplan
 
 from .conftest import skip_reason, unique
 
@@ -29,32 +30,32 @@ VOLATILE = re.compile(
 MAC = re.compile(r'"(address|broadcast|perm_address)": "([0-9a-f]{2}:){5}[0-9a-f]{2}"')
 
 
-def plan(lab: str, bad_route: bool = False) -> P.Plan:
-    b = P.PlanBuilder(lab)
-    a, c, br = b.ns("a", P.router_sysctls()), b.ns("c", P.host_sysctls()), b.ns("br")
-    b.add(P.Veth(a, "e0", c, "e0")).add(P.Veth(a, "e1", br, "p1")).add(P.Veth(c, "e1", br, "p2"))
-    b.add(P.Veth(a, "e2", c, "e2", mtu=9000))
-    b.add(P.Bridge(br, "vl10", ("p1", "p2"), mtu=1500))
-    b.add(P.Link(br, "p2", mtu=1400)).add(P.Link(c, "e2", up=False))
+def plan(lab: str, bad_route: bool = False) -> nsplan.Plan:
+    b = nsplan.PlanBuilder(lab)
+    a, c, br = b.ns("a", nsplan.router_sysctls()), b.ns("c", nsplan.host_sysctls()), b.ns("br")
+    b.add(nsplan.Veth(a, "e0", c, "e0")).add(nsplan.Veth(a, "e1", br, "p1")).add(nsplan.Veth(c, "e1", br, "p2"))
+    b.add(nsplan.Veth(a, "e2", c, "e2", mtu=9000))
+    b.add(nsplan.Bridge(br, "vl10", ("p1", "p2"), mtu=1500))
+    b.add(nsplan.Link(br, "p2", mtu=1400)).add(nsplan.Link(c, "e2", up=False))
     for ns, dev, cidr in ((a, "e0", "10.0.0.0/31"), (c, "e0", "10.0.0.1/31"), (a, "e1", "10.1.0.1/24"),
                           (c, "e1", "10.1.0.2/24"), (a, "e0", "2001:db8::1/64"), (a, "lo", "10.255.0.1/32"),
                           (br, "vl10", "10.1.0.254/24")):
-        b.add(P.Address(ns, dev, cidr))
-    b.add(P.Route(c, "default", via="10.0.0.0"))
-    b.add(P.Route(c, "10.9.0.0/16", dev="e1"))
-    b.add(P.Route(c, "10.8.0.0/16", via="10.1.0.1", dev="e1", metric=20, src="10.1.0.2"))
-    b.add(P.Route(c, "10.7.0.0/16", nexthops=(P.Nexthop("10.0.0.0", "e0"), P.Nexthop("10.1.0.1", "e1", weight=3))))
-    b.add(P.Route(c, "10.6.0.0/16", via="10.0.0.0", table=300)).add(P.Route(c, "10.5.0.0/16", via="10.0.0.0", table=100))
-    b.add(P.Route(a, "2001:db8:9::/48", via="2001:db8::2", dev="e0", onlink=True))
+        b.add(nsplan.Address(ns, dev, cidr))
+    b.add(nsplan.Route(c, "default", via="10.0.0.0"))
+    b.add(nsplan.Route(c, "10.9.0.0/16", dev="e1"))
+    b.add(nsplan.Route(c, "10.8.0.0/16", via="10.1.0.1", dev="e1", metric=20, src="10.1.0.2"))
+    b.add(nsplan.Route(c, "10.7.0.0/16", nexthops=(nsplan.Nexthop("10.0.0.0", "e0"), nsplan.Nexthop("10.1.0.1", "e1", weight=3))))
+    b.add(nsplan.Route(c, "10.6.0.0/16", via="10.0.0.0", table=300)).add(nsplan.Route(c, "10.5.0.0/16", via="10.0.0.0", table=100))
+    b.add(nsplan.Route(a, "2001:db8:9::/48", via="2001:db8::2", dev="e0", onlink=True))
     if bad_route:
-        b.add(P.Route(c, "10.4.0.0/16", via="192.0.2.1"))  # no route to the gateway: refused
-    b.add(P.Rule(c, 300, priority=100, src="10.1.0.0/24")).add(P.Rule(c, 100, iif="e1", fwmark=7))
-    b.add(P.Shaping(a, "e0", 100.0)).add(P.Shaping(c, "e0", 100.0)).add(P.Shaping(a, "e1", 225.0, kind="htb"))
-    b.add(P.Shaping(br, "p1", 100.0, burst_bytes=20000)).add(P.Shaping(c, "e1", 5000.0, kind="htb"))
+        b.add(nsplan.Route(c, "10.4.0.0/16", via="192.0.2.1"))  # no route to the gateway: refused
+    b.add(nsplan.Rule(c, 300, priority=100, src="10.1.0.0/24")).add(nsplan.Rule(c, 100, iif="e1", fwmark=7))
+    b.add(nsplan.Shaping(a, "e0", 100.0)).add(nsplan.Shaping(c, "e0", 100.0)).add(nsplan.Shaping(a, "e1", 225.0, kind="htb"))
+    b.add(nsplan.Shaping(br, "p1", 100.0, burst_bytes=20000)).add(nsplan.Shaping(c, "e1", 5000.0, kind="htb"))
     return b.build()
 
 
-def snapshot(pl: P.Plan) -> dict:
+def snapshot(pl: nsplan.Plan) -> dict:
     out = {}
     for n in pl.namespaces:
         for key, argv in (("link", ["ip", "-d", "-j", "link"]), ("addr", ["ip", "-j", "addr"]),
@@ -80,7 +81,7 @@ def lab(tmp_path):
     name = unique("rtnl")
     state = str(tmp_path / "state.json")
     yield name, state
-    rep = nsengine.destroy(state)
+    rep = engine.destroy(state)
     assert rep.ok, rep.leftovers
 
 
@@ -89,14 +90,14 @@ def test_netlink_state_equals_ip_tc_batches(lab):
     seen = {}
     for strategy in ("setns", "netlink"):
         pl = plan(name)
-        nsengine.deploy(pl, state, strategy=strategy)
+        engine.deploy(pl, state, strategy=strategy)
         seen[strategy] = snapshot(pl)
-        assert nsengine.destroy(state).ok
+        assert engine.destroy(state).ok
     diff = [k for k in seen["setns"] if seen["setns"][k] != seen["netlink"][k]]
     assert diff == [], {k: (seen["setns"][k], seen["netlink"][k]) for k in diff[:2]}
 
 
 def test_refused_request_fails_deploy_and_names_it(lab):
     name, state = lab
-    with pytest.raises(nsengine.DeployError, match=r"config in clab-.*-c: .*route add 10\.4\.0\.0/16 via 192\.0\.2\.1"):
-        nsengine.deploy(plan(name, bad_route=True), state)
+    with pytest.raises(engine.DeployError, match=r"config in clab-.*-c: .*route add 10\.4\.0\.0/16 via 192\.0\.2\.1"):
+        engine.deploy(plan(name, bad_route=True), state)

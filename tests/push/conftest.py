@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from railonly.emulation import lab_sshd, nsengine, nsenter, pids, proc
-from railonly.emulation import nsplan as P
-from railonly.emulation.netns_runtime import NetnsRuntime
-from railonly.emulation.runtime import load_lab
+from railonly import proc
+from railonly.emulation.lab import load_lab
+from railonly.emulation.netns import engine, pids, setns
+from railonly.emulation.netns import plan as nsplan
+from railonly.emulation.netns import sshd as lab_sshd
+from railonly.emulation.netns.runtime import NetnsRuntime
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import parse_design
 from railonly.fabric.writer import write_outdir
@@ -52,7 +54,7 @@ def settle_sessions(namespaces: list[str], timeout: float = 5.0) -> None:
     session (sshd's per-login child and its shell) ends a few ms after the
     client disconnects; destroy treats a process it did not start as not
     ours and, rightly, does not kill it."""
-    inodes = {nsenter.inode(n) for n in namespaces} - {None}
+    inodes = {setns.inode(n) for n in namespaces} - {None}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         live = [p for p in pids.in_netns(inodes) if _is_session(p.cmdline)]
@@ -94,7 +96,7 @@ def pushlab(tmp_path_factory):
     finally:
         settle_sessions([n.netns for n in lab.switches])
         rt.destroy(lab)
-        left = [n.netns for n in lab.nodes.values() if nsenter.exists(n.netns)]
+        left = [n.netns for n in lab.nodes.values() if setns.exists(n.netns)]
         assert not left, f"namespaces left behind: {left}"
 
 
@@ -136,13 +138,13 @@ def eos_device(tmp_path):
         "KbdInteractiveAuthentication no", "UsePAM no", "PermitRootLogin prohibit-password",
         "StrictModes no", "LogLevel ERROR", f"ForceCommand {force}", ""]))
     os.makedirs("/run/sshd", exist_ok=True)
-    b = P.PlanBuilder(lab)
+    b = nsplan.PlanBuilder(lab)
     b.ns("eos1")
-    b.add(P.Process(name="eos1/sshd", netns=ns, argv=(lab_sshd.SSHD, "-D", "-e", "-f", str(base / "sshd_config")),
+    b.add(nsplan.Process(name="eos1/sshd", netns=ns, argv=(lab_sshd.SSHD, "-D", "-e", "-f", str(base / "sshd_config")),
                     pidfile=str(base / "sshd.pid"), log=str(base / "sshd.log")))
     state = str(tmp_path / "eos-state.json")
     try:
-        nsengine.deploy(b.build(), state, wait_links=0)
+        engine.deploy(b.build(), state, wait_links=0)
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -156,6 +158,6 @@ def eos_device(tmp_path):
         yield EosDevice(base, ns, log, running, configs, base / "client", base / "known_hosts")
     finally:
         settle_sessions([ns])
-        rep = nsengine.destroy(state)
+        rep = engine.destroy(state)
         assert rep.ok, rep.leftovers
-        assert not nsenter.exists(ns)
+        assert not setns.exists(ns)

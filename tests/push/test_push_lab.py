@@ -10,7 +10,11 @@ from dataclasses import replace
 import pytest
 
 from railonly.cli import main
-from railonly.emulation import frr, lab_plan, proc, push, push_inventory
+from railonly import proc
+from railonly.emulation.lab import run_dir
+from railonly.emulation.netns import frr
+from railonly.emulation.push import inventory as push_inventory
+from railonly.emulation.push import run as push
 
 pytestmark = pytest.mark.netns
 
@@ -32,7 +36,7 @@ def lo_addrs(ns):
 
 
 def bgp_peers(lab, sw):
-    return set(frr.peer_info(frr.instance(lab_plan.frr_rundir(lab.name), sw, lab.netns(sw))))
+    return set(frr.peer_info(frr.instance(run_dir(lab.name), sw, lab.netns(sw))))
 
 
 def test_push_changes_switch(pushlab, capsys):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from railonly.emulation.runtime import load_lab
+from railonly.emulation.lab import load_lab
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import parse_design
 from railonly.fabric.writer import write_outdir

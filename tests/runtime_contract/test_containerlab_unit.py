@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from railonly import cli
-from railonly.emulation import containerlab as clabrt
-from railonly.emulation import proc
-from railonly.emulation.containerlab import ContainerlabRuntime, parse_inspect
-from railonly.emulation.runtime import RuntimeProblem, get_runtime
+from railonly import proc
+from railonly.emulation.runtime import containerlab
+from railonly.emulation.runtime.containerlab import ContainerlabRuntime, parse_inspect
+from railonly.emulation.runtime.protocol import RuntimeProblem
+from railonly.emulation.runtime.registry import get_runtime
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -129,4 +130,4 @@ def test_cli_maps_runtime_problems_to_exit_3(monkeypatch, capsys):
     parser.set_defaults(func=boom)
     assert cli.main([]) == cli.EXIT_ENV
     assert "error: containerlab is missing" in capsys.readouterr().err
-    assert clabrt.INSTALL_HINT  # the hint every missing-binary message carries
+    assert containerlab.INSTALL_HINT  # the hint every missing-binary message carries

@@ -15,8 +15,9 @@ import shutil
 
 import pytest
 
-from railonly.emulation import proc
-from railonly.emulation.runtime import RUNTIMES, Runtime, get_runtime
+from railonly import proc
+from railonly.emulation.runtime.protocol import Runtime
+from railonly.emulation.runtime.registry import RUNTIMES, get_runtime
 
 
 def _skip_reason(name: str) -> str | None:
@@ -27,9 +28,9 @@ def _skip_reason(name: str) -> str | None:
             return "containerlab is installed but docker is not"
     if name == "netns":
         try:
-            importlib.import_module("railonly.emulation.netns_runtime")
+            importlib.import_module("railonly.emulation.netns.runtime")
         except ImportError as exc:
-            return f"railonly.emulation.netns_runtime is not importable yet ({exc})"
+            return f"railonly.emulation.netns.runtime is not importable yet ({exc})"
     if os.geteuid() != 0:
         return f"the {name} runtime needs root to create namespaces or containers"
     return None

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from railonly import proc
 from railonly.cli import main
-from railonly.emulation import nsenter, pids, proc
+from railonly.emulation.netns import pids, setns
 
 RUN = os.getpid() % 10000
 
@@ -64,8 +65,8 @@ def railonly(*args: str, cwd: str | None = None, timeout: float = 180) -> subpro
 def lab_remains(name: str) -> list[str]:
     """Anything of the lab still on the machine: namespaces, processes in them, run dir, locks."""
     prefix = f"clab-{name}-"
-    mine = [n for n in nsenter.list_netns() if n.startswith(prefix)]
-    inodes = {nsenter.inode(n) for n in mine} - {None}
+    mine = [n for n in setns.list_netns() if n.startswith(prefix)]
+    inodes = {setns.inode(n) for n in mine} - {None}
     out = mine + [f"pid {p.pid} {' '.join(p.cmdline)[:60]}" for p in (pids.in_netns(inodes) if inodes else [])]
     out += [p for p in (f"/run/railonly/{name}", f"/run/railonly/{name}.lock") if os.path.lexists(p)]
     # a process of the lab whose namespace is gone would still carry the lab's paths
@@ -78,7 +79,7 @@ def lab_remains(name: str) -> list[str]:
 
 
 def sysctls() -> dict[str, str]:
-    return {k: nsenter.read_sysctl(k) for k in HOST_SYSCTLS if os.path.exists(nsenter.proc_sys_path(k))}
+    return {k: setns.read_sysctl(k) for k in HOST_SYSCTLS if os.path.exists(setns.proc_sys_path(k))}
 
 
 class Bystanders:
@@ -102,7 +103,7 @@ class Bystanders:
 
     def problems(self) -> list[str]:
         out = []
-        if not nsenter.exists(self.ns):
+        if not setns.exists(self.ns):
             out.append(f"foreign namespace {self.ns} was deleted")
         for pid in (self.sleep, self.ns_sleep):
             if pids.info(pid) is None:
@@ -124,8 +125,8 @@ class Bystanders:
             proc.reap(pid)
         proc.run(["ip", "netns", "del", self.ns])
         for k, v in self.sysctls.items():  # undo a failed test's damage, never leave it
-            if nsenter.read_sysctl(k) != v:
-                nsenter.write_sysctls([(k, v)])
+            if setns.read_sysctl(k) != v:
+                setns.write_sysctls([(k, v)])
 
 
 @pytest.fixture

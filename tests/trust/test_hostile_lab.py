@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from railonly.cli import main
-from railonly.emulation import nsenter, pids
+from railonly.emulation.netns import pids, setns
 
 from .conftest import CANARY_TEXT, lab_name, lab_remains, railonly, wait_gone
 
@@ -136,8 +136,8 @@ def test_a_lab_with_a_lost_or_corrupt_state_file_is_still_destroyed(fresh, bysta
     deploy_ok(capsys, out)
     name = lab_name(out)
     assert lab_remains(name)  # there is a lab
-    daemons = [p for n in nsenter.list_netns() if n.startswith(f"clab-{name}-")
-               for p in pids.in_netns({nsenter.inode(n)})]
+    daemons = [p for n in setns.list_netns() if n.startswith(f"clab-{name}-")
+               for p in pids.in_netns({setns.inode(n)})]
     assert daemons
     path = state_file(out)
     if damage == "delete":
@@ -198,7 +198,7 @@ def test_concurrent_deploys_of_one_outdir_leave_no_orphans(fresh, bystanders):
         t.join()
     assert [r.returncode for r in results] == [0, 0, 0], [r.stderr for r in results]
     assert sum("already deployed" in r.stdout for r in results) == 2, [r.stdout for r in results]
-    inodes = {nsenter.inode(n) for n in nsenter.list_netns() if n.startswith(f"clab-{name}-")}
+    inodes = {setns.inode(n) for n in setns.list_netns() if n.startswith(f"clab-{name}-")}
     daemons = pids.in_netns(inodes)
     res = railonly("lab", "destroy", str(out))
     assert res.returncode == 0, res.stderr

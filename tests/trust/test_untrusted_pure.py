@@ -13,16 +13,18 @@ from pathlib import Path
 import pytest
 
 from railonly.cli import main
-from railonly.emulation import faults, lab_sshd, lab_state
-from railonly.emulation.outdir_fs import OutdirWriter, UnsafePath
-from railonly.fabric.validate.untrusted import OutdirReader, UntrustedFile, unsafe_entries
-from railonly.emulation.runtime import load_lab
+from railonly.emulation.lab import load_lab
+from railonly.emulation.netns import sshd as lab_sshd
+from railonly.emulation.netns import statefile
+from railonly.emulation.outdir_writer import OutdirWriter, UnsafePath
+from railonly.emulation.traffic import faults
 from railonly.fabric.problems import InputError
+from railonly.fabric.validate.untrusted import OutdirReader, UntrustedFile, unsafe_entries
 
 from .conftest import ROUTED, compile_lab, unique
 
 LAB = "demo"
-OWNER = lab_state.Owner.for_lab(LAB, "/tmp/out/.lab")
+OWNER = statefile.Owner.for_lab(LAB, "/tmp/out/.lab")
 
 
 def good_state(**over) -> dict:
@@ -43,7 +45,7 @@ def good_state(**over) -> dict:
 
 
 def test_a_state_file_of_the_lab_is_kept_whole():
-    ck = lab_state.check(good_state(), "s.json", OWNER)
+    ck = statefile.check(good_state(), "s.json", OWNER)
     assert ck.problems == []
     assert ck.state["namespaces"] == ["clab-demo-leaf0", "clab-demo-gpu0"]
     assert len(ck.state["processes"]) == 1 and len(ck.state["root_sysctls"]) == 1
@@ -63,7 +65,7 @@ def test_a_state_file_of_the_lab_is_kept_whole():
     ("dirs", ["/run/railonly/demo/frr", "/var/lib", "/run/railonly/other/x", "/run/railonly/demox"], "'/var/lib'"),
 ])
 def test_what_is_not_the_labs_is_refused_and_named(key, value, named):
-    ck = lab_state.check(good_state(**{key: value}), "s.json", OWNER)
+    ck = statefile.check(good_state(**{key: value}), "s.json", OWNER)
     assert any(named in r and r.startswith("s.json:") for r in ck.refused), ck.refused
     st = ck.state
     assert "railonly-canary-1" not in st["namespaces"]
@@ -73,7 +75,7 @@ def test_what_is_not_the_labs_is_refused_and_named(key, value, named):
 
 
 def test_other_dirs_of_other_labs_are_refused():
-    ck = lab_state.check(good_state(dirs=["/run/railonly/other/x", "/run/railonly/demox"]), "s.json", OWNER)
+    ck = statefile.check(good_state(dirs=["/run/railonly/other/x", "/run/railonly/demox"]), "s.json", OWNER)
     assert ck.state["dirs"] == [] and len(ck.refused) == 2
 
 
@@ -84,14 +86,14 @@ def test_other_dirs_of_other_labs_are_refused():
     (good_state(version=7), "version 7"),
 ])
 def test_a_state_file_that_is_not_this_labs_is_set_aside(data, why):
-    ck = lab_state.check(data, "s.json", OWNER)
+    ck = statefile.check(data, "s.json", OWNER)
     assert ck.state is None and why in ck.corrupt
 
 
 def test_state_parse_errors_are_values_not_tracebacks():
     for text in ("{", "", "[" * 100000, "\x00"):
         with pytest.raises(ValueError):
-            lab_state.parse(text)
+            statefile.parse(text)
 
 
 # --- OUTDIR files without symlinks ----------------------------------------------------
@@ -316,8 +318,8 @@ def test_eos_lines_the_compiler_never_emits_stop_a_deploy(eos_outdir, tmp_path, 
 
 
 def test_push_sends_only_the_files_a_switch_reads(outdir):
-    from railonly.emulation import push
-    from railonly.emulation.push_inventory import Device
+    from railonly.emulation.push import run as push
+    from railonly.emulation.push.inventory import Device
 
     d = outdir / "configs" / "rail0-leaf0"
     (d / "evil.sh").write_text("#!/bin/sh\n")

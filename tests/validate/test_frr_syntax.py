@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from railonly.emulation import proc
+from railonly import proc
 from railonly.fabric.validate.frr_syntax import check_frr_file, check_frr_text, check_frr_texts
 
 pytestmark = pytest.mark.skipif(proc.which("vtysh") is None, reason="FRR (vtysh) not installed")

@@ -1,0 +1,81 @@
+"""Check results as a human table, Contract 4 JSON, and JUnit XML (pure renderers + one writer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from xml.etree import ElementTree as ET
+
+from .plan import CHECKS
+
+
+def as_json(lab: str, results, timings: dict | None = None, notes: list | None = None) -> dict:
+    doc = {"lab": lab, "passed": sum(r.passed for r in results), "failed": sum(not r.passed for r in results),
+           "results": [r.as_dict() for r in results]}
+    if timings:
+        doc["timings_s"] = {k: round(v, 3) for k, v in timings.items()}
+    if notes:
+        doc["notes"] = list(notes)
+    return doc
+
+
+def as_junit(lab: str, results, timings: dict | None = None) -> str:
+    """One <testsuite> per check, one <testcase> per result (name = the unique id)."""
+    root = ET.Element("testsuites", name=f"railonly lab check {lab}",
+                      tests=str(len(results)), failures=str(sum(not r.passed for r in results)))
+    for check in CHECKS:
+        rs = [r for r in results if r.check == check]
+        if not rs:
+            continue
+        suite = ET.SubElement(root, "testsuite", name=check, tests=str(len(rs)),
+                              failures=str(sum(not r.passed for r in rs)),
+                              time=f"{(timings or {}).get(check, 0.0):.3f}")
+        for r in rs:
+            tc = ET.SubElement(suite, "testcase", classname=f"{lab}.{check}", name=r.id)
+            if r.passed:
+                ET.SubElement(tc, "system-out").text = r.detail
+            else:
+                f = ET.SubElement(tc, "failure", message=r.detail[:500], type=check)
+                f.text = r.detail
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def table(lab: str, results, timings: dict | None = None, notes: list | None = None, max_failures: int = 40) -> str:
+    lines = [f"lab {lab}: {sum(r.passed for r in results)} passed, {sum(not r.passed for r in results)} failed"]
+    lines.append(f"  {'check':<13} {'passed':>7} {'failed':>7} {'seconds':>8}")
+    for check in CHECKS:
+        rs = [r for r in results if r.check == check]
+        if not rs:
+            continue
+        t = (timings or {}).get(check)
+        lines.append(f"  {check:<13} {sum(r.passed for r in rs):>7} {sum(not r.passed for r in rs):>7} "
+                     f"{(f'{t:.2f}' if t is not None else ''):>8}")
+    if timings and "total" in timings:
+        lines.append(f"  total {timings['total']:.2f} s")
+    bad = [r for r in results if not r.passed]
+    if bad:
+        lines.append("FAILED:")
+        for r in bad[:max_failures]:
+            lines.append(f"  {r.id}: {r.detail}")
+        if len(bad) > max_failures:
+            lines.append(f"  ... and {len(bad) - max_failures} more (see --json)")
+    for n in notes or ():
+        lines.append(f"note: {n}")
+    return "\n".join(lines)
+
+
+def write_text(path: str, text: str) -> None:
+    """Atomic write (temp file + rename) of a report file."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def write_json(path: str, doc: dict) -> None:
+    write_text(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")

@@ -1,0 +1,345 @@
+"""Running the lab checks: plan (pure) -> collect evidence (effects) -> judge (pure).
+
+Evidence comes from two places: the probe agent (sockets in the lab's
+namespaces: neighbour frames, RoCEv2-like UDP 4791 probes, TTL-limited path
+probes, isolation frames) and the switches' own tables read through
+``Runtime.exec`` (``vtysh -c 'show bgp summary json'``, ``ip -j route``,
+``bridge -j fdb``). Every wait is a poll with a bounded timeout: BGP until all
+planned sessions are Established and the subnets installed; probes are re-sent
+in rounds to whatever has not answered yet, until all have or time is up.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..lab import Lab, run_dir
+from ..runtime.protocol import Runtime
+from . import judge, probe
+from . import plan as checks_plan
+from .plan import CHECKS, CheckPlan
+
+
+class NotDeployed(Exception):
+    """Nothing of the lab runs (exit 3)."""
+
+
+@dataclass
+class CheckRun:
+    lab: str
+    results: list[judge.Result] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return sum(not r.passed for r in self.results)
+
+
+# --- switch tables through Runtime.exec -----------------------------------------------------
+
+
+def vtysh_argv(rt: Runtime, lab: Lab, switch: str) -> list[str]:
+    if rt.name == "netns":
+        from ..netns.frr import instance
+
+        return ["vtysh", "--vty_socket", instance(run_dir(lab.name), switch, lab.netns(switch)).rundir]
+    return ["vtysh"]
+
+
+def bgp_peers(rt: Runtime, lab: Lab, switch: str) -> dict | None:
+    rc, out = rt.exec(lab.netns(switch), [*vtysh_argv(rt, lab, switch), "-c", "show bgp summary json"], timeout=15)
+    if rc != 0:
+        return None
+    try:
+        data = json.loads(out)
+    except ValueError:
+        return None
+    peers: dict[str, dict] = {}
+    for af in data.values():
+        if isinstance(af, dict):
+            peers.update(af.get("peers", {}))
+    return peers
+
+
+def kernel_routes(rt: Runtime, lab: Lab, switch: str) -> list[dict] | None:
+    rc, out = rt.exec(lab.netns(switch), ["ip", "-4", "-j", "route", "show", "table", "all"], timeout=15)
+    if rc != 0:
+        return None
+    try:
+        return [r for r in json.loads(out or "[]") if r.get("type") in (None, "unicast", "blackhole", "unreachable")]
+    except ValueError:
+        return None
+
+
+def fdb_table(rt: Runtime, lab: Lab, switch: str) -> dict[str, str] | None:
+    rc, out = rt.exec(lab.netns(switch), ["bridge", "-j", "fdb", "show"], timeout=15)
+    if rc != 0:
+        return None
+    try:
+        rows = json.loads(out or "[]")
+    except ValueError:
+        return None
+    return {r["mac"]: r.get("ifname", "") for r in rows if "mac" in r and r.get("master") and "permanent" not in (r.get("state") or "")}
+
+
+def _bgp_done(cp: CheckPlan, peers: dict, routes: dict) -> bool:
+    return all(r.passed for r in judge.bgp(cp, peers, routes))
+
+
+def collect_bgp(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> tuple[dict, dict]:
+    """Poll the switches until every planned session is Established and every
+    planned subnet installed, or until timeout; the last readings either way."""
+    sws = sorted({s.switch for s in cp.bgp} | set(cp.prefixes) | set(cp.foreign))
+    deadline = time.monotonic() + timeout
+    while True:
+        peers = {s: bgp_peers(rt, lab, s) for s in sws if s in cp.prefixes}
+        routes = {s: kernel_routes(rt, lab, s) for s in sws}
+        if _bgp_done(cp, peers, routes) or time.monotonic() > deadline:
+            return peers, routes
+        time.sleep(0.5)
+
+
+# --- probes -------------------------------------------------------------------------------------------
+
+
+def _rounds(agent: probe.Agent, send: Callable[[], int], timeout: float, settle: float = 0.3) -> None:
+    """Send what is missing, listen, repeat until nothing is missing or time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if send() == 0:
+            return
+        agent.pump(settle)
+        if time.monotonic() > deadline:
+            return
+        settle = min(settle * 1.5, 1.0)
+
+
+def _wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
+    """Wait until no device has a carrier the kernel has not yet acted on.
+
+    Carrier changes are handled by linkwatch up to ~1 s later; until then a
+    bridge port does not forward. Probing sooner misses a cable (or a stray
+    link) that came up just before the check. Returns namespaces still pending."""
+    from ..netns.setns import call_many, link_states
+
+    def pending() -> bool:
+        # IFF_UP with IFF_LOWER_UP (carrier) but operstate not yet UP (6) or UNKNOWN (0)
+        return any(f & 0x1 and f & 0x10000 and oper not in (0, 6) for f, oper in link_states().values())
+
+    deadline = time.monotonic() + timeout
+    todo = list(netns)
+    while todo:
+        res = call_many([(n, pending) for n in todo], 4)
+        todo = [n for n, r in zip(todo, res) if r is True]  # a missing namespace is judged by the checks
+        if not todo or time.monotonic() > deadline:
+            return todo
+        time.sleep(0.05)
+    return todo
+
+
+def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
+        progress: Callable[[str], None] = lambda s: None) -> CheckRun:
+    st = rt.status(lab)
+    if st.state == "absent":
+        raise NotDeployed(f"lab {lab.name} is not deployed ({st.detail}); run: railonly lab deploy {lab.outdir}")
+    cp = checks_plan.load(lab)
+    out = CheckRun(lab.name)
+    if st.state != "running":
+        out.notes.append(f"lab state {st.state}: {st.detail}")
+    t0 = time.perf_counter()
+
+    peers: dict = {}
+    routes: dict = {}
+    if cp.mode == "routed" and ({"bgp", "isolation"} & set(checks)) and (cp.bgp or cp.foreign):
+        progress(f"bgp: waiting up to {timeout:g} s for {len(cp.bgp)} sessions")
+        peers, routes = collect_bgp(rt, lab, cp, timeout)
+        out.timings["bgp"] = time.perf_counter() - t0
+
+    need = sum(len(m) - 1 for m in cp.rails.values() for _ in m) if cp.mode == "l2" else 0
+    try:
+        from ..netns.setns import read_sysctl
+
+        gc3 = int(read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
+        if need > gc3:
+            out.notes.append(f"{need} ARP entries are needed for all L2 pairs but the shared neighbour table holds"
+                             f" {gc3} (net.ipv4.neigh.default.gc_thresh3): expect lost probes")
+    except (OSError, ValueError):
+        pass
+    netns = {n.name: n.netns for n in lab.nodes.values()}
+    with probe.Agent(lab.name, netns) as ag:
+        ag._reach_src = {}
+        t = time.perf_counter()
+        if rt.name == "netns":
+            late = _wait_links_settled([ns for ns in netns.values()])
+            if late:
+                out.notes.append(f"links still settling in {len(late)} namespaces, e.g. {late[0]}")
+        # every socket of a node opened by one job inside its namespace, on a few
+        # threads (one setns per node instead of one thread per socket)
+        iface_of = {(e.node, e.port): e.iface for lk in lab.links for e in (lk.a, lk.b)}
+        wants: dict[str, tuple[bool, list]] = {g.name: (True, []) for g in cp.gpus.values()}
+        cabled: set[tuple[str, str]] = set()
+        for c in cp.cables:
+            for n, p in ((c.a_node, c.a_port), (c.b_node, c.b_port)):
+                if (n, p) not in cabled:
+                    cabled.add((n, p))
+                    wants.setdefault(n, (False, []))[1].append((p, iface_of.get((n, p))))
+        for g in cp.gpus.values():  # rail NICs that are not in cabling.csv (sliced labs)
+            if (g.name, g.port) not in cabled:
+                wants[g.name][1].append((g.port, g.port))
+        absent = ag.open_many(wants) & cabled
+        out.timings["open"] = time.perf_counter() - t
+
+        if "cabling" in checks:
+            t = time.perf_counter()
+            frames = {k: probe.lldp_frame(bytes.fromhex(ag.ev.macs[k].replace(":", "")), lab.name, *k) for k in ag.pkt}
+            ends = [(n, p) for c in cp.cables for n, p in ((c.a_node, c.a_port), (c.b_node, c.b_port))]
+            pairs = {(c.b_node, c.b_port): (c.a_node, c.a_port) for c in cp.cables}
+            pairs.update({(c.a_node, c.a_port): (c.b_node, c.b_port) for c in cp.cables})
+
+            def send_lldp() -> int:
+                missing = [e for e in ends if e in ag.pkt and pairs[e] not in ag.ev.lldp.get(e, set())
+                           and pairs[e] in ag.pkt]
+                for e in missing:
+                    ag.send_frame(*pairs[e], frames[pairs[e]])
+                return len(missing)
+
+            progress(f"cabling: neighbour frames on {len(ag.pkt)} ports")
+            _rounds(ag, send_lldp, min(timeout, 5.0))
+            ag.pump(0.1)
+            out.results += judge.cabling(cp, ag.ev.lldp, absent)
+            out.timings["cabling"] = time.perf_counter() - t
+
+        # reachability: one pre-built packet per ordered same-rail pair
+        t = time.perf_counter()
+        pairs_r = cp.reach_pairs()
+        pkts = []
+        for i, (a, b) in enumerate(pairs_r):
+            ag._reach_src[i] = a
+            pkts.append((a, probe.ip_udp(cp.gpus[a].ip, cp.gpus[b].ip, probe.payload(lab.name, probe.K_REACH, i), ident=i), cp.gpus[b].ip))
+        if "reachability" in checks or "path" in checks or "isolation" in checks:
+            rail_of = [cp.gpus[a].rail for a, _ in pairs_r]
+
+            def send_reach() -> int:
+                # one group per rail, in pair order (a GPU that got a peer's ARP
+                # request answers that peer without flooding its own), rails on
+                # two threads: the kernel's work inside sendto uses both cores
+                groups: dict = {}
+                for i, ab in enumerate(pairs_r):
+                    if ab not in ag.ev.reach:
+                        groups.setdefault(rail_of[i], []).append(pkts[i])
+                ag.send_ip_groups(list(groups.values()), threads=2)
+                return sum(len(g) for g in groups.values())
+
+            progress(f"reachability: {len(pairs_r)} same-rail pairs")
+            _rounds(ag, send_reach, min(timeout, 10.0 + len(pairs_r) / 5000), settle=0.2)
+            if "reachability" in checks:
+                out.results += judge.reachability(cp, ag.ev.reach)
+            out.timings["reachability"] = time.perf_counter() - t
+
+        if "isolation" in checks and cp.isolation_applies:
+            t = time.perf_counter()
+            probes = _isolation(ag, cp, lab)
+            progress(f"isolation: {len(probes)} frames")
+            ag.pump(0.5)
+            _isolation(ag, cp, lab, resend=True)
+            ag.pump(0.5)
+            out.results += judge.isolation_probes(cp, ag.ev.iso_seen, probes)
+            if cp.mode == "routed":
+                out.results += judge.isolation_routes(cp, routes)
+            out.timings["isolation"] = time.perf_counter() - t
+
+        if "path" in checks:
+            t = time.perf_counter()
+            sends = []
+            local: dict[str, int] = {}
+            for i, ps in enumerate(cp.paths):
+                k = local.get(ps.src, 0)
+                local[ps.src] = k + 1
+                for ttl in range(1, len(ps.layers) + 3):
+                    ident = 0x8000 | ((k & 0x7FF) << 4) | ttl
+                    ag.path_index[(ps.src, ident)] = i
+                    ag.path_ttl[(ps.src, ident)] = ttl
+                    sends.append((i, ttl, ps.src, probe.ip_udp(cp.gpus[ps.src].ip, cp.gpus[ps.dst].ip,
+                                                           probe.payload(lab.name, probe.K_PATH, i, ttl), ttl=ttl, ident=ident),
+                                  cp.gpus[ps.dst].ip))
+
+            def done(i: int, ttl: int) -> bool:
+                ps = cp.paths[i]
+                if ttl <= len(ps.layers):
+                    return ttl in ag.ev.path_hops.get(i, {}) or not ps.layers[ttl - 1]
+                arr = ag.ev.path_arrived.get(i)
+                return arr is not None and arr <= ttl or ttl > len(ps.layers) + 1
+
+            def send_path() -> int:
+                n = 0
+                for i, ttl, src, pkt, dst in sends:
+                    if not done(i, ttl):
+                        ag.send_ip(src, pkt, dst)
+                        n += 1
+                return n
+
+            progress(f"path: {len(cp.paths)} traced pairs")
+            # one full send (the TTL above the expected length shows a path that is too long)
+            for i, ttl, src, pkt, dst in sends:
+                ag.send_ip(src, pkt, dst)
+            ag.pump(0.3)
+            _rounds(ag, send_path, min(timeout, 10.0))
+            fdb = None
+            if cp.mode == "l2":
+                fdb = {}
+                for sw in sorted({s for ps in cp.paths for s in ps.l2_switches}):
+                    fdb[sw] = fdb_table(rt, lab, sw) or {}
+            out.results += judge.path(cp, ag.ev.path_hops, ag.ev.path_arrived, fdb, ag.ev.macs)
+            out.timings["path"] = time.perf_counter() - t
+        out.notes += ag.ev.errors[:10]
+
+    if "bgp" in checks and cp.mode == "routed":
+        out.results += judge.bgp(cp, peers, routes)
+    out.timings["total"] = time.perf_counter() - t0
+    dup = judge.unique(out.results)
+    if dup:
+        raise AssertionError(f"duplicate result ids: {dup[:5]}")
+    return out
+
+
+def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab, resend: bool = False) -> list[tuple[int, str, str, str]]:
+    """Send the isolation frames on every GPU's rail NIC; returns (idx, src, what, target)."""
+    probes = []
+    gateways = [a for a, n in cp.ip_owner.items() if n in cp.switches]
+    arp_cache: dict[str, dict[str, str]] = {}
+    for gi, name in enumerate(sorted(cp.gpus)):
+        g = cp.gpus[name]
+        key = (name, g.port)
+        if key not in ag.pkt:
+            continue
+        src_mac = bytes.fromhex(ag.ev.macs[key].replace(":", ""))
+        if cp.mode == "l2":
+            body = probe.ip_udp(g.ip, "255.255.255.255", probe.payload(lab.name, probe.K_ISO_BCAST, gi * 256), ttl=1, checksum=True)
+            ag.send_frame(name, g.port, probe.ether(b"\xff" * 6, src_mac, probe.ETH_P_IP, body))
+            probes.append((gi * 256, name, "broadcast", "ff:ff:ff:ff:ff:ff"))
+            unknown = bytes([0x02, 0x52, 0x4F, 0x4C, gi >> 8 & 0xFF, gi & 0xFF])
+            body = probe.ip_udp(g.ip, g.ip, probe.payload(lab.name, probe.K_ISO_UNKNOWN, gi * 256 + 1), ttl=1, checksum=True)
+            ag.send_frame(name, g.port, probe.ether(unknown, src_mac, probe.ETH_P_IP, body))
+            probes.append((gi * 256 + 1, name, "unknown unicast", unknown.hex(":")))
+        else:
+            gw = probe.gateway_of(g.prefixlen, g.ip, gateways)
+            if name not in arp_cache:
+                arp_cache[name] = ag.arp(name)
+            mac = arp_cache[name].get(gw or "")
+            for j, other in enumerate(cp.isolation_targets(name)):
+                o = cp.gpus[other]
+                idx = gi * 256 + 2 + j
+                probes.append((idx, name, "packet", f"to {other} {o.ip} (rail {o.rail})"))
+                if mac is None:
+                    continue
+                body = probe.ip_udp(g.ip, o.ip, probe.payload(lab.name, probe.K_ISO_ROUTED, idx), checksum=True)
+                ag.send_frame(name, g.port, probe.ether(bytes.fromhex(mac.replace(":", "")), src_mac, probe.ETH_P_IP, body))
+    return probes

@@ -1,0 +1,341 @@
+"""The Lab an OUTDIR holds, and every name and path a lab uses (one source for each).
+
+A :class:`Lab` is read from an OUTDIR (``<name>.clab.yml`` + the lab's
+``fabric.json``) and is plain data: node names, roles, the namespace of each
+node (``clab-<name>-<node>``, Contract 4), its exec commands as argv lists,
+and every link with both the topology interface (``eth3``) and the
+``fabric.json`` port name (``Ethernet16``). Runtimes deploy a Lab; checks and
+traffic talk to nodes only through ``Runtime.exec``.
+
+Which fabric.json: a lab that is a slice of its design has its own,
+``lab/fabric.json`` (see railonly.fabric.lab_slice); otherwise the top-level
+one. Runtimes never recompile.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from railonly.fabric.design import LAB_NIC_MBPS_DEFAULT
+from railonly.fabric.lab_slice import SLICE_DIR
+from railonly.fabric.problems import InputError, Problem
+
+STATE_DIR = ".lab"  # runtime state inside OUTDIR, kept across recompiles by the writer
+RUN_ROOT = "/run/railonly"  # per-lab run dirs; must be searchable by user frr (not under a 0700 tmp)
+DEFAULT_NIC_MBPS = float(LAB_NIC_MBPS_DEFAULT)  # for a fabric.json without lab_nic_mbps
+
+
+class LabError(InputError):
+    """The OUTDIR is not a usable lab (exit 2)."""
+
+    def __init__(self, where: str, message: str, hint: str = ""):
+        super().__init__([Problem("", message, hint, None, where)])
+
+
+# --- names and paths ----------------------------------------------------------------
+
+
+def netns_prefix(lab: str) -> str:
+    """What every namespace (and container) of a lab starts with: Contract 4."""
+    return f"clab-{lab}-"
+
+
+def netns_name(lab: str, node: str) -> str:
+    """Namespace (and container) name of a lab node: Contract 4."""
+    return netns_prefix(lab) + node
+
+
+def run_dir(lab: str) -> str:
+    """The lab's directory under /run: its FRR instances (frr/<switch>) and iperf3 servers."""
+    return os.path.join(RUN_ROOT, lab)
+
+
+def lock_path(lab: str, what: str = "lock") -> str:
+    """The lab's lock files (lab_lock): beside its run dir, not in it (destroy removes
+    that), and not in OUTDIR (untrusted, and shared by every checkout of the lab)."""
+    return os.path.join(RUN_ROOT, f"{lab}.{what}")
+
+
+# --- the lab ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabPort:
+    node: str
+    port: str  # fabric.json port name (what configs and checks use)
+    iface: str  # topology interface name in <name>.clab.yml (containerlab's view)
+    ip: str | None = None
+
+
+@dataclass(frozen=True)
+class LabLink:
+    kind: str  # rail | fabric | hb
+    rail: int | None
+    gbps: float
+    a: LabPort
+    b: LabPort
+
+
+@dataclass(frozen=True)
+class LabNode:
+    name: str
+    role: str  # gpu | hb | switch
+    kind: str  # containerlab kind: linux, sonic-vs, arista_ceos
+    netns: str  # clab-<lab>-<node>
+    image: str | None
+    exec: tuple[tuple[str, ...], ...] = ()  # post-deploy commands, each an argv
+    binds: tuple[str, ...] = ()  # host:container, host paths relative to the clab file
+    startup_config: str | None = None  # relative to the clab file
+    info: dict = field(default_factory=dict, compare=False, hash=False)  # the fabric.json node
+
+    @property
+    def platform(self) -> str | None:
+        return self.info.get("platform")
+
+
+@dataclass
+class Lab:
+    outdir: Path
+    name: str
+    topology_file: Path  # <name>.clab.yml
+    fabric_file: Path  # the lab's fabric.json
+    sliced: bool  # the lab is a slice of its design (artifacts under lab/)
+    fabric: dict
+    clab: dict
+    nodes: dict[str, LabNode]
+    links: list[LabLink]
+
+    @property
+    def configs_dir(self) -> Path:
+        """configs/ of the lab: per-switch config files the switches run."""
+        return self.fabric_file.parent / "configs"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.outdir / STATE_DIR
+
+    # Runtime state files, all under state_dir (OUTDIR/.lab):
+    @property
+    def netns_state_file(self) -> Path:
+        """The netns engine's intent-first record of what it created."""
+        return self.state_dir / "netns-state.json"
+
+    @property
+    def traffic_state_file(self) -> Path:
+        return self.state_dir / "traffic.json"
+
+    @property
+    def faults_file(self) -> Path:
+        return self.state_dir / "faults.json"
+
+    @property
+    def ssh_dir(self) -> Path:
+        """The lab sshd's keys, known_hosts and per-switch state."""
+        return self.state_dir / "ssh"
+
+    def node(self, name: str) -> LabNode:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise LabError(str(self.topology_file), f"no node {name!r} in lab {self.name}") from None
+
+    def netns(self, node: str) -> str:
+        return self.node(node).netns
+
+    def names(self, role: str | None = None) -> list[str]:
+        return [n.name for n in self.nodes.values() if role is None or n.role == role]
+
+    @property
+    def gpus(self) -> list[LabNode]:
+        return [n for n in self.nodes.values() if n.role == "gpu"]
+
+    @property
+    def hbs(self) -> list[LabNode]:
+        return [n for n in self.nodes.values() if n.role == "hb"]
+
+    @property
+    def switches(self) -> list[LabNode]:
+        return [n for n in self.nodes.values() if n.role == "switch"]
+
+    def ports(self, node: str) -> list[LabPort]:
+        """Every linked port of a node, in link order."""
+        return [e for lk in self.links for e in (lk.a, lk.b) if e.node == node]
+
+    def port_of(self, node: str, iface: str) -> str:
+        for p in self.ports(node):
+            if p.iface == iface:
+                return p.port
+        raise LabError(str(self.topology_file), f"{node} has no interface {iface!r}")
+
+    def iface_of(self, node: str, port: str) -> str:
+        for p in self.ports(node):
+            if p.port == port:
+                return p.iface
+        raise LabError(str(self.topology_file), f"{node} has no port {port!r}")
+
+
+
+def target(node: "str | LabNode") -> str:
+    """The namespace/container name exec addresses."""
+    return node.netns if isinstance(node, LabNode) else str(node)
+
+
+def link_rates(lab: Lab) -> tuple[float, float]:
+    """The emulated (NIC, HB) link rates in Mbit/s: ``lab.nic_mbps``, and HB scaled by hb_gbps/nic_gbps."""
+    fab = lab.fabric
+    nic_mbps = float(fab.get("lab_nic_mbps") or (fab.get("lab") or {}).get("nic_mbps") or DEFAULT_NIC_MBPS)
+    nic_gbps = float(fab.get("nic_gbps") or 400)
+    hb_gbps = float(fab.get("hb_gbps") or nic_gbps)
+    return nic_mbps, nic_mbps * hb_gbps / nic_gbps
+
+
+def _unsafe_below(out: Path) -> None:
+    """InputError naming every symlink or special file below OUTDIR, except in
+    ``.lab`` (runtime state: the commands that use it check it, and destroy
+    must work whatever it holds)."""
+    from railonly.fabric.validate.untrusted import unsafe_entries
+
+    state = str(out / STATE_DIR)
+    bad = [p for p in unsafe_entries(str(out)) if p.file != state and not (p.file or "").startswith(state + "/")]
+    if bad:
+        raise InputError(bad)
+
+
+def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
+    """(which file, what) for every place the loader would trip over (wrong types)."""
+    out = []
+    topo = clab.get("topology")
+    if not isinstance(topo, dict):
+        return [("clab", "is not a containerlab topology (no 'topology' section)")]
+    nodes = topo.get("nodes") or {}
+    if not isinstance(nodes, dict):
+        out.append(("clab", "topology.nodes is not a mapping"))
+        nodes = {}
+    for k in ("kinds", "defaults"):
+        if not isinstance(topo.get(k) or {}, dict):
+            out.append(("clab", f"topology.{k} is not a mapping"))
+    for name, spec in nodes.items():
+        if not isinstance(name, str) or not isinstance(spec or {}, dict):
+            out.append(("clab", f"topology.nodes.{name!s:.40}: not a node mapping"))
+            continue
+        for k in ("exec", "binds"):
+            v = (spec or {}).get(k) or []
+            if not isinstance(v, list) or not all(isinstance(c, str) and "\n" not in c for c in v):
+                out.append(("clab", f"topology.nodes.{name}.{k} is not a list of one-line strings"))
+        for k in ("kind", "image", "startup-config"):
+            v = (spec or {}).get(k)
+            if v is not None and not isinstance(v, str):
+                out.append(("clab", f"topology.nodes.{name}.{k} is not a string"))
+    links = topo.get("links") or []
+    if not isinstance(links, list) or not all(
+            isinstance(lk, dict) and isinstance(lk.get("endpoints"), list)
+            and all(isinstance(e, str) for e in lk["endpoints"]) for lk in links):
+        out.append(("clab", "topology.links is not a list of {endpoints: [NODE:IFACE, NODE:IFACE]}"))
+    fnodes = fabric.get("nodes", [])
+    if not isinstance(fnodes, list) or not all(
+            isinstance(n, dict) and isinstance(n.get("name"), str) and isinstance(n.get("role"), str) for n in fnodes):
+        out.append(("fabric", "nodes is not a list of objects with a name and a role"))
+    flinks = fabric.get("links", [])
+    if not isinstance(flinks, list) or not all(
+            isinstance(lk, dict) and isinstance(lk.get("kind"), str)
+            and isinstance(lk.get("gbps", 0), (int, float)) and not isinstance(lk.get("gbps", 0), bool)
+            and all(isinstance(lk.get(e), dict) and isinstance(lk[e].get("node"), str)
+                    and isinstance(lk[e].get("port"), str) and isinstance(lk[e].get("ip") or "", str)
+                    for e in ("a", "b")) for lk in flinks):
+        out.append(("fabric", "links is not a list of {kind, gbps, a: {node, port}, b: {node, port}}"))
+    return out
+
+
+def _topology_file(out: Path) -> Path:
+    if not out.is_dir():
+        raise LabError(str(out), "is not a directory", "give the OUTDIR of railonly compile")
+    found = sorted(p for p in out.glob("*.clab.yml") if p.parent == out)
+    if len(found) != 1:
+        what = "no <name>.clab.yml" if not found else f"{len(found)} .clab.yml files ({', '.join(p.name for p in found)})"
+        raise LabError(str(out), f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
+    return found[0]
+
+
+def load_lab(outdir: str | Path) -> Lab:
+    """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one.
+
+    OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
+    absolute paths), no symlink or special file below it is accepted (``.lab``
+    is checked by the commands that use it), every file is read through
+    railonly.fabric.validate.untrusted.OutdirReader (bounded, no symlink
+    followed, no YAML alias), and a file of the wrong shape is exit 2 naming
+    it, never a traceback."""
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    reader = OutdirReader(str(outdir))
+    out = Path(reader.root)
+    topo_file = _topology_file(out)
+    _unsafe_below(out)
+    sliced = reader.exists(f"{SLICE_DIR}/fabric.json")
+    fabric_file = out / SLICE_DIR / "fabric.json" if sliced else out / "fabric.json"
+    fabric = reader.read_json(str(fabric_file.relative_to(out)))
+    if fabric is None:
+        raise LabError(str(fabric_file), "is missing", "compile the design first: railonly compile DESIGN.yml -o OUTDIR")
+    if not isinstance(fabric, dict):
+        raise LabError(str(fabric_file), f"is a JSON {type(fabric).__name__}, not an object", "recompile the design")
+    clab, lines = reader.read_yaml(topo_file.name)
+    if not isinstance(clab, dict):
+        raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
+    shape = _shape_problems(clab, fabric)
+    if shape:
+        raise InputError([Problem("", what, "recompile the design", None,
+                                  str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
+    # the same allow-lists as `validate` (exec lines, names, node keys): one place decides
+    from railonly.fabric.validate.untrusted import check_clab, check_fabric
+
+    refused = check_clab(clab, str(topo_file), lines) + check_fabric(fabric, str(fabric_file))
+    if refused:
+        raise InputError(refused)
+    name = clab.get("name")  # check_clab: a lab name; node names plain (they name files and namespaces)
+    if name != fabric.get("name"):
+        raise LabError(str(topo_file), f"lab name {name!r} differs from {fabric_file.name}'s {fabric.get('name')!r}",
+                       "the files come from different compiles: recompile into a fresh OUTDIR")
+    topo = clab["topology"]
+    kinds = topo.get("kinds") or {}
+    infos = {n["name"]: n for n in fabric.get("nodes", [])}
+    nodes: dict[str, LabNode] = {}
+    for nname, spec in (topo.get("nodes") or {}).items():
+        spec = spec or {}
+        kind = spec.get("kind") or (topo.get("defaults") or {}).get("kind", "linux")
+        info = infos.get(nname)
+        if info is None:
+            raise LabError(str(topo_file), f"node {nname!r} is not in {fabric_file}", "recompile the design")
+        try:
+            exec_ = tuple(tuple(shlex.split(c)) for c in spec.get("exec") or ())
+        except ValueError as exc:
+            raise LabError(str(topo_file), f"node {nname}: an exec line does not split into words ({exc})",
+                           "recompile the design") from None
+        nodes[nname] = LabNode(
+            name=nname, role=info["role"], kind=kind, netns=netns_name(name, nname),
+            image=spec.get("image") or (kinds.get(kind) or {}).get("image"),
+            exec=exec_,
+            binds=tuple(spec.get("binds") or ()), startup_config=spec.get("startup-config"), info=info,
+        )
+    links = _join_links(topo.get("links") or [], fabric.get("links", []), str(topo_file))
+    return Lab(out, name, topo_file, fabric_file, sliced, fabric, clab, nodes, links)
+
+
+def _join_links(clinks: list, flinks: list, where: str) -> list[LabLink]:
+    # The compiler writes both lists from the same link list, in the same order.
+    if len(clinks) != len(flinks):
+        raise LabError(where, f"has {len(clinks)} links but fabric.json {len(flinks)}", "recompile the design")
+    out = []
+    for i, (c, f) in enumerate(zip(clinks, flinks)):
+        ends = []
+        for ep, fe in zip(c.get("endpoints") or [], (f["a"], f["b"])):
+            node, _, iface = str(ep).partition(":")
+            if node != fe["node"]:
+                raise LabError(where, f"links[{i}] joins {node!r} where fabric.json has {fe['node']!r}", "recompile the design")
+            ends.append(LabPort(node, fe["port"], iface, fe.get("ip")))
+        if len(ends) != 2:
+            raise LabError(where, f"links[{i}] needs two endpoints", "recompile the design")
+        out.append(LabLink(f["kind"], f.get("rail"), f.get("gbps", 0), ends[0], ends[1]))
+    return out

@@ -1,0 +1,186 @@
+"""FRR (zebra + staticd + bgpd, Debian 8.4) as plan processes in a namespace.
+
+Each instance gets its own run directory (owned frr:frr) holding pid files,
+the zserv socket and the vty sockets, so many instances share one machine;
+``-P 0`` keeps the daemons from opening TCP vty ports. The UTS namespace is
+shared, so the config must set ``hostname`` (EMULATION.md). Starting and
+stopping is the engine's job (the daemons are ``Process(daemonizes=True)``
+entries); this module builds those entries and talks to running instances.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+
+from railonly import proc
+
+from . import pids
+from .plan import Process
+
+FRR_LIBDIR = "/usr/lib/frr"
+DAEMONS = ("zebra", "staticd", "bgpd")
+
+
+@dataclass(frozen=True)
+class FrrInstance:
+    name: str  # short node name, e.g. "leaf1"; also the process-name prefix
+    netns: str
+    rundir: str  # per-instance directory; every ancestor must be searchable by user frr
+
+    @property
+    def config(self) -> str:
+        return f"{self.rundir}/frr.conf"
+
+
+def check_config(text: str) -> list[str]:
+    """Problems of a config for a shared-UTS instance (empty if fine)."""
+    errs = []
+    if not re.search(r"^hostname \S+", text, re.M):
+        errs.append("no 'hostname' line: every instance would report the machine's name")
+    return errs
+
+
+def instance(lab_rundir: str, name: str, netns: str) -> FrrInstance:
+    """An instance under the lab's run directory, e.g. /run/railonly/<lab>
+    (not under a 0700 directory such as pytest's: the daemons run as frr)."""
+    return FrrInstance(name, netns, os.path.join(lab_rundir, "frr", name))
+
+
+def processes(
+    inst: FrrInstance, config_text: str, daemons: tuple[str, ...] = DAEMONS
+) -> tuple[Process, ...]:
+    """Plan entries for one instance, zebra first (the others connect to its
+    zserv socket). The config text is written to the run directory (owned by
+    frr) by the engine, so it travels in the plan. Raises ValueError for a
+    config without ``hostname``."""
+    problems = check_config(config_text)
+    if problems:
+        raise ValueError(f"FRR config of {inst.name}: " + "; ".join(problems))
+    out = []
+    for i, d in enumerate(daemons):
+        argv = [
+            f"{FRR_LIBDIR}/{d}", "-d",
+            "-f", inst.config,
+            "-i", f"{inst.rundir}/{d}.pid",
+            "-z", f"{inst.rundir}/zserv.api",
+            "--vty_socket", inst.rundir,
+            "-P", "0",
+            "-u", "frr", "-g", "frr",
+            "--log", f"file:{inst.rundir}/{d}.log",
+        ]
+        out.append(
+            Process(
+                name=f"{inst.name}/{d}",
+                netns=inst.netns,
+                argv=tuple(argv),
+                pidfile=f"{inst.rundir}/{d}.pid",
+                daemonizes=True,
+                dirs=(inst.rundir,),
+                owner="frr:frr",
+                files=((inst.config, config_text),) if i == 0 else (),
+            )
+        )
+    return tuple(out)
+
+
+def vtysh(inst: FrrInstance, *commands: str, timeout: float = 15.0) -> proc.Result:
+    """Run vtysh commands against this instance only (its own vty socket dir)."""
+    argv = ["vtysh", "--vty_socket", inst.rundir]
+    for c in commands:
+        argv += ["-c", c]
+    return proc.run(argv, timeout=timeout)
+
+
+def bgp_summary(inst: FrrInstance) -> dict:
+    """``show bgp summary json`` parsed; {} when bgpd does not answer."""
+    res = vtysh(inst, "show bgp summary json")
+    if not res.ok:
+        return {}
+    try:
+        return json.loads(res.stdout)
+    except ValueError:
+        return {}
+
+
+def peer_info(inst: FrrInstance) -> dict[str, dict]:
+    """{peer: summary entry} over all address families (last family wins)."""
+    out: dict[str, dict] = {}
+    for af in bgp_summary(inst).values():
+        if isinstance(af, dict):
+            out.update(af.get("peers", {}))
+    return out
+
+
+def peer_states(inst: FrrInstance) -> dict[str, str]:
+    return {p: i.get("state", "?") for p, i in peer_info(inst).items()}
+
+
+def wait_established(
+    instances: list[FrrInstance],
+    *,
+    expected: dict[str, int] | None = None,
+    min_prefixes: int = 0,
+    timeout: float = 60.0,
+    interval: float = 0.25,
+) -> dict[str, dict[str, str]]:
+    """Poll until every instance has all its peers Established (at least
+    ``expected[name]`` peers, default 1, each having sent ``min_prefixes``)
+    or until timeout. Returns the last seen {instance: {peer: state}}; the
+    caller judges it (see :func:`converged`). Established alone does not
+    mean routes are installed: ask for min_prefixes when traffic follows."""
+    deadline = time.monotonic() + timeout
+    pending = {i.name: i for i in instances}
+    seen: dict[str, dict[str, str]] = {}
+    while True:
+        for name, inst in list(pending.items()):
+            peers = peer_info(inst)
+            states = {p: i.get("state", "?") for p, i in peers.items()}
+            seen[name] = states
+            need = (expected or {}).get(name, 1)
+            if (
+                len(states) >= need
+                and all(s == "Established" for s in states.values())
+                and all(i.get("pfxRcd", 0) >= min_prefixes for i in peers.values())
+            ):
+                del pending[name]
+        if not pending or time.monotonic() > deadline:
+            return seen
+        time.sleep(interval)
+
+
+def converged(seen: dict[str, dict[str, str]], expected: dict[str, int] | None = None) -> bool:
+    return all(
+        len(st) >= (expected or {}).get(n, 1) and all(s == "Established" for s in st.values())
+        for n, st in seen.items()
+    )
+
+
+def _daemon_argv(inst: FrrInstance, daemons: tuple[str, ...]) -> tuple[Process, ...]:
+    return processes(inst, "hostname x\n", daemons)  # argv do not depend on the text
+
+
+def running(inst: FrrInstance, daemons: tuple[str, ...] = DAEMONS) -> dict[str, int | None]:
+    """{daemon: live pid} read from the pid files, checked against the command line."""
+    out = {}
+    for p in _daemon_argv(inst, daemons):
+        pid = pids.read_pidfile(p.pidfile)
+        pi = pids.matches(pid, p.argv) if pid else None
+        out[p.name.split("/")[-1]] = pi.pid if pi else None
+    return out
+
+
+def stop(inst: FrrInstance, daemons: tuple[str, ...] = DAEMONS, timeout: float = 5.0) -> list[str]:
+    """Stop one instance by its pid files (bgpd first); returns daemons that survived.
+    A lab's destroy does this for every instance; this is for restarting one."""
+    targets = []
+    for p in reversed(_daemon_argv(inst, daemons)):
+        pid = pids.read_pidfile(p.pidfile)
+        pi = pids.matches(pid, p.argv) if pid else None
+        if pi is not None:
+            targets.append(pi)
+    left = pids.terminate(targets, timeout)
+    return [" ".join(p.cmdline[:1]) for p in left]

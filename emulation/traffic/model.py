@@ -1,0 +1,73 @@
+"""The completion-time model of a traffic pattern (pure).
+
+The model (stated here and in the README). Links are the shaped per-GPU NIC
+(rate N, each direction) and per-GPU HB port (rate H, each direction); rail
+switches and the tiers above them are non-blocking. A flow loads every link
+it crosses: same rail: src NIC out, dst NIC in; forwarded: src HB out, via HB
+in, via NIC out, dst NIC in; baseline cross-rail: src NIC out, dst NIC in;
+``hb`` flow: src HB out, dst HB in. Each step is modelled alone and the steps
+add up:
+
+- ``model_completion_s`` (pipelined, fluid): per step, max over links of
+  load / rate. On these patterns the NIC is the bottleneck, so kernel
+  forwarding (per packet, pipelined) costs nothing: rail-only and baseline
+  predict the same time.
+- ``model_store_forward_s`` (the paper's convention, PXN-like): per step, the
+  HB forwarding completes before the rail step (max HB load / H) plus (max
+  NIC load / N); its overhead over the pipelined time is (K-1)/K * N/H (the
+  share of cross-rail bytes times NIC/HB), the paper's figures are about N/H
+  (8.2% A100, 11.2% H100). The two-phase schedule is this model run for real.
+"""
+
+from __future__ import annotations
+
+from ..checks.plan import CheckPlan
+from .patterns import Flow, plan_flows, steps_of
+
+
+def link_loads(cp: CheckPlan, flows: list[Flow]) -> dict[tuple[str, str, str], int]:
+    """{(gpu, 'nic'|'hb', 'out'|'in'): bytes} (pure)."""
+    load: dict[tuple[str, str, str], int] = {}
+
+    def add(k, n):
+        load[k] = load.get(k, 0) + n
+
+    for f in flows:
+        if f.hb:
+            add((f.src, "hb", "out"), f.bytes)
+            add((f.dst, "hb", "in"), f.bytes)
+        elif f.via and f.via != f.src:
+            add((f.src, "hb", "out"), f.bytes)
+            add((f.via, "hb", "in"), f.bytes)
+            if f.via != f.dst:
+                add((f.via, "nic", "out"), f.bytes)
+                add((f.dst, "nic", "in"), f.bytes)
+        else:
+            add((f.src, "nic", "out"), f.bytes)
+            add((f.dst, "nic", "in"), f.bytes)
+    return load
+
+
+def _model_one(cp, flows: list[Flow], rate: dict[str, float]) -> dict[str, float]:
+    load = link_loads(cp, flows)
+    t_nic = max([v / rate["nic"] for k, v in load.items() if k[1] == "nic"] or [0.0])
+    t_hb = max([v / rate["hb"] for k, v in load.items() if k[1] == "hb"] or [0.0])
+    return {"pipelined": max(t_nic, t_hb), "store_forward": t_nic + t_hb, "nic": t_nic, "hb": t_hb}
+
+
+def model(cp: CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> dict:
+    """Predicted completion times in seconds, summed over the steps (pure; see the module docstring).
+
+    ``steps`` holds each step's own prediction."""
+    rate = {"nic": nic_mbps * 1e6 / 8, "hb": hb_mbps * 1e6 / 8}
+    per = [_model_one(cp, st, rate) for st in steps_of(flows)]
+    out: dict = {k: sum(p[k] for p in per) for k in ("pipelined", "store_forward", "nic", "hb")}
+    out["steps"] = per
+    return out
+
+
+def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0) -> int:
+    """Bytes per flow so that the busiest NIC needs about `seconds` in all."""
+    probe = plan_flows(cp, pattern, 1, "concurrent")
+    busiest = max(v for k, v in link_loads(cp, probe).items() if k[1] == "nic") if probe else 1
+    return max(256 * 1024, int(nic_mbps * 1e6 / 8 * seconds / busiest))
