@@ -339,3 +339,30 @@ def test_push_refuses_a_hostile_outdir_before_connecting(copy, tmp_path, capsys)
     rc = main(["push", str(copy), "--inventory", str(inv), "--timeout", "1"])
     err = capsys.readouterr().err
     assert rc == 2 and "frr.conf" in err and "Traceback" not in err
+
+
+def test_traffic_json_cannot_name_foreign_pids_or_files(copy, tmp_path):
+    from railonly.emulation.lab import LabError
+    from railonly.emulation.traffic import iperf3
+
+    lab = load_lab(copy)
+    victim = tmp_path / "victim.pid"
+    victim.write_text("1\n")  # pid 1
+    rundir = f"/run/railonly/{lab.name}/iperf3"
+    cases = [
+        {"lab": lab.name, "servers": [{"netns": lab.gpus[0].netns, "argv": ["/sbin/init"], "pidfile": str(victim)}]},
+        {"lab": lab.name, "servers": [{"netns": "railonly-canary-1", "argv": ["iperf3", "-s", "-1"],
+                                       "pidfile": f"{rundir}/x.pid"}]},
+        {"lab": lab.name, "servers": [{"netns": lab.gpus[0].netns, "argv": ["iperf3", "-s", "-1"],
+                                       "pidfile": f"{rundir}/../../../../etc/x.pid"}]},
+        {"lab": "other", "servers": []},
+        [],
+    ]
+    for rec in cases:
+        OutdirWriter(copy).write_text(".lab/traffic.json", json.dumps(rec))
+        with pytest.raises(LabError, match="traffic.json"):
+            iperf3.stop_servers(lab)
+        assert victim.exists()
+    OutdirWriter(copy).write_text(".lab/traffic.json", "{")
+    with pytest.raises(InputError, match="traffic.json"):
+        iperf3.stop_servers(lab)
