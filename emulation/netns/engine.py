@@ -249,11 +249,17 @@ def _start_process(p: Process, entry: dict) -> None:
         if ids:
             os.chown(d, *ids)
     for path, text in p.files:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        # the directory belongs to the daemon's user: a symlink it left there is
+        # replaced, never written through (root would write the config anywhere)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
         with os.fdopen(fd, "w") as f:
+            if ids:
+                os.fchown(f.fileno(), *ids)
             f.write(text)
-        if ids:
-            os.chown(path, *ids)
     try:
         os.unlink(p.pidfile)  # a stale file would be mistaken for the new daemon
     except FileNotFoundError:
