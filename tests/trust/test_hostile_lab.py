@@ -235,3 +235,49 @@ def test_push_to_a_lab_deployed_from_a_relative_outdir(fresh, bystanders):
     res = railonly("lab", "destroy", rel, cwd=cwd)
     assert res.returncode == 0, res.stderr
     assert lab_remains(lab_name(out)) == []
+
+
+# --- more: status, push, another lab's namespaces ---------------------------------------------
+
+
+def test_status_names_a_corrupt_state_file_without_a_traceback(fresh, capsys):
+    out = fresh()
+    deploy_ok(capsys, out)
+    open(state_file(out), "w").write("{not json")
+    rc, o, e = run(capsys, "lab", "status", str(out))
+    assert "netns-state.json" in o + e and rc in (1, 2), o + e
+    rc, o, e = run(capsys, "lab", "destroy", str(out))
+    assert rc == 2 and lab_remains(lab_name(out)) == []
+
+
+def test_push_refuses_a_symlink_planted_in_lab_state_after_deploy(fresh, bystanders, capsys):
+    pytest.importorskip("netmiko")
+    out = fresh()
+    deploy_ok(capsys, out)
+    keys = out / ".lab" / "ssh" / "known_hosts"
+    keys.unlink()
+    keys.symlink_to(bystanders.file)
+    rc, o, e = run(capsys, "push", str(out), "-q")
+    assert rc == 2 and "known_hosts" in e, o + e
+    assert bystanders.problems() == []
+
+
+def test_destroy_leaves_the_namespaces_of_a_lab_with_a_longer_name(fresh, bystanders, capsys):
+    out = fresh()
+    deploy_ok(capsys, out)
+    other = f"{lab_name(out)}-x"  # a lab whose prefix clab-<lab>-x- extends ours
+    ns = f"clab-{other}-n1"
+    marker = f"/run/railonly/{other}.lock"
+    assert setns.exists(ns) is False
+    import subprocess
+
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    open(marker, "w").close()
+    try:
+        rc, o, e = run(capsys, "lab", "destroy", str(out))
+        assert rc == 0, o + e
+        assert setns.exists(ns), "destroy took the namespace of another lab"
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])
+        os.unlink(marker)
+    assert lab_remains(lab_name(out)) == []
