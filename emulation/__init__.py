@@ -1,6 +1,5 @@
 """The lab: compiled OUTDIRs deployed, checked, loaded and re-configured (every side effect of railonly).
 
-Rooms, lowest first: lab (the Lab and its names; lab_lock, one lock per lab; outdir_writer, writing
-OUTDIR/.lab without following a symlink), switchcfg, runtime, netns, checks, traffic, push.
+Rooms, lowest first: lab (the Lab and its names), switchcfg, runtime, netns, checks, traffic, push.
 Each may import the rooms before it, railonly.fabric (pure) and railonly.proc; never the other way.
 """

@@ -54,7 +54,7 @@ def run_dir(lab: str) -> str:
 
 
 def lock_path(lab: str, what: str = "lock") -> str:
-    """The lab's lock files (lab_lock): beside its run dir, not in it (destroy removes
+    """The lab's lock files (runtime/lock.py): beside its run dir, not in it (destroy removes
     that), and not in OUTDIR (untrusted, and shared by every checkout of the lab)."""
     return os.path.join(RUN_ROOT, f"{lab}.{what}")
 

@@ -32,6 +32,11 @@ VLAN_BASE = 1000  # rail r's partition is VLAN 1000 + r
 ASN_MAX = 4_294_967_294  # last private 32-bit ASN (RFC 6996)
 
 
+def gpu_node_name(domain: int, rank: int) -> str:
+    """The fabric node name of GPU `rank` of HB domain `domain` (launchers map ranks to it)."""
+    return f"hb{domain}-gpu{rank}"
+
+
 class _Builder:
     def __init__(self, design: Design):
         self.d = design
@@ -119,7 +124,7 @@ class _Builder:
             self.fab.hbs.append(hb)
             base = self.hb_pool.addr(0, (dom + 1) * (1 << (32 - self.hb_plen)) - 1) - ((1 << (32 - self.hb_plen)) - 1)
             for r in range(K):
-                gpu = self.add(Node(name=f"hb{dom}-gpu{r}", role="gpu", hb_domain=dom, rank=r, rail=r))
+                gpu = self.add(Node(name=gpu_node_name(dom, r), role="gpu", hb_domain=dom, rank=r, rail=r))
                 self.fab.gpus.append(gpu)
                 rails[r].append(gpu)
                 a = Endpoint(gpu.name, GPU_HB_PORT, ip(base + 1 + r, self.hb_plen), 1)

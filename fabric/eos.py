@@ -2,14 +2,20 @@
 
 Structured config (plain dict, section by section in the order EOS prints
 `show running-config`) and a root template that only includes one partial
-per section. Interfaces print description, shutdown, mtu, speed, switchport
-or `no switchport`, ip address, then QoS, with 3-space indentation.
+per section: hostname, spanning-tree, vlans, Ethernet, Loopback and Vlan
+interfaces, `ip routing`, prefix-lists, qos maps, route-maps, `router bgp`.
+Inside an interface the order is EOS's too: description, shutdown, mtu,
+speed, switchport / `no switchport`, `qos trust`, ip address, PFC,
+spanning-tree edge settings, then the `tx-queue` sub-mode; 3-space
+indentation. Every line form is checked against public EOS configs
+(tests/data/eos_forms.yaml).
 """
 
 from __future__ import annotations
 
 from . import qos as qosmod
 from .device import SwitchView, advertised_pools, switch_view
+from .eos_speeds import speed_form
 from .model import Fabric, Node
 from .render import template
 
@@ -36,13 +42,16 @@ def _interface_qos(q: qosmod.QosPlan) -> dict:
 def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     d = fab.design
     sw = view.node
-    speed = f"{d.nic_gbps}g"
+    speed = speed_form(d.nic_gbps)
     iqos = _interface_qos(q)
     ethernets = []
     for p in view.ports:
         e = {"name": p.name, "description": p.description, "shutdown": not p.cabled,
              "mtu": d.switch_mtu, "speed": speed, "access_vlan": p.vlan,
-             "routed": p.ip is not None, "ip": p.ip, "qos": iqos if p.cabled else None}
+             "routed": p.ip is not None, "ip": p.ip, "qos": iqos if p.cabled else None,
+             # a GPU NIC is an end host: forward at link-up (no STP listening/learning
+             # delay after a flap), and err-disable the port if a switch shows up there
+             "edge": p.cabled and p.vlan is not None}
         ethernets.append(e)
     cfg = {
         "hostname": sw.name,

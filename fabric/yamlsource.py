@@ -17,6 +17,7 @@ callers with bigger inputs (a compiled OUTDIR's `.clab.yml`) pass their own
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -245,15 +246,18 @@ def parse_yaml(text: str, file: str | None = None, limits: Limits = DESIGN_LIMIT
 
 
 def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file") -> bytes:
-    """The bytes of a regular file, at most `max_bytes`; InputError otherwise.
+    """The bytes of a regular file (not a link to one), at most `max_bytes`; InputError otherwise.
 
     Opened non-blocking, then judged by fstat: a FIFO, a device, a socket or a
     directory is refused at once instead of hanging or reading forever."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise _problem(None, None, f"file not found: {path}", f"give the path of {what}") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link could make a root process read and quote another file
+            raise _problem(path, None, "is a symbolic link; railonly does not follow links in input files",
+                           "give the path of the file the link points to") from None
         raise _problem(None, None, f"cannot read {path}: {exc.strerror}", f"give the path of {what}") from None
     try:
         st = os.fstat(fd)

@@ -25,7 +25,7 @@ from typing import Sequence
 from railonly import proc
 
 from ..lab import RUN_ROOT, STATE_DIR, Lab, LabError, LabNode, netns_prefix, run_dir, target
-from ..outdir_writer import UnsafePath
+from ..runtime.outdir_writer import UnsafePath
 from ..runtime.protocol import LabStatus, RuntimeProblem
 from . import engine, frr, lab_plan, setns, statefile
 from . import sshd as lab_sshd

@@ -40,6 +40,7 @@ from pathlib import Path
 from railonly import proc
 
 from ..lab import run_dir
+from ..switchcfg.sonic import SPLIT_FILES
 from . import setns
 from .plan import Process
 
@@ -48,6 +49,8 @@ USER = "root"  # the sshd checks system accounts; the lab creates none
 PORT = 22
 ADDRESS = "127.0.0.1"
 INFO = "lab-ssh.json"
+# what a SONiC switch reads from its config folder, and so all that push sends
+SWITCH_FILES = ("config_db.json", "frr.conf", *SPLIT_FILES)
 
 
 def ssh_dir(lab) -> Path:
@@ -129,7 +132,7 @@ def prepare(lab) -> dict:
     # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
     from railonly.fabric.validate.untrusted import OutdirReader
 
-    from ..outdir_writer import OutdirWriter
+    from ..runtime.outdir_writer import OutdirWriter
 
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     tree, reader = OutdirWriter(lab.outdir), OutdirReader(str(lab.outdir))

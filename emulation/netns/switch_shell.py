@@ -198,7 +198,7 @@ class Shell:
         # pushes run one shell per switch. The lab lock is held shared (a push
         # holds it shared too; deploy and destroy wait), the reload lock
         # exclusive; both live in /run/railonly, not in the untrusted OUTDIR.
-        from .. import lab_lock
+        from ..runtime import lock as lab_lock
 
         with lab_lock.hold(self.lab.name, shared=True), lab_lock.hold(self.lab.name, what="reload.lock"):
             return self._reload()

@@ -122,10 +122,9 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     if not tree.exists("config_db.json"):
         raise PushFailed(f"{d / 'config_db.json'} is missing (is {device.name} a SONiC switch?)")
     # only the files a SONiC switch reads (never whatever else the folder holds)
-    from ..switchcfg.sonic import SPLIT_FILES
+    from ..netns.sshd import SWITCH_FILES
 
-    return {name: text for name in sorted(("config_db.json", "frr.conf", *SPLIT_FILES))
-            if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
+    return {name: text for name in sorted(SWITCH_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
 
 def _json_lines(obj) -> list[str]:

@@ -23,7 +23,7 @@ from railonly import proc
 
 from ..lab import Lab, LabError, run_dir
 from ..netns import frr
-from ..outdir_writer import OutdirWriter
+from ..runtime.outdir_writer import OutdirWriter
 from ..runtime.protocol import Runtime
 
 
@@ -75,8 +75,7 @@ def _problems(lab: Lab, data: object) -> list[str]:
             if f["kind"] != "node" or node is None or node.role != "switch":
                 out.append(f"{where}.frr: FRR daemons of {f['what'][:40]!r}, which is not a switch of the lab")
                 continue
-            allowed = [list(p.argv) for p in frr._daemon_argv(frr.instance(run_dir(lab.name), node.name, node.netns),
-                                                              frr.DAEMONS)]
+            allowed = [list(p.argv) for p in frr.daemon_processes(frr.instance(run_dir(lab.name), node.name, node.netns))]
             bad = [a for a in argvs if a not in allowed]
             if bad:
                 out.append(f"{where}.frr: {str(bad[0])[:80]} is not a daemon the lab runs on {node.name}")
@@ -145,10 +144,9 @@ def node_down(lab: Lab, rt: Runtime, switch: str) -> str:
     fault = {"kind": "node", "what": switch, "frr": []}
     ends = [(p.node, p.port) for p in lab.ports(switch)]
     if rt.name == "netns":
-
         inst = frr.instance(run_dir(lab.name), switch, n.netns)
         live = frr.running(inst)
-        fault["frr"] = [list(p.argv) for p in frr._daemon_argv(inst, frr.DAEMONS) if live.get(p.name.split("/")[-1])]
+        fault["frr"] = [list(p.argv) for p in frr.daemon_processes(inst) if live.get(p.name.split("/")[-1])]
         _down(rt, lab, ends, fault)
         left = frr.stop(inst)
         if left:

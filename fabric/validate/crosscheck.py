@@ -93,6 +93,9 @@ def crosscheck(fabric: dict, facts: dict[str, DeviceFacts]) -> list[Result]:
                 want = vlan_of.get((sw, lk["rail"]))
                 if want is not None and p.vlan != want:
                     bad(sw, "vlan", f"{f.file}: {me['port']} (GPU {other['node']}) is in VLAN {p.vlan}, expected Vlan{want}")
+                if p.edge is False:  # EOS: a GPU is an end host, an edge port
+                    bad(sw, "vlan", f"{f.file}: {me['port']} (GPU {other['node']}) has no 'spanning-tree portfast': "
+                                    f"the GPU waits out the spanning-tree forwarding delay after every flap")
                 continue
             # fabric link: addresses and BGP
             want_ip = me.get("ip")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from railonly.fabric.eos_speeds import accepted_forms, parse_speed
+
 
 @dataclass
 class PortFacts:
@@ -19,6 +21,7 @@ class PortFacts:
     ips: list[str] = field(default_factory=list)  # with prefix length
     vlan: int | None = None  # untagged/access VLAN
     key: str = ""  # where the port is defined, for messages
+    edge: bool | None = None  # EOS `spanning-tree portfast` (None: the platform has no such setting)
 
 
 @dataclass
@@ -112,14 +115,22 @@ def _frr_bgp(text: str, f: DeviceFacts) -> None:
             f.router_id = m.group(1)
 
 
+def iname_is_port(name: str) -> bool:
+    """A front-panel port as fabric.json names EOS ports (`Ethernet1`), not `Ethernet1.10`."""
+    return name.startswith("Ethernet") and name[8:].isdigit()
+
+
 def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
-    """Parse an EOS startup-config back (the subset railonly writes) and check its shape."""
+    """Parse an EOS config back and check its shape: railonly's startup-config, or
+    what `show running-config` prints for the same intent (sections and lines in
+    another order, `no shutdown`, lines railonly does not write are ignored)."""
     f = DeviceFacts(name, "eos", file, bgp_file=file)
     lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
     if not lines or lines[-1] != "end":
         f.problems.append("last line: the config must end with 'end'")
     section = None  # (kind, name)
-    speeds = {"100g": 100, "200g": 200, "400g": 400, "800g": 800}
     for no, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("!"):
             if line.startswith("!"):
@@ -135,8 +146,8 @@ def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
                 f.hostname = words[1]
             elif words[0] == "interface" and len(words) == 2:
                 section = ("interface", words[1])
-                if words[1].startswith("Ethernet"):
-                    f.ports.setdefault(words[1], PortFacts(key=f"interface {words[1]}"))
+                if iname_is_port(words[1]):
+                    f.ports.setdefault(words[1], PortFacts(key=f"interface {words[1]}", edge=False))
             elif words[0] == "router" and words[1:2] == ["bgp"]:
                 section = ("bgp", "")
                 f.asn = _int(words[2]) if len(words) == 3 else None
@@ -146,20 +157,26 @@ def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
         stmt = line.strip()
         if section[0] == "interface":
             iname = section[1]
-            if iname.startswith("Ethernet"):
+            if iname_is_port(iname):
                 p = f.ports[iname]
                 w = stmt.split()
-                if w[0] == "mtu":
+                if w[0] == "mtu" and len(w) == 2:
                     p.mtu = _int(w[1])
                 elif w[0] == "speed":
-                    p.speed_gbps = speeds.get(w[1])
+                    p.speed_gbps = parse_speed(w[1:])
                     if p.speed_gbps is None:
-                        f.problems.append(f"interface {iname}: unknown speed '{w[1]}'")
+                        forms = ", ".join(sorted(accepted_forms(), key=lambda x: (len(x), x)))
+                        f.problems.append(f"interface {iname}: unknown speed '{' '.join(w[1:])}' "
+                                          f"(EOS prints <Gbit/s>g-<lanes>: one of {forms})")
                 elif stmt == "shutdown":
                     p.admin_up = False
-                elif w[:2] == ["ip", "address"]:
+                elif stmt == "no shutdown":
+                    p.admin_up = True
+                elif stmt == "spanning-tree portfast":
+                    p.edge = True
+                elif w[:2] == ["ip", "address"] and len(w) >= 3:
                     p.ips.append(w[2])
-                elif w[:3] == ["switchport", "access", "vlan"]:
+                elif w[:3] == ["switchport", "access", "vlan"] and len(w) == 4:
                     p.vlan = _int(w[3])
             elif iname.startswith("Loopback") and stmt.startswith("ip address "):
                 f.loopbacks.append(stmt.split()[2])
@@ -167,12 +184,13 @@ def eos_facts(name: str, file: str, text: str) -> DeviceFacts:
                 f.svis.setdefault(_int(iname[4:]), []).append(stmt.split()[2])
         elif section[0] == "bgp" and indent == 3:
             w = stmt.split()
-            if w[0] == "router-id":
+            if w[0] == "router-id" and len(w) == 2:
                 f.router_id = w[1]
-            elif w[0] == "network":
+            elif w[0] == "network" and len(w) >= 2:
                 f.networks.append(w[1])
             elif w[0] == "neighbor" and len(w) >= 4 and w[2] == "remote-as" and w[1][0].isdigit():
                 f.neighbors[w[1]] = _int(w[3])
-            elif w[0] == "neighbor" and len(w) >= 4 and w[2:4] == ["peer", "group"] and w[1][0].isdigit() and len(w) == 5:
-                f.neighbors.setdefault(w[1], None)
+            elif w[0] == "neighbor" and len(w) >= 4 and w[1][0].isdigit() and (
+                    len(w) == 5 and w[2:4] == ["peer", "group"] or len(w) == 4 and w[2] == "peer-group"):
+                f.neighbors.setdefault(w[1], None)  # `peer-group`: the form older EOS prints
     return f

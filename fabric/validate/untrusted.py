@@ -149,8 +149,12 @@ FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)
 FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script
 EOS_TOP_KEYWORDS = frozenset({
     "!", "service", "hostname", "spanning-tree", "ip", "ipv6", "no", "route-map", "interface", "vlan", "qos",
-    "router", "end", "peer-filter", "transceiver", "platform", "hardware",
+    "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf",
 })
+# Lines EOS prints in every running-config of a containerlab cEOS (its defaults), which
+# a config taken back from a device carries: accepted exactly as printed, although
+# their heads are refused in every other form.
+EOS_PRINTED_DEFAULTS = frozenset({"no aaa root", "management api http-commands"})
 # Never valid on any line (at any indentation): they run commands or programs.
 EOS_REFUSED = frozenset({
     "bash", "event-handler", "daemon", "alias", "schedule", "action", "trigger", "exec", "command",
@@ -612,6 +616,8 @@ def check_eos(text: str, file: str) -> list[Problem]:
         if not words or words[0].startswith("!"):
             continue
         head = words[0].lower()
+        if not raw[:1].isspace() and " ".join(words) in EOS_PRINTED_DEFAULTS:
+            continue
         if head in EOS_REFUSED or (head == "no" and len(words) > 1 and words[1].lower() in EOS_REFUSED):
             out.append(Problem("", f"EOS command {short(repr(words[0]))} runs programs or changes access; refused",
                                "remove the line; the compiler never emits it", n, file))

@@ -51,7 +51,7 @@ def run(args) -> int:
     if args.inventory:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
-        from railonly.emulation import lab_lock
+        from railonly.emulation.runtime import lock as lab_lock
         from railonly.emulation.netns.runtime import check_state_dir
 
         check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there

@@ -40,7 +40,8 @@ def test_sonic_ports_cover_the_radix_and_unused_are_down():
     ports = _doc(files, "rail0-leaf0")["PORT"]
     assert sorted(ports, key=lambda p: int(p[8:])) == ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24"]
     assert ports["Ethernet24"]["admin_status"] == "down"
-    assert ports["Ethernet0"] | {} == ports["Ethernet0"]
+    assert ports["Ethernet0"]["admin_status"] == "up" and ports["Ethernet0"]["alias"] == "etp1"
+    assert "description" not in ports["Ethernet24"]  # a free port names no peer
     assert ports["Ethernet0"]["description"] == "hb0-gpu0:eth1"
     assert ports["Ethernet0"]["lanes"] == "0,1,2,3,4,5,6,7" and ports["Ethernet0"]["speed"] == "400000"
     assert ports["Ethernet0"]["fec"] == "rs" and ports["Ethernet0"]["mtu"] == "9100"
@@ -90,12 +91,19 @@ def test_eos_sections_and_indentation():
     assert lines[-1] == "end"
     for line in lines:
         assert (len(line) - len(line.lstrip(" "))) % 3 == 0, line
-    order = [text.index(s) for s in ("hostname rail0-leaf0", "vlan 1000", "interface Ethernet1", "interface Loopback0",
-                                      "interface Vlan1000", "qos map dscp", "ip routing", "router bgp")]
+    # the order `show running-config` prints (AVD's eos_cli_config_gen order)
+    order = [text.index(s) for s in ("hostname rail0-leaf0", "spanning-tree mode mstp", "vlan 1000",
+                                      "interface Ethernet1", "interface Loopback0", "interface Vlan1000", "ip routing",
+                                      "ip prefix-list RAIL_ROUTES\n   seq 10 ", "qos map dscp", "route-map RAIL_EXPORT",
+                                      "router bgp")]
     assert order == sorted(order)
-    assert "   description hb0-gpu0:eth1\n" in text and "   speed 400g\n" in text
-    assert "   switchport access vlan 1000\n" in text
-    assert "   no switchport\n   ip address 10.128.0.1/31\n" in text
+    assert "   description hb0-gpu0:eth1\n" in text and "   speed 400g-8\n" in text
+    assert "   switchport access vlan 1000\n   qos trust dscp\n" in text
+    assert "   no switchport\n   qos trust dscp\n   ip address 10.128.0.1/31\n" in text
+    gpu = text[text.index("interface Ethernet1\n"):text.index("interface Ethernet2\n")]
+    assert "   spanning-tree portfast\n   spanning-tree bpduguard enable\n   !\n   tx-queue 3\n" in gpu
+    uplink = text[text.index("interface Ethernet3\n"):text.index("interface Ethernet4\n")]
+    assert "spanning-tree" not in uplink  # routed fabric links run no STP
     assert "   maximum-paths 2 ecmp 2\n" in text
     assert "   neighbor 10.128.0.0 peer group FABRIC\n   neighbor 10.128.0.0 remote-as 4200000004\n" in text
 

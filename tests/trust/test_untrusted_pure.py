@@ -16,7 +16,7 @@ from railonly.cli import main
 from railonly.emulation.lab import load_lab
 from railonly.emulation.netns import sshd as lab_sshd
 from railonly.emulation.netns import statefile
-from railonly.emulation.outdir_writer import OutdirWriter, UnsafePath
+from railonly.emulation.runtime.outdir_writer import OutdirWriter, UnsafePath
 from railonly.emulation.traffic import faults
 from railonly.fabric.problems import InputError
 from railonly.fabric.validate.untrusted import OutdirReader, UntrustedFile, unsafe_entries

@@ -240,7 +240,7 @@ def test_frr_log_file_below_the_run_dir_is_tolerated_only_when_asked(routed):
     ("   action bash touch /x", "runs programs"),
     ("alias x bash id", "runs programs"),
     ("schedule x interval 1 max-log-files 1 command bash id", "runs programs"),
-    ("management api http-commands", "runs programs"),
+    ("management ssh", "runs programs"),  # (management api http-commands alone is a printed cEOS default)
     ("username admin secret x", "runs programs"),
     ("tap aggregation", "never emitted"),
 ])

@@ -17,7 +17,7 @@ import errno
 import os
 import stat
 
-from .lab import LabError
+from ..lab import LabError
 
 
 class UnsafePath(LabError):

@@ -20,7 +20,7 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .lab import RUN_ROOT, lock_path
+from ..lab import RUN_ROOT, lock_path
 
 
 def path_of(lab: str, what: str = "lock") -> str:

@@ -1,0 +1,95 @@
+"""`--place auto`: the rank order that keeps the most bytes off cross-rail paths.
+
+Every order of tp, ep, dp and pp (cp has size 1 here) is placed and its
+traffic counted; the best keeps TP groups inside HB domains where any order
+can (TP is most of the bytes), then has the fewest cross-rail bytes, then the
+fastest rail-only iteration, then the fewest rail bytes (ties go to tp-first
+orders and then the order's text, so the choice is deterministic). Where no order keeps every
+byte on HB and rails, the fix also names a dp that would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations
+
+from .cluster import Cluster
+from .job import Job
+from .network import Rates
+from .placement import HB, Placement, layout
+from .timing import iteration
+from .traffic import class_bytes, collectives
+
+
+@dataclass(frozen=True)
+class OrderScore:
+    order: tuple[str, ...]
+    cross_rail: float
+    rail: float
+    iteration_s: float
+    tp_off_hb: int  # TP groups that leave their HB domain
+
+    def key(self) -> tuple:
+        # TP stays on NVLink first (its bytes dwarf the rest), then fewest cross-rail
+        # bytes, fastest rail-only iteration, fewest rail bytes, tp-first orders, text.
+        return (self.tp_off_hb > 0, round(self.cross_rail), round(self.iteration_s, 6), round(self.rail),
+                self.order[0] != "tp", "-".join(self.order))
+
+
+def candidate_orders(job: Job) -> list[tuple[str, ...]]:
+    dims = ("tp", "ep", "dp", "pp")
+    out = []
+    for perm in permutations(dims):
+        if job.parallel.ep == 1 and perm.index("ep") + 1 != perm.index("dp"):
+            continue  # ep of size 1 sits before dp: one order per placement
+        full = list(perm)
+        full.insert(full.index("tp") + 1, "cp")
+        out.append(tuple(full))
+    return out
+
+
+def score(job: Job, cluster: Cluster, order: tuple[str, ...], rates: Rates | None = None) -> OrderScore:
+    pl = layout(job, cluster, order)
+    colls = collectives(job, pl)
+    b = class_bytes(colls)
+    t = iteration(job, colls, "rail-only", rates or Rates.of(cluster)).iteration_s
+    return OrderScore(order, b["cross_rail"], b["rail"], t, int((pl.kinds["tp"] > HB).sum()))
+
+
+def ranked_orders(job: Job, cluster: Cluster, rates: Rates | None = None) -> list[OrderScore]:
+    scores = [score(job, cluster, o, rates) for o in candidate_orders(job)]
+    return sorted(scores, key=OrderScore.key)
+
+
+def auto_order(job: Job, cluster: Cluster, rates: Rates | None = None) -> tuple[str, ...]:
+    return ranked_orders(job, cluster, rates)[0].order
+
+
+def _aligned_dp(job: Job, cluster: Cluster) -> int | None:
+    """The dp nearest the job's that keeps every byte off cross-rail paths in the job's order."""
+    p = job.parallel
+    limit = cluster.gpus // (p.tp * p.pp)
+    for dp in sorted(range(1, min(limit, 4 * p.dp) + 1), key=lambda d: (abs(d - p.dp), d)):
+        if dp == p.dp or dp % p.ep:
+            continue
+        batch = max(p.micro_batch * dp, p.global_batch // (p.micro_batch * dp) * p.micro_batch * dp)
+        j = job.replace(dp=dp, global_batch=batch)
+        if class_bytes(collectives(j, layout(j, cluster)))["cross_rail"] == 0:
+            return dp
+    return None
+
+
+def rail_aligned_hint(pl: Placement) -> str:
+    job, cluster = pl.job, pl.cluster
+    ranked = ranked_orders(job, cluster)
+    now = score(job, cluster, pl.order)
+    best = ranked[0]
+    text = "-".join(best.order)
+    if best.cross_rail == 0:
+        return f"use order: {text} (or --place auto): then no byte crosses rails"
+    dp = _aligned_dp(job, cluster)
+    alt = f"; or dp {dp}, which keeps every byte on HB and rails in this order" if dp else ""
+    if best.cross_rail < now.cross_rail:
+        cut = 1 - best.cross_rail / now.cross_rail
+        return f"no order keeps every byte on rails; order: {text} (or --place auto) cuts the cross-rail bytes by {cut:.0%}{alt}"
+    return f"no order does better{alt or '; change tp or dp so that tp x dp is a multiple of K = ' + str(cluster.hb_size)}"

@@ -1,0 +1,186 @@
+"""`--search` and `--sweep`.
+
+Search: the best (tp, pp, dp, ep, micro-batch, vpp, recompute) per network for
+the job's model, global batch and GPU count (tp x pp x dp = the job's GPUs),
+among configurations whose memory estimate fits the GPU. tp stays inside an
+HB domain (a divisor of heads up to K). What makes it fast: memory is checked
+first (no placement for what cannot fit); placement and collectives are built
+once per (tp, pp, dp, ep) at micro-batch 1 and reused, since a call's time
+scales with the micro-batch and the rest of the iteration is arithmetic.
+`brute_force` evaluates the same space from scratch at every point (the bench's
+baseline, and the test that both agree).
+
+Sweep: one axis of the fabric or job (k, nic, hb, batch) over given values.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+from dataclasses import dataclass
+
+from .cluster import Cluster
+from .job import RECOMPUTE, Job
+from .memory import estimate
+from .network import NETWORKS, Rates
+from .placement import layout
+from .timing import Result, assemble, call_times, evaluate, stage_compute_s
+from .traffic import collectives
+
+MICRO_BATCHES = (1, 2, 4, 8)
+VPPS = (1, 2, 4)
+SWEEP_AXES = {"k": "GPUs per HB domain (K)", "nic": "NIC Gb/s per GPU", "hb": "HB Gb/s per GPU", "batch": "global batch (sequences)"}
+
+
+@dataclass(frozen=True)
+class Best:
+    job: Job
+    result: Result
+    memory_gb: float
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidates(job: Job, cluster: Cluster):
+    """Every job variant of the space (before the memory check), in a fixed order."""
+    m, p = job.model, job.parallel
+    n = p.gpus
+    for tp in _divisors(m.heads):
+        if tp > cluster.hb_size or n % tp:
+            continue
+        for pp in _divisors(m.layers):
+            if n % (tp * pp):
+                continue
+            dp = n // (tp * pp)
+            eps = [e for e in _divisors(dp) if m.is_moe and m.experts % e == 0] or [1]
+            for ep in eps:
+                for mb in MICRO_BATCHES:
+                    if p.global_batch % (mb * dp):
+                        continue
+                    micro = p.global_batch // (mb * dp)
+                    for vpp in VPPS:
+                        if vpp > 1 and (pp == 1 or (m.layers // pp) % vpp or micro % pp):
+                            continue
+                        for rc in RECOMPUTE:
+                            if p.sp and tp > 1 and m.seq % tp:
+                                continue
+                            yield job.replace(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=mb, vpp=vpp, recompute=rc)
+
+
+def _better(best: Best | None, job: Job, r: Result, mem: float) -> bool:
+    if best is None:
+        return True
+    key = (round(r.iteration_s, 9), job.parallel.tp, job.parallel.pp, job.parallel.ep, job.parallel.micro_batch,
+           job.parallel.vpp, RECOMPUTE.index(job.parallel.recompute))
+    old = best.job.parallel
+    return key < (round(best.result.iteration_s, 9), old.tp, old.pp, old.ep, old.micro_batch, old.vpp, RECOMPUTE.index(old.recompute))
+
+
+def search(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> tuple[dict[str, Best], dict]:
+    """({network: Best}, counts) over the space; counts say how much was evaluated."""
+    best: dict[str, Best | None] = {n: None for n in networks}
+    cache: dict[tuple, dict] = {}
+    counts = {"space": 0, "fit_memory": 0, "placements": 0}
+    for cand in candidates(job, cluster):
+        counts["space"] += 1
+        mem = estimate(cand)
+        if not mem["fits"]:
+            continue
+        counts["fit_memory"] += 1
+        p = cand.parallel
+        key = (p.tp, p.pp, p.dp, p.ep, p.vpp > 1)
+        if key not in cache:
+            unit = cand.replace(micro_batch=1, vpp=2 if p.vpp > 1 else 1, global_batch=p.dp * p.pp * 2)
+            colls = collectives(unit, layout(unit, cluster))
+            cache[key] = {n: call_times(colls, n, rates) for n in networks}
+            counts["placements"] += 1
+        comp = stage_compute_s(cand)
+        for n in networks:
+            times = [(par, e, t * p.micro_batch if par != "dp" else t) for par, e, t in cache[key][n]]
+            r = assemble(cand, times, n, comp)
+            if _better(best[n], cand, r, mem["total_gb"]):
+                best[n] = Best(cand, r, mem["total_gb"])
+    return {n: b for n, b in best.items() if b is not None}, counts
+
+
+def brute_force(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> dict[str, Best]:
+    """The same space, every point placed and evaluated from scratch."""
+    best: dict[str, Best | None] = {n: None for n in networks}
+    for cand in candidates(job, cluster):
+        mem = estimate(cand)
+        if not mem["fits"]:
+            continue
+        results = evaluate(cand, layout(cand, cluster), rates, networks)
+        for n in networks:
+            if _better(best[n], cand, results[n], mem["total_gb"]):
+                best[n] = Best(cand, results[n], mem["total_gb"])
+    return {n: b for n, b in best.items() if b is not None}
+
+
+def sweep_point(job: Job, cluster: Cluster, axis: str, value: float, do_search: bool = False) -> tuple[Job, Cluster] | str:
+    """The job and cluster at one value of the axis, or why the point is skipped."""
+    if axis == "k":
+        k = int(value)
+        cluster = dataclasses.replace(cluster, hb_size=k, hb_count=math.ceil(cluster.gpus / k))
+    elif axis == "nic":
+        cluster = dataclasses.replace(cluster, nic_gbps=float(value))
+    elif axis == "hb":
+        cluster = dataclasses.replace(cluster, hb_gbps=float(value))
+    elif axis == "batch":
+        p = job.parallel
+        if int(value) % (p.micro_batch * p.dp) and not do_search:
+            return f"global batch {int(value)} is not a multiple of micro_batch x dp ({p.micro_batch * p.dp})"
+        job = job.replace(global_batch=int(value))
+    return job, cluster
+
+
+def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: float = 1.0,
+          do_search: bool = False) -> list[dict]:
+    points = []
+    for v in values:
+        got = sweep_point(job, cluster, axis, v, do_search)
+        if isinstance(got, str):
+            points.append({"value": v, "note": got})
+            continue
+        j, c = got
+        rates = Rates.of(c, oversub)
+        if do_search:
+            found, _ = search(j, c, rates)
+            if not found:
+                points.append({"value": v, "note": "no configuration fits in memory and splits the global batch"})
+                continue
+            results = {n: b.result for n, b in found.items()}
+            chosen = {n: parallel_dict(b.job) for n, b in found.items()}
+        else:
+            results = evaluate(j, layout(j, c), rates)
+            chosen = None
+        pt = {"value": v, "networks": {n: r.as_dict() for n, r in results.items()}}
+        if chosen:
+            pt["parallel"] = chosen
+        points.append(pt)
+    return points
+
+
+def parallel_dict(job: Job) -> dict:
+    p = job.parallel
+    return {"tp": p.tp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "micro_batch": p.micro_batch, "vpp": p.vpp,
+            "recompute": p.recompute, "order": p.order_text}
+
+
+def render_sweep_csv(points: list[dict]) -> str:
+    """One row per swept value: each network's iteration time and MFU, or why the point was skipped."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    nets = NETWORKS
+    w.writerow(["value", *(f"{n}_iteration_s" for n in nets), *(f"{n}_mfu" for n in nets), "note"])
+    for p in points:
+        if "networks" in p:
+            w.writerow([p["value"], *(f"{p['networks'][n]['iteration_s']:.6g}" for n in nets),
+                        *(f"{p['networks'][n]['mfu']:.4f}" for n in nets), ""])
+        else:
+            w.writerow([p["value"], "", "", "", "", "", "", p.get("note", "")])
+    return buf.getvalue()
