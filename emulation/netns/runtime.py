@@ -181,6 +181,12 @@ class NetnsRuntime:
         check_environment(lp, self.shaping)
         check_state_dir(lab)
         path = state_path(lab)
+        checked = engine.check_state(path, owner(lab))
+        if checked.problems:  # before anything is written, the sshd keys too
+            raise LabError(path, "the state file of the previous deploy is not usable:\n  "
+                           + "\n  ".join(checked.problems[:10]),
+                           f"remove what is provably the lab's with: railonly lab destroy {lab.outdir}"
+                           " (it refuses the rest, by name)")
         try:
             if self.ssh and lab_sshd.sonic_switches(lab):
                 lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
@@ -245,6 +251,9 @@ class NetnsRuntime:
                     rep.leftovers.append(f"directory {rundir} could not be removed")
                 else:
                     rep.deleted.append(rundir)
+            from ..runtime import lock
+
+            lock.remove_unheld(lab.name)  # a command holding the lab lock removes it itself
             try:
                 os.rmdir(RUN_ROOT)  # only when no other lab uses it
             except OSError:

@@ -81,6 +81,26 @@ def hold(lab: str, *, shared: bool = False, remove: "bool | Callable[[], bool]" 
                 os.close(fd)
 
 
-def held_paths(lab: str) -> list[str]:
-    """The lock files a lab may leave while it runs (for destroy's report and tests)."""
-    return [path_of(lab, w) for w in ("lock", "reload.lock")]
+LOCKS = ("lock", "reload.lock")  # the lab lock, and the one that serialises a switch's config reloads
+
+
+def remove_unheld(lab: str) -> list[str]:
+    """After a destroy: remove the lab's lock files that nobody holds (one held, by the
+    caller's command or anyone else, stays: its holder removes it). Returns those removed."""
+    gone = []
+    for what in LOCKS:
+        path = path_of(lab, what)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                os.unlink(path)
+                gone.append(path)
+        except OSError:
+            pass  # held (or already replaced): not ours to remove now
+        finally:
+            os.close(fd)
+    return gone

@@ -115,14 +115,9 @@ def status(args) -> int:
 def destroy(args) -> int:
     """Exit 0 when the lab is gone; 2 when it is gone but the OUTDIR asked for more
     than is provably the lab's (each refusal named); 3 when something stayed."""
-    from railonly.emulation.runtime import lock as lab_lock
-
     rt, lab = open_lab(args)
     with locked(lab, remove=True):
         rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
-        if os.geteuid() == 0:  # no reload can hold it: a reload holds the lab lock shared
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(lab_lock.path_of(lab.name, "reload.lock"))
     if rep is None:
         print(f"lab {lab.name}: destroyed")
         return 0

@@ -68,7 +68,8 @@ def lab_remains(name: str) -> list[str]:
     mine = [n for n in setns.list_netns() if n.startswith(prefix)]
     inodes = {setns.inode(n) for n in mine} - {None}
     out = mine + [f"pid {p.pid} {' '.join(p.cmdline)[:60]}" for p in (pids.in_netns(inodes) if inodes else [])]
-    out += [p for p in (f"/run/railonly/{name}", f"/run/railonly/{name}.lock") if os.path.lexists(p)]
+    out += [p for p in (f"/run/railonly/{name}", f"/run/railonly/{name}.lock", f"/run/railonly/{name}.reload.lock")
+            if os.path.lexists(p)]
     # a process of the lab whose namespace is gone would still carry the lab's paths
     for entry in os.listdir("/proc"):
         if entry.isdigit():

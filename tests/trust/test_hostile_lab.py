@@ -281,3 +281,21 @@ def test_destroy_leaves_the_namespaces_of_a_lab_with_a_longer_name(fresh, bystan
         subprocess.run(["ip", "netns", "del", ns])
         os.unlink(marker)
     assert lab_remains(lab_name(out)) == []
+
+
+def test_a_push_then_destroy_through_the_api_leaves_no_lock(fresh, capsys):
+    pytest.importorskip("netmiko")
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.netns.runtime import NetnsRuntime
+
+    out = fresh()
+    deploy_ok(capsys, out)
+    conf = out / "configs" / "rail0-leaf0" / "config_db.json"
+    db = json.loads(conf.read_text())
+    db["PORT"][next(iter(db["PORT"]))]["mtu"] = "4000"
+    conf.write_text(json.dumps(db, indent=4, sort_keys=True) + "\n")
+    rc, o, e = run(capsys, "push", str(out), "--device", "rail0-leaf0", "-q")
+    assert rc == 0, o + e
+    assert os.path.exists(f"/run/railonly/{lab_name(out)}.reload.lock")  # the reload took it
+    NetnsRuntime().destroy(load_lab(out))  # no CLI around it: the runtime removes the unheld locks
+    assert lab_remains(lab_name(out)) == []
