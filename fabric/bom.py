@@ -9,12 +9,13 @@ Quantities come only from the inventory, so they are exactly the graph's.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections import Counter
 from dataclasses import dataclass
 
 from .cabling import media
-from .inventory import Inventory
+from .inventory import Inventory, from_design
 from .prices import PriceBook
 
 COLUMNS = ["item", "category", "model", "quantity", "unit_cost_usd", "unit_power_w",
@@ -71,6 +72,7 @@ class Bom:
             "tiers": inv.tiers,
             "switches": inv.switch_count,
             "switches_by_tier": {str(t): n for t, n in inv.switches_by_tier().items()},
+            "rails_per_leaf": inv.rails_per_leaf,
             "switch_ports": sum(total for _, total in ports.values()),
             "switch_ports_used": sum(used for used, _ in ports.values()),
             "transceivers": inv.transceiver_count,
@@ -147,9 +149,28 @@ def _fmt(x: float) -> str:
     return str(int(r)) if r.is_integer() else f"{r:.2f}".rstrip("0")
 
 
+BUILDOUT_CSV = "bom-buildout.csv"
+
+
+def buildout(design, now: Inventory) -> Inventory | None:
+    """What the build-out (`hb_domain.planned` domains) adds to what is built now; None when
+    the design is built out. Spines and cores are bought now (sized for the build-out), so
+    the later purchase is leaves (and the spines of new pods), cables and optics."""
+    if design.planned == design.hb_count:
+        return None
+    return from_design(dataclasses.replace(design, hb_count=design.planned)).minus(now)
+
+
 def produce(fab, progress) -> dict[str, str]:
-    """Compiler producer: bom.csv from the fabric graph, with the default price book."""
+    """Compiler producer: bom.csv (bought now) from the fabric graph, with the default
+    price book, and bom-buildout.csv (bought at build-out) when hb_domain.planned is larger."""
     from .inventory import from_fabric
     from .prices import default_prices
 
-    return {"bom.csv": render_csv(price(from_fabric(fab), default_prices()))}
+    book = default_prices()
+    now = from_fabric(fab)
+    out = {"bom.csv": render_csv(price(now, book))}
+    later = buildout(fab.design, now)
+    if later is not None:
+        out[BUILDOUT_CSV] = render_csv(price(later, book))
+    return out

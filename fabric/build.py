@@ -10,11 +10,15 @@ Wiring rules (PAPER.md):
   cores.
 * Rail-only builds one Clos per rail (rails share no switch), or packs small
   one-tier rails onto shared switches as separate partitions. The baseline
-  builds rail-pure leaves and joins all of them with spine tiers.
+  builds rail-pure leaves, or packs rails that fill at most half a leaf onto
+  shared leaves (one partition each), and joins all of them with spine tiers.
 
-Port assignment is positional and append-only: GPU d of a rail sits on leaf
-d // (ports down) at port d % (ports down), and upper-tier ports fill in link
-order, so adding HB domains never moves an existing cable.
+Everything is sized for the build-out (`hb_domain.planned` domains) and
+numbered by position in it: GPU d of a rail sits on leaf d // (ports down) at
+port d % (ports down), a leaf's uplinks go to the spines of the build-out,
+and switch indexes, /31s, subnets and cable ids are those of the build-out.
+So any count up to the planned size is a subset of it: growing only adds
+cables. Past the planned size the spine tier is re-sized and uplinks move.
 """
 
 from __future__ import annotations
@@ -38,9 +42,16 @@ def gpu_node_name(domain: int, rank: int) -> str:
 
 
 class _Builder:
+    """Walks the fabric of the build-out (`hb_domain.planned` domains) in a fixed
+    order and creates what exists at `hb_domain.count`. Every switch index, /31,
+    subnet and cable number is taken by position in the build-out, present or
+    not, so a count up to the planned size only adds nodes, links and cables."""
+
     def __init__(self, design: Design):
         self.d = design
         K = design.rails
+        self.n = design.hb_count  # domains built now
+        self.planned = design.planned  # domains the tiers are sized for
         self.fab = Fabric(design=design, tiers=0)
         cross = design.topology == "rail-optimized"
         self.cross_block = None  # block of switches/links that join rails
@@ -52,6 +63,7 @@ class _Builder:
         self.routed = design.rail_mode == "routed"
         self.switch_count: dict[int | None, int] = {}  # block -> switches so far
         self.fabric_links: dict[int | None, int] = {}  # block -> /31s so far
+        self.cables = 0  # cable numbers taken so far (the build-out's order)
         self.asn_overflow = False
 
     # -- nodes -------------------------------------------------------------
@@ -59,17 +71,21 @@ class _Builder:
         self.fab.by_name[node.name] = node
         return node
 
-    def switch(self, name: str, tier: int, rails: list[int]) -> Node:
+    def switch(self, name: str, tier: int, rails: list[int], present: bool = True) -> Node | None:
+        """The next switch of its block; None (its index still taken) when it is not built yet."""
         block = rails[0] if len(rails) == 1 or (rails and self.d.topology == "rail-only") else self.cross_block
         index = self.switch_count.get(block, 0)
         self.switch_count[block] = index + 1
+        loopback = self.lo_pool.addr(block, index + 1) if self.routed else None  # reserved either way
+        if not present:
+            return None
         sw = Node(name=name, role="switch", tier=tier, rails=rails, platform=self.d.platform_of_tier(tier))
         if self.routed:
             # 65,536 ASNs per rail; cross-rail switches after the last rail.
             sw.asn = self.d.asn_base + (self.d.rails if block is None else block) * 65536 + index + 1
             if sw.asn > ASN_MAX:
                 self.asn_overflow = True
-            sw.loopback = ip(self.lo_pool.addr(block, index + 1), 32)
+            sw.loopback = ip(loopback, 32)
         self.fab.switches.append(sw)
         return self.add(sw)
 
@@ -80,17 +96,26 @@ class _Builder:
         sw.ports[ep.port] = ep
         return ep
 
+    def cable_id(self) -> str:
+        self.cables += 1
+        return f"C{self.cables:06d}"
+
     # -- links -------------------------------------------------------------
-    def rail_link(self, gpu: Node, sw: Node, port_index: int, vlan: Vlan, host_offset: int) -> None:
+    def rail_link(self, gpu: Node | None, sw: Node | None, port_index: int, vlan: Vlan | None, host_offset: int) -> None:
+        cable_id = self.cable_id()
+        if gpu is None or sw is None or vlan is None:
+            return  # a GPU of the build-out: its cable number and port stay reserved
         plen = int(vlan.subnet.rsplit("/", 1)[1])
         base = _addr_int(vlan.subnet)
         a = Endpoint(gpu.name, GPU_RAIL_PORT, ip(base + host_offset, plen), 0)
         gpu.ports[a.port] = a
         b = self.port(sw, port_index)
         vlan.ports.append(b.port)
-        self.fab.links.append(Link("rail", gpu.rail, self.d.nic_gbps, a, b, 1))
+        self.fab.links.append(Link("rail", gpu.rail, self.d.nic_gbps, a, b, 1, cable_id))
 
-    def fabric_link(self, lower: Node, lower_index: int, upper: Node, upper_index: int, tier: int, rail: int | None) -> None:
+    def fabric_link(self, lower: Node | None, lower_index: int, upper: Node | None, upper_index: int,
+                    tier: int, rail: int | None) -> None:
+        cable_id = self.cable_id()
         a_ip = b_ip = None
         if self.routed:
             block = rail  # None: the cross-rail block
@@ -98,15 +123,19 @@ class _Builder:
             self.fabric_links[block] = n + 1
             base = self.fabric_pool.addr(block, 2 * n + 1) - 1
             b_ip, a_ip = ip(base, 31), ip(base + 1, 31)  # upper tier takes the even address
+        if lower is None or upper is None:
+            return
         a = self.port(lower, lower_index, a_ip)
         b = self.port(upper, upper_index, b_ip)
-        self.fab.links.append(Link("fabric", rail, self.d.nic_gbps, a, b, tier))
+        self.fab.links.append(Link("fabric", rail, self.d.nic_gbps, a, b, tier, cable_id))
 
-    def vlan(self, sw: Node, rail: int, leaf_index: int, width: int) -> Vlan:
+    def vlan(self, sw: Node | None, rail: int, leaf_index: int, width: int) -> Vlan | None:
         """The GPU subnet of `width` ports of `rail` on `sw` (leaf `leaf_index` of the rail)."""
         plen = prefix_for(width + 3)  # GPUs + gateway + network + broadcast
         size = 1 << (32 - plen)
         base = self.gpu_pool.addr(rail, (leaf_index + 1) * size - 1) - (size - 1)
+        if sw is None:
+            return None
         gw = ip(base + 1, plen) if self.routed else None
         v = Vlan(VLAN_BASE + rail, rail, ip(base, plen), gw)
         sw.vlans.append(v)
@@ -119,10 +148,12 @@ class _Builder:
         K = d.rails
         rails: list[list[Node]] = [[] for _ in range(K)]
         hb_links = []
-        for dom in range(d.hb_count):
+        span = 1 << (32 - self.hb_plen)
+        self.hb_pool.addr(0, self.planned * span - 1)  # the build-out's domains need their subnets too
+        for dom in range(self.n):
             hb = self.add(Node(name=f"hb{dom}", role="hb", hb_domain=dom))
             self.fab.hbs.append(hb)
-            base = self.hb_pool.addr(0, (dom + 1) * (1 << (32 - self.hb_plen)) - 1) - ((1 << (32 - self.hb_plen)) - 1)
+            base = self.hb_pool.addr(0, (dom + 1) * span - 1) - (span - 1)
             for r in range(K):
                 gpu = self.add(Node(name=gpu_node_name(dom, r), role="gpu", hb_domain=dom, rank=r, rail=r))
                 self.fab.gpus.append(gpu)
@@ -138,20 +169,32 @@ class _Builder:
     def host_offset(self, pos: int) -> int:
         return pos + (2 if self.routed else 1)  # .1 is the gateway on routed rails
 
+    def one_leaf(self, sw: Node | None, rails: list[list[Node]], served: list[int], width: int) -> None:
+        """Whole rails on one tier-1 switch, one partition (VLAN) of `width` ports each."""
+        for q, r in enumerate(served):
+            v = self.vlan(sw, r, 0, width)
+            for pos in range(self.planned):
+                gpu = rails[r][pos] if pos < self.n else None
+                self.rail_link(gpu, sw, q * width + pos, v, self.host_offset(pos))
+
     # -- Clos tiers ------------------------------------------------------------
-    def leaves_for_rail(self, r: int, gpus: list[Node], name: str) -> list[Node]:
+    def leaves_for_rail(self, r: int, gpus: list[Node], name: str) -> list[Node | None]:
+        """The rail's leaves in the build-out; None for one with no GPU yet."""
         half = self.d.radix // 2
-        leaves = []
-        for li in range(math.ceil(len(gpus) / half)):
-            sw = self.switch(f"{name}-leaf{li}", 1, [r])
+        leaves: list[Node | None] = []
+        for li in range(clos.leaves_needed(self.planned, self.d.radix)):
+            sw = self.switch(f"{name}-leaf{li}", 1, [r], present=li * half < self.n)
             v = self.vlan(sw, r, li, half)
-            for pos, gpu in enumerate(gpus[li * half:(li + 1) * half]):
-                self.rail_link(gpu, sw, pos, v, self.host_offset(pos))
+            for pos in range(min(half, self.planned - li * half)):
+                g = li * half + pos
+                self.rail_link(gpus[g] if g < self.n else None, sw, pos, v, self.host_offset(pos))
             leaves.append(sw)
         return leaves
 
-    def upper_tiers(self, leaves: list[Node], tiers: int, prefix: str, rail: int | None) -> None:
-        """Spine (and core) tiers above `leaves`; `rail` None when they join rails."""
+    def upper_tiers(self, leaves: list[Node | None], tiers: int, prefix: str, rail: int | None) -> None:
+        """Spine (and core) tiers above the build-out's `leaves` (None: not built yet);
+        `rail` None when they join rails. Spines and cores are sized for the build-out,
+        so a leaf's uplinks land where they will stay."""
         k = self.d.radix
         half = k // 2
         rails = [] if rail is None else [rail]
@@ -163,12 +206,13 @@ class _Builder:
                     t = li * half + j
                     self.fabric_link(leaf, half + j, spines[t % S], t // S, 2, rail)
             return
-        # Three tiers: pods of `half` leaves, one spine per leaf in the pod.
+        # Three tiers: pods of `half` leaves, one spine per leaf in the pod; a pod
+        # is built with its first leaf.
         pods = [leaves[p:p + half] for p in range(0, len(leaves), half)]
-        planes: list[list[Node]] = [[] for _ in range(half)]  # plane a: spine a of every pod
+        planes: list[list[Node | None]] = [[] for _ in range(half)]  # plane a: spine a of every pod
         for p, pod in enumerate(pods):
             m = len(pod)
-            spines = [self.switch(f"{prefix}pod{p}-spine{a}", 2, rails) for a in range(m)]
+            spines = [self.switch(f"{prefix}pod{p}-spine{a}", 2, rails, present=pod[0] is not None) for a in range(m)]
             for i, leaf in enumerate(pod):
                 for j in range(half):
                     t = i * half + j
@@ -189,26 +233,18 @@ class _Builder:
 
     def rail_only(self, rails: list[list[Node]]) -> int:
         d = self.d
-        k, K, n = d.radix, d.rails, d.hb_count
-        t = clos.tiers(n, k)
-        if t == 1 and d.share_rails and n <= k // 2:
-            per = k // n  # rail partitions per physical switch
-            width = k // per
+        k, K, P = d.radix, d.rails, self.planned
+        t = clos.tiers(P, k)
+        if t == 1 and d.share_rails and P <= k // 2:
+            per = k // P  # rail partitions per physical switch
             for s in range(math.ceil(K / per)):
                 served = list(range(s * per, min(K, (s + 1) * per)))
                 name = f"rails{served[0]}-{served[-1]}" if len(served) > 1 else f"rail{served[0]}-leaf0"
-                sw = self.switch(name, 1, served)
-                for q, r in enumerate(served):
-                    v = self.vlan(sw, r, 0, width)
-                    for pos, gpu in enumerate(rails[r]):
-                        self.rail_link(gpu, sw, q * width + pos, v, self.host_offset(pos))
+                self.one_leaf(self.switch(name, 1, served), rails, served, k // per)
             return 1
         for r in range(K):
             if t == 1:
-                sw = self.switch(f"rail{r}-leaf0", 1, [r])
-                v = self.vlan(sw, r, 0, k)
-                for pos, gpu in enumerate(rails[r]):
-                    self.rail_link(gpu, sw, pos, v, self.host_offset(pos))
+                self.one_leaf(self.switch(f"rail{r}-leaf0", 1, [r]), rails, [r], k)
             else:
                 leaves = self.leaves_for_rail(r, rails[r], f"rail{r}")
                 self.upper_tiers(leaves, t, f"rail{r}-", r)
@@ -216,19 +252,25 @@ class _Builder:
 
     def rail_optimized(self, rails: list[list[Node]]) -> int:
         d = self.d
-        k, K = d.radix, d.rails
-        t = clos.baseline_depth(K, d.hb_count, k)
+        k, K, P = d.radix, d.rails, self.planned
+        t = clos.baseline_depth(K, P, k)
         if t == 1:
-            sw = self.switch("leaf0", 1, list(range(K)))
-            width = k // K
-            for r in range(K):
-                v = self.vlan(sw, r, 0, width)
-                for pos, gpu in enumerate(rails[r]):
-                    self.rail_link(gpu, sw, r * width + pos, v, self.host_offset(pos))
+            self.one_leaf(self.switch("leaf0", 1, list(range(K))), rails, list(range(K)), k // K)
             return 1
-        per_rail = [self.leaves_for_rail(r, rails[r], f"rail{r}") for r in range(K)]
-        # Interleave rails so each pod (three tiers) holds the same leaf of many rails.
-        leaves = [rl[i] for i in range(len(per_rail[0])) for rl in per_rail]
+        per = clos.rails_per_leaf(P, k)
+        if per > 1:
+            # Small rails: each leaf carries `per` whole rails, one partition each.
+            leaves: list[Node | None] = []
+            for s in range(math.ceil(K / per)):
+                served = list(range(s * per, min(K, (s + 1) * per)))
+                name = f"rails{served[0]}-{served[-1]}" if len(served) > 1 else f"rail{served[0]}-leaf0"
+                sw = self.switch(name, 1, served)
+                self.one_leaf(sw, rails, served, (k // 2) // per)
+                leaves.append(sw)
+        else:
+            per_rail = [self.leaves_for_rail(r, rails[r], f"rail{r}") for r in range(K)]
+            # Interleave rails so each pod (three tiers) holds the same leaf of many rails.
+            leaves = [rl[i] for i in range(len(per_rail[0])) for rl in per_rail]
         self.upper_tiers(leaves, t, "", None)
         return t
 
@@ -250,8 +292,6 @@ class _Builder:
         if problems:
             raise InputError(problems)
         self.fab.links.extend(self._hb_links)
-        for i, link in enumerate(self.fab.cables()):
-            link.cable_id = f"C{i + 1:06d}"
         return self.fab
 
 

@@ -36,8 +36,8 @@ def leaves_needed(endpoints: int, radix: int) -> int:
 
 
 def depth(endpoints: int, leaves: int, radix: int) -> int | None:
-    """Tiers for a Clos whose tier-1 is `leaves` switches (used when leaves must
-    stay rail-pure, as in the baseline, so the leaf count is not just n/(k/2)).
+    """Tiers for a Clos whose tier-1 is `leaves` switches (used for the baseline,
+    whose leaves hold whole rails, so the leaf count is not just n/(k/2)).
 
     One tier when everything fits one switch; two while every leaf can reach
     every spine (leaves <= radix); three while pods of radix/2 leaves fit the
@@ -53,6 +53,21 @@ def depth(endpoints: int, leaves: int, radix: int) -> int | None:
     return None
 
 
+def rails_per_leaf(domains: int, radix: int) -> int:
+    """Rails one baseline leaf carries: several when a rail fills at most half of
+    a leaf's radix/2 down ports (as an engineer would pack them), else one."""
+    return max(1, (radix // 2) // domains)
+
+
+def baseline_leaves(rails: int, domains: int, radix: int) -> int:
+    """Leaves of the multi-tier baseline: packed leaves of whole rails, or rail-pure leaves."""
+    per = rails_per_leaf(domains, radix)
+    if per > 1:
+        return math.ceil(rails / per)
+    return rails * leaves_needed(domains, radix)
+
+
 def baseline_depth(rails: int, domains: int, radix: int) -> int | None:
-    """Tiers of the rail-optimized baseline: rail-pure leaves, spines across rails."""
-    return depth(rails * domains, rails * leaves_needed(domains, radix), radix)
+    """Tiers of the rail-optimized baseline: leaves of one rail (or several small
+    whole rails), spines across rails."""
+    return depth(rails * domains, baseline_leaves(rails, domains, radix), radix)

@@ -29,7 +29,7 @@ def variant(design: Design, topology: str) -> Design:
 
 def feasible(design: Design) -> Problem | None:
     """Why `design` (as given) cannot be built, or None."""
-    k, K, n = design.radix, design.rails, design.hb_count
+    k, K, n = design.radix, design.rails, design.planned  # the tiers are those of the build-out
     if design.topology == "rail-only":
         if clos.tiers(n, k) is None:
             return Problem("hb_domain.count", f"a rail of {n:,} GPUs needs more than three tiers at radix {k}",
@@ -73,4 +73,14 @@ def report(boms: dict[str, Bom]) -> dict:
         "transceivers": base.inventory.transceiver_count - ro.inventory.transceiver_count,
         "tiers": base.inventory.tiers - ro.inventory.tiers,
     }
+    out["packing"] = {topo: packing(boms[topo].inventory) for topo in TOPOLOGIES}
     return out
+
+
+def packing(inv: Inventory) -> str:
+    """Which rails share a tier-1 switch, in words (so a comparison says which side packs)."""
+    if inv.rails_per_leaf > 1:
+        return f"packs {inv.rails_per_leaf} whole rails per leaf"
+    if inv.topology == "rail-only":
+        return "one switch per rail (switch.share_rails packs one-tier rails of at most radix/2 GPUs)"
+    return "rail-pure leaves (rails fill at least half a leaf)"

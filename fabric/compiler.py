@@ -106,4 +106,7 @@ def summary(fab: Fabric) -> str:
         f"  switches  {len(fab.switches):,} ({tiers})",
         f"  cables    {len(fab.cables()):,} ({2 * len(fab.cables()):,} transceivers)",
     ]
+    if d.planned > d.hb_count:
+        lines.append(f"  build-out {d.planned:,} HB domains: spines and cores sized for it, growing only adds cables "
+                     f"(bom-buildout.csv)")
     return "\n".join(lines)

@@ -36,6 +36,9 @@ FIELDS: dict[str, Field] = {
     "hb_domain": Field("section", required=True, hint="give size, count and gbps of the HB domains", fields={
         "size": Field("int", required=True, min=1, max=512, hint="GPUs per HB domain (= number of rails), e.g. 8 for DGX H100, 72 for NVL72, 256 for GH200"),
         "count": Field("int", required=True, min=1, max=1_000_000, hint="number of HB domains (servers or racks)"),
+        "planned": Field("int", default=None, min=1, max=1_000_000,
+                         hint="HB domains at build-out (default: count); the spine and core tiers are sized for it, "
+                              "so growing count up to it only adds cables"),
         "gbps": Field("number", default=3600, min=1, max=1_000_000, hint="per-GPU HB (NVLink) bandwidth in Gbit/s, one direction"),
     }),
     "nic": Field("section", fields={
@@ -110,6 +113,7 @@ class Design:
     qos: dict
     lab_domains: int | None
     lab_nic_mbps: float
+    hb_planned: int | None = None  # HB domains at build-out (None: hb_count)
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
@@ -126,6 +130,11 @@ class Design:
     @property
     def rails(self) -> int:
         return self.hb_size
+
+    @property
+    def planned(self) -> int:
+        """HB domains the upper tiers are sized for: the build-out, never fewer than built."""
+        return max(self.hb_count, self.hb_planned or 0)
 
     def platform_of_tier(self, tier: int) -> str:
         return self.platform_by_tier.get(tier, self.platform)
@@ -157,6 +166,12 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
     k = _get(v, "switch.radix")
     K = _get(v, "hb_domain.size")
     count = _get(v, "hb_domain.count")
+    planned = _get(v, "hb_domain.planned")
+    if planned is _ABSENT:
+        planned = None  # invalid on its own (reported): the cross-key checks use count
+    if have("hb_domain.count") and planned is not None and planned < count:
+        bad("hb_domain.planned", f"must be at least hb_domain.count ({count:,}): the build-out cannot be smaller than what is built, got {planned:,}",
+            f"use hb_domain.planned: {count} or more, or leave it out (default: count)")
     if have("switch.radix") and k % 2:
         bad("switch.radix", f"must be even (half the ports go up in a multi-tier Clos), got {k}", f"use radix {k + 1} or {k - 1}")
     if have("nic.gbps") and v["nic"]["gbps"] not in SPEEDS_GBPS:
@@ -185,6 +200,9 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
         bad("lab.domains", f"must be at most hb_domain.count ({count}), got {lab_domains}", f"use lab.domains: {min(count, 4)}")
     if not have("switch.radix", "hb_domain.size", "hb_domain.count", "topology", "rail.mode") or k % 2:
         return out
+    size_key = "hb_domain.count"
+    if planned is not None:
+        count, size_key = planned, "hb_domain.planned"  # the tiers are those of the build-out
 
     topo = v["topology"]
     mode = v["rail"]["mode"]
@@ -195,8 +213,8 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
         n, scope = count, "one rail"
         tiers = clos.tiers(n, k)
     if tiers is None:
-        bad("hb_domain.count", f"{scope} has {n:,} GPUs, more than a three-tier Clos of radix {k} holds ({clos.max_endpoints(3, k):,} at most)",
-            "use a larger switch.radix or fewer HB domains")
+        bad(size_key, f"{scope} has {n:,} GPUs{' at build-out' if planned is not None else ''}, more than a three-tier Clos of radix {k} holds ({clos.max_endpoints(3, k):,} at most)",
+            "use a larger switch.radix or fewer HB domains" + (" (a smaller hb_domain.planned)" if planned is not None else ""))
     elif mode == "l2" and tiers > 1:
         if topo == "rail-optimized":
             bad("rail.mode", "a rail-optimized baseline joins rails through a routed spine; it cannot be pure L2",
@@ -235,6 +253,7 @@ def design_from_source(src: Source, text: str = "") -> Design:
         qos=dict(values["qos"]),
         lab_domains=values["lab"]["domains"],
         lab_nic_mbps=values["lab"]["nic_mbps"],
+        hb_planned=values["hb_domain"]["planned"],
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
         file=src.file,

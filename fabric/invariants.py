@@ -7,6 +7,9 @@ broken graphs, and `validate` can run them on a fabric.json it reads back:
 * every GPU has one NIC, on a tier-1 switch that serves the GPU's rail;
 * rail-only: no link joins two rails (rails share no switch or link, except
   partitions of a shared switch, which stay per rail);
+* packing (rail-only `share_rails`, the baseline's small rails): a tier-1
+  switch that serves several rails holds each of them whole, one VLAN each;
+  a rail spread over several leaves has them to itself (rail-pure);
 * non-blocking: below the top tier, a switch has at least as many links up
   as down (exactly as many when its down ports are full; a partly filled
   last leaf keeps all radix/2 uplinks so it still reaches every spine);
@@ -31,6 +34,7 @@ def check(fab: Fabric) -> list[str]:
     down: Counter = Counter()
     ports: Counter = Counter()
     nic_links: Counter = Counter()
+    on_leaf: Counter = Counter()  # (tier-1 switch, rail) -> GPUs of that rail on it
     reach: dict[str, set] = defaultdict(set)
 
     for lk in fab.links:
@@ -51,6 +55,7 @@ def check(fab: Fabric) -> list[str]:
             elif lk.rail != lo.rail:
                 problems.append(f"link {lk.cable_id} says rail {lk.rail} but {lo.name} is on rail {lo.rail}")
             down[hi.name] += 1
+            on_leaf[(hi.name, lo.rail)] += 1
         else:
             up[lo.name] += 1
             down[hi.name] += 1
@@ -71,6 +76,17 @@ def check(fab: Fabric) -> list[str]:
     for gpu in fab.gpus:
         if nic_links[gpu.name] != 1:
             problems.append(f"{gpu.name} has {nic_links[gpu.name]} NIC links, expected 1")
+
+    n_domains = len(fab.hbs)
+    for sw in fab.switches:
+        if sw.tier != 1 or len(sw.rails) < 2:
+            continue
+        for r in sw.rails:
+            if on_leaf[(sw.name, r)] != n_domains:
+                problems.append(f"{sw.name} packs rails {sw.rails} but holds {on_leaf[(sw.name, r)]} of the "
+                                f"{n_domains} GPUs of rail {r} (a packed rail must be whole)")
+        if sorted(v.rail for v in sw.vlans) != sorted(sw.rails):
+            problems.append(f"{sw.name} packs rails {sw.rails} but has VLANs for rails {sorted(v.rail for v in sw.vlans)}")
 
     top = fab.tiers
     per_switch = Counter(node for (node, _port) in ports if by.get(node) is not None and by[node].role == "switch")

@@ -28,6 +28,7 @@ class Inventory:
     gpus: int
     switches: Counter = field(default_factory=Counter)  # (tier, radix, gbps) -> switches
     cables: Counter = field(default_factory=Counter)  # (cable tier, gbps) -> cables
+    rails_per_leaf: int = 1  # rails packed onto one tier-1 switch (1: rail-pure leaves)
 
     @property
     def switch_count(self) -> int:
@@ -65,7 +66,13 @@ class Inventory:
 
     def key(self) -> tuple:
         """Comparable form (for the fast-path equality tests)."""
-        return (self.topology, self.tiers, self.gpus, sorted(self.switches.items()), sorted(self.cables.items()))
+        return (self.topology, self.tiers, self.gpus, sorted(self.switches.items()), sorted(self.cables.items()),
+                self.rails_per_leaf)
+
+    def minus(self, earlier: "Inventory") -> "Inventory":
+        """What this inventory adds to `earlier` (the build-out over what is built now)."""
+        return Inventory(self.topology, self.tiers, self.gpus - earlier.gpus,
+                         self.switches - earlier.switches, self.cables - earlier.cables, self.rails_per_leaf)
 
 
 def from_fabric(fab: Fabric) -> Inventory:
@@ -73,6 +80,8 @@ def from_fabric(fab: Fabric) -> Inventory:
     inv = Inventory(d.topology, fab.tiers, len(fab.gpus))
     for sw in fab.switches:
         inv.switches[(sw.tier, d.radix, d.nic_gbps)] += 1
+        if sw.tier == 1:
+            inv.rails_per_leaf = max(inv.rails_per_leaf, len(sw.rails))
     for lk in fab.links:
         if lk.kind != "hb":
             inv.cables[(lk.tier, lk.gbps)] += 1
@@ -84,47 +93,55 @@ def from_design(d: Design) -> Inventory:
 
     Raises ValueError where the builder could not build the design (over three tiers).
     """
-    k, K, n, g = d.radix, d.rails, d.hb_count, d.nic_gbps
+    k, K, n, P, g = d.radix, d.rails, d.hb_count, d.planned, d.nic_gbps
     half = k // 2
     sw: Counter = Counter()
     cab: Counter = Counter()
 
-    def upper(leaves: int, tiers: int, times: int) -> None:
-        """Spine/core tiers over `leaves` leaves (build._Builder.upper_tiers), `times` over."""
+    def upper(leaves: int, planned: int, tiers: int, times: int) -> None:
+        """Spine/core tiers (build._Builder.upper_tiers) over `leaves` built leaves
+        of a build-out of `planned`, `times` over: spines and cores are the build-out's."""
         cab[(2, g)] += times * leaves * half
         if tiers == 2:
-            sw[(2, k, g)] += times * math.ceil(leaves / 2)
+            sw[(2, k, g)] += times * math.ceil(planned / 2)
             return
-        pods = [min(half, leaves - p) for p in range(0, leaves, half)]
-        sw[(2, k, g)] += times * leaves  # one spine per leaf in its pod
-        cab[(3, g)] += times * leaves * half
+        pods = [min(half, planned - p) for p in range(0, planned, half)]
+        spines = sum(m for p, m in zip(range(0, planned, half), pods) if p < leaves)  # a pod is built with its first leaf
+        sw[(2, k, g)] += times * spines
+        cab[(3, g)] += times * spines * half
         for a in range(half):  # plane a: spine a of every pod with more than a leaves
             plane = sum(1 for m in pods if m > a)
             if plane:
                 sw[(3, k, g)] += times * math.ceil(plane * half / k)
 
+    cab[(1, g)] += K * n
+    per = 1
     if d.topology == "rail-only":
-        t = clos.tiers(n, k)
+        t = clos.tiers(P, k)
         if t is None:
-            raise ValueError(f"a rail of {n:,} GPUs needs more than three tiers at radix {k}")
-        cab[(1, g)] += K * n
-        if t == 1 and d.share_rails and n <= half:
-            sw[(1, k, g)] += math.ceil(K / (k // n))
+            raise ValueError(f"a rail of {P:,} GPUs needs more than three tiers at radix {k}")
+        if t == 1 and d.share_rails and P <= half:
+            per = min(K, k // P)
+            sw[(1, k, g)] += math.ceil(K / (k // P))
         elif t == 1:
             sw[(1, k, g)] += K
         else:
-            leaves = clos.leaves_needed(n, k)
-            sw[(1, k, g)] += K * leaves
-            upper(leaves, t, K)
+            sw[(1, k, g)] += K * clos.leaves_needed(n, k)
+            upper(clos.leaves_needed(n, k), clos.leaves_needed(P, k), t, K)
     else:
-        t = clos.baseline_depth(K, n, k)
+        t = clos.baseline_depth(K, P, k)
         if t is None:
-            raise ValueError(f"the rail-optimized cluster of {K * n:,} GPUs needs more than three tiers at radix {k}")
-        cab[(1, g)] += K * n
+            raise ValueError(f"the rail-optimized cluster of {K * P:,} GPUs needs more than three tiers at radix {k}")
         if t == 1:
+            per = K
             sw[(1, k, g)] += 1
+        elif clos.rails_per_leaf(P, k) > 1:  # packed leaves: all built with the first domain
+            per = min(K, clos.rails_per_leaf(P, k))
+            leaves = clos.baseline_leaves(K, P, k)
+            sw[(1, k, g)] += leaves
+            upper(leaves, leaves, t, 1)
         else:
             leaves = K * clos.leaves_needed(n, k)
             sw[(1, k, g)] += leaves
-            upper(leaves, t, 1)
-    return Inventory(d.topology, t, K * n, sw, cab)
+            upper(leaves, clos.baseline_leaves(K, P, k), t, 1)
+    return Inventory(d.topology, t, K * n, sw, cab, per)

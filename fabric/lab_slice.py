@@ -54,8 +54,9 @@ def sliced(design: Design) -> Design:
         return design
     values = copy.deepcopy(design.values)
     values.setdefault("hb_domain", {})["count"] = n
+    values["hb_domain"]["planned"] = None  # the lab's Clos is the one its N domains need
     values.setdefault("lab", {})["domains"] = n
-    return dataclasses.replace(design, hb_count=n, lab_domains=n, values=values)
+    return dataclasses.replace(design, hb_count=n, hb_planned=None, lab_domains=n, values=values)
 
 
 def with_lab_domains(design: Design, n: int | None) -> Design:

@@ -28,7 +28,7 @@ DEFAULT_RADICES = (64, 128, 256)
 COLUMNS = ["hb_size", "radix", "target_gpus", "gpus", "hb_domains", "baseline_tiers", "rail_tiers",
            "baseline_switches", "rail_switches", "baseline_transceivers", "rail_transceivers",
            "baseline_cost_usd", "rail_cost_usd", "baseline_power_w", "rail_power_w",
-           "cost_saving", "power_saving", "note"]
+           "cost_saving", "power_saving", "baseline_rails_per_leaf", "rail_rails_per_switch", "note"]
 
 
 def _template(nic_gbps: int) -> Design:
@@ -53,6 +53,8 @@ def point(hb_size: int, target_gpus: int, radix: int, book: PriceBook, share_rai
         "baseline_power_w": round(base.power_w, 2), "rail_power_w": round(ro.power_w, 2),
         "cost_saving": round(saving(ro.cost_usd, base.cost_usd), 4),
         "power_saving": round(saving(ro.power_w, base.power_w), 4),
+        # which side packs several small rails onto one tier-1 switch (1: none)
+        "baseline_rails_per_leaf": base.inventory.rails_per_leaf, "rail_rails_per_switch": ro.inventory.rails_per_leaf,
         "note": "same tiers as the baseline: saves only spine ports" if ro.inventory.tiers == base.inventory.tiers else "",
     })
     return row

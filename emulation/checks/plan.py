@@ -261,9 +261,10 @@ def _paths(cp: CheckPlan, fabric: dict) -> list[PathSpec]:
     routed = cp.mode == "routed"
     graphs: dict[int | None, dict[str, set[str]]] = {}
 
-    def switch_layers(rail: int | None, a: str, b: str) -> tuple[tuple[str, ...], ...]:
+    def switch_layers(rail: int | None, a: str, b: str, bridged: bool = True) -> tuple[tuple[str, ...], ...]:
         if a == b:
-            return ()  # same leaf, same VLAN subnet: bridged, no routed hop
+            # same leaf: bridged within one VLAN; between two rails' VLANs of a packed leaf, routed by it
+            return () if bridged else ((a,),)
         if rail not in graphs:
             graphs[rail] = _switch_graph(fabric, rail)
         lay = shortest_layers(graphs[rail], a, b)
@@ -304,7 +305,7 @@ def _paths(cp: CheckPlan, fabric: dict) -> list[PathSpec]:
                     out.append(PathSpec(src, dst, via, ((via,), *rest), cross=True,
                                         l2_switches=() if routed else (v.leaf,)))
                 else:
-                    lay = switch_layers(None, g.leaf, d.leaf)
+                    lay = switch_layers(None, g.leaf, d.leaf, bridged=False)
                     out.append(PathSpec(src, dst, None, lay, cross=True))
     return out
 

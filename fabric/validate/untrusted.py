@@ -101,6 +101,7 @@ NODE_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 HOSTNAME = NODE_NAME
 PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}")  # Ethernet0, eth1, hb0, gpu3: valid Linux names
 IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
+ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"  # a valid IPv4 address, by regex: this runs per exec line
 _CIDR = _V4 + r"/(?:3[0-2]|[12]?\d)"
@@ -276,6 +277,45 @@ class OutdirReader:
         if len(data) > limit:
             raise UntrustedFile(self.where(rel), f"is larger than the limit of {limit:,} bytes", "recompile the design")
         return data
+
+    def listdir(self, rel: str, limit: int = 1_000_000) -> list[str] | None:
+        """Sorted names in the folder `rel` (None when absent), opened like a file: no link
+        followed on the way; at most `limit` names, each a plain file or folder name."""
+        parts = rel.split("/")
+        if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise UntrustedFile(self.where(rel), "is not a plain path inside OUTDIR", "recompile the design")
+        flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.root, flags_dir)
+        try:
+            for i, part in enumerate(parts):
+                try:
+                    nxt = os.open(part, flags_dir, dir_fd=fd)
+                except FileNotFoundError:
+                    return None
+                except OSError as exc:
+                    sub = "/".join(parts[: i + 1])
+                    try:
+                        mode = os.lstat(part, dir_fd=fd).st_mode
+                    except OSError:
+                        raise UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "") from None
+                    if stat.S_ISLNK(mode):
+                        raise UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed",
+                                            _refuse_link_hint()) from None
+                    raise UntrustedFile(self.where(sub), f"is {_kind(mode)}, not a directory", "recompile the design") from None
+                os.close(fd)
+                fd = nxt
+            names = []
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if len(names) >= limit:
+                        raise UntrustedFile(self.where(rel), f"holds more than {limit:,} entries", "recompile the design")
+                    if not ENTRY_NAME.fullmatch(entry.name):
+                        raise UntrustedFile(self.where(f"{rel}/{entry.name!r}"), "has a name the compiler never writes",
+                                            "recompile the design")
+                    names.append(entry.name)
+            return sorted(names)
+        finally:
+            os.close(fd)
 
     def read_text(self, rel: str, limit: int = MAX_FILE_BYTES) -> str | None:
         data = self.read_bytes(rel, limit)

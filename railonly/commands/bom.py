@@ -30,7 +30,7 @@ def _no_gc():
 
 
 def run(args) -> int:
-    from railonly.fabric.bom import price
+    from railonly.fabric.bom import buildout, price
     from railonly.fabric.compare import compare, inventory, report
     from railonly.fabric.design import load_design
     from railonly.fabric.prices import load_prices
@@ -43,6 +43,9 @@ def run(args) -> int:
         else:
             bom = price(inventory(design), book)
             doc = {design.topology: bom.summary()}
+            later = buildout(design, bom.inventory)
+            if later is not None:
+                doc["build_out"] = {"hb_domains": design.planned, "adds": price(later, book).summary()}
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=False))
     else:
@@ -74,4 +77,12 @@ def _text(design, doc: dict) -> str:
         s = doc["saving"]
         lines.append(f"  saving: {s['cost']:.1%} of cost, {s['power']:.1%} of power "
                      f"({s['switches']:,} switches and {s['transceivers']:,} transceivers fewer)")
+    if "packing" in doc:
+        lines.append("  packing: " + "; ".join(f"{t} {doc['packing'][t]}" for t in topos))
+    if "build_out" in doc:
+        b = doc["build_out"]
+        a = b["adds"]
+        lines.append(f"  bought now: the above (spines and cores sized for the build-out of {b['hb_domains']:,} HB domains)")
+        lines.append(f"  build-out adds: {a['gpus']:,} GPUs, {a['switches']:,} switches, {a['links']:,} cables, "
+                     f"{a['transceivers']:,} transceivers, {_money(a['cost_usd'])}, {_power(a['power_w'])}")
     return "\n".join(lines)

@@ -17,6 +17,8 @@ def register(sub) -> None:
     p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
     p.add_argument("--device", action="append", metavar="NAME", default=[],
                    help="push only to this device (repeatable; default: all)")
+    p.add_argument("--only-changed", metavar="OLD_OUTDIR",
+                   help="push only the devices whose configs differ from OLD_OUTDIR's (the devices 'railonly diff' names)")
     p.add_argument("--dry-run", action="store_true", help="connect, read the running config, print diffs, change nothing (exit 1 if any differ)")
     p.add_argument("--inventory", metavar="FILE",
                    help="YAML with devices: {NAME: {host, port, platform}} (default: the lab deployed from OUTDIR)")
@@ -27,6 +29,15 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
+
+
+def _only_changed(devices: list, old_outdir: str, outdir, lab) -> list:
+    """The devices the change plan from OLD_OUTDIR names (new or changed configs)."""
+    from railonly.fabric.changeplan import changed_devices
+
+    folder = lab.configs_dir.relative_to(outdir).as_posix()  # configs, or lab/configs of a slice
+    names = set(changed_devices(old_outdir, str(outdir), folder))  # UntrustedFile: exit 2, the file named
+    return [d for d in devices if d.name in names]
 
 
 def run(args) -> int:
@@ -65,6 +76,11 @@ def run(args) -> int:
             raise InputError([Problem("--device", f"no device {n!r} in the {'inventory' if args.inventory else 'lab'}",
                                       did_you_mean(n, sorted(known)), None, "command line") for n in bad])
         devices = [d for d in devices if d.name in set(args.device)]
+    if args.only_changed:
+        devices = _only_changed(devices, args.only_changed, outdir, lab)
+        if not devices:
+            print(f"no device configs differ from {args.only_changed}: nothing to push")
+            return 0
     creds = push.Credentials.from_env(args.key, args.insecure_no_host_key_check)
     if creds.key_file and not os.path.isfile(creds.key_file):
         src = "--key" if args.key else "RAILONLY_SSH_KEY"

@@ -57,4 +57,9 @@ def run(args) -> int:
     if best:
         print(f"  largest saving: {best['cost_saving']:.0%} of cost at K = {best['hb_size']}, "
               f"{best['gpus']:,} GPUs, radix {best['radix']} (tiers {best['baseline_tiers']} -> {best['rail_tiers']})")
+    packed = [r for r in rows if r.get("baseline_rails_per_leaf", 1) > 1 or r.get("rail_rails_per_switch", 1) > 1]
+    if packed:
+        both = sum(1 for r in packed if r["baseline_rails_per_leaf"] > 1 and r["rail_rails_per_switch"] > 1)
+        print(f"  small rails packed onto shared tier-1 switches in {len(packed)} clusters "
+              f"({both} on both sides; columns baseline_rails_per_leaf, rail_rails_per_switch)")
     return 0

@@ -1,0 +1,116 @@
+"""hb_domain.planned: every count up to the build-out is a subset of it (only cables are added)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from railonly.fabric import cabling, clos
+from railonly.fabric.bom import BUILDOUT_CSV, buildout
+from railonly.fabric.build import build_fabric
+from railonly.fabric.compiler import compile_design
+from railonly.fabric.design import parse_design
+from railonly.fabric.inventory import from_design, from_fabric
+from railonly.fabric.invariants import check
+from railonly.fabric.problems import InputError
+
+from .conftest import design, lab_1k
+
+
+def _cables(fab) -> set[tuple]:
+    return {tuple(row) for row in cabling.rows(fab)}
+
+
+def _switches(fab) -> dict[str, tuple]:
+    return {sw.name: (sw.tier, tuple(sw.rails), sw.asn, sw.loopback, tuple((v.vlan, v.subnet, v.gateway) for v in sw.vlans))
+            for sw in fab.switches}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    K=st.integers(1, 6),
+    planned=st.integers(1, 70),
+    radix=st.sampled_from([4, 6, 8, 16]),
+    topology=st.sampled_from(["rail-only", "rail-optimized"]),
+    share=st.booleans(),
+    data=st.data(),
+)
+def test_smaller_count_is_a_subset_of_a_larger_one(K, planned, radix, topology, share, data):
+    a = data.draw(st.integers(1, planned), label="smaller count")
+    b = data.draw(st.integers(a, planned), label="larger count")
+    try:
+        small, large = (build_fabric(design(K, n, radix, planned, topology, share)) for n in (a, b))
+    except InputError:
+        return  # the build-out is over three tiers: rejected up front
+    assert check(small) == [] and check(large) == []
+    # Every cable of the smaller count is in the larger one, same id and both ends.
+    assert _cables(small) <= _cables(large)
+    # Existing switches keep name, tier, rails, ASN, loopback and subnets; existing links keep their /31s.
+    s_sw, l_sw = _switches(small), _switches(large)
+    assert all(l_sw.get(name) == facts for name, facts in s_sw.items())
+    ips = {(lk.a.node, lk.a.port, lk.a.ip, lk.b.node, lk.b.port, lk.b.ip) for lk in large.links}
+    assert all((lk.a.node, lk.a.port, lk.a.ip, lk.b.node, lk.b.port, lk.b.ip) in ips for lk in small.links)
+    # The fast path follows the builder.
+    assert from_design(small.design).key() == from_fabric(small).key()
+
+
+def test_planned_equal_to_count_builds_what_count_alone_builds():
+    for topo in ("rail-only", "rail-optimized"):
+        plain, planned = build_fabric(design(3, 13, 8, topology=topo)), build_fabric(design(3, 13, 8, 13, topo))
+        assert _cables(plain) == _cables(planned) and _switches(plain) == _switches(planned)
+
+
+def test_dgx_1k_without_planned_moves_half_its_cables():
+    # Why the key exists: 144 domains re-spread each leaf's uplinks over three spines instead of two.
+    old, new = (build_fabric(parse_design(lab_1k(n))) for n in (128, 144))
+    ends = {(lk.a.node, lk.a.port): (lk.b.node, lk.b.port) for lk in old.cables()}
+    moved = sum(1 for lk in new.cables() if (lk.a.node, lk.a.port) in ends and ends[(lk.a.node, lk.a.port)] != (lk.b.node, lk.b.port))
+    assert moved == 1008 and len(old.cables()) == 2048
+
+
+def test_dgx_1k_planned_256_grows_from_128_to_144_by_adding_cables_only():
+    old, new = (build_fabric(parse_design(lab_1k(n, planned=256))) for n in (128, 144))
+    assert _cables(old) < _cables(new)
+    K, half = 8, 32
+    added = K * ((144 - 128) + (clos.leaves_needed(144, 64) - clos.leaves_needed(128, 64)) * half)
+    assert len(_cables(new) - _cables(old)) == added == 384
+    # Spines are those of the build-out (4 per rail), bought now.
+    assert sum(1 for sw in old.switches if sw.tier == 2) == K * 4
+
+
+def test_planned_smaller_than_count_is_named_with_line_and_fix():
+    with pytest.raises(InputError) as exc:
+        parse_design(lab_1k(128, planned=100), "d.yml")
+    (p,) = exc.value.problems
+    assert p.path == "hb_domain.planned" and p.line == 8 and "at least hb_domain.count (128)" in p.message
+    assert "planned: 128" in p.hint
+
+
+def test_planned_past_three_tiers_is_named():
+    with pytest.raises(InputError) as exc:
+        parse_design("name: t\nhb_domain: {size: 8, count: 4, planned: 70000}\nswitch: {radix: 64}\n", "d.yml")
+    (p,) = exc.value.problems
+    assert p.path == "hb_domain.planned" and "at build-out" in p.message
+
+
+def test_planned_l2_rail_must_fit_one_switch_at_build_out():
+    with pytest.raises(InputError) as exc:
+        parse_design("name: t\nhb_domain: {size: 2, count: 4, planned: 9}\nswitch: {radix: 8}\nrail: {mode: l2}\n", "d.yml")
+    assert [p.path for p in exc.value.problems] == ["rail.mode"]
+
+
+def test_bom_says_what_is_bought_now_and_at_build_out():
+    d = parse_design(lab_1k(128, planned=256))
+    fab, files = compile_design(d)
+    now = from_fabric(fab)
+    later = buildout(d, now)
+    full = from_fabric(build_fabric(dataclasses.replace(d, hb_count=256)))
+    assert later.switch_count == full.switch_count - now.switch_count == 32  # 4 more leaves per rail
+    assert later.link_count == full.link_count - now.link_count == 2048
+    text = files[BUILDOUT_CSV].decode()
+    assert "switch " in text and ",32," in text
+    # built out (planned = count): no second file
+    assert BUILDOUT_CSV not in compile_design(parse_design(lab_1k(128)))[1]

@@ -1,0 +1,191 @@
+"""`railonly diff`: the change plan between two compiles, its exit codes, JSON and hostile input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from railonly.cli import main
+from railonly.fabric import clos
+from railonly.fabric.changeplan import Cable, cable_changes, plan, read_snapshot
+from railonly.fabric.compiler import compile_design
+from railonly.fabric.design import parse_design
+from railonly.fabric.writer import write_outdir
+
+from .conftest import lab_1k
+
+
+def _compile(text: str, out) -> str:
+    d = parse_design(text, "d.yml")
+    _, files = compile_design(d)
+    write_outdir(str(out), files, d.sha256)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory):
+    """labs/dgx-h100-1k.yml planned for 256 domains, at 128 and at 144; and 144 without a plan."""
+    tmp = tmp_path_factory.mktemp("grown")
+    return {
+        "128": _compile(lab_1k(128, planned=256), tmp / "p128"),
+        "144": _compile(lab_1k(144, planned=256), tmp / "p144"),
+        "plain128": _compile(lab_1k(128), tmp / "n128"),
+        "plain144": _compile(lab_1k(144), tmp / "n144"),
+    }
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_growing_to_144_within_the_plan_only_adds_cables(grown, tmp_path, capsys):
+    path = tmp_path / "plan.json"
+    code, out, err = _run(["diff", grown["128"], grown["144"], "--json", str(path)], capsys)
+    assert code == 1, err
+    doc = json.loads(path.read_text())
+    cables = doc["cables"]
+    added = 8 * ((144 - 128) + (clos.leaves_needed(144, 64) - clos.leaves_needed(128, 64)) * 32)
+    assert len(cables["added"]) == added == 384
+    assert cables["removed"] == [] and cables["moved"] == [] and cables["relabelled"] == []
+    # one entry per cable, with its id and both ends
+    assert len({c["cable_id"] for c in cables["added"]}) == 384
+    assert set(cables["added"][0]) == {"cable_id", "a", "b"} and set(cables["added"][0]["a"]) == {"device", "port"}
+    # new leaves come in; the leaves already cabled keep their configs, spines gain neighbours
+    dev = doc["devices"]
+    assert [d["device"] for d in dev["added"]] == [f"rail{r}-leaf4" for r in range(8)]
+    assert dev["removed"] == []
+    assert {d["device"] for d in dev["changed"]} == {f"rail{r}-spine{s}" for r in range(8) for s in range(4)}
+    assert all(d["diff"].startswith("--- a/configs/") for d in dev["changed"])
+    # what an existing config loses: only a port's "down" (it is cabled now) and the old maximum-paths
+    removed = {line[1:].strip() for d in dev["changed"] for line in d["diff"].splitlines()
+               if line.startswith("-") and not line.startswith("---")}
+    assert removed == {'"admin_status": "down",', "maximum-paths 32"}
+    assert [h["host"] for h in doc["hosts"]["added"]] == sorted(f"hb{i}" for i in range(128, 144))
+    assert doc["bom"]["quantity"]["delta"] > 0 and doc["bom"]["cost_usd"]["delta"] > 0 and doc["bom"]["power_w"]["delta"] > 0
+    assert out.startswith("cables: 384 added, 0 removed, 0 moved, 0 relabelled\n")
+
+
+def test_growing_past_the_plan_moves_cables(grown, capsys):
+    code, out, _ = _run(["diff", grown["plain128"], grown["plain144"], "--no-diffs"], capsys)
+    assert code == 1
+    assert out.startswith("cables: 384 added, 0 removed, 1,008 moved,")
+    assert "  ~ cable C000131 -> C000147  rail0-leaf0:Ethernet272 - rail0-spine0:Ethernet8  =>  rail0-leaf0:Ethernet272 - rail0-spine2:Ethernet0\n" in out
+
+
+def test_no_change_is_exit_0(grown, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(grown["128"], copy)
+    path = tmp_path / "plan.json"
+    code, out, _ = _run(["diff", grown["128"], str(copy), "--json", str(path)], capsys)
+    assert code == 0
+    doc = json.loads(path.read_text())
+    assert doc["cables"] == {"added": [], "removed": [], "moved": [], "relabelled": []}
+    assert doc["devices"] == {"added": [], "removed": [], "changed": []}
+    assert doc["bom"]["items"] == []
+    assert out.startswith("cables: 0 added")
+
+
+def test_json_is_deterministic(grown, tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (a, b):
+        _run(["diff", grown["plain128"], grown["plain144"], "--json", str(path)], capsys)
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_hand_edit_is_one_changed_device_with_its_diff(grown, tmp_path, capsys):
+    new = tmp_path / "new"
+    shutil.copytree(grown["128"], new)
+    conf = new / "configs" / "rail3-leaf1" / "frr.conf"
+    conf.write_text(conf.read_text().replace("maximum-paths", "maximum-paths 1 ! was", 1))
+    doc = plan(read_snapshot(grown["128"]), read_snapshot(str(new)))
+    (changed,) = doc["devices"]["changed"]
+    assert changed["device"] == "rail3-leaf1" and changed["files"] == ["frr.conf"]
+    assert "--- a/configs/rail3-leaf1/frr.conf\n+++ b/configs/rail3-leaf1/frr.conf\n" in changed["diff"]
+    assert "+  maximum-paths 1 ! was 32\n" in changed["diff"]
+
+
+def test_moved_removed_and_relabelled_are_told_apart():
+    old = {"C1": Cable("C1", ("g0", "eth1"), ("leaf0", "E0")), "C2": Cable("C2", ("leaf0", "E8"), ("spine0", "E0")),
+           "C3": Cable("C3", ("leaf0", "E16"), ("spine1", "E0")), "C4": Cable("C4", ("g1", "eth1"), ("leaf0", "E4"))}
+    new = {"C1": Cable("C1", ("g0", "eth1"), ("leaf0", "E0")), "C2": Cable("C2", ("leaf0", "E8"), ("spine2", "E0")),
+           "C9": Cable("C9", ("leaf0", "E16"), ("spine1", "E0")), "C5": Cable("C5", ("g2", "eth1"), ("leaf0", "E12"))}
+    ch = cable_changes(old, new)
+    assert [m["cable_id"] for m in ch["moved"]] == ["C2"] and ch["moved"][0]["new"]["b"] == {"device": "spine2", "port": "E0"}
+    assert [r["cable_id"] for r in ch["removed"]] == ["C4"]
+    assert [a["cable_id"] for a in ch["added"]] == ["C5"]
+    assert [(r["old_cable_id"], r["cable_id"]) for r in ch["relabelled"]] == [("C3", "C9")]
+
+
+# -- hostile input: exit 2 naming the file ---------------------------------------------
+
+@pytest.fixture
+def victim(grown, tmp_path):
+    new = tmp_path / "victim"
+    shutil.copytree(grown["128"], new)
+    return new
+
+
+@pytest.mark.parametrize("breakage,named,said", [
+    (lambda o: (o / "cabling.csv").unlink(), "cabling.csv", "is missing"),
+    (lambda o: (o / "cabling.csv").write_text("cable_id,a_device\nC1,x\n"), "cabling.csv", "header lacks column(s) a_port"),
+    (lambda o: (o / "cabling.csv").write_text((o / "cabling.csv").read_text() + "C9,a,b\n"), "cabling.csv", "fields, the header has"),
+    (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
+    (lambda o: (o / "MANIFEST.json").write_text("{" * 100000), "MANIFEST.json", "not valid JSON"),
+    (lambda o: (o / "MANIFEST.json").write_text("[]"), "MANIFEST.json", "not a railonly manifest"),
+    (lambda o: (o / "configs" / "rail0-leaf0" / "frr.conf").write_bytes(b"\xff\xfe"), "frr.conf", "not UTF-8"),
+    (lambda o: (o / "configs" / "rail0-leaf0" / "a b").write_text("x"), "'a b'", "has a name the compiler never writes"),
+    (lambda o: (o / "hosts" / "hb0" / "nested").mkdir(), "hosts/hb0/nested", "is a directory, not a regular file"),
+])
+def test_malformed_file_is_exit_2_naming_it(grown, victim, capsys, breakage, named, said):
+    breakage(victim)
+    code, out, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and out == ""
+    assert named in err and said in err and "fix:" in err and "Traceback" not in err
+
+
+def test_symlinks_are_not_followed(grown, victim, tmp_path, capsys):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not yours\n")
+    target = victim / "configs" / "rail0-leaf0" / "frr.conf"
+    target.unlink()
+    os.symlink(secret, target)
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "rail0-leaf0/frr.conf: is a symbolic link; refused, not followed" in err
+    target.unlink()
+    target.write_text("x\n")
+    (victim / "hosts" / "hb3").rename(tmp_path / "hb3")
+    os.symlink(tmp_path / "hb3", victim / "hosts" / "hb3")  # a linked folder
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "hosts/hb3: is a symbolic link" in err
+    # the OUTDIR argument itself may be a link (the user's own choice): resolved once
+    (victim / "hosts" / "hb3").unlink()
+    (tmp_path / "hb3").rename(victim / "hosts" / "hb3")
+    link_dir = tmp_path / "linked"
+    os.symlink(victim, link_dir)
+    code, out, _ = _run(["diff", grown["128"], str(link_dir), "--no-diffs"], capsys)
+    assert code == 1 and "~ device rail0-leaf0  (frr.conf)" in out
+
+
+def test_a_fifo_or_an_oversized_file_is_refused(grown, victim, capsys, monkeypatch):
+    (victim / "hosts" / "hb0" / "nccl.env").unlink()
+    os.mkfifo(victim / "hosts" / "hb0" / "nccl.env")
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "nccl.env: is a FIFO (named pipe), not a regular file" in err  # and it did not block on the FIFO
+    (victim / "hosts" / "hb0" / "nccl.env").unlink()
+    (victim / "hosts" / "hb0" / "nccl.env").write_text("x")
+    from railonly.fabric import changeplan
+    monkeypatch.setattr(changeplan, "FILE_LIMIT", 10)
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "MANIFEST.json: is larger than the limit of 10 bytes" in err
+
+
+def test_missing_outdir_and_unwritable_json_are_exit_2(grown, tmp_path, capsys):
+    code, _, err = _run(["diff", grown["128"], str(tmp_path / "nope")], capsys)
+    assert code == 2 and "nope: no such directory" in err
+    code, _, err = _run(["diff", grown["128"], grown["144"], "--json", str(tmp_path / "no" / "dir" / "p.json")], capsys)
+    assert code == 2 and "cannot write" in err

@@ -1,0 +1,56 @@
+"""`railonly push --only-changed OLD_OUTDIR` without a lab: what is selected, and bad input.
+(The push itself against a deployed lab: tests/push/test_push_only_changed.py, netns.)"""
+
+from __future__ import annotations
+
+import shutil
+
+from railonly.cli import main
+from railonly.fabric.changeplan import changed_devices
+from railonly.fabric.compiler import compile_design
+from railonly.fabric.design import parse_design
+from railonly.fabric.writer import write_outdir
+
+TEXT = ("name: onlych\ntopology: rail-only\nhb_domain: {size: 2, count: 6, gbps: 3600}\n"
+        "nic: {gbps: 400}\nswitch: {radix: 4, platform: sonic}\nrail: {mode: routed}\n")
+
+
+def _outdir(tmp_path, name="out", text=TEXT):
+    d = parse_design(text, "d.yml")
+    write_outdir(str(tmp_path / name), compile_design(d)[1], d.sha256)
+    return tmp_path / name
+
+
+def _inventory(tmp_path, out):
+    inv = tmp_path / "inv.yml"
+    names = sorted(p.name for p in (out / "configs").iterdir())
+    inv.write_text("defaults: {platform: sonic}\ndevices:\n" + "".join(f"  {n}: {{host: 127.0.0.1, port: 9}}\n" for n in names))
+    return inv
+
+
+def test_nothing_changed_pushes_nothing(tmp_path, capsys):
+    out = _outdir(tmp_path)
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    code = main(["push", str(out), "--only-changed", str(old), "--inventory", str(_inventory(tmp_path, out))])
+    assert code == 0
+    assert "nothing to push" in capsys.readouterr().out
+
+
+def test_selects_the_devices_the_plan_names(tmp_path):
+    # growing within the plan: a fourth leaf per rail, and the spines that gain it
+    old = _outdir(tmp_path, "old", TEXT.replace("count: 6", "count: 6, planned: 8"))
+    new = _outdir(tmp_path, "new", TEXT.replace("count: 6", "count: 8, planned: 8"))
+    assert changed_devices(str(old), str(new)) == ["rail0-leaf3", "rail0-spine0", "rail0-spine1",
+                                                    "rail1-leaf3", "rail1-spine0", "rail1-spine1"]
+
+
+def test_bad_old_outdir_is_exit_2_naming_the_file(tmp_path, capsys):
+    out = _outdir(tmp_path)
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    (old / "configs" / "rail0-leaf0" / "config_db.json").unlink()
+    (old / "configs" / "rail0-leaf0" / "config_db.json").symlink_to("/etc/passwd")
+    code = main(["push", str(out), "--only-changed", str(old), "--inventory", str(_inventory(tmp_path, out))])
+    err = capsys.readouterr().err
+    assert code == 2 and "rail0-leaf0/config_db.json: is a symbolic link; refused, not followed" in err
