@@ -62,8 +62,8 @@ def run(args) -> int:
     if args.inventory:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
-        from railonly.emulation.runtime import lock as lab_lock
         from railonly.emulation.netns.runtime import check_state_dir
+        from railonly.emulation.runtime import lock as lab_lock
 
         check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there
         devices = push_inventory.lab_devices(outdir)
