@@ -127,6 +127,8 @@ def destroy(args) -> int:
     else:
         print(f"lab {lab.name}: removed {len(namespaces)} namespaces, stopped {len(rep.killed)} processes"
               + (f", restored {', '.join(rep.restored)}" if rep.restored else "") + f" in {rep.seconds:.2f} s")
+        gone = rep.deleted[:8]
+        print("  removed: " + ", ".join(gone) + (f" and {len(rep.deleted) - len(gone)} more" if len(rep.deleted) > 8 else ""))
     for r in rep.refused:
         print(f"error: refused: {r}", file=sys.stderr)
     if rep.refused:
