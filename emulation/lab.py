@@ -14,13 +14,10 @@ one. Runtimes never recompile.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 from railonly.fabric.design import LAB_NIC_MBPS_DEFAULT
 from railonly.fabric.lab_slice import SLICE_DIR
@@ -54,6 +51,12 @@ def netns_name(lab: str, node: str) -> str:
 def run_dir(lab: str) -> str:
     """The lab's directory under /run: its FRR instances (frr/<switch>) and iperf3 servers."""
     return os.path.join(RUN_ROOT, lab)
+
+
+def lock_path(lab: str, what: str = "lock") -> str:
+    """The lab's lock files (runtime/lock.py): beside its run dir, not in it (destroy removes
+    that), and not in OUTDIR (untrusted, and shared by every checkout of the lab)."""
+    return os.path.join(RUN_ROOT, f"{lab}.{what}")
 
 
 # --- the lab ----------------------------------------------------------------------
@@ -189,19 +192,67 @@ def link_rates(lab: Lab) -> tuple[float, float]:
     return nic_mbps, nic_mbps * hb_gbps / nic_gbps
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise LabError(str(path), f"cannot read: {exc.strerror}", "compile the design first: railonly compile DESIGN.yml -o OUTDIR") from None
-    except json.JSONDecodeError as exc:
-        raise LabError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}", "recompile the design") from None
+def _unsafe_below(out: Path) -> None:
+    """InputError naming every symlink or special file below OUTDIR, except in
+    ``.lab`` (runtime state: the commands that use it check it, and destroy
+    must work whatever it holds)."""
+    from railonly.fabric.validate.untrusted import unsafe_entries
+
+    state = str(out / STATE_DIR)
+    bad = [p for p in unsafe_entries(str(out)) if p.file != state and not (p.file or "").startswith(state + "/")]
+    if bad:
+        raise InputError(bad)
+
+
+def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
+    """(which file, what) for every place the loader would trip over (wrong types)."""
+    out = []
+    topo = clab.get("topology")
+    if not isinstance(topo, dict):
+        return [("clab", "is not a containerlab topology (no 'topology' section)")]
+    nodes = topo.get("nodes") or {}
+    if not isinstance(nodes, dict):
+        out.append(("clab", "topology.nodes is not a mapping"))
+        nodes = {}
+    for k in ("kinds", "defaults"):
+        if not isinstance(topo.get(k) or {}, dict):
+            out.append(("clab", f"topology.{k} is not a mapping"))
+    for name, spec in nodes.items():
+        if not isinstance(name, str) or not isinstance(spec or {}, dict):
+            out.append(("clab", f"topology.nodes.{name!s:.40}: not a node mapping"))
+            continue
+        for k in ("exec", "binds"):
+            v = (spec or {}).get(k) or []
+            if not isinstance(v, list) or not all(isinstance(c, str) and "\n" not in c for c in v):
+                out.append(("clab", f"topology.nodes.{name}.{k} is not a list of one-line strings"))
+        for k in ("kind", "image", "startup-config"):
+            v = (spec or {}).get(k)
+            if v is not None and not isinstance(v, str):
+                out.append(("clab", f"topology.nodes.{name}.{k} is not a string"))
+    links = topo.get("links") or []
+    if not isinstance(links, list) or not all(
+            isinstance(lk, dict) and isinstance(lk.get("endpoints"), list)
+            and all(isinstance(e, str) for e in lk["endpoints"]) for lk in links):
+        out.append(("clab", "topology.links is not a list of {endpoints: [NODE:IFACE, NODE:IFACE]}"))
+    fnodes = fabric.get("nodes", [])
+    if not isinstance(fnodes, list) or not all(
+            isinstance(n, dict) and isinstance(n.get("name"), str) and isinstance(n.get("role"), str) for n in fnodes):
+        out.append(("fabric", "nodes is not a list of objects with a name and a role"))
+    flinks = fabric.get("links", [])
+    if not isinstance(flinks, list) or not all(
+            isinstance(lk, dict) and isinstance(lk.get("kind"), str)
+            and isinstance(lk.get("gbps", 0), (int, float)) and not isinstance(lk.get("gbps", 0), bool)
+            and all(isinstance(lk.get(e), dict) and isinstance(lk[e].get("node"), str)
+                    and isinstance(lk[e].get("port"), str) and isinstance(lk[e].get("ip") or "", str)
+                    for e in ("a", "b")) for lk in flinks):
+        out.append(("fabric", "links is not a list of {kind, gbps, a: {node, port}, b: {node, port}}"))
+    return out
 
 
 def _topology_file(out: Path) -> Path:
     if not out.is_dir():
         raise LabError(str(out), "is not a directory", "give the OUTDIR of railonly compile")
-    found = sorted(out.glob("*.clab.yml"))
+    found = sorted(p for p in out.glob("*.clab.yml") if p.parent == out)
     if len(found) != 1:
         what = "no <name>.clab.yml" if not found else f"{len(found)} .clab.yml files ({', '.join(p.name for p in found)})"
         raise LabError(str(out), f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
@@ -209,20 +260,41 @@ def _topology_file(out: Path) -> Path:
 
 
 def load_lab(outdir: str | Path) -> Lab:
-    """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one."""
-    out = Path(outdir)
+    """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one.
+
+    OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
+    absolute paths), no symlink or special file below it is accepted (``.lab``
+    is checked by the commands that use it), every file is read through
+    railonly.fabric.validate.untrusted.OutdirReader (bounded, no symlink
+    followed, no YAML alias), and a file of the wrong shape is exit 2 naming
+    it, never a traceback."""
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    reader = OutdirReader(str(outdir))
+    out = Path(reader.root)
     topo_file = _topology_file(out)
-    sliced = (out / SLICE_DIR / "fabric.json").is_file()
+    _unsafe_below(out)
+    sliced = reader.exists(f"{SLICE_DIR}/fabric.json")
     fabric_file = out / SLICE_DIR / "fabric.json" if sliced else out / "fabric.json"
-    fabric = _read_json(fabric_file)
-    try:
-        Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        clab = yaml.load(topo_file.read_text(encoding="utf-8"), Loader=Loader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise LabError(str(topo_file), f"cannot read the topology: {exc}", "recompile the design") from None
-    if not isinstance(clab, dict) or not isinstance(clab.get("topology"), dict):
-        raise LabError(str(topo_file), "is not a containerlab topology (no 'topology' section)", "recompile the design")
-    name = clab.get("name")
+    fabric = reader.read_json(str(fabric_file.relative_to(out)))
+    if fabric is None:
+        raise LabError(str(fabric_file), "is missing", "compile the design first: railonly compile DESIGN.yml -o OUTDIR")
+    if not isinstance(fabric, dict):
+        raise LabError(str(fabric_file), f"is a JSON {type(fabric).__name__}, not an object", "recompile the design")
+    clab, lines = reader.read_yaml(topo_file.name)
+    if not isinstance(clab, dict):
+        raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
+    shape = _shape_problems(clab, fabric)
+    if shape:
+        raise InputError([Problem("", what, "recompile the design", None,
+                                  str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
+    # the same allow-lists as `validate` (exec lines, names, node keys): one place decides
+    from railonly.fabric.validate.untrusted import check_clab, check_fabric
+
+    refused = check_clab(clab, str(topo_file), lines) + check_fabric(fabric, str(fabric_file))
+    if refused:
+        raise InputError(refused)
+    name = clab.get("name")  # check_clab: a lab name; node names plain (they name files and namespaces)
     if name != fabric.get("name"):
         raise LabError(str(topo_file), f"lab name {name!r} differs from {fabric_file.name}'s {fabric.get('name')!r}",
                        "the files come from different compiles: recompile into a fresh OUTDIR")
@@ -236,10 +308,15 @@ def load_lab(outdir: str | Path) -> Lab:
         info = infos.get(nname)
         if info is None:
             raise LabError(str(topo_file), f"node {nname!r} is not in {fabric_file}", "recompile the design")
+        try:
+            exec_ = tuple(tuple(shlex.split(c)) for c in spec.get("exec") or ())
+        except ValueError as exc:
+            raise LabError(str(topo_file), f"node {nname}: an exec line does not split into words ({exc})",
+                           "recompile the design") from None
         nodes[nname] = LabNode(
             name=nname, role=info["role"], kind=kind, netns=netns_name(name, nname),
             image=spec.get("image") or (kinds.get(kind) or {}).get("image"),
-            exec=tuple(tuple(shlex.split(c)) for c in spec.get("exec") or ()),
+            exec=exec_,
             binds=tuple(spec.get("binds") or ()), startup_config=spec.get("startup-config"), info=info,
         )
     links = _join_links(topo.get("links") or [], fabric.get("links", []), str(topo_file))

@@ -7,6 +7,7 @@ of an exception for a non-zero exit, so checks can judge failures as data.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -99,7 +100,9 @@ def spawn(
     full = list(argv)
     if netns is not None:
         full = ["ip", "netns", "exec", netns, *full]
-    out = open(log, "ab") if log else subprocess.DEVNULL
+    # O_NOFOLLOW: a log path inside an untrusted OUTDIR must not write through a symlink
+    out = (os.fdopen(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644), "ab")
+           if log else subprocess.DEVNULL)
     try:
         p = subprocess.Popen(
             full,

@@ -10,6 +10,10 @@ the namespace with setns, run on a small thread pool; sysctls are written to
 State file: every namespace, process, root sysctl and directory is written to
 the state file *before* it is created, so :func:`destroy` works from the file
 alone after a deploy that failed or was interrupted (Ctrl-C) at any point.
+The file is untrusted input all the same (it sits in OUTDIR): it is checked
+against its schema and an :class:`~railonly.emulation.netns.statefile.Owner`
+(statefile), read and written without following a symlink, and a process is
+only signalled when its network namespace is one of the lab's.
 
 Idempotence: deploying the plan that is already fully deployed (same
 fingerprint, every namespace and process alive) is a no-op; any other
@@ -18,10 +22,12 @@ existing state is destroyed first and the plan deployed afresh.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pwd
 import grp
+import stat
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,15 +36,21 @@ from typing import Callable
 
 from railonly import proc
 
-from . import pids, rtnetlink, setns
+from . import pids, rtnetlink, setns, statefile
 from .plan import Plan, Process, Step, config_ops, render, shaping_ops
+from .statefile import STATE_VERSION, Owner
 
-STATE_VERSION = 1
+MAX_STATE_BYTES = 64 * 1024 * 1024
 Hook = Callable[[str, list[Step]], None]
 
 
 class DeployError(RuntimeError):
     """A deploy could not finish; the state file still lists what may exist."""
+
+
+class StateRefused(DeployError):
+    """The state file is not one the engine may act on (corrupt, another lab's, or
+    listing what is not the lab's): invalid input, nothing was changed."""
 
 
 @dataclass
@@ -58,6 +70,7 @@ class DestroyReport:
     deleted: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)  # what could not be removed, and why
+    refused: list[str] = field(default_factory=list)  # state file entries not provably the lab's: not touched
     seconds: float = 0.0
 
     @property
@@ -71,6 +84,7 @@ class Status:
     phase: str | None  # "deploying" | "deployed" | None (no state file)
     namespaces: dict[str, bool] = field(default_factory=dict)
     processes: dict[str, int | None] = field(default_factory=dict)  # name -> live pid
+    problems: list[str] = field(default_factory=list)  # what the state file check refused
 
     @property
     def complete(self) -> bool:
@@ -88,19 +102,56 @@ class Status:
 # --- state file ---------------------------------------------------------------
 
 
-def load_state(path: str) -> dict | None:
+def _read_bounded(path: str) -> bytes | None:
+    """The file's bytes, None when missing; OSError for a symlink (ELOOP) or a non-file."""
     try:
-        with open(path) as f:
-            return json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = f.read(MAX_STATE_BYTES + 1)
+    if len(data) > MAX_STATE_BYTES:
+        raise OSError(f"{path} is larger than {MAX_STATE_BYTES} bytes")
+    return data
+
+
+def check_state(path: str, owner: Owner | None = None) -> statefile.Checked:
+    """The state file checked (statefile.check): what is provably the lab's, and what is refused."""
+    try:
+        data = _read_bounded(path)
+    except OSError as exc:
+        msg = "is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        return statefile.Checked(None, corrupt=f"{path}: {msg}: not read")
+    if data is None:
+        return statefile.Checked(None)
+    if not data.strip():
+        return statefile.Checked(None, corrupt=f"{path}: empty")
+    try:
+        parsed = statefile.parse(data)
+    except ValueError as exc:
+        return statefile.Checked(None, corrupt=f"{path}: {exc}")
+    return statefile.check(parsed, path, owner)
+
+
+def load_state(path: str, owner: Owner | None = None) -> dict | None:
+    """The checked state (only what is provably the lab's), None when missing or corrupt."""
+    return check_state(path, owner).state
 
 
 def _save(path: str, state: dict) -> None:
-    # temp + fsync + rename: an interrupted write never leaves a torn file
+    # temp + fsync + rename: an interrupted write never leaves a torn file;
+    # O_EXCL|O_NOFOLLOW and rename never write through a symlink someone left there
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w") as f:
         json.dump(state, f, indent=1, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
@@ -198,11 +249,17 @@ def _start_process(p: Process, entry: dict) -> None:
         if ids:
             os.chown(d, *ids)
     for path, text in p.files:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        # the directory belongs to the daemon's user: a symlink it left there is
+        # replaced, never written through (root would write the config anywhere)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
         with os.fdopen(fd, "w") as f:
+            if ids:
+                os.fchown(f.fileno(), *ids)
             f.write(text)
-        if ids:
-            os.chown(path, *ids)
     try:
         os.unlink(p.pidfile)  # a stale file would be mistaken for the new daemon
     except FileNotFoundError:
@@ -295,6 +352,7 @@ def deploy(
     workers: int | None = None,
     strategy: str = "netlink",
     wait_links: float = 5.0,
+    owner: Owner | None = None,
 ) -> DeployReport:
     """Create everything the plan describes. Raises DeployError (or whatever
     interrupted it); the caller then runs :func:`destroy` on the same state file.
@@ -303,18 +361,25 @@ def deploy(
     from setns threads, no process per namespace), "setns" (``ip``/``tc
     -batch`` processes started from those threads) or "ip-n" (the rendered
     ``ip -n NS -batch`` commands verbatim). ``wait_links``: seconds to wait
-    for veths to carry traffic (0: do not wait)."""
+    for veths to carry traffic (0: do not wait). ``owner``: what the lab may
+    touch (default: the plan's lab, any path); a state file that lists anything
+    else raises :class:`StateRefused` before anything changes."""
     t0 = time.perf_counter()
     if strategy not in ("netlink", "setns", "ip-n"):
         raise ValueError(f"unknown strategy {strategy!r}")
     steps = render(plan)
-    old = load_state(state_path)
+    owner = owner or Owner(plan.lab)
+    outside = [f"{p.name}: {path}" for p in plan.processes for path in (p.pidfile, *p.dirs) if not owner.path_ok(path)]
+    if outside:  # destroy would refuse them later: never create what cannot be removed
+        raise StateRefused(f"{len(outside)} process paths lie outside the lab's directories, e.g. {outside[0]}")
+    checked = check_state(state_path, owner)
+    if checked.problems:
+        raise StateRefused("the state file of the previous deploy is not usable:\n  " + "\n  ".join(checked.problems[:10]))
+    old = checked.state
     if old is not None:
-        if old.get("lab") != plan.lab:
-            raise DeployError(f"{state_path} belongs to lab {old.get('lab')!r}, not {plan.lab!r}")
-        if old.get("fingerprint") == plan.fingerprint() and status(state_path).complete:
+        if old["fingerprint"] == plan.fingerprint() and status(state_path, owner).complete:
             return DeployReport(plan.lab, True, time.perf_counter() - t0)
-        rep = destroy(state_path)
+        rep = destroy(state_path, owner=owner)
         if not rep.ok:
             raise DeployError("could not clear the previous deploy: " + "; ".join(rep.leftovers))
     clash = [n.name for n in plan.namespaces if setns.exists(n.name)]
@@ -421,8 +486,12 @@ def _wait_links(plan: Plan, timeout: float) -> None:
 
 
 def _find_process(e: dict, ns_ino: int | None) -> pids.ProcInfo | None:
+    """The live process of a record, only if it runs in the recorded lab namespace
+    (a record naming any other pid, pid 1 say, finds nothing)."""
+    if ns_ino is None:
+        return None
     if e.get("pid"):
-        pi = pids.matches(e["pid"], e["argv"], starttime=e.get("starttime"))
+        pi = pids.matches(e["pid"], e["argv"], starttime=e.get("starttime"), netns_inode=ns_ino)
         if pi is not None:
             return pi
     pid = pids.read_pidfile(e["pidfile"])  # deploy stopped before it recorded the pid
@@ -431,21 +500,30 @@ def _find_process(e: dict, ns_ino: int | None) -> pids.ProcInfo | None:
     return None
 
 
-def start_processes(state_path: str, procs: list[Process], workers: int = 1) -> None:
+def start_processes(state_path: str, procs: list[Process], workers: int = 1, owner: Owner | None = None) -> None:
     """Start ``procs`` in a deployed lab (a re-programmed switch's new FRR, say), each
     recorded in its state file before it starts, so :func:`destroy` still finds it.
-    Within a namespace they start in the given order. Raises DeployError."""
-    state = load_state(state_path)
+    Within a namespace they start in the given order. Raises DeployError
+    (StateRefused for a state file that is not provably the lab's)."""
+    checked = check_state(state_path, owner)
+    if checked.problems:
+        raise StateRefused("the state file is not usable:\n  " + "\n  ".join(checked.problems[:10]))
+    state = checked.state
     if state is None:
         raise DeployError(f"no state file {state_path}: the lab is not deployed")
+    outside = [f"{p.name}: {path}" for p in procs for path in (p.pidfile, *p.dirs)
+               if not (owner or Owner(state["lab"])).path_ok(path)]
+    if outside:
+        raise StateRefused(f"process paths outside the lab's directories, e.g. {outside[0]}")
     _process_phase(procs, state, state_path, workers)
 
 
-def status(state_path: str) -> Status:
-    state = load_state(state_path)
+def status(state_path: str, owner: Owner | None = None) -> Status:
+    checked = check_state(state_path, owner)
+    state = checked.state
     if state is None:
-        return Status(None, None)
-    st = Status(state["lab"], state["phase"])
+        return Status(None, None, problems=checked.problems)
+    st = Status(state["lab"], state["phase"], problems=checked.problems)
     for n in state["namespaces"]:
         st.namespaces[n] = setns.exists(n)
     for e in state["processes"]:
@@ -454,14 +532,37 @@ def status(state_path: str) -> Status:
     return st
 
 
-def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
-    """Remove exactly what the state file lists; report what could not be removed.
-    The state file is deleted only when nothing is left."""
+def destroy(
+    state_path: str | None,
+    *,
+    term_timeout: float = 5.0,
+    owner: Owner | None = None,
+    extra_namespaces: tuple[str, ...] = (),
+    kill_all_inside: bool = False,
+) -> DestroyReport:
+    """Remove what the state file lists that is provably the lab's (statefile), plus
+    ``extra_namespaces`` (the runtime's fallback: the lab's namespaces found by
+    name, for a missing or corrupt file); report what could not be removed and
+    what was refused. ``kill_all_inside``: every process inside the lab's
+    namespaces is the lab's (the runtime's view); otherwise one that matches no
+    record is reported, not killed. ``state_path`` None: the file is not to be
+    read or written (it sits behind a symlink). The state file is deleted only
+    when nothing is left."""
     t0 = time.perf_counter()
-    state = load_state(state_path)
+    checked = check_state(state_path, owner) if state_path else statefile.Checked(None)
+    state = checked.state
     if state is None:
-        return DestroyReport(None)
-    rep = DestroyReport(state["lab"])
+        if owner is None or not extra_namespaces:
+            rep = DestroyReport(None, refused=checked.problems)
+            if owner is not None and state_path and checked.corrupt and not checked.corrupt.endswith("not read"):
+                _unlink_quiet(state_path)  # nothing of the lab exists: the corrupt file goes too
+            return rep
+        state = {"version": STATE_VERSION, "lab": owner.lab, "prefix": owner.prefix, "fingerprint": "",
+                 "phase": "destroy-incomplete", "namespaces": [], "processes": [], "root_sysctls": [], "dirs": []}
+    rep = DestroyReport(state["lab"], refused=checked.problems)
+    for n in extra_namespaces:
+        if (owner or Owner(state["lab"])).namespace_ok(n) and n not in state["namespaces"]:
+            state["namespaces"].append(n)
     inodes = {n: setns.inode(n) for n in state["namespaces"]}
 
     # 1. processes first: a live process keeps its namespace alive after `netns del`
@@ -476,8 +577,8 @@ def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
     for pi in pids.in_netns(live_inodes) if live_inodes else []:
         if pi.pid in targets:
             continue
-        if any(pids.same_program(pi.cmdline, a) for a in recorded_argv):  # ours, pid not yet recorded
-            targets[pi.pid] = (f"pid {pi.pid}", pi)
+        if kill_all_inside or any(pids.same_program(pi.cmdline, a) for a in recorded_argv):
+            targets[pi.pid] = (f"pid {pi.pid} ({' '.join(pi.cmdline)[:40]})", pi)  # inside a lab namespace
         else:
             strays.append(pi)
     left = pids.terminate([pi for _, pi in targets.values()], term_timeout)
@@ -540,11 +641,21 @@ def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
             except OSError:
                 pass
 
-    if rep.ok:
-        os.unlink(state_path)
+    if state_path is None:
+        pass
+    elif rep.ok:
+        _unlink_quiet(state_path)
     else:
         state["phase"] = "destroy-incomplete"
         state["root_sysctls"] = kept
         _save(state_path, state)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)  # a symlink is removed, never followed
+    except FileNotFoundError:
+        pass
+

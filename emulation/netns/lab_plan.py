@@ -125,10 +125,13 @@ def exec_items(netns: str, commands, dev_of=lambda d: d) -> tuple[list, list[tup
 # --- switches -----------------------------------------------------------------------------
 
 
+def platform_of(node: LabNode) -> str:
+    return node.platform or ("eos" if "eos" in node.kind else "sonic")
+
+
 def read_switch(node: LabNode, config_dir: str) -> SwitchIntent:
     """The intent of a switch's config files in ``config_dir`` (its platform decides the reader)."""
-    platform = node.platform or ("eos" if "eos" in node.kind else "sonic")
-    if platform == "eos":
+    if platform_of(node) == "eos":
         return eos.read_file(os.path.join(config_dir, "startup-config"))
     return sonic.read_dir(config_dir)
 

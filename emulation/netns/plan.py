@@ -24,6 +24,8 @@ from ..lab import netns_prefix
 LAB_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:@/+=,-]+$")  # one safe batch-script word
 IFNAME_MAX = 15  # IFNAMSIZ - 1
+# the only host-global settings a deploy may change (raised, restored on destroy)
+ROOT_SYSCTL_RE = re.compile(r"^net\.ipv[46]\.neigh\.default\.gc_thresh[123]$")
 
 
 # --- the plan -----------------------------------------------------------------
@@ -328,6 +330,8 @@ def _check_namespaces(plan: Plan, p: _Problems) -> None:
         for k, v in n.sysctls:
             if not re.match(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$", k) or ".." in k:
                 p.add(f"{n.name}: bad sysctl key {k!r}")
+            elif not k.startswith("net."):  # kernel.*, vm.*, fs.* are one for the whole host
+                p.add(f"{n.name}: sysctl {k!r} is not per-namespace (only net.* may be set in a lab)")
             p.tok(f"{n.name} sysctl {k}", v)
 
 
@@ -423,7 +427,7 @@ def _check_processes(plan: Plan, p: _Problems) -> None:
 
 def _check_root_sysctls(plan: Plan, p: _Problems) -> None:
     for k, v in plan.root_sysctls:
-        if not re.match(r"^net\.ipv[46]\.neigh\.default\.gc_thresh[123]$", k):
+        if not ROOT_SYSCTL_RE.match(k):
             p.add(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
         if not v.isdigit():
             p.add(f"root sysctl {k}: value {v!r} is not a number")

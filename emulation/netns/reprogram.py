@@ -12,13 +12,14 @@ import time
 from dataclasses import dataclass, field
 
 from railonly import proc
+from railonly.fabric.problems import InputError
 
 from ..lab import Lab, LabError, run_dir
 from ..runtime.protocol import NotDeployed, RuntimeProblem
 from ..switchcfg.intent import ConfigReadError
 from . import engine, frr, lab_plan, setns
 from . import plan as nsplan
-from .runtime import check_environment, state_path
+from .runtime import check_environment, check_state_dir, owner, state_path, switch_file_problems
 from .switch_plan import switch_items
 
 
@@ -58,13 +59,22 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
     ``destroy`` still removes everything."""
     t0 = time.perf_counter()
     path = state_path(lab)
-    state = engine.load_state(path)
+    check_state_dir(lab)
+    checked = engine.check_state(path, owner(lab))
+    if checked.problems:
+        raise LabError(path, "the lab's state file is not usable:\n  " + "\n  ".join(checked.problems[:10]),
+                       f"redeploy: railonly lab destroy {lab.outdir}; railonly lab deploy {lab.outdir}")
+    state = checked.state
     node = lab.node(switch_name)
     if node.role != "switch":
         raise LabError(switch_name, f"{switch_name} is a {node.role}, not a switch")
     if state is None or not setns.exists(node.netns):
         raise NotDeployed(lab, f"no {path} or no namespace {node.netns}")
     check_environment(None, shaping=False)
+    # the pushed files pass the same checks as `validate` before anything applies them
+    refused = switch_file_problems(config_dir, lab_plan.platform_of(node), run_dir(lab.name))
+    if refused:
+        raise InputError(refused)
     try:
         intent = lab_plan.read_switch(node, config_dir)
     except ConfigReadError as exc:
@@ -87,7 +97,7 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
 
     procs = [it for it in si.items if isinstance(it, nsplan.Process)]
     if procs:
-        engine.start_processes(path, procs)  # recorded in the state file first, zebra first
+        engine.start_processes(path, procs, owner=owner(lab))  # recorded in the state file first, zebra first
         rep.frr_restarted = True
     rep.seconds = time.perf_counter() - t0
     return rep

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -38,6 +40,7 @@ from pathlib import Path
 from railonly import proc
 
 from ..lab import run_dir
+from ..switchcfg.sonic import SPLIT_FILES
 from . import setns
 from .plan import Process
 
@@ -46,6 +49,8 @@ USER = "root"  # the sshd checks system accounts; the lab creates none
 PORT = 22
 ADDRESS = "127.0.0.1"
 INFO = "lab-ssh.json"
+# what a SONiC switch reads from its config folder, and so all that push sends
+SWITCH_FILES = ("config_db.json", "frr.conf", *SPLIT_FILES)
 
 
 def ssh_dir(lab) -> Path:
@@ -65,10 +70,11 @@ def sonic_switches(lab) -> list:
 
 
 def _keygen(path: Path, comment: str) -> None:
-    if path.exists() and path.with_suffix(".pub").exists():
+    pair = (path, Path(str(path) + ".pub"))
+    if all(os.path.lexists(p) and stat.S_ISREG(os.lstat(p).st_mode) for p in pair):
         return
-    for p in (path, Path(str(path) + ".pub")):
-        p.unlink(missing_ok=True)
+    for p in pair:
+        p.unlink(missing_ok=True)  # a symlink is removed, never followed
     proc.require("ssh-keygen", "openssh-client")
     res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], timeout=30)
     if not res.ok:
@@ -76,8 +82,16 @@ def _keygen(path: Path, comment: str) -> None:
     os.chmod(path, 0o600)
 
 
+SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+=,@:-]+$")  # one sshd_config word, no quoting needed
+
+
 def sshd_config(lab, switch: str) -> str:
     d = switch_dir(lab, switch)
+    if not SAFE_PATH_RE.match(str(d)):
+        from ..lab import LabError
+
+        raise LabError(str(lab.outdir), "the OUTDIR path has a character sshd_config cannot carry"
+                       " (space, quote, '#', newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
     shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", str(Path(lab.outdir).resolve()), switch]
     return "\n".join([
         "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.netns.sshd)",
@@ -115,31 +129,35 @@ def prepare(lab) -> dict:
     (idempotent: existing keys are kept). Returns the info dict."""
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
+    # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    from ..runtime.outdir_writer import OutdirWriter
+
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    tree, reader = OutdirWriter(lab.outdir), OutdirReader(str(lab.outdir))
     base = ssh_dir(lab)
-    base.mkdir(parents=True, exist_ok=True)
-    os.chmod(base, 0o700)
+    rel = str(base.relative_to(lab.outdir))
+    tree.makedirs(rel, mode=0o700)
+    tree.chmod_dir(rel, 0o700)
     client = base / "client_ed25519"
     _keygen(client, f"railonly-lab-{lab.name}")
-    pub = (base / "client_ed25519.pub").read_text().strip()
+    pub = reader.read_text(f"{rel}/client_ed25519.pub", limit=4096).strip()
     # restrict: no forwarding of any kind; pty: netmiko drives an interactive shell
-    (base / "authorized_keys").write_text(f"restrict,pty {pub}\n")
+    tree.write_text(f"{rel}/authorized_keys", f"restrict,pty {pub}\n")
     known, switches = [], {}
     for sw in sonic_switches(lab):
-        d = switch_dir(lab, sw.name)
-        d.mkdir(parents=True, exist_ok=True)
-        key = d / "ssh_host_ed25519_key"
+        tree.makedirs(f"{rel}/{sw.name}")
+        key = switch_dir(lab, sw.name) / "ssh_host_ed25519_key"
         _keygen(key, f"{sw.name}@{lab.name}")
-        host_pub = Path(str(key) + ".pub").read_text().split()
+        host_pub = reader.read_text(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).split()
         known.append(f"{host_alias(lab, sw.name)} {host_pub[0]} {host_pub[1]}")
-        (d / "sshd_config").write_text(sshd_config(lab, sw.name))
+        tree.write_text(f"{rel}/{sw.name}/sshd_config", sshd_config(lab, sw.name))
         switches[sw.name] = {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
-    (base / "known_hosts").write_text("\n".join(known) + "\n")
+    tree.write_text(f"{rel}/known_hosts", "\n".join(known) + "\n")
     info = {"lab": lab.name, "user": USER, "client_key": str(client), "known_hosts": str(base / "known_hosts"),
             "switches": switches}
-    tmp = base / (INFO + ".tmp")
-    tmp.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, base / INFO)
+    tree.write_text(f"{rel}/{INFO}", json.dumps(info, indent=1, sort_keys=True) + "\n")
     return info
 
 
@@ -199,10 +217,26 @@ def processes(lab) -> tuple[Process, ...]:
 
 
 def load_info(lab) -> dict | None:
-    try:
-        return json.loads((ssh_dir(lab) / INFO).read_text())
-    except (OSError, ValueError):
+    """What push needs to reach the lab's switches, or None when the lab has no
+    switch sshd. The file is only a marker: every path and address is derived
+    here from the lab (a hostile file cannot point push at another key, host
+    or known_hosts); a file of the wrong shape is exit 2 naming it."""
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    from ..lab import LabError
+
+    path = ssh_dir(lab) / INFO
+    data = OutdirReader(str(lab.outdir)).read_json(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024)
+    if data is None:
         return None
+    if not isinstance(data, dict) or data.get("lab") != lab.name or not isinstance(data.get("switches"), dict):
+        raise LabError(str(path), f"is not the switch sshd record of lab {lab.name}",
+                       f"redeploy the lab: railonly lab deploy {lab.outdir}")
+    base = ssh_dir(lab)
+    switches = {sw.name: {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
+                for sw in sonic_switches(lab) if sw.name in data["switches"]}
+    return {"lab": lab.name, "user": USER, "client_key": str(base / "client_ed25519"),
+            "known_hosts": str(base / "known_hosts"), "switches": switches}
 
 
 def connect_socket(netns: str | None, host: str, port: int, timeout: float = 5.0) -> socket.socket:

@@ -31,7 +31,6 @@ here-doc over the session works unchanged on a real SONiC bash and here.
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import os
 import shlex
@@ -50,14 +49,17 @@ ETC_PREFIX = "/etc/sonic/"
 class Shell:
     def __init__(self, outdir: str, switch: str, out=None):
         from ..lab import load_lab
+        from .runtime import check_state_dir
 
-        self.lab = load_lab(outdir)
+        self.lab = load_lab(outdir)  # refuses a symlink anywhere in OUTDIR
+        check_state_dir(self.lab)  # ... and in OUTDIR/.lab, where this root shell writes
         self.switch = switch
         self.node = self.lab.node(switch)
         self.dir = switch_dir(self.lab, switch)
         self.out = out or sys.stdout
         self.rc = 0
-        self.log = open(self.dir / "shell.log", "a", buffering=1)
+        fd = os.open(self.dir / "shell.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        self.log = os.fdopen(fd, "a", buffering=1)
 
     # --- output ---------------------------------------------------------------
     def say(self, text: str = "") -> None:
@@ -193,40 +195,43 @@ class Shell:
     def reload(self) -> int:
         # One reload at a time per lab, not per switch: apply_switch_config
         # rewrites the lab's engine state file (new FRR pids), and parallel
-        # pushes run one shell per switch.
-        lock = open(self.dir.parent / "reload.lock", "w")
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        # pushes run one shell per switch. The lab lock is held shared (a push
+        # holds it shared too; deploy and destroy wait), the reload lock
+        # exclusive; both live in /run/railonly, not in the untrusted OUTDIR.
+        from ..runtime import lock as lab_lock
+
+        with lab_lock.hold(self.lab.name, shared=True), lab_lock.hold(self.lab.name, what="reload.lock"):
+            return self._reload()
+
+    def _reload(self) -> int:
+        etc = self.dir / "etc"
+        if not (etc / "config_db.json").is_file():
+            self.say("Error: /etc/sonic/config_db.json does not exist")
+            return 1
+        stage = Path(tempfile.mkdtemp(prefix="apply-", dir=self.dir))
         try:
-            etc = self.dir / "etc"
-            if not (etc / "config_db.json").is_file():
-                self.say("Error: /etc/sonic/config_db.json does not exist")
-                return 1
-            stage = Path(tempfile.mkdtemp(prefix="apply-", dir=self.dir))
+            tree_to_flat(etc, stage)
+            self.say("Running command: /usr/local/bin/sonic-cfggen -j /etc/sonic/config_db.json --write-to-db")
+            t = time.perf_counter()
             try:
-                tree_to_flat(etc, stage)
-                self.say("Running command: /usr/local/bin/sonic-cfggen -j /etc/sonic/config_db.json --write-to-db")
-                t = time.perf_counter()
-                try:
-                    from .reprogram import apply_switch_config
-                except ImportError as exc:
-                    self.say(f"Error: this installation cannot apply configs ({exc})")
-                    return 1
-                try:
-                    apply_switch_config(self.lab, self.switch, str(stage))
-                except Exception as exc:
-                    self.say(f"Error: config reload failed: {exc}")
-                    return 1
-                running = self.dir / "running"
-                if running.exists():
-                    shutil.rmtree(running)
-                stage.rename(running)
-                self.say(f"Reloaded {self.switch} in {time.perf_counter() - t:.2f}s")
-                return 0
-            finally:
-                if stage.exists():
-                    shutil.rmtree(stage, ignore_errors=True)
+                from .reprogram import apply_switch_config
+            except ImportError as exc:
+                self.say(f"Error: this installation cannot apply configs ({exc})")
+                return 1
+            try:
+                apply_switch_config(self.lab, self.switch, str(stage))
+            except Exception as exc:
+                self.say(f"Error: config reload failed: {exc}")
+                return 1
+            running = self.dir / "running"
+            if running.exists():
+                shutil.rmtree(running)
+            stage.rename(running)
+            self.say(f"Reloaded {self.switch} in {time.perf_counter() - t:.2f}s")
+            return 0
         finally:
-            lock.close()
+            if stage.exists():
+                shutil.rmtree(stage, ignore_errors=True)
 
     def vtysh(self, args: list[str]) -> int:
         from railonly import proc
@@ -295,7 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2:
         print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH", file=sys.stderr)
         return 2
-    shell = Shell(argv[0], argv[1])
+    from railonly.fabric.problems import InputError
+
+    try:
+        shell = Shell(argv[0], argv[1])
+    except InputError as exc:  # a hostile OUTDIR: say which file, no traceback
+        print(str(exc), file=sys.stderr)
+        return 2
     original = os.environ.get("SSH_ORIGINAL_COMMAND")
     if original:  # `ssh switch CMD`: one command, no prompt
         shell.run_line(original, lambda: sys.stdin.readline() or None)

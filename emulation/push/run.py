@@ -34,6 +34,7 @@ import json
 import os
 import re
 import socket
+import stat
 import sys
 import threading
 import time
@@ -45,6 +46,7 @@ from typing import Callable
 from .inventory import Device
 
 STAGE = "/tmp/railonly-push"
+MAX_CONFIG = 64 * 1024 * 1024  # one switch's config file
 RC_MARK = "RAILONLY_RC="
 HEREDOC_TAG = "RAILONLY_EOF"
 
@@ -100,18 +102,29 @@ class DeviceResult:
 
 
 def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
-    """{file name: text} to push, read from OUTDIR/configs/<device>/."""
+    """{file name: text} to push, read from OUTDIR/configs/<device>/ without
+    following a symlink (a config file that points at /etc/shadow is refused,
+    never sent to a switch)."""
+    from railonly.fabric.validate.untrusted import OutdirReader
+
     d = Path(configs_dir) / device.name
-    if not d.is_dir():
-        raise PushFailed(f"no generated configs in {d}")
+    try:
+        st = os.lstat(d)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        raise PushFailed(f"no generated configs in {d}" + (" (it is not a plain directory)" if st else ""))
+    tree = OutdirReader(str(d))  # UntrustedFile (exit 2) for a symlink or a special file
     if device.platform == "eos":
-        f = d / "startup-config"
-        if not f.is_file():
-            raise PushFailed(f"{f} is missing (is {device.name} an EOS switch?)")
-        return {"startup-config": f.read_text()}
-    if not (d / "config_db.json").is_file():
+        if not tree.exists("startup-config"):
+            raise PushFailed(f"{d / 'startup-config'} is missing (is {device.name} an EOS switch?)")
+        return {"startup-config": tree.read_text("startup-config", limit=MAX_CONFIG)}
+    if not tree.exists("config_db.json"):
         raise PushFailed(f"{d / 'config_db.json'} is missing (is {device.name} a SONiC switch?)")
-    return {f.name: f.read_text() for f in sorted(d.iterdir()) if f.is_file()}
+    # only the files a SONiC switch reads (never whatever else the folder holds)
+    from ..netns.sshd import SWITCH_FILES
+
+    return {name: text for name in sorted(SWITCH_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
 
 def _json_lines(obj) -> list[str]:

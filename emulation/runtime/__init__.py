@@ -1,4 +1,6 @@
-"""The Runtime protocol every lab runtime honours, the registry --runtime chooses from, and containerlab.
+"""The Runtime protocol every lab runtime honours, the registry --runtime chooses from, and containerlab;
+what every runtime shares: one lock per lab (lock) and writing OUTDIR/.lab without following a symlink
+(outdir_writer).
 
 May import: railonly.emulation.lab, railonly.proc; never netns (registered by name, imported on use).
 """

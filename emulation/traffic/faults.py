@@ -6,18 +6,25 @@ when a link goes down (re-added on restore; routes of FRR come back by
 themselves), and the argv of FRR daemons stopped (restarted with the same
 argv, so the runtime's destroy still recognises them). Commands go through
 ``Runtime.exec``; FRR daemons are stopped by their pid files.
+
+The file sits in the untrusted OUTDIR: it is read and written without
+following a symlink, and restore acts only on what the lab itself would
+have recorded (its own nodes, namespaces and devices, route words, and FRR
+argv equal to the daemons the lab plans for that switch); anything else is
+exit 2 naming the file, before any command runs.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 
 from railonly import proc
 from railonly.fabric.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
 from ..netns import frr
+from ..runtime.outdir_writer import OutdirWriter
 from ..runtime.protocol import Runtime
 
 
@@ -25,20 +32,59 @@ def _file(lab: Lab) -> str:
     return str(lab.faults_file)
 
 
+def _rel(lab: Lab) -> str:
+    return str(lab.faults_file.relative_to(lab.outdir))
+_WORD = re.compile(r"^[A-Za-z0-9_.:/@-]{1,64}$")  # a route word or a device name, as ip prints them
+
+
 def _load(lab: Lab) -> list[dict]:
-    try:
-        with open(_file(lab)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    data = OutdirReader(str(lab.outdir)).read_json(_rel(lab), limit=16 * 1024 * 1024)  # exit 2 naming it if malformed
+    if data is None:
         return []
+    problems = _problems(lab, data)
+    if problems:
+        raise LabError(_file(lab), "holds what railonly never records:\n  " + "\n  ".join(problems[:10]),
+                       "remove the file and redeploy the lab; nothing was run")
+    return data
+
+
+def _problems(lab: Lab, data: object) -> list[str]:
+    """Why restore must not act on ``data`` (empty: every entry is one the lab would write)."""
+    if not isinstance(data, list):
+        return ["not a list of faults"]
+    out = []
+    for i, f in enumerate(data):
+        where = f"[{i}]"
+        if not isinstance(f, dict) or f.get("kind") not in ("link", "node") or not isinstance(f.get("what"), str):
+            out.append(f"{where}: not a fault {{kind: link|node, what}}")
+            continue
+        for j, e in enumerate(f.get("ends") or []):
+            if not (isinstance(e, dict) and e.get("node") in lab.nodes and e.get("netns") == lab.netns(e["node"])
+                    and isinstance(e.get("dev"), str) and _WORD.match(e["dev"])):
+                out.append(f"{where}.ends[{j}]: not a port of a node of lab {lab.name}")
+        routes = f.get("routes") or {}
+        nss = {n.netns for n in lab.nodes.values()}
+        if not isinstance(routes, dict) or not all(
+                ns in nss and isinstance(ws, list) and all(isinstance(w, list) and all(
+                    isinstance(x, str) and _WORD.match(x) for x in w) for w in ws) for ns, ws in routes.items()):
+            out.append(f"{where}.routes: not routes of the lab's namespaces")
+        argvs = f.get("frr") or []
+        if argvs:
+            node = lab.nodes.get(f["what"])
+            if f["kind"] != "node" or node is None or node.role != "switch":
+                out.append(f"{where}.frr: FRR daemons of {f['what'][:40]!r}, which is not a switch of the lab")
+                continue
+            allowed = [list(p.argv) for p in frr.daemon_processes(frr.instance(run_dir(lab.name), node.name, node.netns))]
+            bad = [a for a in argvs if a not in allowed]
+            if bad:
+                out.append(f"{where}.frr: {str(bad[0])[:80]} is not a daemon the lab runs on {node.name}")
+    return out
 
 
 def _save(lab: Lab, faults: list[dict]) -> None:
-    lab.state_dir.mkdir(parents=True, exist_ok=True)
-    tmp = _file(lab) + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(faults, f, indent=1)
-    os.replace(tmp, _file(lab))
+    OutdirWriter(lab.outdir).write_text(_rel(lab), json.dumps(faults, indent=1))
 
 
 def _dev(rt: Runtime, lab: Lab, node: str, port: str) -> str:
@@ -124,6 +170,5 @@ def restore(lab: Lab, rt: Runtime) -> list[str]:
         for argv in f.get("frr", []):  # zebra first: the order they were planned in
             proc.run(argv, netns=lab.netns(f["what"]), timeout=20)
         done.append(f"{f['kind']} {f['what']}")
-    if os.path.exists(_file(lab)):
-        os.unlink(_file(lab))
+    OutdirWriter(lab.outdir).unlink(_rel(lab))
     return done

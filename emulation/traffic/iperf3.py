@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..checks import plan as checks_plan
-from ..lab import Lab, link_rates, run_dir
-from ..netns import pids
+from ..lab import Lab, LabError, link_rates, run_dir
+from ..netns import pids, setns
+from ..runtime.outdir_writer import OutdirWriter
 from ..runtime.protocol import Runtime, deployed_status
 from .model import default_bytes, model
 from .patterns import Flow, plan_flows, steps_of
@@ -29,35 +30,48 @@ from .patterns import Flow, plan_flows, steps_of
 # --- running ----------------------------------------------------------------------------------
 
 
-def _state_file(lab: Lab) -> str:
-    return str(lab.traffic_state_file)
-
-
 def _run_dir(lab: Lab) -> str:
     return f"{run_dir(lab.name)}/iperf3"
 
 
 def stop_servers(lab: Lab) -> int:
-    """Stop every recorded iperf3 server by pid (checked against its command line)."""
-    path = _state_file(lab)
-    try:
-        with open(path) as f:
-            rec = json.load(f)
-    except (OSError, ValueError):
+    """Stop every recorded iperf3 server by pid (checked against its command line).
+
+    The record sits in the untrusted OUTDIR: an entry is used only when it is
+    one this module writes (an iperf3 server argv, a pid file in the lab's
+    iperf3 run dir, a lab namespace), and a process is signalled only when it
+    runs in that namespace; anything else is exit 2 naming the file."""
+    from railonly.fabric.validate.untrusted import OutdirReader
+
+    rel = str(lab.traffic_state_file.relative_to(lab.outdir))
+    rec = OutdirReader(str(lab.outdir)).read_json(rel, limit=16 * 1024 * 1024)
+    if rec is None:
         return 0
+    servers = rec.get("servers") if isinstance(rec, dict) and rec.get("lab") == lab.name else None
+    nss = {n.netns for n in lab.nodes.values()}
+    ok = isinstance(servers, list) and all(
+        isinstance(s, dict) and s.get("netns") in nss and isinstance(s.get("pidfile"), str)
+        and os.path.dirname(s["pidfile"]) == _run_dir(lab) and os.path.basename(s["pidfile"]).endswith(".pid")
+        and "/" not in os.path.basename(s["pidfile"]) and ".." not in s["pidfile"]
+        and isinstance(s.get("argv"), list) and s["argv"][:3] == ["iperf3", "-s", "-1"]
+        and all(isinstance(a, str) for a in s["argv"]) for s in servers)
+    if not ok:
+        raise LabError(str(lab.traffic_state_file), "is not a record of the lab's iperf3 servers (refused: nothing"
+                       " was stopped or removed)", "remove the file; railonly lab destroy stops every process of the lab")
     targets = []
-    for s in rec.get("servers", []):
+    for s in servers:
         pid = pids.read_pidfile(s["pidfile"])
-        pi = pids.matches(pid, s["argv"]) if pid else None
+        ino = setns.inode(s["netns"])
+        pi = pids.matches(pid, s["argv"], netns_inode=ino) if pid and ino else None
         if pi is not None:
             targets.append(pi)
     pids.terminate(targets, 3.0)
-    for s in rec.get("servers", []):
+    for s in servers:
         try:
             os.unlink(s["pidfile"])
         except OSError:
             pass
-    os.unlink(path)
+    OutdirWriter(lab.outdir).unlink(rel)
     for d in (_run_dir(lab), os.path.dirname(_run_dir(lab))):  # only when empty (FRR's run dir is the parent)
         try:
             os.rmdir(d)
@@ -76,15 +90,14 @@ def _dst_ip(cp, f: Flow) -> str:
 def _start_servers(lab: Lab, rt: Runtime, cp, flows: list[Flow]) -> None:
     rundir = _run_dir(lab)
     os.makedirs(rundir, exist_ok=True)
-    lab.state_dir.mkdir(parents=True, exist_ok=True)
     servers = []
     for f in flows:
         pidfile = f"{rundir}/{f.dst}-{f.port}.pid"
         argv = ["iperf3", "-s", "-1", "-D", "-p", str(f.port), "-B", _dst_ip(cp, f), "--pidfile", pidfile]
         servers.append({"netns": lab.netns(f.dst), "argv": argv, "pidfile": pidfile})
     # intent first: the record exists before any server does
-    with open(_state_file(lab), "w") as fh:
-        json.dump({"lab": lab.name, "servers": servers}, fh, indent=1)
+    OutdirWriter(lab.outdir).write_text(str(lab.traffic_state_file.relative_to(lab.outdir)),
+                                        json.dumps({"lab": lab.name, "servers": servers}, indent=1))
     for s in servers:  # -D: each forks away and writes its pid file
         rc, out = rt.exec(s["netns"], s["argv"], timeout=10)
         if rc != 0:

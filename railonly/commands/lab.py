@@ -4,10 +4,16 @@ One subcommand per action; each action is a (name, help, add_arguments, run)
 entry in ACTIONS, so adding one (check, traffic, fault) is one function pair
 and one line. Every action gets OUTDIR and --runtime from :func:`common`.
 Exit codes: 0 ok, 1 something is not as it should be, 2 bad OUTDIR, 3 runtime failure.
+
+OUTDIR is untrusted (a pull request may have written it): every action runs
+under the lab's lock (emulation/runtime/lock.py, outside OUTDIR), exclusive for
+deploy, destroy and fault, shared for check and traffic.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from typing import Callable
@@ -37,6 +43,22 @@ def with_lab(action: Callable) -> Callable:
     return lambda args: action(args, *open_lab(args))
 
 
+def lab_exists(lab) -> bool:
+    """Any namespace of the lab (what a deploy that failed early did not create)."""
+    from railonly.emulation.netns.runtime import lab_namespaces
+
+    return bool(lab_namespaces(lab))
+
+
+def locked(lab, shared: bool = False, remove=False):
+    """The lab's lock (lab_lock), where it can be taken: root only (it lives in /run)."""
+    from railonly.emulation.runtime import lock as lab_lock
+
+    if os.geteuid() != 0:
+        return contextlib.nullcontext()
+    return lab_lock.hold(lab.name, shared=shared, remove=remove)
+
+
 # --- deploy -------------------------------------------------------------------------------
 
 
@@ -53,7 +75,7 @@ def deploy(args) -> int:
             print(" ".join(rt.deploy_argv(lab)))
         return 0
     try:
-        with console.reporter() as bar:
+        with locked(lab, remove=lambda: not lab_exists(lab)), console.reporter() as bar:
             # The netns runtime reports each phase of its plan; other runtimes deploy in one go.
             hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
             res = rt.deploy(lab, **hook)
@@ -91,17 +113,31 @@ def format_deploy(lab, res) -> str:
 
 
 def destroy(args) -> int:
+    """Exit 0 when the lab is gone; 2 when it is gone but the OUTDIR asked for more
+    than is provably the lab's (each refusal named); 3 when something stayed."""
     rt, lab = open_lab(args)
-    rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
+    with locked(lab, remove=True):
+        rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
+    if rep is None:
+        if not args.quiet:
+            print(f"lab {lab.name}: destroyed")
+        return 0
+    namespaces = [d for d in rep.deleted if not d.startswith("/")]
     if args.quiet:
         pass
-    elif rep is None:
-        print(f"lab {lab.name}: destroyed")
-    elif rep.lab is None:
-        print(f"lab {lab.name}: nothing to destroy (no state file)")
+    elif not namespaces and not rep.killed and not rep.restored:
+        print(f"lab {lab.name}: nothing to destroy" + ("" if rep.deleted else " (no namespace of it exists)"))
     else:
-        print(f"lab {lab.name}: removed {len(rep.deleted)} namespaces, stopped {len(rep.killed)} processes"
+        print(f"lab {lab.name}: removed {len(namespaces)} namespaces, stopped {len(rep.killed)} processes"
               + (f", restored {', '.join(rep.restored)}" if rep.restored else "") + f" in {rep.seconds:.2f} s")
+        gone = rep.deleted[:8]
+        print("  removed: " + ", ".join(gone) + (f" and {len(rep.deleted) - len(gone)} more" if len(rep.deleted) > 8 else ""))
+    for r in rep.refused:
+        print(f"error: refused: {r}", file=sys.stderr)
+    if rep.refused:
+        print(f"lab {lab.name}: everything provably the lab's is removed; the {len(rep.refused)} entries above were "
+              "not touched (not the lab's, or unreadable)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -123,7 +159,7 @@ def check(args) -> int:
     from railonly.emulation.checks.plan import CHECKS
 
     rt, lab = open_lab(args)
-    with console.reporter() as bar:
+    with locked(lab, shared=True), console.reporter() as bar:
         run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
     if run.failed or not args.quiet:
         console.out(report.table(lab.name, run.results, run.timings, run.notes))
@@ -150,7 +186,7 @@ def traffic(args) -> int:
     from railonly.emulation.traffic import iperf3
 
     rt, lab = open_lab(args)
-    with console.reporter() as bar:
+    with locked(lab, shared=True), console.reporter() as bar:
         rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
                          progress=lambda s: _flow_step(bar, s))
     if rep.get("failed_flows") or not args.quiet:
@@ -187,10 +223,12 @@ def fault(args) -> int:
     rt, lab = open_lab(args)
     deployed_status(rt, lab)  # nothing to break or restore in a lab that is not there: exit 3
     if args.restore:
-        done = faults.restore(lab, rt)
+        with locked(lab):
+            done = faults.restore(lab, rt)
         print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))
         return 0
-    what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)
+    with locked(lab):
+        what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)
     print(f"lab {lab.name}: {what} (undo: railonly lab fault {args.outdir} --restore)")
     return 0
 

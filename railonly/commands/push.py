@@ -7,6 +7,7 @@ unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -57,10 +58,17 @@ def run(args) -> int:
         raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
     outdir = Path(args.outdir)
     lab = load_lab(outdir)
+    lock = contextlib.nullcontext()
     if args.inventory:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
+        from railonly.emulation.netns.runtime import check_state_dir
+        from railonly.emulation.runtime import lock as lab_lock
+
+        check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there
         devices = push_inventory.lab_devices(outdir)
+        if os.geteuid() == 0:  # shared: the switch shells' reloads take it shared too; deploy/destroy wait
+            lock = lab_lock.hold(lab.name, shared=True)
     if args.device:
         known = {d.name for d in devices}
         bad = [n for n in args.device if n not in known]
@@ -78,9 +86,26 @@ def run(args) -> int:
         src = "--key" if args.key else "RAILONLY_SSH_KEY"
         raise InputError([Problem(src, f"SSH key file {creds.key_file} does not exist", "give the path of a private key",
                                   None, "command line")])
+    # every file a push would send, judged by the checks `validate` runs, before any connection
+    from railonly.emulation.lab import run_dir as lab_run_dir
+    from railonly.emulation.netns.runtime import switch_file_problems
+    from railonly.fabric.validate.untrusted import check_outdir
+
+    run_dir = None if args.inventory else lab_run_dir(lab.name)  # a lab's FRR may log below its run dir
+    problems = check_outdir(str(lab.outdir), run_dir=run_dir)
+    for d in devices:
+        problems += [p for p in switch_file_problems(str(lab.configs_dir / d.name), d.platform, run_dir)
+                     if p not in problems]
+        try:
+            push.candidate(lab.configs_dir, d)
+        except push.PushFailed:
+            pass  # a missing file: that device's result says so
+    if problems:
+        raise InputError(problems)
     progress = push.Progress(len(devices), enabled=not args.quiet)
-    results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
-                            progress=progress, timeout=args.timeout)
+    with lock:
+        results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
+                                progress=progress, timeout=args.timeout)
     for r in results:
         if r.diff:  # dry run: what would change; push: what was applied
             sys.stdout.write(r.diff)
