@@ -365,6 +365,16 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
     root = os.path.realpath(outdir)
     out: list[Problem] = []
     stack = [under.strip("/")] if under else [""]
+    if under:  # the starting folder itself must not be a link (scandir would list its target)
+        try:
+            st = os.lstat(os.path.join(root, stack[0]))
+        except FileNotFoundError:
+            return out
+        except OSError as exc:
+            return [Problem("", f"cannot be read: {exc.strerror}", "", None, os.path.join(outdir, stack[0]))]
+        if not stat.S_ISDIR(st.st_mode):
+            return [Problem("", f"is {_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+                            os.path.join(outdir, stack[0]))]
     while stack:
         rel = stack.pop()
         try:

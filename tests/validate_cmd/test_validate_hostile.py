@@ -288,3 +288,15 @@ def test_check_outdir_is_the_one_api_for_deploy_and_push(routed):
     found = untrusted.check_outdir(str(routed))
     assert len(found) == 1 and found[0].file.endswith(clab.name) and found[0].line
     assert "kernel.modprobe" in found[0].format()
+
+
+def test_unsafe_entries_refuses_a_starting_folder_that_is_a_link(tmp_path):
+    from railonly.fabric.validate.untrusted import unsafe_entries
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret").write_text("x")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(tmp_path / "elsewhere", out / ".lab")
+    found = unsafe_entries(str(out), under=".lab")
+    assert [p.file for p in found] == [str(out / ".lab")] and "symbolic link" in found[0].message
