@@ -65,7 +65,7 @@ def switch_iface(index: int) -> str:
     return f"eth{index + 1}"
 
 
-def iface(fab: Fabric, node: Node, port: str) -> str:
+def iface(node: Node, port: str) -> str:
     if node.role == "switch":
         return switch_iface(node.ports[port].index)
     return port  # GPU and HB ports are Linux names already (eth1, hb0, gpu<r>)
@@ -129,7 +129,7 @@ def _hb_exec(hb: Node) -> list[str]:
     return cmds
 
 
-def _switch_node(fab: Fabric, sw: Node, configs: str) -> dict:
+def _switch_node(sw: Node, configs: str) -> dict:
     kind = KIND_OF_PLATFORM[sw.platform]
     base = f"{configs}/{sw.name}"
     if kind == "sonic-vs":
@@ -164,12 +164,12 @@ def topology(fab: Fabric, configs: str = "configs", images: dict[str, str] | Non
     for hb in fab.hbs:
         nodes[hb.name] = {"kind": "linux", "exec": _hb_exec(hb)}
     for sw in fab.switches:
-        nodes[sw.name] = _switch_node(fab, sw, configs)
+        nodes[sw.name] = _switch_node(sw, configs)
     used = sorted({n["kind"] for n in nodes.values()})
     links = []
     for lk in fab.links:
         a, b = fab.node(lk.a.node), fab.node(lk.b.node)
-        links.append({"endpoints": [f"{a.name}:{iface(fab, a, lk.a.port)}", f"{b.name}:{iface(fab, b, lk.b.port)}"]})
+        links.append({"endpoints": [f"{a.name}:{iface(a, lk.a.port)}", f"{b.name}:{iface(b, lk.b.port)}"]})
     return {
         "name": fab.design.name,
         "prefix": "clab",  # explicit: nodes are clab-<name>-<node> (Contract 4)

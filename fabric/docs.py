@@ -38,7 +38,7 @@ def render_readme(fab: Fabric, book: PriceBook | None = None) -> str:
     add("")
     _summary(fab, add)
     _switches(fab, add)
-    _ports(fab, inv, add)
+    _ports(inv, add)
     _addresses(fab, add)
     _cabling(fab, inv, book, add)
     _bom(own, book, add)
@@ -114,7 +114,7 @@ def _switches(fab: Fabric, add) -> None:
     _table(add, ["tier", "per rail", "switches"], rows, {2})
 
 
-def _ports(fab: Fabric, inv, add) -> None:
+def _ports(inv, add) -> None:
     add("## Port use")
     add("")
     down: Counter = Counter()
