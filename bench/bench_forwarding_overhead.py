@@ -85,7 +85,7 @@ def run_design(tmp: Path, design: str, runs: list[tuple[str, str, bool, int]], n
                 r["fabric_imbalance"].append((max(fd) / statistics.mean(busy), sum(1 for v in fd if v == 0), len(fd))
                                              if busy else None)
                 r["gpu_tx"].append({k: g1[k] - g0.get(k, 0) for k in g1})
-            r["planned"] = model.link_loads(cp, patterns.plan_flows(cp, "all-to-all", nbytes, schedule))
+            r["planned"] = model.link_loads(patterns.plan_flows(cp, "all-to-all", nbytes, schedule))
     finally:
         iperf3.stop_servers(lab)
         rt.destroy(lab)

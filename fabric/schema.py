@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .addressing import unusable
 from .problems import Problem, did_you_mean, short
@@ -188,6 +188,3 @@ def check(fields: dict[str, Field], source: Source) -> tuple[dict, list[Problem]
         checker.problem("", f"the top level must be a mapping of keys, got {_type_name(data)}", "start from an example in labs/")
         return {}, checker.problems
     return checker.section(fields, data, ""), checker.problems
-
-
-Validator = Callable[[dict, Checker], None]

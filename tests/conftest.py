@@ -1,4 +1,5 @@
-"""Shared test helpers: repo paths and golden-file comparison.
+"""Shared test helpers: repo paths, golden-file comparison, compiling a design into an
+OUTDIR, lab names nobody else uses, and why a test that needs root and tools skips.
 
 Goldens are regenerated only on purpose: `REGEN=1 make test` (or REGEN=1
 pytest ...) rewrites them; otherwise a difference fails with a diff.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,87 @@ def assert_golden(path: Path, actual: str | bytes) -> None:
         pytest.fail(f"{path.relative_to(REPO)} differs (REGEN=1 regenerates on purpose):\n{text}")
 
 
+def compile_to(text: str, outdir: Path, source: str = "design.yml") -> Path:
+    """Compile design YAML ``text`` into ``outdir`` (as `railonly compile` writes it)."""
+    from railonly.fabric.compiler import compile_design
+    from railonly.fabric.design import parse_design
+    from railonly.fabric.writer import write_outdir
+
+    design = parse_design(text, source)
+    _, files = compile_design(design)
+    write_outdir(str(outdir), files, design.sha256)
+    return outdir
+
+
+def design_text(path: str, name: str) -> str:
+    """The design file at ``path`` (relative to the repo) with its name replaced."""
+    lines = (REPO / path).read_text().splitlines()
+    return "\n".join(f"name: {name}" if ln.startswith("name:") else ln for ln in lines) + "\n"
+
+
+def unique(tag: str, prefix: str = "nt") -> str:
+    """A lab name nobody else uses: per process (design names: at most 20 characters)."""
+    return f"{prefix}{os.getpid() % 10000}{tag}"[:20]
+
+
+def skip_reason(*tools: str, why: str = "network namespaces") -> str | None:
+    """Why a test that needs root and ``tools`` cannot run here (None: it can)."""
+    if os.geteuid() != 0:
+        return f"needs root ({why})"
+    for tool in tools:
+        if shutil.which(tool) is None:
+            return f"'{tool}' is not installed"
+    return None
+
+
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+class FakeRuntime:
+    """A Runtime that starts nothing: ``exec`` answers from handlers and records every call.
+
+    For the logic above Runtime.exec (the checks' table reads, traffic, faults)
+    without root. In addition to the real netns tests, never instead of them:
+    those prove that a lab answers what these tests feed the logic.
+    """
+
+    name = "fake"
+
+    def __init__(self, state: str = "running"):
+        self.state = state
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.handlers: list[tuple[tuple[str, ...], object]] = []
+
+    def on(self, prefix: tuple[str, ...], answer) -> "FakeRuntime":
+        """argv starting with ``prefix`` get ``answer``: (rc, output), or a function
+        (node, argv) -> (rc, output). The last matching handler wins."""
+        self.handlers.append((tuple(prefix), answer))
+        return self
+
+    def deploy(self, lab) -> None:
+        self.state = "running"
+
+    def exec(self, node, argv, timeout: float = 30.0) -> tuple[int, str]:
+        from railonly.emulation.lab import target
+
+        ns, argv = target(node), tuple(argv)
+        self.calls.append((ns, argv))
+        for prefix, answer in reversed(self.handlers):
+            if argv[:len(prefix)] == prefix:
+                return answer(ns, argv) if callable(answer) else answer
+        return 127, f"fake runtime: nothing answers {' '.join(argv)}"
+
+    def destroy(self, lab) -> None:
+        self.state = "absent"
+
+    def status(self, lab):
+        from railonly.emulation.runtime.protocol import LabStatus
+
+        node_state = "running" if self.state == "running" else "missing"
+        return LabStatus(lab.name, self.state, {n: node_state for n in lab.nodes}, "fake")
+
+    def ran(self, *prefix: str) -> list[tuple[str, tuple[str, ...]]]:
+        """The recorded calls whose argv starts with ``prefix``."""
+        return [(ns, argv) for ns, argv in self.calls if argv[:len(prefix)] == prefix]

@@ -9,20 +9,10 @@ ports involved. No function looks at the system.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+
+from railonly.fabric.results import Result
 
 from .plan import CheckPlan, Gpu, PathSpec
-
-
-@dataclass(frozen=True)
-class Result:
-    id: str
-    check: str
-    passed: bool
-    detail: str
-
-    def as_dict(self) -> dict:
-        return {"id": self.id, "check": self.check, "passed": self.passed, "detail": self.detail}
 
 
 def _end(g: Gpu) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from xml.etree import ElementTree as ET
+
+from railonly.fabric.results import junit
 
 from .plan import CHECKS
 
@@ -22,24 +23,7 @@ def as_json(lab: str, results, timings: dict | None = None, notes: list | None =
 
 def as_junit(lab: str, results, timings: dict | None = None) -> str:
     """One <testsuite> per check, one <testcase> per result (name = the unique id)."""
-    root = ET.Element("testsuites", name=f"railonly lab check {lab}",
-                      tests=str(len(results)), failures=str(sum(not r.passed for r in results)))
-    for check in CHECKS:
-        rs = [r for r in results if r.check == check]
-        if not rs:
-            continue
-        suite = ET.SubElement(root, "testsuite", name=check, tests=str(len(rs)),
-                              failures=str(sum(not r.passed for r in rs)),
-                              time=f"{(timings or {}).get(check, 0.0):.3f}")
-        for r in rs:
-            tc = ET.SubElement(suite, "testcase", classname=f"{lab}.{check}", name=r.id)
-            if r.passed:
-                ET.SubElement(tc, "system-out").text = r.detail
-            else:
-                f = ET.SubElement(tc, "failure", message=r.detail[:500], type=check)
-                f.text = r.detail
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return junit(f"railonly lab check {lab}", results, classname_prefix=f"{lab}.", order=CHECKS, timings=timings)
 
 
 def table(lab: str, results, timings: dict | None = None, notes: list | None = None, max_failures: int = 40) -> str:

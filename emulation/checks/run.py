@@ -17,14 +17,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..lab import Lab, run_dir
-from ..runtime.protocol import Runtime
+from ..runtime.protocol import Runtime, deployed_status
 from . import judge, probe
 from . import plan as checks_plan
 from .plan import CHECKS, CheckPlan
-
-
-class NotDeployed(Exception):
-    """Nothing of the lab runs (exit 3)."""
 
 
 @dataclass
@@ -147,9 +143,7 @@ def _wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
 
 def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         progress: Callable[[str], None] = lambda s: None) -> CheckRun:
-    st = rt.status(lab)
-    if st.state == "absent":
-        raise NotDeployed(f"lab {lab.name} is not deployed ({st.detail}); run: railonly lab deploy {lab.outdir}")
+    st = deployed_status(rt, lab)
     cp = checks_plan.load(lab)
     out = CheckRun(lab.name)
     if st.state != "running":
@@ -249,7 +243,7 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
             probes = _isolation(ag, cp, lab)
             progress(f"isolation: {len(probes)} frames")
             ag.pump(0.5)
-            _isolation(ag, cp, lab, resend=True)
+            _isolation(ag, cp, lab)  # the same frames again: one lost frame must not pass isolation
             ag.pump(0.5)
             out.results += judge.isolation_probes(cp, ag.ev.iso_seen, probes)
             if cp.mode == "routed":
@@ -310,7 +304,7 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
     return out
 
 
-def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab, resend: bool = False) -> list[tuple[int, str, str, str]]:
+def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> list[tuple[int, str, str, str]]:
     """Send the isolation frames on every GPU's rail NIC; returns (idx, src, what, target)."""
     probes = []
     gateways = [a for a, n in cp.ip_owner.items() if n in cp.switches]

@@ -243,11 +243,10 @@ def _missing_chain(d: str) -> list[str]:
     return chain
 
 
-def _process_phase(steps: list[Step], state: dict, path: str, workers: int) -> None:
+def _process_phase(procs: list[Process], state: dict, path: str, workers: int) -> None:
     entries = {e["name"]: e for e in state["processes"]}
     new_dirs = []
-    for s in steps:
-        p = s.process
+    for p in procs:
         entries[p.name] = {
             "name": p.name, "netns": p.netns, "argv": list(p.argv),
             "pidfile": p.pidfile, "pid": None, "starttime": None, "dirs": list(p.dirs),
@@ -260,8 +259,8 @@ def _process_phase(steps: list[Step], state: dict, path: str, workers: int) -> N
     state["dirs"] = state.get("dirs", []) + new_dirs
     _save(path, state)  # intent: destroy finds them by pid file if we stop now
     by_ns: dict[str, list[Process]] = {}
-    for s in steps:
-        by_ns.setdefault(s.process.netns, []).append(s.process)
+    for p in procs:
+        by_ns.setdefault(p.netns, []).append(p)
 
     def group(procs: list[Process]) -> Callable[[], None]:
         def job() -> None:
@@ -341,7 +340,7 @@ def deploy(
         if phase == "root-sysctl":
             _root_sysctl_phase(batch[0], state, state_path)
         elif phase == "processes":
-            _process_phase(batch, state, state_path, workers)
+            _process_phase([s.process for s in batch], state, state_path, workers)
         else:
             root = [s for s in batch if s.netns is None]
             for s in root:
@@ -430,6 +429,16 @@ def _find_process(e: dict, ns_ino: int | None) -> pids.ProcInfo | None:
     if pid:
         return pids.matches(pid, e["argv"], netns_inode=ns_ino)
     return None
+
+
+def start_processes(state_path: str, procs: list[Process], workers: int = 1) -> None:
+    """Start ``procs`` in a deployed lab (a re-programmed switch's new FRR, say), each
+    recorded in its state file before it starts, so :func:`destroy` still finds it.
+    Within a namespace they start in the given order. Raises DeployError."""
+    state = load_state(state_path)
+    if state is None:
+        raise DeployError(f"no state file {state_path}: the lab is not deployed")
+    _process_phase(procs, state, state_path, workers)
 
 
 def status(state_path: str) -> Status:
@@ -539,8 +548,3 @@ def destroy(state_path: str, *, term_timeout: float = 5.0) -> DestroyReport:
         _save(state_path, state)
     rep.seconds = time.perf_counter() - t0
     return rep
-
-
-def exec_in(netns: str, argv: list[str], timeout: float = 30.0) -> proc.Result:
-    """Run argv in one of the lab's namespaces (the Runtime's exec)."""
-    return proc.run(argv, netns=netns, timeout=timeout)

@@ -159,14 +159,15 @@ def converged(seen: dict[str, dict[str, str]], expected: dict[str, int] | None =
     )
 
 
-def _daemon_argv(inst: FrrInstance, daemons: tuple[str, ...]) -> tuple[Process, ...]:
+def daemon_processes(inst: FrrInstance, daemons: tuple[str, ...] = DAEMONS) -> tuple[Process, ...]:
+    """The plan entries of an instance's daemons: their argv and pid files (what finds them)."""
     return processes(inst, "hostname x\n", daemons)  # argv do not depend on the text
 
 
 def running(inst: FrrInstance, daemons: tuple[str, ...] = DAEMONS) -> dict[str, int | None]:
     """{daemon: live pid} read from the pid files, checked against the command line."""
     out = {}
-    for p in _daemon_argv(inst, daemons):
+    for p in daemon_processes(inst, daemons):
         pid = pids.read_pidfile(p.pidfile)
         pi = pids.matches(pid, p.argv) if pid else None
         out[p.name.split("/")[-1]] = pi.pid if pi else None
@@ -177,7 +178,7 @@ def stop(inst: FrrInstance, daemons: tuple[str, ...] = DAEMONS, timeout: float =
     """Stop one instance by its pid files (bgpd first); returns daemons that survived.
     A lab's destroy does this for every instance; this is for restarting one."""
     targets = []
-    for p in reversed(_daemon_argv(inst, daemons)):
+    for p in reversed(daemon_processes(inst, daemons)):
         pid = pids.read_pidfile(p.pidfile)
         pi = pids.matches(pid, p.argv) if pid else None
         if pi is not None:

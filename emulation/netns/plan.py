@@ -523,7 +523,8 @@ def shaping_ops(plan: Plan) -> dict[str, list[tuple]]:
     return {ns: [("shape", s) for s in shapes] for ns, shapes in _group(plan.shaping, lambda s: s.netns).items()}
 
 
-def _op_line(op: tuple) -> str:
+def op_line(op: tuple) -> str:
+    """One ``ip -batch`` line for a :func:`config_ops` tuple."""
     kind = op[0]
     if kind == "link":
         _, dev, mtu, up, master = op
@@ -549,6 +550,22 @@ def _shape_lines(s: Shaping) -> str:
             f" burst {burst} cburst {burst}\n")
 
 
+def bridge_line(b: Bridge, inside: bool = False) -> str:
+    """``ip -batch`` line creating a bridge: from the root namespace into its own, or
+    ``inside`` it (a batch run with ``ip -n NS``)."""
+    where = "" if inside else f" netns {b.netns}"
+    mtu = f" mtu {b.mtu}" if b.mtu else ""
+    return f"link add {b.name}{where}{mtu} type bridge stp_state {int(b.stp)}\n"
+
+
+def config_script(netns: str, bridges: Iterable[Bridge], links: Iterable[Link], addresses: Iterable[Address]) -> str:
+    """One ``ip -n NETNS -batch`` body that creates ``bridges`` and applies the
+    link and address settings, rendered as deploy renders them."""
+    plan = Plan("", (Namespace(netns),), bridges=tuple(bridges), links=tuple(links), addresses=tuple(addresses))
+    lines = [bridge_line(b, inside=True) for b in plan.bridges]
+    return "".join(lines) + "".join(op_line(o) for o in config_ops(plan)[netns])
+
+
 def render(plan: Plan) -> list[Step]:
     """The ordered steps that deploy ``plan``. Raises PlanError if invalid."""
     problems = validate(plan)
@@ -572,9 +589,7 @@ def render(plan: Plan) -> list[Step]:
         lines.append(
             f"link add {v.a_dev} netns {v.a_ns}{mtu} type veth peer name {v.b_dev} netns {v.b_ns}{mtu}\n"
         )
-    for b in plan.bridges:
-        mtu = f" mtu {b.mtu}" if b.mtu else ""
-        lines.append(f"link add {b.name} netns {b.netns}{mtu} type bridge stp_state {int(b.stp)}\n")
+    lines += [bridge_line(b) for b in plan.bridges]
     if lines:
         steps.append(Step("links", "ip", None, ("ip", "-batch", "-"), "".join(lines)))
 
@@ -587,7 +602,7 @@ def render(plan: Plan) -> list[Step]:
         steps.append(Step("shaping", "tc", ns, ("tc", "-n", ns, "-batch", "-"), body))
 
     for ns, ops in config_ops(plan).items():
-        body = "link set lo up\n" + "".join(_op_line(o) for o in ops[1:])  # ops[0]: lo up
+        body = "link set lo up\n" + "".join(op_line(o) for o in ops[1:])  # ops[0]: lo up
         steps.append(Step("config", "ip", ns, ("ip", "-n", ns, "-batch", "-"), body))
 
     for n in plan.namespaces:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from railonly import proc
 
 from ..lab import Lab, LabError, run_dir
-from ..runtime.protocol import RuntimeProblem
+from ..runtime.protocol import NotDeployed, RuntimeProblem
 from ..switchcfg.intent import ConfigReadError
 from . import engine, frr, lab_plan, setns
 from . import plan as nsplan
@@ -38,24 +38,16 @@ def _ns_devices(ns: str) -> list[dict]:
     return json.loads(res.stdout or "[]")
 
 
-def reprogram_script(items: list, cabled: list[str], bridges_now: list[str]) -> str:
-    """One ``ip -batch`` that resets a switch namespace's L2/L3 config and applies ``items``.
-    Pure (unit-tested): bridges are recreated, global addresses flushed, ports re-set."""
+def reprogram_script(netns: str, items: list, cabled: list[str], bridges_now: list[str]) -> str:
+    """One ``ip -batch`` that resets a switch namespace's L2/L3 config and applies ``items``
+    as deploy would (the plan's renderer). Pure (unit-tested): bridges are recreated,
+    global addresses flushed, ports re-set."""
     lines = [f"link del dev {b}\n" for b in bridges_now]
     lines += [f"addr flush dev {d} scope global\n" for d in [*cabled, "lo"]]
-    for it in items:
-        if isinstance(it, nsplan.Bridge):
-            mtu = f" mtu {it.mtu}" if it.mtu else ""
-            lines.append(f"link add {it.name}{mtu} type bridge stp_state {int(it.stp)}\n")
-            lines += [f"link set dev {p} master {it.name}\n" for p in it.ports]
-    for it in items:
-        if isinstance(it, nsplan.Link):
-            mtu = f" mtu {it.mtu}" if it.mtu else ""
-            lines.append(f"link set dev {it.dev}{mtu} {'up' if it.up else 'down'}\n")
-    for it in items:
-        if isinstance(it, nsplan.Address):
-            lines.append(f"addr add {it.cidr} dev {it.dev}{' nodad' if ':' in it.cidr else ''}\n")
-    return "".join(lines)
+    bridges = [it for it in items if isinstance(it, nsplan.Bridge)]
+    links = [it for it in items if isinstance(it, nsplan.Link)]
+    addresses = [it for it in items if isinstance(it, nsplan.Address)]
+    return "".join(lines) + nsplan.config_script(netns, bridges, links, addresses)
 
 
 def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyReport:
@@ -71,7 +63,7 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
     if node.role != "switch":
         raise LabError(switch_name, f"{switch_name} is a {node.role}, not a switch")
     if state is None or not setns.exists(node.netns):
-        raise RuntimeProblem(f"lab {lab.name} is not deployed here (no {path} or no namespace {node.netns})")
+        raise NotDeployed(lab, f"no {path} or no namespace {node.netns}")
     check_environment(None, shaping=False)
     try:
         intent = lab_plan.read_switch(node, config_dir)
@@ -87,7 +79,7 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
         raise RuntimeProblem(f"{switch_name}: FRR daemons survived stop: {left}")
     bridges_now = [d["ifname"] for d in _ns_devices(node.netns)
                    if (d.get("linkinfo") or {}).get("info_kind") == "bridge"]
-    script = reprogram_script(si.items, cabled, bridges_now)
+    script = reprogram_script(node.netns, si.items, cabled, bridges_now)
     setns.call_in(node.netns, lambda: setns.write_sysctls(si.sysctls))
     res = proc.run(["ip", "-n", node.netns, "-batch", "-"], input=script, timeout=60)
     if not res.ok:
@@ -95,21 +87,7 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
 
     procs = [it for it in si.items if isinstance(it, nsplan.Process)]
     if procs:
-        entries = {e["name"]: e for e in state["processes"]}
-        for p in procs:  # intent first: destroy finds them even if we stop now
-            entries.setdefault(p.name, {"name": p.name, "netns": p.netns, "argv": list(p.argv),
-                                        "pidfile": p.pidfile, "pid": None, "starttime": None})
-            for d in p.dirs:  # the engine records every directory it creates (_missing_chain)
-                for made in engine._missing_chain(d):
-                    if made not in state.setdefault("dirs", []):
-                        state["dirs"].append(made)
-        state["processes"] = list(entries.values())
-        engine._save(path, state)
-        try:
-            for p in procs:  # zebra first
-                engine._start_process(p, entries[p.name])
-        finally:
-            engine._save(path, state)
+        engine.start_processes(path, procs)  # recorded in the state file first, zebra first
         rep.frr_restarted = True
     rep.seconds = time.perf_counter() - t0
     return rep

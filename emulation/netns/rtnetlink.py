@@ -95,10 +95,6 @@ def _u32(typ: int, v: int) -> bytes:
     return _attr(typ, struct.pack("=I", v))
 
 
-def _nest(typ: int, *attrs: bytes) -> bytes:
-    return _attr(typ, b"".join(attrs))
-
-
 def _family(addr) -> int:
     return socket.AF_INET6 if addr.version == 6 else socket.AF_INET
 

@@ -17,6 +17,14 @@ class RuntimeProblem(Exception):
     """The environment cannot run the lab: a tool missing, not root, a deploy that failed (exit 3)."""
 
 
+class NotDeployed(RuntimeProblem):
+    """Nothing of the lab runs here (exit 3, as every RuntimeProblem: the CLI maps it)."""
+
+    def __init__(self, lab: Lab, why: str = ""):
+        super().__init__(f"lab {lab.name} is not deployed" + (f" ({why})" if why else "")
+                         + f"; run: railonly lab deploy {lab.outdir}")
+
+
 @dataclass
 class LabStatus:
     lab: str
@@ -49,3 +57,11 @@ class Runtime(Protocol):
     def destroy(self, lab: Lab) -> None: ...
 
     def status(self, lab: Lab) -> LabStatus: ...
+
+
+def deployed_status(rt: Runtime, lab: Lab) -> LabStatus:
+    """The lab's status from ``rt``; NotDeployed when nothing of it exists."""
+    st = rt.status(lab)
+    if st.state == "absent":
+        raise NotDeployed(lab, st.detail)
+    return st

@@ -164,18 +164,30 @@ def _ifname(eos: str) -> str:
     return "lo" if eos.startswith("Loopback") else eos
 
 
-def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, list[str]]:
-    """(frr.conf text, warnings) for an EOS config; (None, []) without ``router bgp``.
+@dataclass
+class BgpIntent:
+    """What an EOS ``router bgp`` section asks, already in FRR's words, in FRR's order."""
+
+    asn: str
+    hostname: str | None
+    glob: list[str]  # router-level lines (router-id, bestpath, timers)
+    sess: list[str]  # peer groups first, then each neighbor with remote-as first
+    af: list[str]  # ipv4 unicast lines
+    activated: list[str]  # neighbors and groups activated for ipv4 unicast
+    max_paths: str | None
+    policy: list[Block]  # the prefix-lists, static routes and route-maps the section may use
+    warnings: list[str] = field(default_factory=list)  # what has no FRR equivalent here
+
+
+def parse_bgp(text: str, path: str = "startup-config") -> BgpIntent | None:
+    """The ``router bgp`` section of an EOS config as a :class:`BgpIntent`; None without one.
 
     EOS activates every neighbor for IPv4 unicast unless the config says
-    ``no bgp default ipv4-unicast``; FRR gets that explicitly. eBGP without
-    policy is accepted on EOS, so ``no bgp ebgp-requires-policy``. Timers:
-    FRR's datacenter defaults (3/9 s) unless the config sets its own, so a lab
-    converges in seconds (EOS defaults to 60/180)."""
+    ``no bgp default ipv4-unicast``; the intent lists them explicitly."""
     bs = blocks(text)
     bgp = [b for b in bs if b.head.startswith("router bgp ")]
     if not bgp:
-        return None, []
+        return None
     if len(bgp) > 1:
         raise ConfigReadError(path, "more than one router bgp section")
     b = bgp[0]
@@ -265,6 +277,15 @@ def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, lis
 
     if default_activate:
         activated = groups + [n for n in neighbors if n not in grouped]
+    policy = [x for x in bs if x.head.startswith(("ip prefix-list ", "ip route ", "route-map "))]
+    return BgpIntent(asn, hostname, glob, sess, af, activated, max_paths, policy, warn)
+
+
+def frr_text(bgp: BgpIntent) -> str:
+    """frr.conf for a :class:`BgpIntent`. eBGP without policy is accepted on EOS, so
+    ``no bgp ebgp-requires-policy``. Timers: FRR's datacenter defaults (3/9 s) unless
+    the config sets its own, so a lab converges in seconds (EOS defaults to 60/180)."""
+    bs, hostname, asn = bgp.policy, bgp.hostname, bgp.asn
     out = ["frr version 8.4", "frr defaults datacenter"]
     if hostname:
         out.append(f"hostname {hostname}")
@@ -283,16 +304,24 @@ def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, lis
             out += [" " + s for s in x.lines]
             out.append("exit")
     out += ["!", f"router bgp {asn}"]
-    out += [" " + s for s in glob]
+    out += [" " + s for s in bgp.glob]
     out += [" no bgp ebgp-requires-policy", " no bgp default ipv4-unicast"]
-    out += [" " + s for s in sess]
+    out += [" " + s for s in bgp.sess]
     out += [" !", " address-family ipv4 unicast"]
-    out += ["  " + s for s in af]
-    out += [f"  neighbor {p} activate" for p in dict.fromkeys(activated)]
-    if max_paths:
-        out.append(f"  maximum-paths {max_paths}")
+    out += ["  " + s for s in bgp.af]
+    out += [f"  neighbor {p} activate" for p in dict.fromkeys(bgp.activated)]
+    if bgp.max_paths:
+        out.append(f"  maximum-paths {bgp.max_paths}")
     out += [" exit-address-family", "exit", "!"]
-    return "\n".join(out) + "\n", warn
+    return "\n".join(out) + "\n"
+
+
+def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, list[str]]:
+    """(frr.conf text, warnings) for an EOS config; (None, []) without ``router bgp``."""
+    bgp = parse_bgp(text, path)
+    if bgp is None:
+        return None, []
+    return frr_text(bgp), bgp.warnings
 
 
 def _prefix_list_lines(b: Block) -> list[str]:

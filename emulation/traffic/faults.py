@@ -98,10 +98,9 @@ def node_down(lab: Lab, rt: Runtime, switch: str) -> str:
     fault = {"kind": "node", "what": switch, "frr": []}
     ends = [(p.node, p.port) for p in lab.ports(switch)]
     if rt.name == "netns":
-
         inst = frr.instance(run_dir(lab.name), switch, n.netns)
         live = frr.running(inst)
-        fault["frr"] = [list(p.argv) for p in frr._daemon_argv(inst, frr.DAEMONS) if live.get(p.name.split("/")[-1])]
+        fault["frr"] = [list(p.argv) for p in frr.daemon_processes(inst) if live.get(p.name.split("/")[-1])]
         _down(rt, lab, ends, fault)
         left = frr.stop(inst)
         if left:

@@ -19,18 +19,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from railonly import proc
-
 from ..checks import plan as checks_plan
 from ..lab import Lab, link_rates, run_dir
 from ..netns import pids
-from ..runtime.protocol import Runtime
+from ..runtime.protocol import Runtime, deployed_status
 from .model import default_bytes, model
 from .patterns import Flow, plan_flows, steps_of
-
-class NotDeployed(Exception):
-    pass
-
 
 # --- running ----------------------------------------------------------------------------------
 
@@ -79,7 +73,7 @@ def _dst_ip(cp, f: Flow) -> str:
     return ip
 
 
-def _start_servers(lab: Lab, cp, flows: list[Flow]) -> None:
+def _start_servers(lab: Lab, rt: Runtime, cp, flows: list[Flow]) -> None:
     rundir = _run_dir(lab)
     os.makedirs(rundir, exist_ok=True)
     lab.state_dir.mkdir(parents=True, exist_ok=True)
@@ -91,10 +85,10 @@ def _start_servers(lab: Lab, cp, flows: list[Flow]) -> None:
     # intent first: the record exists before any server does
     with open(_state_file(lab), "w") as fh:
         json.dump({"lab": lab.name, "servers": servers}, fh, indent=1)
-    for s in servers:
-        res = proc.run(s["argv"], netns=s["netns"], timeout=10)
-        if not res.ok:
-            raise RuntimeError(f"iperf3 server in {s['netns']} failed: {res.stderr.strip()[:200]}")
+    for s in servers:  # -D: each forks away and writes its pid file
+        rc, out = rt.exec(s["netns"], s["argv"], timeout=10)
+        if rc != 0:
+            raise RuntimeError(f"iperf3 server in {s['netns']} failed: {out.strip()[:200]}")
     deadline = time.monotonic() + 10
     while any(pids.read_pidfile(s["pidfile"]) is None for s in servers) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -176,12 +170,42 @@ def gpu_counters(lab: Lab, rt: Runtime, cp) -> dict[tuple[str, str], int]:
     return {names[k]: v for k, v in port_counters(lab, rt, want).items()}
 
 
+def parse_iperf3(out: str, rc: int, planned_bytes: int) -> dict:
+    """The fields of one flow's result from an iperf3 client's ``-J`` output (pure):
+    bytes, seconds, mbps, seconds_at_rate, bytes_written, retransmits, rtt_ms; or error."""
+    r: dict = {}
+    try:
+        doc = json.loads(out)
+        if doc.get("error"):
+            raise KeyError(doc["error"])
+        sent = doc["end"]["sum_sent"]
+        recv = doc["end"].get("sum_received", {})
+        # "bytes": what the receiver really got. iperf3 3.12 ends a -n test when the
+        # sender has *written* the bytes, so up to a socket buffer of them (kept small
+        # with -w) may never be read; bytes_written is the sender's figure.
+        r["bytes_written"] = int(sent["bytes"])
+        r["bytes"] = int(recv.get("bytes", 0))
+        r["seconds"] = round(float(recv.get("seconds") or sent["seconds"]), 4)
+        r["mbps"] = round(r["bytes"] * 8 / r["seconds"] / 1e6, 3) if r["seconds"] else None
+        # the planned bytes at the receiver's rate: the flow's time without the unread tail
+        r["seconds_at_rate"] = round(planned_bytes * r["seconds"] / r["bytes"], 4) if r["bytes"] else None
+        if sent.get("retransmits") is not None:
+            r["retransmits"] = int(sent["retransmits"])
+        snd = ((doc["end"].get("streams") or [{}])[0].get("sender") or {})
+        if snd.get("mean_rtt") is not None:  # TCP's smoothed RTT, us -> ms
+            r["rtt_ms"] = round(snd["mean_rtt"] / 1000, 2)
+    except KeyError as exc:
+        r["error"] = str(exc.args[0] if exc.args else exc)[:300]
+    except (ValueError, TypeError):
+        r["error"] = (out or f"iperf3 exited {rc}").strip()[-300:]
+    return r
+
+
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
         converge: bool = True, window: str = "128K", progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run a pattern. ``converge=False`` skips the bgp/reachability wait (a caller that
     has just waited for it, e.g. between repetitions)."""
-    if rt.status(lab).state == "absent":
-        raise NotDeployed(f"lab {lab.name} is not deployed; run: railonly lab deploy {lab.outdir}")
+    deployed_status(rt, lab)
 
     cp = checks_plan.load(lab)
     nic_plan, hb_plan = link_rates(lab)
@@ -209,7 +233,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     step_rep: list[dict] = []
     stop_servers(lab)  # leftovers of an interrupted run
     try:
-        _start_servers(lab, cp, flows)
+        _start_servers(lab, rt, cp, flows)
         t0 = time.monotonic()
 
         def one(f: Flow) -> None:
@@ -227,30 +251,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
                  "start_s": round(start - t0, 3), "end_s": round(end - t0, 3)}
             if f.hb:
                 r["over"] = "hb"
-            try:
-                doc = json.loads(out)
-                if doc.get("error"):
-                    raise KeyError(doc["error"])
-                sent = doc["end"]["sum_sent"]
-                recv = doc["end"].get("sum_received", {})
-                # "bytes": what the receiver really got. iperf3 3.12 ends a -n test when the
-                # sender has *written* the bytes, so up to a socket buffer of them (kept small
-                # with -w) may never be read; bytes_written is the sender's figure.
-                r["bytes_written"] = int(sent["bytes"])
-                r["bytes"] = int(recv.get("bytes", 0))
-                r["seconds"] = round(float(recv.get("seconds") or sent["seconds"]), 4)
-                r["mbps"] = round(r["bytes"] * 8 / r["seconds"] / 1e6, 3) if r["seconds"] else None
-                # the planned bytes at the receiver's rate: the flow's time without the unread tail
-                r["seconds_at_rate"] = round(f.bytes * r["seconds"] / r["bytes"], 4) if r["bytes"] else None
-                if sent.get("retransmits") is not None:
-                    r["retransmits"] = int(sent["retransmits"])
-                snd = ((doc["end"].get("streams") or [{}])[0].get("sender") or {})
-                if snd.get("mean_rtt") is not None:  # TCP's smoothed RTT, us -> ms
-                    r["rtt_ms"] = round(snd["mean_rtt"] / 1000, 2)
-            except KeyError as exc:
-                r["error"] = str(exc.args[0] if exc.args else exc)[:300]
-            except (ValueError, TypeError):
-                r["error"] = (out or f"iperf3 exited {rc}").strip()[-300:]
+            r.update(parse_iperf3(out, rc, f.bytes))
             with lock:
                 results[i] = r
                 progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"

@@ -25,7 +25,7 @@ from ..checks.plan import CheckPlan
 from .patterns import Flow, plan_flows, steps_of
 
 
-def link_loads(cp: CheckPlan, flows: list[Flow]) -> dict[tuple[str, str, str], int]:
+def link_loads(flows: list[Flow]) -> dict[tuple[str, str, str], int]:
     """{(gpu, 'nic'|'hb', 'out'|'in'): bytes} (pure)."""
     load: dict[tuple[str, str, str], int] = {}
 
@@ -48,8 +48,8 @@ def link_loads(cp: CheckPlan, flows: list[Flow]) -> dict[tuple[str, str, str], i
     return load
 
 
-def _model_one(cp, flows: list[Flow], rate: dict[str, float]) -> dict[str, float]:
-    load = link_loads(cp, flows)
+def _model_one(flows: list[Flow], rate: dict[str, float]) -> dict[str, float]:
+    load = link_loads(flows)
     t_nic = max([v / rate["nic"] for k, v in load.items() if k[1] == "nic"] or [0.0])
     t_hb = max([v / rate["hb"] for k, v in load.items() if k[1] == "hb"] or [0.0])
     return {"pipelined": max(t_nic, t_hb), "store_forward": t_nic + t_hb, "nic": t_nic, "hb": t_hb}
@@ -60,7 +60,7 @@ def model(cp: CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> 
 
     ``steps`` holds each step's own prediction."""
     rate = {"nic": nic_mbps * 1e6 / 8, "hb": hb_mbps * 1e6 / 8}
-    per = [_model_one(cp, st, rate) for st in steps_of(flows)]
+    per = [_model_one(st, rate) for st in steps_of(flows)]
     out: dict = {k: sum(p[k] for p in per) for k in ("pipelined", "store_forward", "nic", "hb")}
     out["steps"] = per
     return out
@@ -69,5 +69,5 @@ def model(cp: CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> 
 def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0) -> int:
     """Bytes per flow so that the busiest NIC needs about `seconds` in all."""
     probe = plan_flows(cp, pattern, 1, "concurrent")
-    busiest = max(v for k, v in link_loads(cp, probe).items() if k[1] == "nic") if probe else 1
+    busiest = max(v for k, v in link_loads(probe).items() if k[1] == "nic") if probe else 1
     return max(256 * 1024, int(nic_mbps * 1e6 / 8 * seconds / busiest))

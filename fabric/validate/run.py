@@ -154,10 +154,3 @@ def sample_per_shape() -> Callable[[dict], bool]:
         seen.add(key)
         return True
     return pick
-
-
-def validate_compiled(files: dict[str, bytes]) -> list[Result]:
-    """Compile's self-check: full cross-check, YANG and vtysh on one switch per shape."""
-    read = memory_reader(files)
-    fabric = load_fabric(read, "<compile>")
-    return validate(read, fabric, sample_per_shape())

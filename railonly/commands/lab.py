@@ -106,11 +106,12 @@ def destroy(args) -> int:
 
 
 def check_args(p) -> None:
+    from railonly.emulation.checks.plan import CHECKS
+
     p.add_argument("--json", metavar="FILE", help="write the results as JSON (Contract 4)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for convergence (default 60)")
-    p.add_argument("--only", action="append", choices=["reachability", "isolation", "path", "bgp", "cabling"],
-                   help="run only this check (repeatable)")
+    p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
 
 
 def check(args) -> int:
@@ -119,12 +120,8 @@ def check(args) -> int:
     from railonly.emulation.checks.plan import CHECKS
 
     rt, lab = open_lab(args)
-    try:
-        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
-                             progress=lambda s: print(f"  .. {s}", file=sys.stderr))
-    except checks_run.NotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+    run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS),
+                         progress=lambda s: print(f"  .. {s}", file=sys.stderr))
     print(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
         report.write_json(args.json, report.as_json(lab.name, run.results, run.timings, run.notes))
@@ -134,9 +131,11 @@ def check(args) -> int:
 
 
 def traffic_args(p) -> None:
-    p.add_argument("--pattern", required=True, choices=["ring-allreduce", "all-to-all"])
+    from railonly.emulation.traffic.patterns import PATTERNS, SCHEDULES
+
+    p.add_argument("--pattern", required=True, choices=PATTERNS)
     p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
-    p.add_argument("--schedule", choices=["phased", "concurrent", "two-phase"], default="phased",
+    p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (Contract 4)")
@@ -147,11 +146,7 @@ def traffic(args) -> int:
     from railonly.emulation.traffic import iperf3
 
     rt, lab = open_lab(args)
-    try:
-        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
-    except iperf3.NotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+    rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, progress=lambda s: print(f"  .. {s}", file=sys.stderr))
     print(iperf3.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)

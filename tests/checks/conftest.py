@@ -5,7 +5,6 @@ namespace of the lab is left). Skipped when not root."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,14 @@ from railonly.emulation.lab import load_lab
 from railonly.emulation.netns import setns
 from railonly.emulation.runtime.registry import get_runtime
 
+from ..conftest import skip_reason as shared_skip_reason
+
 LABS = Path(__file__).resolve().parents[2] / "labs"
 _count = [0]
 
 
 def skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces)"
-    for tool in ("ip", "tc", "iperf3", "vtysh"):
-        if shutil.which(tool) is None:
-            return f"'{tool}' is not installed"
-    return None
+    return shared_skip_reason("ip", "tc", "iperf3", "vtysh")
 
 
 def compile_design(tmp: Path, design: str, tag: str) -> Path:

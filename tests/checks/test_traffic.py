@@ -49,8 +49,8 @@ def test_counters_account_for_reported_bytes(routed_shared, tmp_path, pattern):
     # every byte the report claims crossed the links the plan says: tx counters on
     # each GPU's NIC and HB port are at least the claimed load (plus headers), and not
     # wildly more (what the receiver did not read was still sent: bytes_written bounds it)
-    claimed = model.link_loads(cp, flows)
-    written = model.link_loads(cp, [patterns.Flow(f["src"], f["dst"], f["via"], f["bytes_written"]) for f in rep["flows"]])
+    claimed = model.link_loads(flows)
+    written = model.link_loads([patterns.Flow(f["src"], f["dst"], f["via"], f["bytes_written"]) for f in rep["flows"]])
     for (g, kind, direction), nbytes in claimed.items():
         if direction != "out":
             continue

@@ -40,7 +40,8 @@ def test_sonic_ports_cover_the_radix_and_unused_are_down():
     ports = _doc(files, "rail0-leaf0")["PORT"]
     assert sorted(ports, key=lambda p: int(p[8:])) == ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24"]
     assert ports["Ethernet24"]["admin_status"] == "down"
-    assert ports["Ethernet0"] | {} == ports["Ethernet0"]
+    assert ports["Ethernet0"]["admin_status"] == "up" and ports["Ethernet0"]["alias"] == "etp1"
+    assert "description" not in ports["Ethernet24"]  # a free port names no peer
     assert ports["Ethernet0"]["description"] == "hb0-gpu0:eth1"
     assert ports["Ethernet0"]["lanes"] == "0,1,2,3,4,5,6,7" and ports["Ethernet0"]["speed"] == "400000"
     assert ports["Ethernet0"]["fec"] == "rs" and ports["Ethernet0"]["mtu"] == "9100"

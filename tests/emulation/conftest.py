@@ -4,20 +4,16 @@ when the test fails, and the finalizer asserts nothing of the lab remains."""
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
 from railonly.emulation.netns import engine, setns
 
+from ..conftest import skip_reason
+
 
 def netns_skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces)"
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            return f"'{tool}' is not installed"
-    return None
+    return skip_reason("ip", "tc")
 
 
 @pytest.fixture

@@ -5,54 +5,25 @@ of the lab (namespace, process, FRR run dir) is left."""
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 
-from railonly.emulation.lab import load_lab
+from railonly.emulation.lab import load_lab, netns_prefix, run_dir
 from railonly.emulation.netns import pids, setns
-from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
 
-REPO = Path(__file__).resolve().parents[2]
-RUN = os.getpid() % 10000
-
-
-def unique(tag: str) -> str:
-    """A lab name nobody else uses (design names: at most 20 characters)."""
-    return f"nt{RUN}{tag}"[:20]
-
-
-def design_text(path: str, name: str) -> str:
-    lines = (REPO / path).read_text().splitlines()
-    return "\n".join(f"name: {name}" if ln.startswith("name:") else ln for ln in lines) + "\n"
-
+from ..conftest import skip_reason as shared_skip_reason
 
 EOS_ROUTED = "name: {name}\nhb_domain: {{size: 2, count: 6}}\nswitch: {{radix: 4, platform: eos}}\nrail: {{mode: routed}}\n"
 SONIC_L2 = "name: {name}\nhb_domain: {{size: 2, count: 3}}\nswitch: {{radix: 8, platform: sonic}}\nrail: {{mode: l2}}\n"
 
 
-def compile_to(text: str, outdir: Path) -> Path:
-    design = parse_design(text, "design.yml")
-    _, files = compile_design(design)
-    write_outdir(str(outdir), files, design.sha256)
-    return outdir
-
-
 def skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces)"
-    for tool in ("ip", "tc", "vtysh"):
-        if shutil.which(tool) is None:
-            return f"'{tool}' is not installed"
-    return None
+    return shared_skip_reason("ip", "tc", "vtysh")
 
 
 def leftovers(lab) -> list[str]:
-    out = [n for n in setns.list_netns() if n.startswith(f"clab-{lab.name}-")]
-    rundir = f"/run/railonly/{lab.name}"
+    out = [n for n in setns.list_netns() if n.startswith(netns_prefix(lab.name))]
+    rundir = run_dir(lab.name)
     if os.path.exists(rundir):
         out.append(rundir)
     return out

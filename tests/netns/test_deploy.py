@@ -14,7 +14,8 @@ from railonly import proc
 from railonly.emulation.netns import frr, lab_plan, pids, setns
 from railonly.emulation.netns.reprogram import apply_switch_config
 
-from .conftest import EOS_ROUTED, compile_to, design_text, leftovers, own_processes, unique
+from ..conftest import compile_to, design_text, unique
+from .conftest import EOS_ROUTED, leftovers, own_processes
 
 pytestmark = pytest.mark.netns
 

@@ -15,7 +15,8 @@ from railonly.emulation.lab import load_lab
 from railonly.emulation.netns import pids, setns
 from railonly.emulation.netns.runtime import NetnsRuntime, state_path
 
-from .conftest import compile_to, design_text, leftovers, own_processes, skip_reason, unique
+from ..conftest import compile_to, design_text, unique
+from .conftest import leftovers, own_processes, skip_reason
 
 pytestmark = pytest.mark.netns
 

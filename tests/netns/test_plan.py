@@ -11,7 +11,8 @@ from railonly.emulation.netns import plan as nsplan
 from railonly.emulation.netns.reprogram import reprogram_script
 from railonly.emulation.netns.runtime import NetnsRuntime
 
-from .conftest import SONIC_L2, compile_to, design_text
+from ..conftest import compile_to, design_text
+from .conftest import SONIC_L2
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_dry_run_is_pure_text(labs):
 def test_reprogram_script():
     items = [nsplan.Bridge("ns", "Vlan10", ("Ethernet0",), mtu=9100), nsplan.Link("ns", "Ethernet0", mtu=9100, up=False),
              nsplan.Address("ns", "lo", "10.255.0.1/32")]
-    s = reprogram_script(items, ["Ethernet0"], ["Vlan1000"]).splitlines()
+    s = reprogram_script("ns", items, ["Ethernet0"], ["Vlan1000"]).splitlines()
     assert s[0] == "link del dev Vlan1000"
     assert "addr flush dev Ethernet0 scope global" in s and "addr flush dev lo scope global" in s
     assert s.index("link add Vlan10 mtu 9100 type bridge stp_state 0") < s.index("link set dev Ethernet0 master Vlan10")

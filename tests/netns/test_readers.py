@@ -11,7 +11,8 @@ import pytest
 from railonly.emulation.switchcfg import eos, sonic
 from railonly.emulation.switchcfg.intent import ConfigReadError
 
-from .conftest import EOS_ROUTED, REPO, compile_to, design_text
+from ..conftest import compile_to, design_text
+from .conftest import EOS_ROUTED
 
 
 @pytest.fixture(scope="module")

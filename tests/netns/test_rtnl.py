@@ -19,7 +19,8 @@ from railonly import proc
 from railonly.emulation.netns import engine
 from railonly.emulation.netns import plan as nsplan
 
-from .conftest import skip_reason, unique
+from ..conftest import unique
+from .conftest import skip_reason
 
 pytestmark = pytest.mark.netns
 

@@ -5,7 +5,6 @@ scripted EOS-like responder, inside a namespace of its own (no EOS device here).
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,9 +17,9 @@ from railonly.emulation.netns import engine, pids, setns
 from railonly.emulation.netns import plan as nsplan
 from railonly.emulation.netns import sshd as lab_sshd
 from railonly.emulation.netns.runtime import NetnsRuntime
-from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+
+from ..conftest import compile_to, skip_reason
+from ..conftest import unique as shared_unique
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,17 +35,12 @@ rail: {{mode: routed}}
 
 
 def root_skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, sshd)"
-    for tool in ("ip", "tc", "vtysh", "ssh-keygen", lab_sshd.SSHD):
-        if shutil.which(tool) is None:
-            return f"'{tool}' is not installed"
-    return None
+    return skip_reason("ip", "tc", "vtysh", "ssh-keygen", lab_sshd.SSHD, why="network namespaces, sshd")
 
 
 def unique(tag: str) -> str:
     # under the rotest prefix (test labs), unique per run: never someone else's lab
-    return f"rotest{os.getpid() % 10000}{tag}"
+    return shared_unique(tag, prefix="rotest")
 
 
 def settle_sessions(namespaces: list[str], timeout: float = 5.0) -> None:
@@ -72,10 +66,7 @@ def _is_session(cmdline: tuple[str, ...]) -> bool:
 
 
 def compile_lab(name: str, outdir: Path) -> Path:
-    design = parse_design(ROUTED.format(name=name), "push-test.yml")
-    _, files = compile_design(design)
-    write_outdir(str(outdir), files, design.sha256)
-    return outdir
+    return compile_to(ROUTED.format(name=name), outdir, "push-test.yml")
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from railonly.emulation.lab import load_lab
-from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+
+from ..conftest import compile_to
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -25,16 +24,9 @@ rail: {mode: l2}
 """
 
 
-def compile_to(text: str, outdir: Path) -> Path:
-    design = parse_design(text, "tiny.yml")
-    _, files = compile_design(design)
-    write_outdir(str(outdir), files, design.sha256)
-    return outdir
-
-
 @pytest.fixture(scope="session")
 def tiny_outdir(tmp_path_factory) -> Path:
-    return compile_to(TINY, tmp_path_factory.mktemp("tiny") / "out")
+    return compile_to(TINY, tmp_path_factory.mktemp("tiny") / "out", "tiny.yml")
 
 
 @pytest.fixture(scope="session")

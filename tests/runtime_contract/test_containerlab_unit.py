@@ -17,7 +17,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_registered_by_name():
-    assert isinstance(get_runtime("containerlab"), ContainerlabRuntime)
+    rt = get_runtime("containerlab")
+    assert type(rt) is ContainerlabRuntime and rt.name == "containerlab"
 
 
 def test_argv(tiny_lab):
@@ -111,8 +112,9 @@ def test_exec_returns_rc_and_output(installed, monkeypatch):
 def test_missing_containerlab(tiny_lab):
     rt = ContainerlabRuntime(binary="containerlab-not-installed-here")
     for op in (rt.deploy, rt.destroy, rt.status):
-        with pytest.raises(RuntimeProblem, match="'containerlab-not-installed-here' program, which is not on PATH.*--runtime netns"):
+        with pytest.raises(RuntimeProblem, match="'containerlab-not-installed-here' program, which is not on PATH.*--runtime netns") as err:
             op(tiny_lab)
+        assert containerlab.INSTALL_HINT in str(err.value)  # how to install it, every time
 
 
 def test_missing_docker(monkeypatch, tiny_lab):
@@ -130,4 +132,3 @@ def test_cli_maps_runtime_problems_to_exit_3(monkeypatch, capsys):
     parser.set_defaults(func=boom)
     assert cli.main([]) == cli.EXIT_ENV
     assert "error: containerlab is missing" in capsys.readouterr().err
-    assert containerlab.INSTALL_HINT  # the hint every missing-binary message carries

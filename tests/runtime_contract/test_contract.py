@@ -16,7 +16,6 @@ import shutil
 import pytest
 
 from railonly import proc
-from railonly.emulation.runtime.protocol import Runtime
 from railonly.emulation.runtime.registry import RUNTIMES, get_runtime
 
 
@@ -36,6 +35,9 @@ def _skip_reason(name: str) -> str | None:
     return None
 
 
+pytestmark = pytest.mark.netns  # every test here deploys a real lab (run under the lock)
+
+
 @pytest.fixture(scope="module", params=sorted(RUNTIMES))
 def deployed(request, tiny_lab):
     reason = _skip_reason(request.param)
@@ -50,11 +52,6 @@ def deployed(request, tiny_lab):
             rt.destroy(tiny_lab)
         except Exception:  # the destroy test reports failures; never leave a lab behind silently
             pass
-
-
-def test_is_a_runtime(deployed):
-    rt, _ = deployed
-    assert isinstance(rt, Runtime)
 
 
 def test_status_running(deployed):
@@ -86,6 +83,18 @@ def test_switch_shows_its_ports(deployed):
             assert p.port in names or p.iface in names, f"{sw.name}: neither {p.port} nor {p.iface} in {sorted(names)}"
 
 
+def test_exec_of_false_returns_1(deployed):
+    rt, lab = deployed
+    rc, _ = rt.exec(lab.gpus[0], ["false"], timeout=20)
+    assert rc == 1
+
+
+def test_exec_on_an_unknown_node_fails_without_raising(deployed):
+    rt, lab = deployed
+    rc, out = rt.exec(f"clab-{lab.name}-no-such-node", ["true"], timeout=20)
+    assert rc != 0 and out
+
+
 def test_gpu_reaches_same_rail_peer(deployed):
     rt, lab = deployed
     a, b = [g for g in lab.gpus if g.info["rail"] == 0][:2]
@@ -102,3 +111,9 @@ def test_destroy_leaves_nothing(deployed):
     res = proc.run(["ip", "netns", "list"], timeout=10)
     left = [line.split()[0] for line in res.stdout.splitlines() if line.startswith(f"clab-{lab.name}-")]
     assert not left, f"namespaces left after destroy: {left}"
+
+
+def test_destroy_twice_is_a_noop(deployed):
+    rt, lab = deployed
+    rt.destroy(lab)  # already destroyed above: nothing left, nothing raised
+    assert rt.status(lab).state == "absent"

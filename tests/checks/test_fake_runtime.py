@@ -1,0 +1,201 @@
+"""Checks, traffic and faults logic above Runtime.exec, run on a FakeRuntime (no root, no lab).
+
+The real netns tests beside this file (test_lab_checks.py, test_traffic.py)
+prove that a deployed lab answers what these tests feed the logic; here every
+branch of that logic is driven on purpose, including the failing ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from railonly.cli import main
+from railonly.emulation import lab as lab_facts
+from railonly.emulation.checks import judge
+from railonly.emulation.checks import plan as checks_plan
+from railonly.emulation.checks import run as checks_run
+from railonly.emulation.lab import load_lab
+from railonly.emulation.runtime.protocol import NotDeployed
+from railonly.emulation.runtime.registry import RUNTIMES
+from railonly.emulation.traffic import faults, iperf3, patterns
+
+from ..conftest import FakeRuntime, compile_to, design_text
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory):
+    return load_lab(compile_to(design_text("labs/mini-routed.yml", "fakert"), tmp_path_factory.mktemp("fake") / "out"))
+
+
+@pytest.fixture
+def lab(routed, tmp_path, monkeypatch):
+    """The routed lab with its run directory (iperf3 pid files) under tmp_path."""
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    return routed
+
+
+# --- not deployed --------------------------------------------------------------------------
+
+
+def test_not_deployed_is_one_error_and_exit_3(lab, monkeypatch, capsys):
+    fake = FakeRuntime(state="absent")
+    with pytest.raises(NotDeployed, match="railonly lab deploy"):
+        checks_run.run(lab, fake)
+    with pytest.raises(NotDeployed):
+        iperf3.run(lab, fake, "ring-allreduce", converge=False)
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    assert main(["lab", "check", str(lab.outdir), "--runtime", "fake"]) == 3
+    assert main(["lab", "traffic", str(lab.outdir), "--runtime", "fake", "--pattern", "all-to-all"]) == 3
+    assert capsys.readouterr().err.count(f"lab {lab.name} is not deployed") == 2
+    assert not fake.calls  # nothing was run in a lab that is not there
+
+
+# --- bgp: the switches' tables through exec ------------------------------------------------------
+
+
+def _bgp_fake(cp, down: tuple[str, str] | None = None, mute: str | None = None) -> FakeRuntime:
+    sessions: dict[str, dict] = {}
+    for s in cp.bgp:
+        state = "Active" if (s.switch, s.peer) == down else "Established"
+        sessions.setdefault(s.switch, {})[s.peer] = {"state": state, "pfxRcd": 2, "peerUptime": "1m"}
+    by_ns = {f"clab-{cp.lab}-{sw}": sw for sw in set(sessions) | set(cp.prefixes)}
+
+    def summary(ns, argv):
+        sw = by_ns[ns]
+        return (1, "bgpd is not running") if sw == mute else (0, json.dumps({"ipv4Unicast": {"peers": sessions.get(sw, {})}}))
+
+    def routes(ns, argv):
+        return 0, json.dumps([{"dst": p, "type": "unicast"} for p in cp.prefixes.get(by_ns[ns], ())])
+
+    return FakeRuntime().on(("vtysh",), summary).on(("ip", "-4", "-j", "route"), routes)
+
+
+def test_bgp_healthy_tables_pass(lab):
+    cp = checks_plan.load(lab)
+    assert cp.bgp and cp.prefixes
+    fake = _bgp_fake(cp)
+    peers, routes = checks_run.collect_bgp(fake, lab, cp, timeout=0)
+    results = judge.bgp(cp, peers, routes)
+    assert results and all(r.passed for r in results)
+    assert fake.ran("vtysh", "-c", "show bgp summary json")  # a runtime other than netns: plain vtysh
+
+
+def test_bgp_a_session_down_and_a_mute_bgpd_fail_by_name(lab):
+    cp = checks_plan.load(lab)
+    s = cp.bgp[0]
+    mute = next(x.switch for x in cp.bgp if x.switch != s.switch)
+    peers, routes = checks_run.collect_bgp(_bgp_fake(cp, down=(s.switch, s.peer), mute=mute), lab, cp, timeout=0)
+    bad = [r for r in judge.bgp(cp, peers, routes) if not r.passed]
+    assert any(r.id == f"bgp/{s.switch}/{s.peer}" and "Active" in r.detail for r in bad)
+    assert any(r.id.startswith(f"bgp/{mute}/") and "does not answer" in r.detail for r in bad)
+    assert all(r.id.startswith((f"bgp/{s.switch}/", f"bgp/{mute}/")) for r in bad)
+
+
+# --- traffic -----------------------------------------------------------------------------------
+
+
+def _iperf3_fake(lab, refuse: str | None = None) -> FakeRuntime:
+    nic_bps = 100e6 / 8
+
+    def server(ns, argv):
+        pidfile = argv[argv.index("--pidfile") + 1]
+        with open(pidfile, "w") as f:  # a pid that is never an iperf3: stop_servers signals nobody
+            f.write(f"{os.getpid()}\n")
+        return 0, ""
+
+    def client(ns, argv):
+        dst, n = argv[argv.index("-c") + 1], int(argv[argv.index("-n") + 1])
+        if dst == refuse:
+            return 1, json.dumps({"error": "unable to send control message: Connection refused"})
+        secs = n / nic_bps
+        return 0, json.dumps({"end": {"sum_sent": {"bytes": n, "seconds": secs, "retransmits": 0},
+                                      "sum_received": {"bytes": n, "seconds": secs},
+                                      "streams": [{"sender": {"mean_rtt": 250}}]}})
+
+    return (FakeRuntime()
+            .on(("tc", "-j", "qdisc"), (0, json.dumps([{"kind": "tbf", "options": {"rate": nic_bps}}])))
+            .on(("tc", "-j", "class"), (0, json.dumps([{"kind": "htb", "options": {"rate": nic_bps * 9}}])))
+            .on(("iperf3", "-s"), server).on(("iperf3", "-c"), client))
+
+
+@pytest.mark.parametrize("pattern", patterns.PATTERNS)
+def test_traffic_runs_every_planned_flow_and_reports_it(lab, pattern):
+    fake = _iperf3_fake(lab)
+    rep = iperf3.run(lab, fake, pattern, 200_000, converge=False)
+    cp = checks_plan.load(lab)
+    planned = patterns.plan_flows(cp, pattern, 200_000, rep["schedule"])
+    assert len(rep["flows"]) == len(planned) == len(fake.ran("iperf3", "-c")) == len(fake.ran("iperf3", "-s"))
+    assert rep["failed_flows"] == 0 and all(f["bytes"] == 200_000 for f in rep["flows"])
+    assert rep["nic_gbps_emulated"] == 0.1  # read back from tc, not assumed
+    assert len(rep["steps"]) == len(patterns.steps_of(planned))
+    assert not lab.traffic_state_file.exists()  # servers stopped, record gone
+    assert f"{len(planned)} flows" in iperf3.format_report(rep)
+
+
+def test_a_refused_flow_is_reported_failed(lab):
+    cp = checks_plan.load(lab)
+    victim = sorted(cp.gpus)[1]
+    rep = iperf3.run(lab, _iperf3_fake(lab, refuse=cp.gpus[victim].ip), "ring-allreduce", 100_000, converge=False)
+    failed = [f for f in rep["flows"] if f.get("error")]
+    assert rep["failed_flows"] == len(failed) >= 1
+    assert all(f["dst"] == victim and "Connection refused" in f["error"] for f in failed)
+
+
+@pytest.mark.parametrize("out, rc, want", [
+    (json.dumps({"end": {"sum_sent": {"bytes": 1000, "seconds": 0.5, "retransmits": 3},
+                         "sum_received": {"bytes": 800, "seconds": 0.4}}}), 0,
+     {"bytes": 800, "bytes_written": 1000, "seconds": 0.4, "seconds_at_rate": 0.5, "retransmits": 3, "mbps": 0.016}),
+    (json.dumps({"error": "unable to connect to server"}), 1, {"error": "unable to connect to server"}),
+    ("iperf3: error - control socket has closed unexpectedly", 1,
+     {"error": "iperf3: error - control socket has closed unexpectedly"}),
+    ("", 124, {"error": "iperf3 exited 124"}),
+])
+def test_parse_iperf3(out, rc, want):
+    assert iperf3.parse_iperf3(out, rc, 1000) == want
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+ROUTES = ("10.64.0.0/10 via 172.16.0.2 dev hb0 src 10.0.0.2\n"
+          "10.0.0.0/29 dev eth1 proto kernel scope link src 10.0.0.2\n"
+          "10.1.0.0/16 nhid 12 proto bgp metric 20\n")
+
+
+def test_link_down_records_then_restore_undoes(lab):
+    fake = FakeRuntime().on(("ip", "link", "show"), (0, "")).on(("ip", "-4", "route", "show"), (0, ROUTES))
+    gpu = lab.gpus[0]
+    said = faults.link_down(lab, fake, f"{gpu.name}:eth1")
+    far = next(e for lk in lab.links for me, e in ((lk.a, lk.b), (lk.b, lk.a)) if (me.node, me.port) == (gpu.name, "eth1"))
+    assert said == f"link {gpu.name}:eth1 -- {far.node}:{far.port} down"
+    downs = fake.ran("ip", "link", "set")
+    assert [(ns, argv[-1]) for ns, argv in downs] == [(gpu.netns, "down"), (lab.netns(far.node), "down")]
+    record = json.loads(lab.faults_file.read_text())
+    assert record[0]["routes"][gpu.netns] == [ROUTES.split("\n")[0].split()]  # only what a link-down flushes for good
+    fake.calls.clear()
+    assert faults.restore(lab, fake) == [f"link {gpu.name}:eth1"]
+    assert [argv[-1] for _, argv in fake.ran("ip", "link", "set")] == ["up", "up"]
+    assert (gpu.netns, ("ip", "route", "replace", *ROUTES.split("\n")[0].split())) in fake.calls
+    assert not lab.faults_file.exists()
+
+
+def test_a_fault_on_a_port_without_a_device_names_it(lab):
+    fake = FakeRuntime().on(("ip", "-4", "route", "show"), (0, ""))  # `ip link show dev` answers 127
+    gpu = lab.gpus[0]
+    with pytest.raises(Exception, match=f"no device for port eth1 in {gpu.netns}"):
+        faults.link_down(lab, fake, f"{gpu.name}:eth1")
+    assert not lab.faults_file.exists()
+    assert not fake.ran("ip", "link", "set")
+
+
+def test_a_switch_down_on_another_runtime_downs_its_ports(lab):
+    fake = FakeRuntime().on(("ip", "link", "show"), (0, "")).on(("ip", "-4", "route", "show"), (0, ""))
+    sw = lab.switches[0]
+    assert faults.node_down(lab, fake, sw.name) == f"switch {sw.name} down: {len(lab.ports(sw.name))} ports down"
+    assert len([1 for ns, argv in fake.ran("ip", "link", "set") if ns == sw.netns]) == len(lab.ports(sw.name))
+    faults.restore(lab, fake)
+    with pytest.raises(Exception, match="not a switch"):
+        faults.node_down(lab, fake, lab.gpus[0].name)
