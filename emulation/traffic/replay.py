@@ -221,12 +221,14 @@ def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance
         rec["joining_switches"] = {c: _sum(d, counters.switches, f"routed_{c}") for c in job_plan.CLASSES}
     rec["ports"] = _port_delta(port_bytes(lab, rt, want), p0, ports)
     rec["problems"] = _problems(ph, rec, tolerance)
-    rec["verdict"] = "pass" if not rec["problems"] else "fail"
+    rec["slow"] = _slow(ph, rec, tolerance)
+    rec["verdict"] = "fail" if rec["problems"] else ("slow" if rec["slow"] else "pass")
     label = f"[{it + 1}/{iterations}] " if iterations > 1 else ""
     moved = sum(rec["bytes_by_class"].values())
     progress(f"{label}{ph.name:<24} {rec['measured_s']:7.2f} s (model {ph.model_s:6.2f} s)"
              + (f" {moved / 1e6:8.1f} MB" if ph.steps else " idle" + " " * 7)
-             + f"  {rec['verdict']}" + (f": {rec['problems'][0]}" if rec["problems"] else ""))
+             + f"  {rec['verdict']}" + (f": {rec['problems'][0]}" if rec["problems"] else "")
+             + (f": {rec['slow']}" if rec["slow"] and not rec["problems"] else ""))
     return rec
 
 
@@ -240,18 +242,23 @@ def _problems(ph, rec: dict, tolerance: float) -> list[str]:
         for gi, rs in sorted(by_group.items()):
             members = ", ".join(ph.groups[gi]) if 0 <= gi < len(ph.groups) else "?"
             first = rs[0]
-            out.append(f"group {gi} ({members}): {len(rs)} flow(s) failed, e.g. {first['src']}->{first['dst']}"
+            what = "pipeline" if ph.parallelism == "pp" else f"{ph.parallelism} group"
+            out.append(f"{what} {gi} ({members}): {len(rs)} flow(s) failed, e.g. {first['src']}->{first['dst']}"
                        f" ({first['class']}): {(first.get('error') or 'no result')[:100]}")
         return out
     n_flows = {c: sum(1 for f in ph.flows if f.pair_class == c) for c in job_plan.CLASSES}
     for c in job_plan.CLASSES:
         want, got = ph.planned.get(c, 0), rec["bytes_by_class"][c]
-        hi = want * (1 + BYTE_SLACK_REL) + n_flows[c] * BYTE_SLACK_PER_FLOW
-        if got < want or got > hi:
+        slack = want * BYTE_SLACK_REL + n_flows[c] * BYTE_SLACK_PER_FLOW
+        if abs(got - want) > slack:
             out.append(f"{c} bytes counted {got:,}, planned {want:,}")
-    if rec["measured_s"] > ph.model_s * (1 + tolerance) + ABS_SLACK_S:
-        out.append(f"slow: {rec['measured_s']:.2f} s measured, model {ph.model_s:.2f} s (+{100 * tolerance:g}% allowed)")
     return out
+
+
+def _slow(ph, rec: dict, tolerance: float) -> str | None:
+    if rec["measured_s"] > ph.model_s * (1 + tolerance) + ABS_SLACK_S:
+        return f"{rec['measured_s']:.2f} s measured, model {ph.model_s:.2f} s (+{100 * tolerance:g}% allowed)"
+    return None
 
 
 def _median(xs):
@@ -268,14 +275,15 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
             "name": ph.name, "parallelism": ph.parallelism, "kind": ph.kind,
             "measured_s": _median([r["measured_s"] for r in recs]), "model_s": round(ph.model_s, 4),
             "bytes": sum(by_class.values()), "bytes_by_class": by_class, "planned_bytes": dict(ph.planned),
-            "verdict": "pass" if all(r["verdict"] == "pass" for r in recs) else "fail",
+            "verdict": "fail" if any(r["verdict"] == "fail" for r in recs) else (
+                "slow" if any(r["verdict"] == "slow" for r in recs) else "pass"),
             "groups": [list(g) for g in ph.groups],
             "iterations": recs,
         })
     # bytes by the class of the GPU pair that sent them: a staged byte is a cross-rail pair's
     # byte counted again on its HB leg, so it is evidence, not a class of its own
     total = {c: sum(p["bytes_by_class"][c] for p in out_phases) for c in ("hb", "rail", "cross_rail")}
-    failed = [p["name"] for p in out_phases if p["verdict"] != "pass"]
+    failed = [p["name"] for p in out_phases if p["verdict"] == "fail"]
     it_ok = measured is not None and abs(measured - model_iter) <= tolerance * model_iter + ABS_SLACK_S
     p = sc.job.parallel
     return {
@@ -320,7 +328,7 @@ def format_report(rep: dict) -> str:
     for p in rep["phases"]:
         lines.append(f"  {p['name']:<24}{p['measured_s']:>11.2f}{p['model_s']:>9.2f}{p['bytes'] / 1e6:>9.1f}  {p['verdict']}")
         for r in p["iterations"]:
-            lines += [f"      {x}" for x in r["problems"]]
+            lines += [f"      {x}" for x in r["problems"] + ([f"slow: {r['slow']}"] if r["slow"] else [])]
     lines.append(f"  verdict: {rep['verdict']}" + (f" (failed: {', '.join(rep['failed_phases'])})" if rep["failed_phases"] else "")
                  + ("" if rep["iteration_within_tolerance"] else f" (iteration outside {100 * rep['tolerance']:g}% of the model)"))
     return "\n".join(lines)
