@@ -274,6 +274,8 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
         out_phases.append({
             "name": ph.name, "parallelism": ph.parallelism, "kind": ph.kind,
             "measured_s": _median([r["measured_s"] for r in recs]), "model_s": round(ph.model_s, 4),
+            # the lab plan's own figure: each step's slowest shaped link, summed
+            "plan_model_s": round(sum(job_plan.step_model_s(st, nic, hb) for st in ph.steps), 4) if ph.steps else round(ph.idle_s, 4),
             "bytes": sum(by_class.values()), "bytes_by_class": by_class, "planned_bytes": dict(ph.planned),
             "verdict": "fail" if any(r["verdict"] == "fail" for r in recs) else (
                 "slow" if any(r["verdict"] == "slow" for r in recs) else "pass"),
