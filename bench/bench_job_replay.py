@@ -18,11 +18,13 @@ paper compares against; rail NICs and HB ports stay shaped):
 
 Median of REPS iterations (each phase measured per iteration). Needs root; run under
 the lab lock (flock /tmp/railonly-netns.lock). Each lab is compiled under a unique
-name, deployed once and destroyed in a finally.
+name, deployed once and destroyed in a finally; or REPLAY_OUTDIRS=ROUTED,BASELINE names
+two OUTDIRs of these designs already deployed (their tiers are unshaped, they stay up).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -38,23 +40,25 @@ JOBS = {"dense": "gpt-small", "moe": "moe-mini"}
 PAPER = {"DGX A100": 8.2, "DGX H100": 11.2}
 
 
-def run_design(tmp: Path, design: str) -> dict:
+def run_design(tmp: Path, design: str, outdir: str | None = None) -> dict:
     from railonly.cli import main
     from railonly.emulation.lab import load_lab
     from railonly.emulation.runtime.registry import get_runtime
     from railonly.emulation.traffic import iperf3, replay
     from railonly.fabric.analysis import load_job
 
-    d = yaml.safe_load((ROOT / "labs" / f"{design}.yml").read_text())
-    d["name"] = f"bjr{os.getpid() % 10000}{design[5]}"
-    src = tmp / f"{d['name']}.yml"
-    src.write_text(yaml.safe_dump(d))
-    out = tmp / d["name"]
-    assert main(["compile", str(src), "-o", str(out), "-q"]) == 0
-    rt, lab = get_runtime("netns"), load_lab(out)
+    if outdir is None:
+        d = yaml.safe_load((ROOT / "labs" / f"{design}.yml").read_text())
+        d["name"] = f"bjr{os.getpid() % 10000}{design[5]}"
+        src = tmp / f"{d['name']}.yml"
+        src.write_text(yaml.safe_dump(d))
+        out = tmp / d["name"]
+        assert main(["compile", str(src), "-o", str(out), "-q"]) == 0
+    rt, lab = get_runtime("netns"), load_lab(outdir or out)
     res = {}
     try:
-        rt.deploy(lab)
+        if outdir is None:
+            rt.deploy(lab)
         iperf3.unshape_fabric(lab, rt)
         converge = True
         for kind, job in JOBS.items():
@@ -63,7 +67,8 @@ def run_design(tmp: Path, design: str) -> dict:
             converge = False
     finally:
         iperf3.stop_servers(lab)
-        rt.destroy(lab)
+        if outdir is None:
+            rt.destroy(lab)
     return res
 
 
@@ -88,22 +93,25 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="railonly-bjr-") as t:
         tmp = Path(t)
         os.chmod(tmp, 0o755)
-        ro = run_design(tmp, "mini-routed")
-        rb = run_design(tmp, "mini-baseline")
+        given = os.environ.get("REPLAY_OUTDIRS", "").split(",") if os.environ.get("REPLAY_OUTDIRS") else [None, None]
+        ro = run_design(tmp, "mini-routed", given[0])
+        rb = run_design(tmp, "mini-baseline", given[1])
     elapsed = time.monotonic() - t0
+    if os.environ.get("BENCH_JSON"):  # every report, for a closer look
+        Path(os.environ["BENCH_JSON"]).write_text(json.dumps({"rail-only": ro, "rail-optimized": rb}, indent=1))
     x = ro["dense"]
     print(f"job replay on the mini labs (12 GPUs: 6 HB domains of K=2, 2 rails), ideal tiers; NIC {x['nic_gbps_emulated'] * 1000:g}"
           f" Mbit/s, HB {x['hb_gbps_emulated'] * 1000:g} Mbit/s; median [min-max] of {REPS} iterations; {elapsed:.0f} s")
     print(f"  {'job':<11}{'fabric':<16}{'measured s':>22}{'model s':>9}{'vs model':>9}"
-          f"{'cross-rail B':>14}{'kernel fwd B':>14}{'spines B':>10}{'staged B':>13}  verdict")
+          f"{'cross-rail B':>14}{'kernel fwd B':>14}{'spines: cross-rail B':>22}{'staged B':>14}  verdict")
     for kind in JOBS:
         for fab, r in (("rail-only", ro[kind]), ("rail-optimized", rb[kind])):
             it = r["iteration_s"]
-            sw = r["joining_switch_bytes"]
+            sw = "-" if r["joining_switch_bytes"] is None else f"{r['joining_switch_bytes']['cross_rail']:,}"
             print(f"  {r['job']:<11}{fab:<16}{statistics.median(it):>9.2f} [{min(it):.2f}-{max(it):.2f}]"
                   f"{r['model_iteration_s']:>9.2f}{100 * (r['measured_iteration_s'] / r['model_iteration_s'] - 1):>+8.1f}%"
-                  f"{r['bytes']['cross_rail']:>14,}{r['kernel_forwarded_bytes']:>14,}{'-' if sw is None else f'{sw:,}':>10}"
-                  f"{r['staged_bytes']:>13,}  {r['verdict']}")
+                  f"{r['bytes']['cross_rail']:>14,}{r['kernel_forwarded_bytes']:>14,}{sw:>22}"
+                  f"{r['staged_bytes']:>14,}  {r['verdict']}")
     d_ro, d_rb = ro["dense"]["measured_iteration_s"], rb["dense"]["measured_iteration_s"]
     print(f"\n  dense: rail-only {100 * (d_ro / d_rb - 1):+.1f}% over rail-optimized (model {100 * (ro['dense']['model_iteration_s'] / rb['dense']['model_iteration_s'] - 1):+.1f}%)")
     a_ro, a_rb = _per_iter(ro["moe"], "ep"), _per_iter(rb["moe"], "ep")

@@ -24,8 +24,8 @@ class's range (CLASS_PORTS), so the lab's packet counters split bytes by class:
   rail-only a cross-rail byte goes as PXN does: first over the HB domain to the
   sender's domain-mate on the destination's rail (a ``staged`` flow), then over
   that GPU's NIC (store-and-forward: the model's convention). Bytes to peers in
-  the same domain go over HB while the NICs work. On the baseline every network
-  peer is sent to directly, one peer per step (NCCL's phased schedule), HB peers
+  the same domain go over HB while the NICs work. On the baseline every peer is
+  sent to directly, one domain offset a step (as rail-only's NIC steps), HB peers
   alongside the first step;
 - pipeline sends (pp): forward activations stage to stage, then the backward
   gradients the other way (two steps);
@@ -34,7 +34,7 @@ class's range (CLASS_PORTS), so the lab's packet counters split bytes by class:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from railonly.fabric.analysis import Cluster, Job, Placement, Rates, phase_list, place
 from railonly.fabric.analysis.network import LINK_EFFICIENCY
@@ -264,18 +264,16 @@ def _all_to_all(b: _Builder, groups: list[list[int]], per_peer: float) -> list[l
     hb_flows = [(x, y, gi) for gi, g in enumerate(groups) for x in g for y in g if x != y and x // K == y // K]
     if b.topology == "rail-only" and cross:
         return _pxn(b, groups, per_peer, hb_flows)
-    # phased: a network step per (domain offset, rail offset) within the group (a permutation
-    # on a full grid); HB peers alongside the first step
-    by_key: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    # phased by domain offset: in step k every member sends to the members of the group's k-th
+    # next domain (each NIC sends and receives the same number of flows a step, as rail-only's
+    # NIC steps, so the two differ only by the staging); HB peers alongside the first step
+    by_key: dict[int, list[tuple[int, int, int]]] = {}
     for gi, g in enumerate(groups):
         doms = sorted({x // K for x in g})
-        rails = sorted({x % K for x in g})
         for x in g:
             for y in g:
                 if x // K != y // K:
-                    key = ((doms.index(y // K) - doms.index(x // K)) % len(doms),
-                           (rails.index(y % K) - rails.index(x % K)) % len(rails))
-                    by_key.setdefault(key, []).append((x, y, gi))
+                    by_key.setdefault((doms.index(y // K) - doms.index(x // K)) % len(doms), []).append((x, y, gi))
     steps = [[b.flow(x, y, per_peer, i, gi) for x, y, gi in by_key[k]] for i, k in enumerate(sorted(by_key))]
     first = [b.flow(x, y, per_peer, 0, gi) for x, y, gi in hb_flows]
     return [first + steps[0], *steps[1:]] if steps else [first]
@@ -312,16 +310,10 @@ def _pxn(b: _Builder, groups, per_peer: float, hb_flows) -> list[list[Flow]]:
             off = (doms.index(y // K) - doms.index(m // K)) % len(doms)
             by_offset.setdefault(off, []).append(b.flow(m, y, v, off, gi, cls))
     stage1 = [b.flow(x, m, v, 0, gi, "staged") for (x, m), (v, gi) in sorted(staged.items())]
-    nic_steps = [[_restep(f, i + 1) for f in by_offset[k]] for i, k in enumerate(sorted(by_offset))]
+    nic_steps = [[replace(f, step=i + 1) for f in by_offset[k]] for i, k in enumerate(sorted(by_offset))]
     first_nic = nic_steps[0] if nic_steps else []
     hb = [b.flow(x, y, per_peer, 1, gi) for x, y, gi in hb_flows]
     return [stage1, hb + first_nic, *nic_steps[1:]]
-
-
-def _restep(f: Flow, step: int) -> Flow:
-    from dataclasses import replace
-
-    return replace(f, step=step)
 
 
 def step_model_s(flows: list[Flow] | tuple[Flow, ...], nic_mbps: float, hb_mbps: float) -> float:

@@ -296,8 +296,9 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
         "staged_bytes": sum(p["bytes_by_class"]["staged"] for p in out_phases),
         "kernel_forwarded_bytes": sum(int(statistics.median(sum(r["kernel_forwarded"].values()) for r in p["iterations"]))
                                       for p in out_phases),
-        "joining_switch_bytes": (sum(int(statistics.median(sum(r["joining_switches"].values()) for r in p["iterations"]))
-                                     for p in out_phases) if switches else None),
+        # by class: the baseline's spines also carry same-rail bytes between leaves; cross_rail is the evidence
+        "joining_switch_bytes": ({c: sum(int(statistics.median(r["joining_switches"][c] for r in p["iterations"]))
+                                         for p in out_phases) for c in job_plan.CLASSES} if switches else None),
         "moe_all_to_all_overhead_model": overhead_model(sc.job, pl, rates),
         "verdict": "pass" if not failed and it_ok else "fail",
         "failed_phases": failed,
@@ -323,7 +324,8 @@ def format_report(rep: dict) -> str:
              f" ({100 * (rep['measured_iteration_s'] / rep['model_iteration_s'] - 1):+.1f}%)",
              f"  bytes by class (counters): hb {b['hb']:,}, rail {b['rail']:,}, cross-rail {b['cross_rail']:,};"
              f" staged over HB for forwarding {rep['staged_bytes']:,}; kernel-forwarded {rep['kernel_forwarded_bytes']:,}"
-             + (f"; through rail-joining switches {rep['joining_switch_bytes']:,}" if rep["joining_switch_bytes"] is not None else "")]
+             + (f"; through rail-joining switches: cross-rail {rep['joining_switch_bytes']['cross_rail']:,},"
+                f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
     if rep["moe_all_to_all_overhead_model"] is not None:
         lines.append(f"  model all-to-all overhead of rail-only over rail-optimized: {100 * rep['moe_all_to_all_overhead_model']:.1f}%")
     lines.append(f"  {'phase':<24}{'measured s':>11}{'model s':>9}{'MB':>9}  verdict")

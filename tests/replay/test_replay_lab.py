@@ -94,7 +94,9 @@ def test_moe_job_on_rail_only_stages_cross_rail_bytes_on_the_forwarding_gpus(rou
 
 def test_baseline_sends_moe_cross_rail_bytes_through_the_spines_and_dense_none(baseline):
     dense = replay.run(baseline.lab, baseline.rt, load_job(JOBS / "gpt-small.yml"), time_scale=TIME_SCALE, tolerance=0.6)
-    assert dense["verdict"] == "pass" and dense["joining_switch_bytes"] == 0 and dense["bytes"]["cross_rail"] == 0
+    assert dense["verdict"] == "pass" and dense["bytes"]["cross_rail"] == 0
+    # the spines carry same-rail bytes between leaves, never a cross-rail pair's
+    assert dense["joining_switch_bytes"]["cross_rail"] == 0 and dense["joining_switch_bytes"]["rail"] > 0
     moe = replay.run(baseline.lab, baseline.rt, load_job(JOBS / "moe-mini.yml"), time_scale=TIME_SCALE, tolerance=0.6,
                      converge=False)
     assert moe["verdict"] == "pass" and moe["staged_bytes"] == 0
@@ -102,7 +104,6 @@ def test_baseline_sends_moe_cross_rail_bytes_through_the_spines_and_dense_none(b
     # every cross-rail byte crossed a switch that joins rails (at least once; a path may cross two)
     ep = next(p for p in moe["phases"] if p["parallelism"] == "ep")
     assert ep["iterations"][0]["joining_switches"]["cross_rail"] >= ep["bytes_by_class"]["cross_rail"] * 0.95
-    assert ep["iterations"][0]["joining_switches"]["rail"] == 0
 
 
 def test_a_fault_on_a_gpu_rail_nic_fails_the_phase_and_names_the_group(routed, capsys):
