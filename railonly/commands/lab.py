@@ -134,7 +134,7 @@ def traffic_args(p) -> None:
     from railonly.emulation.traffic.patterns import PATTERNS, SCHEDULES
 
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--pattern", choices=PATTERNS)
+    what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
     what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
     p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
     p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
