@@ -254,6 +254,7 @@ class Agent:
         self.path_index: dict[tuple[str, int], int] = {}  # (src, ip id) -> path idx
         self.ip_node: dict[str, str] = {}
         self.path_ttl: dict[tuple[str, int], int] = {}
+        self.reach_src: dict[int, str] = {}  # reachability probe idx -> the GPU that sent it
 
     # opening
     def open_gpu(self, node: str) -> None:
@@ -441,7 +442,7 @@ class Agent:
                     continue
                 kind, idx, ttl = tag
                 if kind == K_REACH:
-                    self.ev.reach.add((self._reach_src[idx], node))
+                    self.ev.reach.add((self.reach_src[idx], node))
                 elif kind == K_PATH:
                     old = self.ev.path_arrived.get(idx)
                     self.ev.path_arrived[idx] = ttl if old is None else min(old, ttl)
@@ -466,8 +467,6 @@ class Agent:
                     tag = parse_payload(data[14 + ihl + 8 :], lab)
                     if tag and tag[0] in (K_ISO_ROUTED, K_ISO_BCAST, K_ISO_UNKNOWN):
                         self.ev.iso_seen.setdefault(tag[1], set()).add((node, port))
-
-    _reach_src: dict[int, str] = {}
 
 
 def gateway_of(prefixlen: int, ip: str, gateways: dict[str, str]) -> str | None:

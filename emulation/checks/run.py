@@ -143,6 +143,8 @@ def _wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
 
 def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         progress: Callable[[str], None] = lambda s: None) -> CheckRun:
+    """Run ``checks`` on a deployed lab: the switches' tables, then one probe agent
+    for cabling, reachability, isolation and paths. NotDeployed when nothing runs."""
     st = deployed_status(rt, lab)
     cp = checks_plan.load(lab)
     out = CheckRun(lab.name)
@@ -156,88 +158,27 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         progress(f"bgp: waiting up to {timeout:g} s for {len(cp.bgp)} sessions")
         peers, routes = collect_bgp(rt, lab, cp, timeout)
         out.timings["bgp"] = time.perf_counter() - t0
+    out.notes += _neighbour_table_notes(cp)
 
-    need = sum(len(m) - 1 for m in cp.rails.values() for _ in m) if cp.mode == "l2" else 0
-    try:
-        from ..netns.setns import read_sysctl
-
-        gc3 = int(read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
-        if need > gc3:
-            out.notes.append(f"{need} ARP entries are needed for all L2 pairs but the shared neighbour table holds"
-                             f" {gc3} (net.ipv4.neigh.default.gc_thresh3): expect lost probes")
-    except (OSError, ValueError):
-        pass
     netns = {n.name: n.netns for n in lab.nodes.values()}
     with probe.Agent(lab.name, netns) as ag:
-        ag._reach_src = {}
         t = time.perf_counter()
         if rt.name == "netns":
             late = _wait_links_settled([ns for ns in netns.values()])
             if late:
                 out.notes.append(f"links still settling in {len(late)} namespaces, e.g. {late[0]}")
-        # every socket of a node opened by one job inside its namespace, on a few
-        # threads (one setns per node instead of one thread per socket)
-        iface_of = {(e.node, e.port): e.iface for lk in lab.links for e in (lk.a, lk.b)}
-        wants: dict[str, tuple[bool, list]] = {g.name: (True, []) for g in cp.gpus.values()}
-        cabled: set[tuple[str, str]] = set()
-        for c in cp.cables:
-            for n, p in ((c.a_node, c.a_port), (c.b_node, c.b_port)):
-                if (n, p) not in cabled:
-                    cabled.add((n, p))
-                    wants.setdefault(n, (False, []))[1].append((p, iface_of.get((n, p))))
-        for g in cp.gpus.values():  # rail NICs that are not in cabling.csv (sliced labs)
-            if (g.name, g.port) not in cabled:
-                wants[g.name][1].append((g.port, g.port))
-        absent = ag.open_many(wants) & cabled
+        absent = _open_sockets(ag, lab, cp)
         out.timings["open"] = time.perf_counter() - t
-
         if "cabling" in checks:
             t = time.perf_counter()
-            frames = {k: probe.lldp_frame(bytes.fromhex(ag.ev.macs[k].replace(":", "")), lab.name, *k) for k in ag.pkt}
-            ends = [(n, p) for c in cp.cables for n, p in ((c.a_node, c.a_port), (c.b_node, c.b_port))]
-            pairs = {(c.b_node, c.b_port): (c.a_node, c.a_port) for c in cp.cables}
-            pairs.update({(c.a_node, c.a_port): (c.b_node, c.b_port) for c in cp.cables})
-
-            def send_lldp() -> int:
-                missing = [e for e in ends if e in ag.pkt and pairs[e] not in ag.ev.lldp.get(e, set())
-                           and pairs[e] in ag.pkt]
-                for e in missing:
-                    ag.send_frame(*pairs[e], frames[pairs[e]])
-                return len(missing)
-
-            progress(f"cabling: neighbour frames on {len(ag.pkt)} ports")
-            _rounds(ag, send_lldp, min(timeout, 5.0))
-            ag.pump(0.1)
-            out.results += judge.cabling(cp, ag.ev.lldp, absent)
+            out.results += _cabling(ag, lab, cp, absent, timeout, progress)
             out.timings["cabling"] = time.perf_counter() - t
-
-        # reachability: one pre-built packet per ordered same-rail pair
-        t = time.perf_counter()
-        pairs_r = cp.reach_pairs()
-        pkts = []
-        for i, (a, b) in enumerate(pairs_r):
-            ag._reach_src[i] = a
-            pkts.append((a, probe.ip_udp(cp.gpus[a].ip, cp.gpus[b].ip, probe.payload(lab.name, probe.K_REACH, i), ident=i), cp.gpus[b].ip))
-        if "reachability" in checks or "path" in checks or "isolation" in checks:
-            rail_of = [cp.gpus[a].rail for a, _ in pairs_r]
-
-            def send_reach() -> int:
-                # one group per rail, in pair order (a GPU that got a peer's ARP
-                # request answers that peer without flooding its own), rails on
-                # two threads: the kernel's work inside sendto uses both cores
-                groups: dict = {}
-                for i, ab in enumerate(pairs_r):
-                    if ab not in ag.ev.reach:
-                        groups.setdefault(rail_of[i], []).append(pkts[i])
-                ag.send_ip_groups(list(groups.values()), threads=2)
-                return sum(len(g) for g in groups.values())
-
-            progress(f"reachability: {len(pairs_r)} same-rail pairs")
-            _rounds(ag, send_reach, min(timeout, 10.0 + len(pairs_r) / 5000), settle=0.2)
+        if {"reachability", "path", "isolation"} & set(checks):
+            t = time.perf_counter()
+            _reach(ag, lab, cp, timeout, progress)
             if "reachability" in checks:
                 out.results += judge.reachability(cp, ag.ev.reach)
             out.timings["reachability"] = time.perf_counter() - t
-
         if "isolation" in checks and cp.isolation_applies:
             t = time.perf_counter()
             probes = _isolation(ag, cp, lab)
@@ -249,48 +190,12 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
             if cp.mode == "routed":
                 out.results += judge.isolation_routes(cp, routes)
             out.timings["isolation"] = time.perf_counter() - t
-
         if "path" in checks:
             t = time.perf_counter()
-            sends = []
-            local: dict[str, int] = {}
-            for i, ps in enumerate(cp.paths):
-                k = local.get(ps.src, 0)
-                local[ps.src] = k + 1
-                for ttl in range(1, len(ps.layers) + 3):
-                    ident = 0x8000 | ((k & 0x7FF) << 4) | ttl
-                    ag.path_index[(ps.src, ident)] = i
-                    ag.path_ttl[(ps.src, ident)] = ttl
-                    sends.append((i, ttl, ps.src, probe.ip_udp(cp.gpus[ps.src].ip, cp.gpus[ps.dst].ip,
-                                                           probe.payload(lab.name, probe.K_PATH, i, ttl), ttl=ttl, ident=ident),
-                                  cp.gpus[ps.dst].ip))
-
-            def done(i: int, ttl: int) -> bool:
-                ps = cp.paths[i]
-                if ttl <= len(ps.layers):
-                    return ttl in ag.ev.path_hops.get(i, {}) or not ps.layers[ttl - 1]
-                arr = ag.ev.path_arrived.get(i)
-                return arr is not None and arr <= ttl or ttl > len(ps.layers) + 1
-
-            def send_path() -> int:
-                n = 0
-                for i, ttl, src, pkt, dst in sends:
-                    if not done(i, ttl):
-                        ag.send_ip(src, pkt, dst)
-                        n += 1
-                return n
-
-            progress(f"path: {len(cp.paths)} traced pairs")
-            # one full send (the TTL above the expected length shows a path that is too long)
-            for i, ttl, src, pkt, dst in sends:
-                ag.send_ip(src, pkt, dst)
-            ag.pump(0.3)
-            _rounds(ag, send_path, min(timeout, 10.0))
+            _trace_paths(ag, lab, cp, timeout, progress)
             fdb = None
             if cp.mode == "l2":
-                fdb = {}
-                for sw in sorted({s for ps in cp.paths for s in ps.l2_switches}):
-                    fdb[sw] = fdb_table(rt, lab, sw) or {}
+                fdb = {sw: fdb_table(rt, lab, sw) or {} for sw in sorted({s for ps in cp.paths for s in ps.l2_switches})}
             out.results += judge.path(cp, ag.ev.path_hops, ag.ev.path_arrived, fdb, ag.ev.macs)
             out.timings["path"] = time.perf_counter() - t
         out.notes += ag.ev.errors[:10]
@@ -302,6 +207,123 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
     if dup:
         raise AssertionError(f"duplicate result ids: {dup[:5]}")
     return out
+
+
+def _neighbour_table_notes(cp: CheckPlan) -> list[str]:
+    """A note when an L2 lab needs more ARP entries than the shared neighbour table holds."""
+    need = sum(len(m) - 1 for m in cp.rails.values() for _ in m) if cp.mode == "l2" else 0
+    try:
+        from ..netns.setns import read_sysctl
+
+        gc3 = int(read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
+    except (OSError, ValueError):
+        return []
+    if need > gc3:
+        return [f"{need} ARP entries are needed for all L2 pairs but the shared neighbour table holds"
+                f" {gc3} (net.ipv4.neigh.default.gc_thresh3): expect lost probes"]
+    return []
+
+
+def _open_sockets(ag: probe.Agent, lab: Lab, cp: CheckPlan) -> set[tuple[str, str]]:
+    """Every socket of a node opened by one job inside its namespace, on a few threads
+    (one setns per node instead of one thread per socket). Returns the cabled
+    (node, port) that have no device."""
+    iface_of = {(e.node, e.port): e.iface for lk in lab.links for e in (lk.a, lk.b)}
+    wants: dict[str, tuple[bool, list]] = {g.name: (True, []) for g in cp.gpus.values()}
+    cabled: set[tuple[str, str]] = set()
+    for c in cp.cables:
+        for n, p in ((c.a_node, c.a_port), (c.b_node, c.b_port)):
+            if (n, p) not in cabled:
+                cabled.add((n, p))
+                wants.setdefault(n, (False, []))[1].append((p, iface_of.get((n, p))))
+    for g in cp.gpus.values():  # rail NICs that are not in cabling.csv (sliced labs)
+        if (g.name, g.port) not in cabled:
+            wants[g.name][1].append((g.port, g.port))
+    return ag.open_many(wants) & cabled
+
+
+def _cabling(ag: probe.Agent, lab: Lab, cp: CheckPlan, absent: set, timeout: float,
+             progress: Callable[[str], None]) -> list[judge.Result]:
+    """Neighbour frames over every cable, re-sent until each end has heard its peer."""
+    frames = {k: probe.lldp_frame(bytes.fromhex(ag.ev.macs[k].replace(":", "")), lab.name, *k) for k in ag.pkt}
+    ends = [(n, p) for c in cp.cables for n, p in ((c.a_node, c.a_port), (c.b_node, c.b_port))]
+    pairs = {(c.b_node, c.b_port): (c.a_node, c.a_port) for c in cp.cables}
+    pairs.update({(c.a_node, c.a_port): (c.b_node, c.b_port) for c in cp.cables})
+
+    def send_lldp() -> int:
+        missing = [e for e in ends if e in ag.pkt and pairs[e] not in ag.ev.lldp.get(e, set())
+                   and pairs[e] in ag.pkt]
+        for e in missing:
+            ag.send_frame(*pairs[e], frames[pairs[e]])
+        return len(missing)
+
+    progress(f"cabling: neighbour frames on {len(ag.pkt)} ports")
+    _rounds(ag, send_lldp, min(timeout, 5.0))
+    ag.pump(0.1)
+    return judge.cabling(cp, ag.ev.lldp, absent)
+
+
+def _reach(ag: probe.Agent, lab: Lab, cp: CheckPlan, timeout: float, progress: Callable[[str], None]) -> None:
+    """One pre-built packet per ordered same-rail pair, re-sent until answered (ag.ev.reach)."""
+    pairs_r = cp.reach_pairs()
+    pkts = []
+    for i, (a, b) in enumerate(pairs_r):
+        ag.reach_src[i] = a
+        pkts.append((a, probe.ip_udp(cp.gpus[a].ip, cp.gpus[b].ip, probe.payload(lab.name, probe.K_REACH, i), ident=i), cp.gpus[b].ip))
+    rail_of = [cp.gpus[a].rail for a, _ in pairs_r]
+
+    def send_reach() -> int:
+        # one group per rail, in pair order (a GPU that got a peer's ARP
+        # request answers that peer without flooding its own), rails on
+        # two threads: the kernel's work inside sendto uses both cores
+        groups: dict = {}
+        for i, ab in enumerate(pairs_r):
+            if ab not in ag.ev.reach:
+                groups.setdefault(rail_of[i], []).append(pkts[i])
+        ag.send_ip_groups(list(groups.values()), threads=2)
+        return sum(len(g) for g in groups.values())
+
+    progress(f"reachability: {len(pairs_r)} same-rail pairs")
+    _rounds(ag, send_reach, min(timeout, 10.0 + len(pairs_r) / 5000), settle=0.2)
+
+
+def _trace_paths(ag: probe.Agent, lab: Lab, cp: CheckPlan, timeout: float, progress: Callable[[str], None]) -> None:
+    """TTL-limited probes along every planned path, re-sent until each hop has answered
+    (ag.ev.path_hops, ag.ev.path_arrived)."""
+    sends = []
+    local: dict[str, int] = {}
+    for i, ps in enumerate(cp.paths):
+        k = local.get(ps.src, 0)
+        local[ps.src] = k + 1
+        for ttl in range(1, len(ps.layers) + 3):
+            ident = 0x8000 | ((k & 0x7FF) << 4) | ttl
+            ag.path_index[(ps.src, ident)] = i
+            ag.path_ttl[(ps.src, ident)] = ttl
+            sends.append((i, ttl, ps.src, probe.ip_udp(cp.gpus[ps.src].ip, cp.gpus[ps.dst].ip,
+                                                   probe.payload(lab.name, probe.K_PATH, i, ttl), ttl=ttl, ident=ident),
+                          cp.gpus[ps.dst].ip))
+
+    def done(i: int, ttl: int) -> bool:
+        ps = cp.paths[i]
+        if ttl <= len(ps.layers):
+            return ttl in ag.ev.path_hops.get(i, {}) or not ps.layers[ttl - 1]
+        arr = ag.ev.path_arrived.get(i)
+        return arr is not None and arr <= ttl or ttl > len(ps.layers) + 1
+
+    def send_path() -> int:
+        n = 0
+        for i, ttl, src, pkt, dst in sends:
+            if not done(i, ttl):
+                ag.send_ip(src, pkt, dst)
+                n += 1
+        return n
+
+    progress(f"path: {len(cp.paths)} traced pairs")
+    # one full send (the TTL above the expected length shows a path that is too long)
+    for i, ttl, src, pkt, dst in sends:
+        ag.send_ip(src, pkt, dst)
+    ag.pump(0.3)
+    _rounds(ag, send_path, min(timeout, 10.0))
 
 
 def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> list[tuple[int, str, str, str]]:

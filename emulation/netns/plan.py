@@ -263,138 +263,170 @@ class PlanBuilder:
 # --- validation -------------------------------------------------------------------
 
 
-def validate(plan: Plan) -> list[str]:
-    """All problems of the plan (empty when it can be deployed)."""
-    errs: list[str] = []
-    if not LAB_RE.match(plan.lab):
-        errs.append(f"lab name {plan.lab!r}: lowercase letters, digits, '-', at most 40")
-    nsnames = [n.name for n in plan.namespaces]
-    known = set(nsnames)
-    if len(known) != len(nsnames):
-        errs.append("duplicate namespace names")
-    devs: dict[str, set[str]] = {n: {"lo"} for n in known}
+class _Problems:
+    """The problems found in one plan, and its devices per namespace as the checks meet them."""
 
-    def tok(what: str, value: object) -> None:
+    def __init__(self, plan: Plan):
+        self.errs: list[str] = []
+        self.known = {n.name for n in plan.namespaces}
+        self.devs: dict[str, set[str]] = {n: {"lo"} for n in self.known}
+
+    def add(self, message: str) -> None:
+        self.errs.append(message)
+
+    def tok(self, what: str, value: object) -> None:
         if not isinstance(value, str) or not TOKEN_RE.match(value):
-            errs.append(f"{what}: {value!r} is not a safe single word")
+            self.add(f"{what}: {value!r} is not a safe single word")
 
-    def ns_ok(what: str, ns: str) -> bool:
-        if ns not in known:
-            errs.append(f"{what}: namespace {ns!r} is not in the plan")
+    def ns_ok(self, what: str, ns: str) -> bool:
+        if ns not in self.known:
+            self.add(f"{what}: namespace {ns!r} is not in the plan")
             return False
         return True
 
-    def new_dev(what: str, ns: str, dev: str) -> None:
-        tok(what, dev)
+    def new_dev(self, what: str, ns: str, dev: str) -> None:
+        self.tok(what, dev)
         if len(dev) > IFNAME_MAX:
-            errs.append(f"{what}: interface name {dev!r} longer than {IFNAME_MAX}")
-        if ns in devs:
-            if dev in devs[ns]:
-                errs.append(f"{what}: {dev} defined twice in {ns}")
-            devs[ns].add(dev)
+            self.add(f"{what}: interface name {dev!r} longer than {IFNAME_MAX}")
+        if ns in self.devs:
+            if dev in self.devs[ns]:
+                self.add(f"{what}: {dev} defined twice in {ns}")
+            self.devs[ns].add(dev)
 
-    def has_dev(what: str, ns: str, dev: str | None) -> None:
-        if dev is not None and ns in devs and dev not in devs[ns]:
-            errs.append(f"{what}: no device {dev!r} in {ns}")
+    def has_dev(self, what: str, ns: str, dev: str | None) -> None:
+        if dev is not None and ns in self.devs and dev not in self.devs[ns]:
+            self.add(f"{what}: no device {dev!r} in {ns}")
 
-    def net(what: str, value: str | None, prefix: bool) -> None:
+    def net(self, what: str, value: str | None, prefix: bool) -> None:
         if value is None or (prefix and value == "default"):
             return
         try:
             ipaddress.ip_interface(value) if prefix else ipaddress.ip_address(value)
         except ValueError:
-            errs.append(f"{what}: {value!r} is not an IP {'prefix' if prefix else 'address'}")
+            self.add(f"{what}: {value!r} is not an IP {'prefix' if prefix else 'address'}")
 
+
+def validate(plan: Plan) -> list[str]:
+    """All problems of the plan (empty when it can be deployed), in plan order:
+    namespaces, devices, addressing and routing, shaping, processes, root sysctls."""
+    found = _Problems(plan)
+    for check in (_check_namespaces, _check_devices, _check_routing, _check_shaping, _check_processes,
+                  _check_root_sysctls):
+        check(plan, found)
+    return found.errs
+
+
+def _check_namespaces(plan: Plan, p: _Problems) -> None:
+    if not LAB_RE.match(plan.lab):
+        p.add(f"lab name {plan.lab!r}: lowercase letters, digits, '-', at most 40")
+    if len(p.known) != len(plan.namespaces):
+        p.add("duplicate namespace names")
     for n in plan.namespaces:
-        tok("namespace", n.name)
+        p.tok("namespace", n.name)
         if not n.name.startswith(plan.prefix) or n.name == plan.prefix:
-            errs.append(f"namespace {n.name!r} does not carry the lab prefix {plan.prefix!r}")
+            p.add(f"namespace {n.name!r} does not carry the lab prefix {plan.prefix!r}")
         for k, v in n.sysctls:
             if not re.match(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$", k) or ".." in k:
-                errs.append(f"{n.name}: bad sysctl key {k!r}")
-            tok(f"{n.name} sysctl {k}", v)
+                p.add(f"{n.name}: bad sysctl key {k!r}")
+            p.tok(f"{n.name} sysctl {k}", v)
+
+
+def _check_devices(plan: Plan, p: _Problems) -> None:
+    """Veths and bridges make the devices; bridge ports and links must name one."""
     for v in plan.veths:
         what = f"veth {v.a_ns}:{v.a_dev}--{v.b_ns}:{v.b_dev}"
-        if ns_ok(what, v.a_ns) & ns_ok(what, v.b_ns):
-            new_dev(what, v.a_ns, v.a_dev)
-            new_dev(what, v.b_ns, v.b_dev)
+        if p.ns_ok(what, v.a_ns) & p.ns_ok(what, v.b_ns):
+            p.new_dev(what, v.a_ns, v.a_dev)
+            p.new_dev(what, v.b_ns, v.b_dev)
     for b in plan.bridges:
-        if ns_ok(f"bridge {b.name}", b.netns):
-            new_dev(f"bridge {b.name}", b.netns, b.name)
+        if p.ns_ok(f"bridge {b.name}", b.netns):
+            p.new_dev(f"bridge {b.name}", b.netns, b.name)
     for b in plan.bridges:
-        for p in b.ports:
-            has_dev(f"bridge {b.netns}:{b.name} port", b.netns, p)
-            if p == b.name or p == "lo":
-                errs.append(f"bridge {b.netns}:{b.name}: {p} cannot be a port")
-    ports = [(b.netns, p) for b in plan.bridges for p in b.ports]
+        for port in b.ports:
+            p.has_dev(f"bridge {b.netns}:{b.name} port", b.netns, port)
+            if port == b.name or port == "lo":
+                p.add(f"bridge {b.netns}:{b.name}: {port} cannot be a port")
+    ports = [(b.netns, port) for b in plan.bridges for port in b.ports]
     if len(set(ports)) != len(ports):
-        errs.append("a device is a port of two bridges")
+        p.add("a device is a port of two bridges")
     for x in plan.links:
-        if ns_ok(f"link {x.dev}", x.netns):
-            has_dev(f"link {x.netns}:{x.dev}", x.netns, x.dev)
+        if p.ns_ok(f"link {x.dev}", x.netns):
+            p.has_dev(f"link {x.netns}:{x.dev}", x.netns, x.dev)
+
+
+def _check_routing(plan: Plan, p: _Problems) -> None:
+    """Addresses, routes and rules: real prefixes and addresses, on devices that exist."""
     for a in plan.addresses:
         what = f"address {a.netns}:{a.dev} {a.cidr}"
-        if ns_ok(what, a.netns):
-            has_dev(what, a.netns, a.dev)
-        net(what, a.cidr, True)
+        if p.ns_ok(what, a.netns):
+            p.has_dev(what, a.netns, a.dev)
+        p.net(what, a.cidr, True)
     for r in plan.routes:
         what = f"route {r.netns} {r.dst}"
-        if not ns_ok(what, r.netns):
+        if not p.ns_ok(what, r.netns):
             continue
-        net(what, r.dst, True)
-        net(what, r.src, False)
+        p.net(what, r.dst, True)
+        p.net(what, r.src, False)
         if r.nexthops:
             if r.via or r.dev:
-                errs.append(f"{what}: give via/dev in nexthops, not on a multipath route")
+                p.add(f"{what}: give via/dev in nexthops, not on a multipath route")
             for nh in r.nexthops:
-                net(what, nh.via, False)
-                has_dev(what, r.netns, nh.dev)
+                p.net(what, nh.via, False)
+                p.has_dev(what, r.netns, nh.dev)
                 if nh.via is None and nh.dev is None:
-                    errs.append(f"{what}: a nexthop needs via or dev")
+                    p.add(f"{what}: a nexthop needs via or dev")
                 if not 1 <= nh.weight <= 256:
-                    errs.append(f"{what}: nexthop weight must be 1..256")
+                    p.add(f"{what}: nexthop weight must be 1..256")
         else:
             if r.via is None and r.dev is None:
-                errs.append(f"{what}: needs via, dev or nexthops")
-            net(what, r.via, False)
-            has_dev(what, r.netns, r.dev)
+                p.add(f"{what}: needs via, dev or nexthops")
+            p.net(what, r.via, False)
+            p.has_dev(what, r.netns, r.dev)
     for u in plan.rules:
         what = f"rule {u.netns} table {u.table}"
-        if ns_ok(what, u.netns):
-            net(what, u.src, True)
-            net(what, u.dst, True)
-            has_dev(what, u.netns, u.iif)
-            has_dev(what, u.netns, u.oif)
+        if p.ns_ok(what, u.netns):
+            p.net(what, u.src, True)
+            p.net(what, u.dst, True)
+            p.has_dev(what, u.netns, u.iif)
+            p.has_dev(what, u.netns, u.oif)
+
+
+def _check_shaping(plan: Plan, p: _Problems) -> None:
     for s in plan.shaping:
         what = f"shaping {s.netns}:{s.dev}"
-        if ns_ok(what, s.netns):
-            has_dev(what, s.netns, s.dev)
+        if p.ns_ok(what, s.netns):
+            p.has_dev(what, s.netns, s.dev)
         if s.kind not in ("tbf", "htb"):
-            errs.append(f"{what}: kind must be tbf or htb (this kernel has no netem)")
+            p.add(f"{what}: kind must be tbf or htb (this kernel has no netem)")
         if not s.rate_mbit > 0:
-            errs.append(f"{what}: rate must be positive")
+            p.add(f"{what}: rate must be positive")
     shaped = [(s.netns, s.dev) for s in plan.shaping]
     if len(set(shaped)) != len(shaped):
-        errs.append("a device is shaped twice")
-    pnames = [p.name for p in plan.processes]
+        p.add("a device is shaped twice")
+
+
+def _check_processes(plan: Plan, p: _Problems) -> None:
+    pnames = [x.name for x in plan.processes]
     if len(set(pnames)) != len(pnames):
-        errs.append("duplicate process names")
-    pidfiles = [p.pidfile for p in plan.processes]
+        p.add("duplicate process names")
+    pidfiles = [x.pidfile for x in plan.processes]
     if len(set(pidfiles)) != len(pidfiles):
-        errs.append("two processes share a pid file")
-    for p in plan.processes:
-        ns_ok(f"process {p.name}", p.netns)
-        if not p.argv:
-            errs.append(f"process {p.name}: empty argv")
-        for path in (p.pidfile, *p.dirs, *(f for f, _ in p.files)):
+        p.add("two processes share a pid file")
+    for x in plan.processes:
+        p.ns_ok(f"process {x.name}", x.netns)
+        if not x.argv:
+            p.add(f"process {x.name}: empty argv")
+        for path in (x.pidfile, *x.dirs, *(f for f, _ in x.files)):
             if not path.startswith("/") or "/../" in path + "/":
-                errs.append(f"process {p.name}: {path!r} must be an absolute path without '..'")
+                p.add(f"process {x.name}: {path!r} must be an absolute path without '..'")
+
+
+def _check_root_sysctls(plan: Plan, p: _Problems) -> None:
     for k, v in plan.root_sysctls:
         if not re.match(r"^net\.ipv[46]\.neigh\.default\.gc_thresh[123]$", k):
-            errs.append(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
+            p.add(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
         if not v.isdigit():
-            errs.append(f"root sysctl {k}: value {v!r} is not a number")
-    return errs
+            p.add(f"root sysctl {k}: value {v!r} is not a number")
 
 
 class PlanError(ValueError):
