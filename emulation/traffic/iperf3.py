@@ -252,7 +252,7 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
                 results[i] = r
                 progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"
                          + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
-                         + (f": {r['bytes']} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
+                         + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
 
         with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
             for st in steps:
@@ -285,7 +285,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     flows = plan_flows(cp, pattern, nbytes, schedule)
     steps = steps_of(flows)
     m = model(cp, flows, nic, hb)
-    progress(f"{pattern} ({schedule}): {len(flows)} flows of {nbytes} bytes in {len(steps)} step(s);"
+    progress(f"{pattern} ({schedule}): {len(flows)} flows of {nbytes:,} bytes in {len(steps)} step(s);"
              f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
     if converge:
         # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
@@ -325,7 +325,7 @@ def format_report(rep: dict) -> str:
     ok = [f for f in fl if f.get("seconds")]
     total = sum(f["bytes"] for f in fl)
     lines = [f"lab {rep['lab']} {rep['pattern']} ({rep['topology']}, {rep.get('schedule', 'concurrent')},"
-             f" {len(rep.get('steps') or [1])} step(s)): {len(fl)} flows, {total} bytes sent",
+             f" {len(rep.get('steps') or [1])} step(s)): {len(fl)} flows, {total:,} bytes received",
              f"  completion {rep['completion_s']:.2f} s wall, {rep.get('steps_completion_s', 0):.2f} s"
              f" summed over steps (slowest flow of each); model {rep['model_completion_s']:.2f} s pipelined,"
              f" {rep['model_store_forward_s']:.2f} s store-and-forward"
