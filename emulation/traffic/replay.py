@@ -33,7 +33,7 @@ from railonly.fabric.analysis import Cluster, Job, phase_list
 
 from ..checks import plan as checks_plan
 from ..lab import Lab, link_rates
-from ..runtime.protocol import Runtime, deployed_status
+from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import job_plan
 from .iperf3 import port_bytes, run_steps, shaped_rates, stop_servers
 
@@ -83,7 +83,7 @@ class Counters:
             self.installed.append(node)
             rc, out = self.rt.exec(ns, ["nft", ruleset(node in self.gpus)], timeout=10)
             if rc != 0:
-                raise RuntimeError(f"nft in {ns} failed: {out.strip()[:200]}")
+                raise RuntimeProblem(f"nft in {ns} failed: {out.strip()[:200]} (the replay counts bytes with nftables)")
 
     def remove(self) -> None:
         for node in self.installed:
@@ -143,9 +143,8 @@ def overhead_model(job: Job, pl, rates) -> float | None:
     return round(ro / opt - 1, 4) if opt > 0 else None
 
 
-def prepare(lab: Lab, job: Job, nic: float, hb: float, time_scale: float | None = None):
-    """(cp, scaled, placement, phases) for the lab (pure but for reading the lab's files)."""
-    cp = checks_plan.load(lab)
+def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | None = None):
+    """(scaled, placement, phases) of the job on the lab (pure)."""
     cluster = Cluster.from_fabric_json(lab.fabric, str(lab.fabric_file))
     names = job_plan.index_names({(g.hb, g.rail): g.name for g in cp.gpus.values()}, cluster.hb_size)
     rates = job_plan.lab_rates(nic, hb)
@@ -155,7 +154,7 @@ def prepare(lab: Lab, job: Job, nic: float, hb: float, time_scale: float | None 
         time_scale = job_plan.auto_time_scale(phases, nic, hb)
     sc = job_plan.scale_job(job, cluster, nic, time_scale)
     pl, phases = job_plan.plan(sc, names, cp.topology, rates)
-    return cp, sc, pl, phases
+    return sc, pl, phases
 
 
 def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: float | None = None,
@@ -165,10 +164,10 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     ANALYSIS.md's replay contract (Contract 4's traffic report, ``pattern: job``)."""
     deployed_status(rt, lab)
     nic_plan, hb_plan = link_rates(lab)
-    cp0 = checks_plan.load(lab)
-    nic_tc, hb_tc = shaped_rates(rt, lab, cp0)
+    cp = checks_plan.load(lab)
+    nic_tc, hb_tc = shaped_rates(rt, lab, cp)
     nic, hb = nic_tc or nic_plan, hb_tc or hb_plan
-    cp, sc, pl, phases = prepare(lab, job, nic, hb, time_scale)
+    sc, pl, phases = prepare(lab, cp, job, nic, hb, time_scale)
     rates = job_plan.lab_rates(nic, hb)
     model_iter = job_plan.model_iteration(phases)
     progress(f"job {job.name} on {lab.name} ({cp.topology}): tp {sc.job.parallel.tp} pp {sc.job.parallel.pp}"

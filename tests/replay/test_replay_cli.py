@@ -63,3 +63,21 @@ def test_pattern_and_job_are_one_or_the_other(routed, fake):
     with pytest.raises(SystemExit) as e:
         main(["lab", "traffic", str(routed.outdir), "--runtime", "fake"])
     assert e.value.code == 2
+
+
+def test_the_plan_of_a_compiled_lab_names_its_gpus_and_ports(routed, tmp_path):
+    from railonly.emulation.checks import plan as checks_plan
+    from railonly.emulation.traffic import replay
+    from railonly.fabric.analysis import load_job
+
+    cp = checks_plan.load(routed)
+    sc, pl, phases = replay.prepare(routed, cp, load_job(JOB), 100.0, 900.0, 1000.0)
+    assert sc.time_scale == 1000.0 and not pl.problems
+    for ph in phases[1:]:
+        for f in ph.flows:
+            assert f.src in cp.gpus and f.dst in cp.gpus
+            g, h = cp.gpus[f.src], cp.gpus[f.dst]
+            assert (g.hb == h.hb) == (f.pair_class == "hb") and (g.rail == h.rail or g.hb == h.hb)
+    assert replay.joining_switches(routed) == []  # rail-only: no switch joins rails
+    base = load_lab(compile_to(design_text("labs/mini-baseline.yml", "fakerb"), tmp_path / "b"))
+    assert replay.joining_switches(base) and all("spine" in s or "core" in s for s in replay.joining_switches(base))
