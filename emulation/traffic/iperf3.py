@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Callable
 
 from ..checks import plan as checks_plan
@@ -147,18 +148,24 @@ def unshape_fabric(lab: Lab, rt: Runtime) -> int:
     return n
 
 
-def port_counters(lab: Lab, rt: Runtime, ports: dict[str, set[str]]) -> dict[tuple[str, str], int]:
-    """{(node, port): tx bytes} of the given ports (``ip -s -j link`` in each node's namespace)."""
-    out: dict[tuple[str, str], int] = {}
+def port_bytes(lab: Lab, rt: Runtime, ports: dict[str, set[str]]) -> dict[tuple[str, str], tuple[int, int]]:
+    """{(node, port): (tx bytes, rx bytes)} of the given ports (``ip -s -j link`` in each node's namespace)."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
     for node, want in sorted(ports.items()):
         rc, text = rt.exec(lab.netns(node), ["ip", "-s", "-j", "link"], timeout=10)
         try:
             for l in json.loads(text) if rc == 0 else []:
                 if l.get("ifname") in want:
-                    out[(node, l["ifname"])] = int(l["stats64"]["tx"]["bytes"])
+                    st = l["stats64"]
+                    out[(node, l["ifname"])] = (int(st["tx"]["bytes"]), int(st["rx"]["bytes"]))
         except (ValueError, KeyError, TypeError):
             pass
     return out
+
+
+def port_counters(lab: Lab, rt: Runtime, ports: dict[str, set[str]]) -> dict[tuple[str, str], int]:
+    """{(node, port): tx bytes} of the given ports."""
+    return {k: tx for k, (tx, _rx) in port_bytes(lab, rt, ports).items()}
 
 
 def fabric_counters(lab: Lab, rt: Runtime) -> dict[tuple[str, str], int]:
@@ -214,6 +221,66 @@ def parse_iperf3(out: str, rc: int, planned_bytes: int) -> dict:
     return r
 
 
+@dataclass
+class StepsRun:
+    flows: list[dict]  # one result per flow, in the order of the steps' flows
+    steps: list[dict]  # per step: step, flows, seconds (its slowest flow at rate), wall_s
+    completion_s: float  # wall time from the first client's start to the last one's end
+
+
+def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str = "128K", nic_mbps: float,
+              progress: Callable[[str], None] = lambda s: None) -> StepsRun:
+    """Run steps of flows one after another: an iperf3 server per flow (ports unique in the
+    run), then per step every flow's client at once; a step's time is its slowest flow's
+    seconds_at_rate. Servers are stopped by pid in a finally. ``progress`` gets a line per flow."""
+    flows = [f for st in steps for f in st]
+    results: dict[int, dict] = {}
+    index = {f.port: i for i, f in enumerate(flows)}
+    if len(index) != len(flows):
+        raise ValueError("run_steps: two flows of a run share an iperf3 port")
+    lock = threading.Lock()
+    step_rep: list[dict] = []
+    completion = 0.0
+    try:
+        _start_servers(lab, rt, cp, flows)
+        t0 = time.monotonic()
+
+        def one(f: Flow) -> None:
+            i = index[f.port]
+            argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
+                    "--connect-timeout", "3000", "-w", window]
+            start = time.monotonic()
+            for _attempt in range(3):
+                rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
+                if rc == 0 or "unable to connect" not in out:
+                    break
+                time.sleep(0.2)
+            end = time.monotonic()
+            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
+                 "start_s": round(start - t0, 3), "end_s": round(end - t0, 3)}
+            if f.hb:
+                r["over"] = "hb"
+            r.update(parse_iperf3(out, rc, f.bytes))
+            with lock:
+                results[i] = r
+                progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"
+                         + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
+                         + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
+
+        with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
+            for st in steps:
+                list(ex.map(one, st))
+                rs = [results[index[f.port]] for f in st]
+                secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
+                step_rep.append({"step": st[0].step, "flows": len(st),
+                                 "seconds": round(max(secs), 4) if secs else None,
+                                 "wall_s": round(max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs), 3)})
+        completion = max((r["end_s"] for r in results.values()), default=0.0)
+    finally:
+        stop_servers(lab)
+    return StepsRun([results[i] for i in range(len(flows))], step_rep, completion)
+
+
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
         converge: bool = True, window: str = "128K", progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run a pattern. ``converge=False`` skips the bgp/reachability wait (a caller that
@@ -240,51 +307,14 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
         if pre.failed:
             progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
-    results: dict[int, dict] = {}
-    index = {f.port: i for i, f in enumerate(flows)}
-    lock = threading.Lock()
-    step_rep: list[dict] = []
     stop_servers(lab)  # leftovers of an interrupted run
-    try:
-        _start_servers(lab, rt, cp, flows)
-        t0 = time.monotonic()
-
-        def one(f: Flow) -> None:
-            i = index[f.port]
-            argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
-                    "--connect-timeout", "3000", "-w", window]
-            start = time.monotonic()
-            for _attempt in range(3):
-                rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic * 1e6) * 4)
-                if rc == 0 or "unable to connect" not in out:
-                    break
-                time.sleep(0.2)
-            end = time.monotonic()
-            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
-                 "start_s": round(start - t0, 3), "end_s": round(end - t0, 3)}
-            if f.hb:
-                r["over"] = "hb"
-            r.update(parse_iperf3(out, rc, f.bytes))
-            with lock:
-                results[i] = r
-                progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"
-                         + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
-                         + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
-
-        with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
-            for st in steps:
-                list(ex.map(one, st))
-                rs = [results[index[f.port]] for f in st]
-                secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
-                step_rep.append({"step": st[0].step, "flows": len(st),
-                                 "seconds": round(max(secs), 4) if secs else None,
-                                 "wall_s": round(max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs), 3),
-                                 "model_s": round(m["steps"][len(step_rep)]["pipelined"], 4),
-                                 "model_store_forward_s": round(m["steps"][len(step_rep)]["store_forward"], 4)})
-        completion = max((r["end_s"] for r in results.values()), default=0.0)
-    finally:
-        stop_servers(lab)
-    fl = [results[i] for i in range(len(flows))]
+    ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, progress=progress)
+    step_rep = ran.steps
+    for i, sr in enumerate(step_rep):
+        sr["model_s"] = round(m["steps"][i]["pipelined"], 4)
+        sr["model_store_forward_s"] = round(m["steps"][i]["store_forward"], 4)
+    completion = ran.completion_s
+    fl = ran.flows
     return {
         "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
         "completion_s": round(completion, 3),

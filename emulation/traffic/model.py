@@ -48,7 +48,7 @@ def link_loads(flows: list[Flow]) -> dict[tuple[str, str, str], int]:
     return load
 
 
-def _model_one(flows: list[Flow], rate: dict[str, float]) -> dict[str, float]:
+def step_model(flows: list[Flow], rate: dict[str, float]) -> dict[str, float]:
     load = link_loads(flows)
     t_nic = max([v / rate["nic"] for k, v in load.items() if k[1] == "nic"] or [0.0])
     t_hb = max([v / rate["hb"] for k, v in load.items() if k[1] == "hb"] or [0.0])
@@ -60,7 +60,7 @@ def model(cp: CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> 
 
     ``steps`` holds each step's own prediction."""
     rate = {"nic": nic_mbps * 1e6 / 8, "hb": hb_mbps * 1e6 / 8}
-    per = [_model_one(st, rate) for st in steps_of(flows)]
+    per = [step_model(st, rate) for st in steps_of(flows)]
     out: dict = {k: sum(p[k] for p in per) for k in ("pipelined", "store_forward", "nic", "hb")}
     out["steps"] = per
     return out

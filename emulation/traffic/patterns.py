@@ -52,6 +52,8 @@ class Flow:
     port: int = 0
     step: int = 0
     hb: bool = False  # over the HB domain only, to dst's HB address (two-phase)
+    pair_class: str = ""  # job replay: the class its bytes are counted in (job_plan.CLASSES)
+    group: int = -1  # job replay: index of the group it serves in its phase
 
 
 def _domains(cp: CheckPlan) -> tuple[list[int], list[int], dict[tuple[int, int], str]]:

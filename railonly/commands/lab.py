@@ -173,18 +173,27 @@ def check(args) -> int:
 def traffic_args(p) -> None:
     from railonly.emulation.traffic.patterns import PATTERNS, SCHEDULES
 
-    p.add_argument("--pattern", required=True, choices=PATTERNS)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
+    what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
     p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
     p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (Contract 4)")
+    p.add_argument("--iterations", type=int, default=1, help="--job: iterations to replay (default 1; medians reported)")
+    p.add_argument("--time-scale", type=float, default=None,
+                   help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
+    p.add_argument("--tolerance", type=float, default=0.10,
+                   help="--job: a phase and the iteration pass within this share of the model (default 0.10)")
 
 
 def traffic(args) -> int:
     from railonly.emulation.checks import report
     from railonly.emulation.traffic import iperf3
 
+    if args.job:
+        return traffic_job(args)
     rt, lab = open_lab(args)
     with locked(lab, shared=True), console.reporter() as bar:
         rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
@@ -207,6 +216,37 @@ def _flow_step(bar, message: str) -> None:
         console.detail(f"  .. {message}")
     else:
         bar.step(message)
+
+
+def traffic_job(args) -> int:
+    """--job: exit 0 every phase passed, 1 a phase failed, 2 a bad job (or one the lab cannot hold), 3 not deployed."""
+    from railonly.emulation.checks import report
+    from railonly.emulation.lab import LabError
+    from railonly.emulation.traffic import job_plan, replay
+    from railonly.fabric.analysis import load_job
+
+    job = load_job(args.job)  # InputError: exit 2, every problem named
+    if args.iterations < 1 or args.iterations > 100:
+        raise LabError(args.job, f"--iterations must be 1 to 100, got {args.iterations}", "e.g. --iterations 3")
+    if args.time_scale is not None and not 0.001 <= args.time_scale <= 1e7:
+        raise LabError(args.job, f"--time-scale must be 0.001 to 1e7, got {args.time_scale:g}", "leave it out for the default")
+    if not 0 < args.tolerance < 10:
+        raise LabError(args.job, f"--tolerance must be between 0 and 10, got {args.tolerance:g}", "e.g. --tolerance 0.1")
+    rt, lab = open_lab(args)
+    quiet, verbose = getattr(args, "quiet", None), getattr(args, "verbose", None)
+    say = (lambda s: None) if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True))
+    detail = (lambda s: print(f"     {s}", file=sys.stderr, flush=True)) if verbose and not quiet else (lambda s: None)
+    try:
+        with locked(lab, shared=True):
+            rep = replay.run(lab, rt, job, iterations=args.iterations, time_scale=args.time_scale,
+                             tolerance=args.tolerance, progress=say, detail=detail)
+    except job_plan.ScaleError as exc:
+        raise LabError(args.job, str(exc), "use a job whose tensor-parallel group fits the lab's HB domain") from None
+    if rep["verdict"] != "pass" or not quiet:
+        console.out(replay.format_report(rep))
+    if args.json:
+        report.write_json(args.json, rep)
+    return 0 if rep["verdict"] == "pass" else 1
 
 
 def fault_args(p) -> None:

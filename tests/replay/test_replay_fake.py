@@ -1,0 +1,122 @@
+"""The replay's logic above Runtime.exec on a FakeRuntime (no root): counters read back by class,
+verdicts, a failed group named, the nftables table always removed. In addition to the netns tests
+(test_replay_lab.py), which prove a real lab answers what these feed the logic."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from railonly.emulation import lab as lab_facts
+from railonly.emulation.checks import plan as checks_plan
+from railonly.emulation.lab import load_lab
+from railonly.emulation.traffic import job_plan, replay
+from railonly.fabric.analysis import load_job
+
+from ..conftest import REPO, FakeRuntime, compile_to, design_text
+
+JOBS = REPO / "labs" / "jobs"
+NIC_BPS, HB_BPS = 100e6 / 8, 900e6 / 8
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    return load_lab(compile_to(design_text("labs/mini-routed.yml", "fakerq"), tmp_path_factory.mktemp("fake") / "out"))
+
+
+@pytest.fixture
+def lab(compiled, tmp_path, monkeypatch):
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    return compiled
+
+
+def _class_of(port: int) -> str:
+    return next(c for c, lo in job_plan.CLASS_PORTS.items() if lo <= port < lo + job_plan.PORTS_PER_CLASS)
+
+
+def lab_fake(lab, refuse_from: str | None = None, misclass: str | None = None) -> FakeRuntime:
+    """iperf3 clients 'send' at the shaped rate of their class and bump the nft counters of
+    their namespace by class, as the real table does; ``misclass`` counts that class as
+    cross_rail (a misrouted byte); ``refuse_from`` fails every flow that GPU sends."""
+    cp = checks_plan.load(lab)
+    prefix = lab_facts.netns_prefix(lab.name)
+    counters: dict[str, dict[str, int]] = {}
+
+    def server(ns, argv):
+        with open(argv[argv.index("--pidfile") + 1], "w") as f:  # never an iperf3: stop_servers signals nobody
+            f.write(f"{os.getpid()}\n")
+        return 0, ""
+
+    def client(ns, argv):
+        src = ns[len(prefix):]
+        dst = cp.ip_owner[argv[argv.index("-c") + 1]]
+        n, cls = int(argv[argv.index("-n") + 1]), _class_of(int(argv[argv.index("-p") + 1]))
+        if src == refuse_from:
+            return 1, json.dumps({"error": "unable to connect to server: Network is unreachable"})
+        counted = "cross_rail" if cls == misclass else cls
+        counters.setdefault(src, {}).setdefault(f"tx_{counted}", 0)
+        counters[src][f"tx_{counted}"] += n
+        if cls == "staged":
+            counters.setdefault(dst, {}).setdefault("rx_staged", 0)
+            counters[dst]["rx_staged"] += n
+        secs = n / (HB_BPS if cls in ("hb", "staged") else NIC_BPS)
+        return 0, json.dumps({"end": {"sum_sent": {"bytes": n, "seconds": secs}, "sum_received": {"bytes": n, "seconds": secs}}})
+
+    def nft_list(ns, argv):
+        vals = counters.get(ns[len(prefix):], {})
+        return 0, json.dumps({"nftables": [{"counter": {"table": replay.TABLE, "name": k, "bytes": v}} for k, v in vals.items()]})
+
+    return (FakeRuntime()
+            .on(("tc", "-j", "qdisc"), (0, json.dumps([{"kind": "tbf", "options": {"rate": NIC_BPS}}])))
+            .on(("tc", "-j", "class"), (0, json.dumps([{"kind": "htb", "options": {"rate": HB_BPS}}])))
+            .on(("ip", "-s", "-j", "link"), (0, "[]"))
+            .on(("nft",), (0, "")).on(("nft", "-j", "list", "counters"), nft_list)
+            .on(("iperf3", "-s"), server).on(("iperf3", "-c"), client))
+
+
+def _run(lab, fake, job="gpt-small", time_scale=1.0):
+    return replay.run(lab, fake, load_job(JOBS / f"{job}.yml"), time_scale=time_scale, converge=False)
+
+
+@pytest.mark.parametrize("job", ["gpt-small", "moe-mini"])
+def test_a_healthy_replay_passes_with_bytes_by_class_and_removes_its_table(lab, job):
+    fake = lab_fake(lab)
+    rep = _run(lab, fake, job)
+    assert rep["verdict"] == "pass" and rep["failed_phases"] == [] and rep["iteration_within_tolerance"]
+    assert rep["pattern"] == "job" and rep["job"] == job
+    for p in rep["phases"]:
+        assert p["verdict"] == "pass" and p["bytes_by_class"] == {c: p["planned_bytes"].get(c, 0) for c in job_plan.CLASSES}
+    if job == "gpt-small":
+        assert rep["bytes"]["cross_rail"] == 0 and rep["staged_bytes"] == 0 and rep["bytes"]["hb"] > 0
+        assert rep["moe_all_to_all_overhead_model"] is None
+    else:
+        ep = next(p for p in rep["phases"] if p["parallelism"] == "ep")["iterations"][0]
+        assert sum(ep["staged_in"].values()) == rep["staged_bytes"] == rep["bytes"]["cross_rail"] > 0
+    # the table went into every GPU namespace and came out again
+    gpus = {lab.netns(g) for g in checks_plan.load(lab).gpus}
+    added = {ns for ns, argv in fake.ran("nft") if argv[1].startswith("add table")}
+    removed = {ns for ns, argv in fake.ran("nft") if argv[1] == f"delete table inet {replay.TABLE}"}
+    assert added == gpus and removed == gpus
+    text = replay.format_report(rep)
+    assert "verdict: pass" in text and f"job {job}" in text
+
+
+def test_a_gpu_that_cannot_send_fails_its_phases_by_group_name(lab):
+    fake = lab_fake(lab, refuse_from="hb0-gpu0")
+    rep = _run(lab, fake)
+    assert rep["verdict"] == "fail" and rep["failed_phases"] == ["tp.all-gather", "tp.reduce-scatter", "pp.send-recv",
+                                                                 "dp.all-reduce.dense"]
+    text = replay.format_report(rep)
+    assert "pipeline 0 (hb0-gpu0, hb2-gpu0, hb4-gpu0): 1 flow(s) failed" in text
+    assert "dp group 0 (hb0-gpu0, hb1-gpu0): 1 flow(s) failed" in text
+    assert any(argv[1] == f"delete table inet {replay.TABLE}" for _, argv in fake.ran("nft"))
+
+
+def test_bytes_counted_on_another_class_fail_the_phase(lab):
+    rep = _run(lab, lab_fake(lab, misclass="rail"), time_scale=100.0)  # bytes well above the per-flow slack
+    assert rep["verdict"] == "fail" and "dp.all-reduce.dense" in rep["failed_phases"]
+    dp = next(p for p in rep["phases"] if p["name"] == "dp.all-reduce.dense")
+    probs = dp["iterations"][0]["problems"]
+    assert any(p.startswith("rail bytes counted 0") for p in probs) and any(p.startswith("cross_rail bytes counted") for p in probs)
