@@ -16,7 +16,7 @@ from .memory import estimate
 from .network import NETWORKS, Rates
 from .placement import Placement
 from .timing import Result, iteration
-from .traffic import Collective, class_bytes, collectives
+from .traffic import Collective, all_to_all_overhead, class_bytes, collectives
 
 SCHEMA_VERSION = 1
 
@@ -37,29 +37,12 @@ class Analysis:
     @property
     def moe_overhead(self) -> float | None:
         """Expert all-to-all time on rail-only over rail-optimized, minus one (paper's convention)."""
-        ep = [c for c in self.collectives if c.parallelism == "ep"]
-        if not ep:
-            return None
-        ro = sum(c.time("rail-only", self.rates) for c in ep)
-        opt = sum(c.time("rail-optimized", Rates(self.rates.nic, self.rates.hb, 1.0)) for c in ep)
-        return ro / opt - 1 if opt else 0.0
+        return all_to_all_overhead(self.collectives, self.rates, "paper")
 
     @property
     def moe_overhead_hierarchical(self) -> float | None:
         """The store-and-forward form: only cross-rail bytes take the NVLink hop, (K-1)/K x NIC/HB."""
-        ep = [c for c in self.collectives if c.parallelism == "ep"]
-        if not ep:
-            return None
-        r = self.rates
-        tot_ro = tot_opt = 0.0
-        for c in ep:
-            for t in c.types:
-                for s in t.steps:
-                    hb, rail, cross = s.bytes()
-                    opt = max(hb / r.hb, (rail + cross) / r.nic)
-                    tot_opt = max(tot_opt, opt)
-                    tot_ro = max(tot_ro, opt + cross / r.hb)
-        return tot_ro / tot_opt - 1 if tot_opt else 0.0
+        return all_to_all_overhead(self.collectives, self.rates, "store-forward")
 
 
 def analyze(job: Job, cluster: Cluster, pl: Placement, rates: Rates, boms: dict | None = None) -> Analysis:

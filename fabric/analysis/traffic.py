@@ -244,3 +244,29 @@ def class_bytes(colls: list[Collective]) -> dict[str, float]:
     for c in colls:
         total += c.calls * c.bytes_per_gpu() * c.gpus
     return dict(zip(CLASSES, map(float, total)))
+
+
+def all_to_all_overhead(colls: list[Collective], rates: Rates, form: str = "paper") -> float | None:
+    """The expert all-to-all's time on rail-only over rail-optimized, minus one (None without EP).
+
+    "paper": the model's own rail-only path (every inter-domain byte crosses NVLink before the
+    NIC), the convention of the Rail-only paper's 8.2% / 11.2%. "store-forward": PXN as it
+    runs, where only the bytes bound for another rail take the NVLink hop first: (K-1)/K of
+    the paper's figure for a uniform all-to-all (the lab replay runs this form)."""
+    ep = [c for c in colls if c.parallelism == "ep"]
+    if not ep:
+        return None
+    flat = Rates(rates.nic, rates.hb, 1.0)  # the overhead is against a non-blocking spine
+    if form == "paper":
+        ro = sum(c.time("rail-only", rates) for c in ep)
+        opt = sum(c.time("rail-optimized", flat) for c in ep)
+        return ro / opt - 1 if opt else 0.0
+    tot_ro = tot_opt = 0.0
+    for c in ep:
+        for t in c.types:
+            for s in t.steps:
+                hb, rail, cross = s.bytes()
+                opt = max(hb / rates.hb, (rail + cross) / rates.nic)
+                tot_opt = max(tot_opt, opt)
+                tot_ro = max(tot_ro, opt + cross / rates.hb)
+    return tot_ro / tot_opt - 1 if tot_opt else 0.0
