@@ -88,6 +88,10 @@ def test_no_change_is_exit_0(grown, tmp_path, capsys):
     assert doc["devices"] == {"added": [], "removed": [], "changed": []}
     assert doc["bom"]["items"] == []
     assert out.startswith("cables: 0 added")
+    code, out, _ = _run(["diff", "-q", grown["128"], str(copy)], capsys)
+    assert code == 0 and out == ""  # -q: no summary on success
+    code, out, _ = _run(["diff", "-q", grown["128"], grown["144"], "--no-diffs"], capsys)
+    assert code == 1 and out.startswith("cables: 384 added")  # a change is what -q still prints
 
 
 def test_json_is_deterministic(grown, tmp_path, capsys):
