@@ -176,3 +176,16 @@ def test_progress_reporter_bar_on_a_terminal_lines_elsewhere(monkeypatch, capsys
     assert "deploy: netns" in tty.getvalue() and "10/10" in tty.getvalue()
     monkeypatch.setattr(console.settings, "quiet", True)
     assert isinstance(console.reporter(_Tty()), console.Lines)  # -q: no bar
+
+
+def test_demo_counts_the_files_compile_says_it_wrote(tmp_path, capsys):
+    import os
+    import re
+
+    from railonly.commands import demo
+
+    out = tmp_path / "out"
+    assert cli.main(["compile", MINI, "-o", str(out)]) == 0
+    wrote = re.search(r"wrote\s+([0-9,]+) files", capsys.readouterr().out).group(1)
+    on_disk = sum(len(files) for _, _, files in os.walk(out))  # MANIFEST.json is a file written too
+    assert demo._compiled(str(out)) == f"{wrote} files" == f"{on_disk:,} files"
