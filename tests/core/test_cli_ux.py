@@ -189,3 +189,17 @@ def test_demo_counts_the_files_compile_says_it_wrote(tmp_path, capsys):
     wrote = re.search(r"wrote\s+([0-9,]+) files", capsys.readouterr().out).group(1)
     on_disk = sum(len(files) for _, _, files in os.walk(out))  # MANIFEST.json is a file written too
     assert demo._compiled(str(out)) == f"{wrote} files" == f"{on_disk:,} files"
+
+
+@pytest.mark.parametrize("argv", [
+    ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "-5"],
+    ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "0"],
+    ["lab", "check", "OUT", "--timeout", "nan"],
+    ["lab", "check", "OUT", "--timeout", "-1"],
+])
+def test_counts_and_timeouts_must_be_above_zero(argv, capsys):
+    # refused before any lab is looked at: a negative --bytes used to run iperf3 into a 120 s timeout
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "must be a number above 0" in err and "fix:" in err
