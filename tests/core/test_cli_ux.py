@@ -196,6 +196,7 @@ def test_demo_counts_the_files_compile_says_it_wrote(tmp_path, capsys):
     ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "0"],
     ["lab", "check", "OUT", "--timeout", "nan"],
     ["lab", "check", "OUT", "--timeout", "-1"],
+    ["lab", "exec", "OUT", "hb0-gpu0", "--timeout", "0", "--", "true"],
 ])
 def test_counts_and_timeouts_must_be_above_zero(argv, capsys):
     # refused before any lab is looked at: a negative --bytes used to run iperf3 into a 120 s timeout
