@@ -204,3 +204,12 @@ def test_counts_and_timeouts_must_be_above_zero(argv, capsys):
         cli.main(argv)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "must be a number above 0" in err and "fix:" in err
+
+
+@pytest.mark.parametrize("where", ["missing", "empty"])
+def test_validate_of_something_that_is_no_outdir_says_what_to_give(where, tmp_path, capsys):
+    if where == "empty":
+        (tmp_path / where).mkdir()
+    assert cli.main(["validate", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / where) in err and "fix: give the OUTDIR that railonly compile wrote" in err
