@@ -139,6 +139,10 @@ def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
         if not all(row[c] for c in CABLE_COLUMNS):
             empty = next(c for c in CABLE_COLUMNS if not row[c])
             raise UntrustedFile(where, f"line {line}: {empty} is empty", _RECOMPILE)
+        bad = next((c for c in (*CABLE_COLUMNS, "media", "length_m")
+                    if len(row.get(c, "")) > 200 or not row.get(c, "").isprintable()), None)
+        if bad:  # the plan prints these to a terminal: no control characters, no megabyte fields
+            raise UntrustedFile(where, f"line {line}: {bad} has control characters or more than 200 characters", _RECOMPILE)
         if row["cable_id"] in out:
             raise UntrustedFile(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
         out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]),

@@ -166,6 +166,8 @@ def victim(grown, tmp_path):
     (lambda o: (o / "cabling.csv").unlink(), "cabling.csv", "is missing"),
     (lambda o: (o / "cabling.csv").write_text("cable_id,a_device\nC1,x\n"), "cabling.csv", "header lacks column(s) a_port"),
     (lambda o: (o / "cabling.csv").write_text((o / "cabling.csv").read_text() + "C9,a,b\n"), "cabling.csv", "fields, the header has"),
+    (lambda o: (o / "cabling.csv").write_text((o / "cabling.csv").read_text().replace(",30,", ",30\x1b[2J,", 1)),
+     "cabling.csv", "line 2: length_m has control characters"),
     (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
     (lambda o: (o / "MANIFEST.json").write_text("{" * 100000), "MANIFEST.json", "not valid JSON"),
     (lambda o: (o / "MANIFEST.json").write_text("[]"), "MANIFEST.json", "not a railonly manifest"),
