@@ -4,8 +4,9 @@
 hostile-input reader) and :func:`plan` compares them, purely:
 
 * cables by their two ends: a cable whose ends are in both is kept (relabelled
-  when its id changed); an old and a new cable that share one end are one
-  cable moved (its other end changes); the rest are added or removed;
+  when its id changed; changed when its optic or length did, since another
+  cable or optic must be fitted); an old and a new cable that share one end
+  are one cable moved (its other end changes); the rest are added or removed;
 * devices (configs/<switch>/) and hosts (hosts/<hb-domain>/): added, removed,
   changed, with a unified diff per device;
 * the BOM: quantity, cost and power per item and in total.
@@ -38,6 +39,8 @@ class Cable:
     cable_id: str
     a: End
     b: End
+    media: str = ""  # cabling.csv's optic and fibre, e.g. "400G-SR8 MMF"
+    length_m: str = ""  # as cabling.csv writes it (whole metres)
 
     def ends(self) -> tuple[End, End]:
         return tuple(sorted((self.a, self.b)))  # a cable is its two ends, whichever is written first
@@ -136,9 +139,14 @@ def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
         if not all(row[c] for c in CABLE_COLUMNS):
             empty = next(c for c in CABLE_COLUMNS if not row[c])
             raise UntrustedFile(where, f"line {line}: {empty} is empty", _RECOMPILE)
+        bad = next((c for c in (*CABLE_COLUMNS, "media", "length_m")
+                    if len(row.get(c, "")) > 200 or not row.get(c, "").isprintable()), None)
+        if bad:  # the plan prints these to a terminal: no control characters, no megabyte fields
+            raise UntrustedFile(where, f"line {line}: {bad} has control characters or more than 200 characters", _RECOMPILE)
         if row["cable_id"] in out:
             raise UntrustedFile(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
-        out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]))
+        out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]),
+                                     row.get("media", ""), row.get("length_m", ""))
     return out
 
 
@@ -174,6 +182,9 @@ def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, lis
     kept = old_by_ends.keys() & new_by_ends.keys()
     relabelled = [{"old_cable_id": old_by_ends[k].cable_id, **_cable(new_by_ends[k])}
                   for k in kept if old_by_ends[k].cable_id != new_by_ends[k].cable_id]
+    # same ends, another optic or length: on the floor a different cable is fitted
+    changed = [{**_cable(new_by_ends[k]), "old": _fit(old_by_ends[k]), "new": _fit(new_by_ends[k])}
+               for k in kept if _refitted(old_by_ends[k], new_by_ends[k])]
     gone = sorted((c for k, c in old_by_ends.items() if k not in kept), key=_order)
     fresh = [c for k, c in new_by_ends.items() if k not in kept]
     at_end: dict[End, Cable] = {}
@@ -191,7 +202,18 @@ def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, lis
         moved.append({"cable_id": match.cable_id, "old": _cable(c), "new": _cable(match)})
     added = [_cable(c) for c in sorted(fresh, key=_order) if c.cable_id not in paired]
     return {"added": added, "removed": removed, "moved": moved,
-            "relabelled": sorted(relabelled, key=lambda x: _id_key(x["cable_id"]))}
+            "relabelled": sorted(relabelled, key=lambda x: _id_key(x["cable_id"])),
+            "changed": sorted(changed, key=lambda x: _id_key(x["cable_id"]))}
+
+
+def _fit(c: Cable) -> dict:
+    return {"media": c.media, "length_m": c.length_m}
+
+
+def _refitted(old: Cable, new: Cable) -> bool:
+    """Optic or length differ; a column one side lacks (an OUTDIR of an older
+    railonly) says nothing either way."""
+    return any(x and y and x != y for x, y in ((old.media, new.media), (old.length_m, new.length_m)))
 
 
 def _id_key(cable_id: str) -> tuple:
@@ -271,7 +293,7 @@ def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
 
 
 def has_changes(doc: dict) -> bool:
-    return bool(any(doc["cables"][k] for k in ("added", "removed", "moved", "relabelled"))
+    return bool(any(doc["cables"][k] for k in ("added", "removed", "moved", "relabelled", "changed"))
                 or any(doc[part][k] for part in ("devices", "hosts") for k in ("added", "removed", "changed"))
                 or doc["bom"]["items"])
 
@@ -301,7 +323,7 @@ def render_text(doc: dict, diffs: bool = True) -> str:
     """The human plan: a summary, then every cable, device and host, then the diffs."""
     c, dv, h, b = doc["cables"], doc["devices"], doc["hosts"], doc["bom"]
     out = [f"cables: {len(c['added']):,} added, {len(c['removed']):,} removed, {len(c['moved']):,} moved, "
-           f"{len(c['relabelled']):,} relabelled",
+           f"{len(c['relabelled']):,} relabelled, {len(c['changed']):,} changed",
            f"devices: {len(dv['added']):,} added, {len(dv['removed']):,} removed, {len(dv['changed']):,} changed",
            f"hosts: {len(h['added']):,} added, {len(h['removed']):,} removed, {len(h['changed']):,} changed",
            f"bom: {b['quantity']['delta']:+,} units, cost {b['cost_usd']['delta']:+,} USD, power {b['power_w']['delta']:+,} W"]
@@ -314,6 +336,9 @@ def render_text(doc: dict, diffs: bool = True) -> str:
         out.append(f"  ~ cable {o['cable_id']} -> {n['cable_id']}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
     for x in c["relabelled"]:
         out.append(f"  = cable {x['old_cable_id']} -> {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])} (same ends, new id)")
+    for x in c["changed"]:
+        o, n = x["old"], x["new"]
+        out.append(f"  * cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}  {o['media']} {o['length_m']} m => {n['media']} {n['length_m']} m")
     for part, key in ((dv, "device"), (h, "host")):
         for sign, k in (("+", "added"), ("-", "removed"), ("~", "changed")):
             for x in part[k]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...fabric.problems import InputError, Problem
 from ..checks.plan import CheckPlan
 
 PATTERNS = ("ring-allreduce", "all-to-all")
@@ -90,7 +91,7 @@ def plan_flows(cp: CheckPlan, pattern: str, nbytes: int, schedule: str = "phased
                     step += 1
         else:  # two-phase
             if cp.topology != "rail-only":
-                raise ValueError("the two-phase schedule is rail-only's (forwarding through the HB domain)")
+                raise InputError([Problem("--schedule", "two-phase is rail-only's store-and-forward schedule (HB shuffle, then rails); this lab is rail-optimized", "use --schedule phased or concurrent", file="command line")])
             step = 0
             for s in range(1, K):  # HB shuffle: what rank r+s's peers will get, moved to rank r+s
                 for a in doms:

@@ -151,7 +151,7 @@ def _compiled(outdir: str) -> str:
             files = len(json.load(fh).get("files") or {})
     except (OSError, ValueError):
         return ""
-    return f"{files:,} files"
+    return f"{files + 1:,} files"  # and MANIFEST.json itself, as compile counts them
 
 
 def _counts(doc: dict | None) -> str:

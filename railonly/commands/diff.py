@@ -30,5 +30,7 @@ def run(args) -> int:
         except OSError as exc:
             print(f"error: cannot write {args.json}: {exc.strerror}\n  fix: give a writable path for --json", file=sys.stderr)
             return 2
-    sys.stdout.write(render_text(doc, diffs=not args.no_diffs))
-    return 1 if has_changes(doc) else 0
+    changes = has_changes(doc)
+    if changes or not args.quiet:  # -q: nothing to say when nothing changes
+        sys.stdout.write(render_text(doc, diffs=not args.no_diffs))
+    return 1 if changes else 0

@@ -19,7 +19,7 @@ import sys
 from typing import Callable
 
 from railonly import console
-from railonly.commands import lab_inspect
+from railonly.commands import lab_inspect, positive
 
 
 def common(p) -> None:
@@ -149,7 +149,7 @@ def check_args(p) -> None:
 
     p.add_argument("--json", metavar="FILE", help="write the results as JSON (Contract 4)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for convergence (default 60)")
+    p.add_argument("--timeout", type=positive(float), default=60.0, help="seconds to wait for convergence (default 60)")
     p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
 
 
@@ -176,7 +176,7 @@ def traffic_args(p) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
     what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
-    p.add_argument("--bytes", type=int, default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
+    p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
     p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")

@@ -15,6 +15,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from railonly import console
+from railonly.commands import positive
 
 EXIT_NOT_DEPLOYED = 3
 COLUMNS = ("NAME", "ROLE", "NAMESPACE", "STATE", "ADDRESSES", "PROCESSES", "BGP")
@@ -109,7 +110,7 @@ def status(args, rt, lab) -> int:
 def exec_args(p) -> None:
     p.add_argument("node", metavar="NODE", help="a node of the lab (GPU, HB domain or switch name)")
     p.add_argument("cmd", nargs="+", metavar="CMD", help="the command and its arguments, after --; run as argv, no shell")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds before the command is stopped (default 60)")
+    p.add_argument("--timeout", type=positive(float), default=60.0, help="seconds before the command is stopped (default 60)")
 
 
 def _node(lab, name: str, role: str | None = None):

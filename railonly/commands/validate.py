@@ -24,7 +24,7 @@ def run(args) -> int:
     try:
         results = validate_outdir(args.outdir, manifest=not args.no_manifest)
     except OutdirError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}\n  fix: give the OUTDIR that railonly compile wrote (railonly compile DESIGN.yml -o OUTDIR)", file=sys.stderr)
         return 2
     except InputError as exc:  # a symlink, special or malformed file in OUTDIR: refused, never read
         for p in exc.problems:

@@ -199,3 +199,16 @@ def test_a_switch_down_on_another_runtime_downs_its_ports(lab):
     faults.restore(lab, fake)
     with pytest.raises(Exception, match="not a switch"):
         faults.node_down(lab, fake, lab.gpus[0].name)
+
+
+def test_two_phase_on_a_rail_optimized_lab_is_exit_2_naming_the_option(tmp_path, monkeypatch, capsys):
+    # two-phase is rail-only's store-and-forward: on the baseline it is a bad option, not a traceback
+    base = compile_to(design_text("labs/mini-baseline.yml", "fakebase"), tmp_path / "out")
+    fake = _iperf3_fake(load_lab(base))
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    rc = main(["lab", "traffic", str(base), "--runtime", "fake", "--pattern", "all-to-all", "--schedule", "two-phase"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "--schedule" in err and "rail-only" in err and "fix:" in err and "Traceback" not in err
+    assert not fake.ran("iperf3", "-s")  # nothing started

@@ -176,3 +176,40 @@ def test_progress_reporter_bar_on_a_terminal_lines_elsewhere(monkeypatch, capsys
     assert "deploy: netns" in tty.getvalue() and "10/10" in tty.getvalue()
     monkeypatch.setattr(console.settings, "quiet", True)
     assert isinstance(console.reporter(_Tty()), console.Lines)  # -q: no bar
+
+
+def test_demo_counts_the_files_compile_says_it_wrote(tmp_path, capsys):
+    import os
+    import re
+
+    from railonly.commands import demo
+
+    out = tmp_path / "out"
+    assert cli.main(["compile", MINI, "-o", str(out)]) == 0
+    wrote = re.search(r"wrote\s+([0-9,]+) files", capsys.readouterr().out).group(1)
+    on_disk = sum(len(files) for _, _, files in os.walk(out))  # MANIFEST.json is a file written too
+    assert demo._compiled(str(out)) == f"{wrote} files" == f"{on_disk:,} files"
+
+
+@pytest.mark.parametrize("argv", [
+    ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "-5"],
+    ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "0"],
+    ["lab", "check", "OUT", "--timeout", "nan"],
+    ["lab", "check", "OUT", "--timeout", "-1"],
+    ["lab", "exec", "OUT", "hb0-gpu0", "--timeout", "0", "--", "true"],
+])
+def test_counts_and_timeouts_must_be_above_zero(argv, capsys):
+    # refused before any lab is looked at: a negative --bytes used to run iperf3 into a 120 s timeout
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "must be a number above 0" in err and "fix:" in err
+
+
+@pytest.mark.parametrize("where", ["missing", "empty"])
+def test_validate_of_something_that_is_no_outdir_says_what_to_give(where, tmp_path, capsys):
+    if where == "empty":
+        (tmp_path / where).mkdir()
+    assert cli.main(["validate", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / where) in err and "fix: give the OUTDIR that railonly compile wrote" in err

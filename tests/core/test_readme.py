@@ -38,3 +38,27 @@ def test_readme_has_one_figure_per_measurement():
     readme = (REPO / "README.md").read_text()
     assert "about 140 s" not in readme and "about 15 s" not in readme
     assert readme.count("52-112 s") == 2
+
+
+def test_the_command_list_names_every_option_of_the_parser():
+    """The Commands block kept `compile -o OUTDIR [--force]` while --lab-domains, lab traffic
+    --schedule and others were added (README sections used them, the list did not)."""
+    import argparse
+
+    from railonly import cli
+
+    block = (REPO / "README.md").read_text().split("## Commands", 1)[1].split("```", 2)[1]
+    common = {"-h", "--help", "-q", "--quiet", "-v", "--verbose", "--no-color", "--version"}
+
+    def leaves(parser, path=()):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield path, parser
+        for action in subs:
+            for name, sub in action.choices.items():
+                yield from leaves(sub, (*path, name))
+
+    missing = [f"{' '.join(path)} {a.option_strings[-1]}" for path, p in leaves(cli.build_parser())
+               for a in p._actions if a.option_strings and not set(a.option_strings) & common
+               and not any(o in block for o in a.option_strings)]
+    assert not missing, f"README.md Commands lacks: {missing}"

@@ -51,7 +51,7 @@ def test_growing_to_144_within_the_plan_only_adds_cables(grown, tmp_path, capsys
     cables = doc["cables"]
     added = 8 * ((144 - 128) + (clos.leaves_needed(144, 64) - clos.leaves_needed(128, 64)) * 32)
     assert len(cables["added"]) == added == 384
-    assert cables["removed"] == [] and cables["moved"] == [] and cables["relabelled"] == []
+    assert cables["removed"] == [] and cables["moved"] == [] and cables["relabelled"] == [] and cables["changed"] == []
     # one entry per cable, with its id and both ends
     assert len({c["cable_id"] for c in cables["added"]}) == 384
     assert set(cables["added"][0]) == {"cable_id", "a", "b"} and set(cables["added"][0]["a"]) == {"device", "port"}
@@ -67,7 +67,7 @@ def test_growing_to_144_within_the_plan_only_adds_cables(grown, tmp_path, capsys
     assert removed == {'"admin_status": "down",', "maximum-paths 32"}
     assert [h["host"] for h in doc["hosts"]["added"]] == sorted(f"hb{i}" for i in range(128, 144))
     assert doc["bom"]["quantity"]["delta"] > 0 and doc["bom"]["cost_usd"]["delta"] > 0 and doc["bom"]["power_w"]["delta"] > 0
-    assert out.startswith("cables: 384 added, 0 removed, 0 moved, 0 relabelled\n")
+    assert out.startswith("cables: 384 added, 0 removed, 0 moved, 0 relabelled, 0 changed\n")
 
 
 def test_growing_past_the_plan_moves_cables(grown, capsys):
@@ -84,10 +84,14 @@ def test_no_change_is_exit_0(grown, tmp_path, capsys):
     code, out, _ = _run(["diff", grown["128"], str(copy), "--json", str(path)], capsys)
     assert code == 0
     doc = json.loads(path.read_text())
-    assert doc["cables"] == {"added": [], "removed": [], "moved": [], "relabelled": []}
+    assert doc["cables"] == {"added": [], "removed": [], "moved": [], "relabelled": [], "changed": []}
     assert doc["devices"] == {"added": [], "removed": [], "changed": []}
     assert doc["bom"]["items"] == []
     assert out.startswith("cables: 0 added")
+    code, out, _ = _run(["diff", "-q", grown["128"], str(copy)], capsys)
+    assert code == 0 and out == ""  # -q: no summary on success
+    code, out, _ = _run(["diff", "-q", grown["128"], grown["144"], "--no-diffs"], capsys)
+    assert code == 1 and out.startswith("cables: 384 added")  # a change is what -q still prints
 
 
 def test_json_is_deterministic(grown, tmp_path, capsys):
@@ -119,6 +123,34 @@ def test_moved_removed_and_relabelled_are_told_apart():
     assert [r["cable_id"] for r in ch["removed"]] == ["C4"]
     assert [a["cable_id"] for a in ch["added"]] == ["C5"]
     assert [(r["old_cable_id"], r["cable_id"]) for r in ch["relabelled"]] == [("C3", "C9")]
+    assert ch["changed"] == []
+
+
+def test_a_new_length_or_optic_on_the_same_ends_is_a_changed_cable():
+    old = {"C1": Cable("C1", ("hb0", "rail0"), ("leaf0", "E0"), "400G-SR8 MMF", "30"),
+           "C2": Cable("C2", ("leaf0", "E8"), ("spine0", "E0"), "400G-DR4 SMF", "100"),
+           "C3": Cable("C3", ("leaf0", "E16"), ("spine1", "E0"), "400G-DR4 SMF", "100"),
+           "C4": Cable("C4", ("hb1", "rail0"), ("leaf0", "E4"))}  # an older cabling.csv: no optic, no length
+    new = {"C1": Cable("C1", ("hb0", "rail0"), ("leaf0", "E0"), "400G-SR8 MMF", "20"),
+           "C9": Cable("C9", ("leaf0", "E8"), ("spine0", "E0"), "400G-FR4 SMF", "100"),
+           "C3": Cable("C3", ("leaf0", "E16"), ("spine1", "E0"), "400G-DR4 SMF", "100"),
+           "C4": Cable("C4", ("hb1", "rail0"), ("leaf0", "E4"), "400G-SR8 MMF", "30")}
+    ch = cable_changes(old, new)
+    assert [(c["cable_id"], c["old"], c["new"]) for c in ch["changed"]] == [
+        ("C1", {"media": "400G-SR8 MMF", "length_m": "30"}, {"media": "400G-SR8 MMF", "length_m": "20"}),
+        ("C9", {"media": "400G-DR4 SMF", "length_m": "100"}, {"media": "400G-FR4 SMF", "length_m": "100"})]
+    assert [r["cable_id"] for r in ch["relabelled"]] == ["C9"] and ch["added"] == ch["removed"] == ch["moved"] == []
+
+
+def test_a_new_cable_length_in_the_design_is_a_change_on_the_floor(grown, tmp_path, capsys):
+    # cabling.nic_leaf_m 30 -> 20: the same ends, another cable; diff says so and exits 1
+    longer = _compile(lab_1k(128, planned=256).replace("nic:", "cabling: {nic_leaf_m: 20}\nnic:", 1), tmp_path / "short")
+    code, out, err = _run(["diff", grown["128"], longer, "--no-diffs", "--json", str(tmp_path / "p.json")], capsys)
+    assert code == 1, err
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert len(doc["cables"]["changed"]) == 1024 and doc["cables"]["added"] == doc["cables"]["removed"] == []
+    assert out.startswith("cables: 0 added, 0 removed, 0 moved, 0 relabelled, 1,024 changed\n")
+    assert "  * cable C000001  hb0:rail0 - rail0-leaf0:Ethernet0  400G-SR8 MMF 30 m => 400G-SR8 MMF 20 m\n" in out
 
 
 # -- hostile input: exit 2 naming the file ---------------------------------------------
@@ -134,6 +166,8 @@ def victim(grown, tmp_path):
     (lambda o: (o / "cabling.csv").unlink(), "cabling.csv", "is missing"),
     (lambda o: (o / "cabling.csv").write_text("cable_id,a_device\nC1,x\n"), "cabling.csv", "header lacks column(s) a_port"),
     (lambda o: (o / "cabling.csv").write_text((o / "cabling.csv").read_text() + "C9,a,b\n"), "cabling.csv", "fields, the header has"),
+    (lambda o: (o / "cabling.csv").write_text((o / "cabling.csv").read_text().replace(",30,", ",30\x1b[2J,", 1)),
+     "cabling.csv", "line 2: length_m has control characters"),
     (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
     (lambda o: (o / "MANIFEST.json").write_text("{" * 100000), "MANIFEST.json", "not valid JSON"),
     (lambda o: (o / "MANIFEST.json").write_text("[]"), "MANIFEST.json", "not a railonly manifest"),
