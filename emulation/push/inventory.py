@@ -132,6 +132,11 @@ def lab_devices(outdir: str | os.PathLike) -> list[Device]:
     lab = load_lab(outdir)
     info = lab_sshd.load_info(lab)
     if info is None:
+        if lab.switches and all(sw.platform == "eos" for sw in lab.switches):
+            raise RuntimeProblem(
+                f"lab {lab.name} has only EOS switches, and the emulation runs no EOS CLI to push to "
+                f"(its switches are programmed from their startup-config at deploy): give --inventory FILE "
+                f"for real devices, or re-deploy the lab (railonly lab deploy {outdir}) to apply new configs")
         raise RuntimeProblem(
             f"lab {lab.name} has no switch sshd state in {lab_sshd.ssh_dir(lab)}: deploy it first "
             f"(railonly lab deploy {outdir}) or give --inventory FILE")

@@ -13,13 +13,13 @@ from railonly.fabric.problems import InputError
 
 
 
-def _compiled(tmp_path):
+def _compiled(tmp_path, platform: str = "sonic"):
     from railonly.fabric.compiler import compile_design
     from railonly.fabric.design import parse_design
     from railonly.fabric.writer import write_outdir
 
     text = ("name: unitpush\ntopology: rail-only\nhb_domain: {size: 2, count: 6, gbps: 3600}\n"
-            "nic: {gbps: 400}\nswitch: {radix: 4, platform: sonic}\nrail: {mode: routed}\n")
+            f"nic: {{gbps: 400}}\nswitch: {{radix: 4, platform: {platform}}}\nrail: {{mode: routed}}\n")
     d = parse_design(text, "u.yml")
     _, files = compile_design(d)
     write_outdir(str(tmp_path / "out"), files, d.sha256)
@@ -82,6 +82,13 @@ def test_cli_no_deployed_lab_exit_3(tmp_path, capsys):
     out = _compiled(tmp_path)
     assert main(["push", str(out)]) == 3
     assert "deploy it first" in capsys.readouterr().err
+
+
+def test_cli_eos_lab_says_there_is_no_eos_cli_to_push_to(tmp_path, capsys):
+    out = _compiled(tmp_path, "eos")
+    assert main(["push", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert "runs no EOS CLI" in err and "--inventory" in err and "deploy it first" not in err
 
 
 def test_unreachable_inventory_device_exit_1_and_password_redacted(tmp_path, capsys, monkeypatch):
