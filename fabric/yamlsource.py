@@ -263,7 +263,7 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            kind = _file_kind(st.st_mode)
+            kind = file_kind(st.st_mode)
             raise _problem(path, None, f"is {kind}, not a regular file", _fix_for(path, st.st_mode, what))
         if st.st_size > max_bytes:
             raise _problem(path, None, f"is {st.st_size:,} bytes, more than the limit of {max_bytes:,}",
@@ -298,7 +298,10 @@ def _fix_for(path: str, mode: int, what: str) -> str:
     return f"give the path of {what}"
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words (for every refusal of one)."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -307,7 +310,7 @@ def _file_kind(mode: int) -> str:
         return "a device"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return "a special file"
 
 
 def decode_utf8(data: bytes, file: str | None) -> str:

@@ -17,6 +17,8 @@ import errno
 import os
 import stat
 
+from railonly.fabric.yamlsource import file_kind
+
 from ..lab import LabError
 
 
@@ -26,18 +28,6 @@ class UnsafePath(LabError):
     def __init__(self, path: str | os.PathLike, message: str, hint: str = ""):
         super().__init__(str(path), message, hint or "remove it: railonly never writes one there "
                          "(recompile into a fresh OUTDIR)")
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symlink"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device file"
-    return "not a regular file or directory"
 
 
 class OutdirWriter:
@@ -59,7 +49,7 @@ class OutdirWriter:
         except OSError:
             mode = None
         if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-            return UnsafePath(path, f"is {_kind(mode)}; a root process reading or writing the lab refuses it")
+            return UnsafePath(path, f"is {file_kind(mode)}; a root process reading or writing the lab refuses it")
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             return UnsafePath(path, "is not a directory (or is a symlink)")
         return None

@@ -89,7 +89,7 @@ from railonly.fabric.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_probl
 from railonly.fabric.design import NAME_PATTERN
 from railonly.fabric.lab_slice import SLICE_DIR
 from railonly.fabric.problems import InputError, Problem, short
-from railonly.fabric.yamlsource import Limits, compose_checked, construct
+from railonly.fabric.yamlsource import Limits, compose_checked, construct, file_kind
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
 MAX_LINE = 4096
@@ -179,20 +179,6 @@ def _refuse_link_hint() -> str:
     return "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
-
-
 class OutdirReader:
     """Reads files below OUTDIR without following any symlink (see module doc)."""
 
@@ -232,14 +218,14 @@ class OutdirReader:
                         raise UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed",
                                             _refuse_link_hint()) from None
                     if exc.errno == errno.ENOTDIR:
-                        raise UntrustedFile(self.where(sub), f"is {_kind(st.st_mode)}, not a directory",
+                        raise UntrustedFile(self.where(sub), f"is {file_kind(st.st_mode)}, not a directory",
                                             "recompile the design") from None
                     raise UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "") from None
                 os.close(fd)
                 fd = nxt
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise UntrustedFile(self.where(rel), f"is {_kind(st.st_mode)}, not a regular file",
+                raise UntrustedFile(self.where(rel), f"is {file_kind(st.st_mode)}, not a regular file",
                                     "recompile the design")
             out, fd = fd, -1
             return out
@@ -301,7 +287,7 @@ class OutdirReader:
                     if stat.S_ISLNK(mode):
                         raise UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed",
                                             _refuse_link_hint()) from None
-                    raise UntrustedFile(self.where(sub), f"is {_kind(mode)}, not a directory", "recompile the design") from None
+                    raise UntrustedFile(self.where(sub), f"is {file_kind(mode)}, not a directory", "recompile the design") from None
                 os.close(fd)
                 fd = nxt
             names = []
@@ -373,7 +359,7 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
         except OSError as exc:
             return [Problem("", f"cannot be read: {exc.strerror}", "", None, os.path.join(outdir, stack[0]))]
         if not stat.S_ISDIR(st.st_mode):
-            return [Problem("", f"is {_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+            return [Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
                             os.path.join(outdir, stack[0]))]
     while stack:
         rel = stack.pop()
@@ -385,7 +371,7 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
         except NotADirectoryError:
             st = os.lstat(os.path.join(root, rel))
             if not stat.S_ISREG(st.st_mode):
-                out.append(Problem("", f"is {_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+                out.append(Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
                                    os.path.join(outdir, rel)))
             continue
         except OSError as exc:
@@ -397,7 +383,7 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
             if stat.S_ISDIR(st.st_mode):
                 stack.append(sub)
             elif not stat.S_ISREG(st.st_mode):
-                what = _kind(st.st_mode)
+                what = file_kind(st.st_mode)
                 if stat.S_ISLNK(st.st_mode):
                     try:
                         what += f" (to {short(os.readlink(e.path), 80)})"
