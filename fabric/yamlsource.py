@@ -299,7 +299,9 @@ def _fix_for(path: str, mode: int, what: str) -> str:
 
 
 def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in words (for every refusal of one)."""
+    """What a file is, in words (for every refusal of one that is not what was asked for)."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISDIR(mode):

@@ -194,55 +194,59 @@ class OutdirReader:
     def where(self, rel: str) -> str:
         return os.path.join(self.given, rel)
 
-    def _open(self, rel: str) -> int | None:
+    def _open_path(self, rel: str, folder: bool = False) -> int | None:
+        """A descriptor of `rel` (a regular file, or a folder with `folder`), opened one
+        component at a time with O_NOFOLLOW below OUTDIR; None when absent."""
         parts = rel.split("/")
         if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise UntrustedFile(self.where(rel), "is not a plain path inside OUTDIR", "recompile the design")
         flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags_file = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
         fd = os.open(self.root, flags_dir)
         try:
             for i, part in enumerate(parts):
                 last = i == len(parts) - 1
-                flags = (os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC) if last else flags_dir
                 try:
-                    nxt = os.open(part, flags, dir_fd=fd)
+                    nxt = os.open(part, flags_file if last and not folder else flags_dir, dir_fd=fd)
                 except FileNotFoundError:
                     return None
                 except OSError as exc:
-                    sub = "/".join(parts[: i + 1])
-                    try:
-                        st = os.lstat(part, dir_fd=fd)
-                    except OSError:
-                        raise UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "") from None
-                    if stat.S_ISLNK(st.st_mode):
-                        raise UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed",
-                                            _refuse_link_hint()) from None
-                    if exc.errno == errno.ENOTDIR:
-                        raise UntrustedFile(self.where(sub), f"is {file_kind(st.st_mode)}, not a directory",
-                                            "recompile the design") from None
-                    raise UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "") from None
+                    raise self._refusal(fd, part, "/".join(parts[: i + 1]), exc) from None
                 os.close(fd)
                 fd = nxt
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise UntrustedFile(self.where(rel), f"is {file_kind(st.st_mode)}, not a regular file",
-                                    "recompile the design")
+            if not folder:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise UntrustedFile(self.where(rel), f"is {file_kind(st.st_mode)}, not a regular file",
+                                        "recompile the design")
             out, fd = fd, -1
             return out
         finally:
             if fd >= 0:
                 os.close(fd)
 
+    def _refusal(self, dir_fd: int, part: str, sub: str, exc: OSError) -> UntrustedFile:
+        """Why `part` (at `sub`) could not be opened: a link, not a folder, or unreadable."""
+        try:
+            mode = os.lstat(part, dir_fd=dir_fd).st_mode
+        except OSError:
+            return UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "")
+        if stat.S_ISLNK(mode):
+            return UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed", _refuse_link_hint())
+        if exc.errno == errno.ENOTDIR:
+            return UntrustedFile(self.where(sub), f"is {file_kind(mode)}, not a directory", "recompile the design")
+        return UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "")
+
     def exists(self, rel: str) -> bool:
         """True for a regular file at `rel` (UntrustedFile for a link or special file)."""
-        fd = self._open(rel)
+        fd = self._open_path(rel)
         if fd is None:
             return False
         os.close(fd)
         return True
 
     def read_bytes(self, rel: str, limit: int = MAX_FILE_BYTES) -> bytes | None:
-        fd = self._open(rel)
+        fd = self._open_path(rel)
         if fd is None:
             return None
         try:
@@ -267,29 +271,10 @@ class OutdirReader:
     def listdir(self, rel: str, limit: int = 1_000_000) -> list[str] | None:
         """Sorted names in the folder `rel` (None when absent), opened like a file: no link
         followed on the way; at most `limit` names, each a plain file or folder name."""
-        parts = rel.split("/")
-        if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise UntrustedFile(self.where(rel), "is not a plain path inside OUTDIR", "recompile the design")
-        flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.root, flags_dir)
+        fd = self._open_path(rel, folder=True)
+        if fd is None:
+            return None
         try:
-            for i, part in enumerate(parts):
-                try:
-                    nxt = os.open(part, flags_dir, dir_fd=fd)
-                except FileNotFoundError:
-                    return None
-                except OSError as exc:
-                    sub = "/".join(parts[: i + 1])
-                    try:
-                        mode = os.lstat(part, dir_fd=fd).st_mode
-                    except OSError:
-                        raise UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "") from None
-                    if stat.S_ISLNK(mode):
-                        raise UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed",
-                                            _refuse_link_hint()) from None
-                    raise UntrustedFile(self.where(sub), f"is {file_kind(mode)}, not a directory", "recompile the design") from None
-                os.close(fd)
-                fd = nxt
             names = []
             with os.scandir(fd) as it:
                 for entry in it:
