@@ -114,6 +114,14 @@ def _cost(cost: dict | None):
     return {k: {m: (_r(v) if isinstance(v, float) else v) for m, v in d.items()} for k, d in cost.items()}
 
 
+def _bytes(n: float) -> str:
+    """Bytes in the largest decimal unit that keeps a digit before the point (0 B stays 0 B)."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
 def _t(x: float) -> str:
     return f"{x:.3f} s" if x < 100 else f"{x:,.1f} s"
 
@@ -134,8 +142,8 @@ def text(a: Analysis, design_name: str) -> str:
         lines.append(f"  note: {note}")
     b = doc["traffic"]["bytes"]
     tot = sum(b.values()) or 1
-    lines.append(f"traffic per iteration: HB {b['hb'] / 1e12:,.2f} TB ({b['hb'] / tot:.1%}), rail {b['rail'] / 1e12:,.2f} TB "
-                 f"({b['rail'] / tot:.1%}), cross-rail {b['cross_rail'] / 1e12:,.2f} TB ({b['cross_rail'] / tot:.1%}); "
+    lines.append(f"traffic per iteration: HB {_bytes(b['hb'])} ({b['hb'] / tot:.1%}), rail {_bytes(b['rail'])} "
+                 f"({b['rail'] / tot:.1%}), cross-rail {_bytes(b['cross_rail'])} ({b['cross_rail'] / tot:.1%}); "
                  f"silent GPU pairs {doc['traffic']['silent_pair_share']:.2%}")
     busy = doc["traffic"]["link_busy_s"]
     lines.append(f"busiest link on rail-only: {doc['traffic']['most_loaded_link'] or '-'} (a GPU's NVLink busy {busy['hb']:.3g} s, "

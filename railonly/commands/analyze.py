@@ -183,7 +183,7 @@ def run(args) -> int:
         _atomic_write(path, data)
     if args.json == "-":
         sys.stdout.write(body.decode())
-    else:
+    elif not args.quiet:  # -q: nothing on success, as every command
         print(text(a, design.name))
         for path in outputs:
             print(f"wrote {path}")

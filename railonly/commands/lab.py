@@ -265,7 +265,7 @@ def fault(args) -> int:
     if args.restore:
         with locked(lab):
             done = faults.restore(lab, rt)
-        print(f"lab {lab.name}: restored {len(done)} faults" + "".join(f"\n  {d}" for d in done))
+        print(f"lab {lab.name}: restored {len(done)} fault{'' if len(done) == 1 else 's'}" + "".join(f"\n  {d}" for d in done))
         return 0
     with locked(lab):
         what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)

@@ -106,10 +106,12 @@ def run(args) -> int:
     with lock:
         results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
                                 progress=progress, timeout=args.timeout)
-    for r in results:
-        if r.diff:  # dry run: what would change; push: what was applied
-            sys.stdout.write(r.diff)
-    console.out(push.summary_table(results, args.dry_run).rstrip("\n"))
+    failed = not all(r.ok for r in results) or (args.dry_run and any(r.changed for r in results))
+    if failed or not args.quiet:  # -q: nothing on success, as every command
+        for r in results:
+            if r.diff:  # dry run: what would change; push: what was applied
+                sys.stdout.write(r.diff)
+        console.out(push.summary_table(results, args.dry_run).rstrip("\n"))
     if not all(r.ok for r in results):
         return 1
     # Contract 2: exit 1 when drift was found, so `push --dry-run` doubles as a CI drift check

@@ -213,3 +213,10 @@ def test_hostile_design_file_refused(tmp_path, capsys):
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefg", "bcdefgh")))
     rc, _, err = run(capsys, bomb, LABS / "jobs" / "gpt-small.yml")
     assert rc == 2 and "expands to more than" in err
+
+
+def test_quiet_prints_nothing_on_success_and_small_jobs_get_readable_units(capsys):
+    rc, out, err = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "-q")
+    assert rc == 0 and out == "" and err == ""
+    rc, out, _ = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml")
+    assert rc == 0 and "HB 1.61 GB" in out and "cross-rail 0 B" in out
