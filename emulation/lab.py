@@ -140,7 +140,10 @@ class Lab:
         try:
             return self.nodes[name]
         except KeyError:
-            raise LabError(str(self.topology_file), f"no node {name!r} in lab {self.name}") from None
+            near = sorted(n for n in self.nodes if n.startswith(str(name).split("-")[0]))[:5]
+            raise LabError(str(self.topology_file), f"no node {name!r} in lab {self.name}",
+                           (f"e.g. {', '.join(near)}; " if near else "")
+                           + f"every node is listed by: railonly lab status {self.outdir}") from None
 
     def netns(self, node: str) -> str:
         return self.node(node).netns

@@ -212,3 +212,12 @@ def test_two_phase_on_a_rail_optimized_lab_is_exit_2_naming_the_option(tmp_path,
     assert rc == 2, err
     assert "--schedule" in err and "rail-only" in err and "fix:" in err and "Traceback" not in err
     assert not fake.ran("iperf3", "-s")  # nothing started
+
+
+def test_unknown_node_names_a_fix(routed):
+    from railonly.emulation.lab import LabError
+
+    with pytest.raises(LabError) as exc:
+        routed.node("hb0-gpuX")
+    text = exc.value.problems[0].format()
+    assert "no node 'hb0-gpuX'" in text and "hb0-gpu0" in text and "railonly lab status" in text
