@@ -269,14 +269,7 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
             raise _problem(path, None, f"is {st.st_size:,} bytes, more than the limit of {max_bytes:,}",
                            "a railonly input file is small; is this the right file?")
         os.set_blocking(fd, True)
-        chunks, left = [], max_bytes + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_at_most(fd, max_bytes)
         if len(data) > max_bytes:  # grew while we read
             raise _problem(path, None, f"is more than the limit of {max_bytes:,} bytes", "")
         return data
@@ -296,6 +289,18 @@ def _fix_for(path: str, mode: int, what: str) -> str:
         if inside:
             return f"give {what} inside it, e.g. {os.path.join(path, inside[0])}"
     return f"give the path of {what}"
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """At most `limit` + 1 bytes from `fd`: one byte more than allowed tells a file that grew."""
+    chunks, left = [], limit + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 8 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def file_kind(mode: int) -> str:

@@ -89,7 +89,7 @@ from railonly.fabric.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_probl
 from railonly.fabric.design import NAME_PATTERN
 from railonly.fabric.lab_slice import SLICE_DIR
 from railonly.fabric.problems import InputError, Problem, short
-from railonly.fabric.yamlsource import Limits, compose_checked, construct, file_kind
+from railonly.fabric.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
 MAX_LINE = 4096
@@ -252,18 +252,11 @@ class OutdirReader:
         try:
             if os.fstat(fd).st_size > limit:
                 raise UntrustedFile(self.where(rel), f"is larger than the limit of {limit:,} bytes", "recompile the design")
-            chunks, left = [], limit + 1
-            while left > 0:
-                chunk = os.read(fd, min(left, 8 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
+            data = read_at_most(fd, limit)
         except OSError as exc:
             raise UntrustedFile(self.where(rel), f"cannot be read: {exc.strerror}", "") from None
         finally:
             os.close(fd)
-        data = b"".join(chunks)
         if len(data) > limit:
             raise UntrustedFile(self.where(rel), f"is larger than the limit of {limit:,} bytes", "recompile the design")
         return data
