@@ -64,8 +64,9 @@ def test_push_changes_switch(pushlab, capsys):
     assert mtu(ns, "Ethernet16") == 4200
     assert "10.255.9.9/32" in lo_addrs(ns)
     assert "10.128.99.1" in bgp_peers(lab, sw)
-    # and now in sync: a dry run finds nothing
+    # and now in sync: a dry run finds nothing, and -q says nothing about it
     assert main(["push", str(outdir), "--device", sw, "--dry-run", "-q"]) == 0
+    assert capsys.readouterr().out == ""
     print(f"push to 1 switch: {took:.2f}s")
 
 

@@ -229,7 +229,7 @@ def test_push_to_a_lab_deployed_from_a_relative_outdir(fresh, bystanders):
     res = railonly("lab", "deploy", rel, cwd=cwd)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "warning" not in res.stdout, res.stdout  # every switch sshd answered
-    res = railonly("push", rel, "--dry-run", "-q", cwd=cwd)
+    res = railonly("push", rel, "--dry-run", cwd=cwd)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "0 failed" in res.stdout
     res = railonly("lab", "destroy", rel, cwd=cwd)
