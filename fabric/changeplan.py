@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 
 from .validate.untrusted import OutdirReader, UntrustedFile, parse_json
@@ -217,8 +218,8 @@ def _refitted(old: Cable, new: Cable) -> bool:
 
 
 def _id_key(cable_id: str) -> tuple:
-    digits = cable_id.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-    return (cable_id[: len(cable_id) - len(digits)], int(digits) if digits.isdigit() else -1, cable_id)
+    """Natural order: R2-T1-00007 before R10-T1-00001 (numbers compare as numbers)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", cable_id) if p) + (cable_id,)
 
 
 def _order(c: Cable) -> tuple:
@@ -333,7 +334,8 @@ def render_text(doc: dict, diffs: bool = True) -> str:
         out.append(f"  - cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}")
     for x in c["moved"]:
         o, n = x["old"], x["new"]
-        out.append(f"  ~ cable {o['cable_id']} -> {n['cable_id']}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
+        ids = o["cable_id"] if o["cable_id"] == n["cable_id"] else f"{o['cable_id']} -> {n['cable_id']}"
+        out.append(f"  ~ cable {ids}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
     for x in c["relabelled"]:
         out.append(f"  = cable {x['old_cable_id']} -> {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])} (same ends, new id)")
     for x in c["changed"]:
