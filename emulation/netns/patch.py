@@ -57,8 +57,9 @@ def _dev(name: str) -> str:
     return "lo" if name.startswith("Loopback") else name
 
 
-def live_commands(old: dict, new: dict) -> list[list[str]]:
-    """`ip` argument lists that take the namespace from `old` to `new` (removals first)."""
+def live_commands(old: dict, new: dict, present: set[str] | None = None) -> list[list[str]]:
+    """`ip` argument lists that take the namespace from `old` to `new` (removals first).
+    A port not in `present` (not cabled in the lab, so no device) changes in the DB only."""
     dels, adds = [], []
     for table in sorted(old.keys() | new.keys()):
         a, b = old.get(table) or {}, new.get(table) or {}
@@ -71,6 +72,8 @@ def live_commands(old: dict, new: dict) -> list[list[str]]:
             if fa == fb:
                 continue
             if table == "PORT":
+                if present is not None and key not in present:
+                    continue
                 fa, fb = fa or {}, fb or {}
                 if fa.get("mtu") != fb.get("mtu") and fb.get("mtu"):
                     adds.append(["link", "set", "dev", key, "mtu", str(fb["mtu"])])

@@ -260,7 +260,7 @@ class Shell:
             try:
                 ops = json.loads(self.path(file).read_text())
                 new = apply_ops(db, ops)
-                cmds = live_commands(db, new)
+                cmds = live_commands(db, new, {p.port for p in self.lab.ports(self.switch)})
             except (ValueError, PatchError) as exc:
                 self.say(f"Error: {exc}")
                 return 1

@@ -47,39 +47,53 @@ class Wave:
 @dataclass
 class Report:
     waves: list[Wave]
-    stopped_at: int | None = None  # wave that failed; later waves were not started
+    stopped_at: int | None = None  # wave that failed (-1: reading a switch failed); later waves were not started
     probes: list[str] = field(default_factory=list)  # "src -> dst" of each stream
+    unchanged: list[DeviceResult] = field(default_factory=list)  # in sync, or failed to be read
 
     @property
     def results(self) -> list[DeviceResult]:
-        return [r for w in self.waves for r in w.results]
+        return sorted(self.unchanged + [r for w in self.waves for r in w.results], key=lambda r: _key(r.device))
 
 
 def run(devices: list[Device], targets: dict[str, Target], configs_dir: Path, creds: Credentials, *,
-        max_per_group: int = 1, workers: int = 64, dry_run: bool = False, timeout: float = 10.0, opts: Options | None = None,
-        progress: Progress | None = None, prober: "Prober | None" = None, push_one=push_device) -> Report:
+        max_per_group: int = 1, workers: int = 64, dry_run: bool = False, timeout: float = 10.0,
+        opts: Options | None = None, progress: Progress | None = None, prober: "Prober | None" = None,
+        push_one=push_device) -> Report:
+    """Read every switch (in parallel, changing nothing), then roll the changed ones out in
+    waves. A switch that cannot be read fails the plan: nothing is applied anywhere."""
     by_name = {d.name: d for d in devices}
-    order = plan_waves([targets.get(d.name) or Target(d.name, "", 0) for d in devices], max_per_group)
-    report = Report([Wave(i, [t.device for t in w]) for i, w in enumerate(order)])
     progress = progress or Progress(len(devices), enabled=False)
-    progress.start(f"{len(devices)} device(s) in {len(order)} wave(s) (canary first, at most {max_per_group} "
-                   f"per rail and tier at once)" + (" (dry run: nothing will change)" if dry_run else ""))
+    quiet = Progress(len(devices), enabled=False)
+    planned = _parallel(push_one, devices, configs_dir, creds, True, timeout, opts, workers,
+                        progress if dry_run else quiet)
+    plan = {r.device: r for r in planned}
+    changed = [d for d in devices if plan[d.name].ok and plan[d.name].changed]
+    order = plan_waves([targets.get(d.name) or Target(d.name, "", 0) for d in changed], max_per_group)
+    report = Report([Wave(i, [t.device for t in w]) for i, w in enumerate(order)])
+    report.unchanged = [r for r in planned if not (r.ok and r.changed)]
+    if dry_run:
+        for w in report.waves:
+            w.results = [plan[n] for n in w.devices]
+        return report
+    if any(not r.ok for r in planned):
+        report.stopped_at = -1  # the plan failed: nothing was applied
+        return report
+    progress.total = len(changed)
+    progress.start(f"{len(changed)} of {len(devices)} device(s) change, in {len(order)} wave(s): a canary, then at most "
+                   f"{max_per_group} per rail and tier at once")
     if prober:
         prober.start()
         report.probes = prober.streams()
     try:
         for wave in report.waves:
             wave.start = time.time()
-            with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wave.devices)))) as ex:
-                futs = [ex.submit(_one, push_one, by_name[n], configs_dir, creds, dry_run, timeout, opts)
-                        for n in wave.devices]
-                for f in futs:
-                    r = f.result()
-                    r.wave = wave.index
-                    wave.results.append(r)
-                    progress.finished(r)
+            wave.results = _parallel(push_one, [by_name[n] for n in wave.devices], configs_dir, creds, False,
+                                     timeout, opts, workers, progress)
+            for r in wave.results:
+                r.wave = wave.index
             wave.end = time.time()
-            if not wave.ok and not dry_run:
+            if not wave.ok:
                 report.stopped_at = wave.index
                 break
     finally:
@@ -91,6 +105,17 @@ def run(devices: list[Device], targets: dict[str, Target], configs_dir: Path, cr
     return report
 
 
+def _parallel(push_one, devices, configs_dir, creds, dry_run, timeout, opts, workers, progress) -> list[DeviceResult]:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(devices) or 1))) as ex:
+        futs = [ex.submit(_one, push_one, d, configs_dir, creds, dry_run, timeout, opts) for d in devices]
+        out = []
+        for f in futs:
+            r = f.result()
+            out.append(r)
+            progress.finished(r)
+    return out
+
+
 def _one(push_one, device, configs_dir, creds, dry_run, timeout, opts) -> DeviceResult:
     try:
         return push_one(device, configs_dir, creds, dry_run, timeout, opts)
@@ -98,15 +123,22 @@ def _one(push_one, device, configs_dir, creds, dry_run, timeout, opts) -> Device
         return DeviceResult(device.name, device.platform, False, message=creds.redact(f"internal error: {exc}"))
 
 
+def _key(name: str) -> list:
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
+
+
 def report_text(report: Report, dry_run: bool) -> str:
-    lines = []
+    lines = ["rollout plan (dry run: nothing changed):" if dry_run else "rollout:"]
+    if not report.waves:
+        lines.append("  no switch changes")
     for w in report.waves:
         name = "canary" if w.index == 0 else f"wave {w.index}"
         if not w.results:
             lines.append(f"{name}: {', '.join(w.devices)}: not started (the rollout stopped)")
             continue
         probes = f"; probes lost {w.probes_lost} of {w.probes_sent}" if report.probes else ""
-        lines.append(f"{name}: {'ok' if w.ok else 'FAILED'} ({w.end - w.start:.1f}s){probes}")
+        took = "" if dry_run else f" ({w.end - w.start:.1f}s)"
+        lines.append(f"{name}: {', '.join(w.devices)}: {'planned' if dry_run else 'ok' if w.ok else 'FAILED'}{took}{probes}")
         for r in w.results:
             mark = f" [{r.mark}]" if r.mark else ""
             lines.append(f"  {r.device}{mark}: {'ok' if r.ok else 'FAILED'}: {r.message}")
@@ -114,7 +146,9 @@ def report_text(report: Report, dry_run: bool) -> str:
                 lines.append(f"    - {s}")
     if report.probes:
         lines.append("probes: " + "; ".join(report.probes) + f" (every {PROBE_INTERVAL * 1000:.0f} ms)")
-    if report.stopped_at is not None:
+    if report.stopped_at == -1:
+        lines.append("rollout not started: a switch could not be read (see below); nothing was applied")
+    elif report.stopped_at is not None:
         lines.append(f"rollout stopped at {'the canary' if report.stopped_at == 0 else f'wave {report.stopped_at}'}: "
                      "the failed switch is back on its previous config; later waves were not started")
     return "\n".join(lines) + "\n"
