@@ -11,7 +11,7 @@ and `railonly diff --runbook` (which writes it down) both read this module.
   is disruptive, so the switch is drained before and undrained after.
   SONiC: changed ConfigDB tables become a JSON patch (RFC 6902, what
   ``config apply-patch`` takes) except the tables read only at start-up
-  (:data:`RELOAD_TABLES`), which need a full ``config reload``, and an FRR
+  (:data:`RELOAD_FIELDS`), which need a full ``config reload``, and an FRR
   change of the BGP ASN, which restarts bgpd; FRR statements become vtysh
   commands. EOS: the lines change inside a configure session.
 * :func:`waves`: a canary wave of one switch, then waves in which at most
@@ -72,10 +72,11 @@ def frr_statements(text: str) -> list[str]:
 # ConfigDB fields and tables whose change touches no forwarding state.
 HITLESS_FIELDS = {("PORT", "description"), ("PORT", "mtu"), ("PORT", "alias")}
 HITLESS_TABLES = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA"}
-# Read only at start-up (hwsku, platform, bgp_asn, the QoS and buffer maps): a full config reload.
-RELOAD_TABLES = {"DEVICE_METADATA", "DSCP_TO_TC_MAP", "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_WD", "PORT_QOS_MAP",
-                 "QUEUE", "SCHEDULER", "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "WRED_PROFILE",
-                 "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE"}
+# Read only at start-up: the switch's SKU, platform, BGP ASN and type (DEVICE_METADATA|localhost):
+# a full config reload. Every other table is patched (QoS and buffer tables too: their
+# daemons apply changes at run time; disruptive all the same).
+RELOAD_FIELDS = {("DEVICE_METADATA", "hwsku"), ("DEVICE_METADATA", "platform"), ("DEVICE_METADATA", "bgp_asn"),
+                 ("DEVICE_METADATA", "type"), ("DEVICE_METADATA", "mac")}
 # FRR/EOS statements that change nothing but text
 _HITLESS_LINE = re.compile(r"(^|\s)description(\s|$)|^mtu \d+$")
 
@@ -168,8 +169,6 @@ def _db_items(old: dict, new: dict) -> tuple[list[Item], list[str]]:
         a, b = old.get(table) or {}, new.get(table) or {}
         if a == b:
             continue
-        if table in RELOAD_TABLES:
-            reload_why.append(f"{table} is read at start-up")
         for key in sorted(a.keys() | b.keys()) if isinstance(a, dict) and isinstance(b, dict) else [""]:
             fa, fb = (a.get(key), b.get(key)) if key else (a, b)
             if fa == fb:
@@ -179,6 +178,8 @@ def _db_items(old: dict, new: dict) -> tuple[list[Item], list[str]]:
                                   table in HITLESS_TABLES))
                 continue
             for f in sorted(fa.keys() | fb.keys()):
+                if fa.get(f) != fb.get(f) and (table, f) in RELOAD_FIELDS:
+                    reload_why.append(f"{table}|{key}|{f} changes (read at start-up)")
                 if fa.get(f) != fb.get(f):
                     items.append(Item(f"{table}|{key}|{f} {fa.get(f, '-')} -> {fb.get(f, '-')}",
                                       table in HITLESS_TABLES or (table, f) in HITLESS_FIELDS))

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import copy
 
-DB_ONLY = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA", "LLDP"}
+# no forwarding state, or state the lab does not emulate (QoS maps, buffers, PFC watchdog)
+DB_ONLY = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA", "LLDP", "DSCP_TO_TC_MAP",
+           "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_WD", "PORT_QOS_MAP", "QUEUE", "SCHEDULER", "TC_TO_PRIORITY_GROUP_MAP",
+           "TC_TO_QUEUE_MAP", "WRED_PROFILE", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE"}
 LIVE = {"PORT", "INTERFACE", "LOOPBACK_INTERFACE"}
 MAX_OPS = 100_000
 

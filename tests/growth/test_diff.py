@@ -55,7 +55,7 @@ def test_growing_to_144_within_the_plan_only_adds_cables(grown, tmp_path, capsys
     assert cables["removed"] == [] and cables["moved"] == [] and cables["relabelled"] == [] and cables["changed"] == []
     # one entry per cable, with its id and both ends
     assert len({c["cable_id"] for c in cables["added"]}) == 384
-    assert set(cables["added"][0]) == {"cable_id", "a", "b"} and set(cables["added"][0]["a"]) == {"device", "port"}
+    assert set(cables["added"][0]) == {"cable_id", "a", "b", "rail", "tier"} and set(cables["added"][0]["a"]) == {"device", "port"}
     # new leaves come in; the leaves already cabled keep their configs, spines gain neighbours
     dev = doc["devices"]
     assert [d["device"] for d in dev["added"]] == [f"rail{r}-leaf4" for r in range(8)]
