@@ -120,3 +120,20 @@ def test_lab_patch_applies_whole_keys_and_refuses_what_it_cannot_do_live():
             raise AssertionError(bad)
         except PatchError:
             pass
+
+
+def test_probe_count_finds_losses_in_their_wave(tmp_path):
+    """The per-wave loss count itself can fail: unanswered sequence numbers are counted in the
+    wave during which they were sent (from the answered probe before them)."""
+    from railonly.emulation.push.rollout import Prober
+
+    log = tmp_path / "probe0.log"
+    t0 = 1000.0
+    answered = [n for n in range(1, 301) if not 120 <= n <= 124 and n != 250]  # 5 lost in wave A, 1 in wave B
+    log.write_text("".join(f"[{t0 + (n - 1) * 0.01 + 0.0002:.6f}] 64 bytes from 10.0.0.19: icmp_seq={n} ttl=62 time=0.2 ms\n"
+                           for n in answered))
+    p = Prober([("a", "ns", "b", "10.0.0.19")], str(tmp_path))
+    p.logs, p.t0 = [str(log)], [t0]
+    assert p.count(t0 + 1.0, t0 + 2.0) == (100, 5)  # probes 101..200
+    assert p.count(t0 + 2.0, t0 + 3.0) == (100, 1)
+    assert p.count(t0 + 0.0, t0 + 0.995) == (100, 0)
