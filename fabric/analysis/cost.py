@@ -14,9 +14,9 @@ ideal network has no price: it is a bound, not a product.
 
 from __future__ import annotations
 
-from ..compare import compare
-from ..prices import PriceBook, default_prices
-from ..problems import InputError
+from ..cost.compare import compare
+from ..cost.prices import PriceBook, default_prices
+from ..input.problems import InputError
 from .job import Job
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..yamlsource import DESIGN_LIMITS, Source, decode_utf8, parse_yaml, read_regular_file
+from ..input.yamlsource import DESIGN_LIMITS, Source, decode_utf8, parse_yaml, read_regular_file
 
 MAX_BYTES = 256 * 1024
 JOB_LIMITS = replace(DESIGN_LIMITS, max_bytes=MAX_BYTES)

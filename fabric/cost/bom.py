@@ -14,7 +14,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 
-from .physical import optic_code, tier_name
+from ..design.physical import optic_code, tier_name
 from .inventory import Inventory, from_design
 from .prices import PriceBook
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from . import clos
+from ..design import clos
 from .bom import Bom, price, saving_percent
-from .build import build_fabric
-from .design import Design
+from ..graph.build import build_fabric
+from ..design.design import Design
 from .inventory import Inventory, from_design, from_fabric
 from .prices import PriceBook
-from .problems import InputError, Problem
+from ..input.problems import InputError, Problem
 
 TOPOLOGIES = ("rail-only", "rail-optimized")
 

@@ -5,7 +5,7 @@ optical with a transceiver at each end, and the lower end of a tier-1 cable is
 the GPU's NIC. :func:`from_fabric` reads them off the fabric graph (the source
 of truth, used for bom.csv and `railonly bom`). :func:`from_design` computes
 the same counters without building the graph, by following
-:mod:`railonly.fabric.build` step by step (not the closed-form counting model,
+:mod:`railonly.fabric.graph.build` step by step (not the closed-form counting model,
 which ignores partly filled leaves); tests prove it equal to
 :func:`from_fabric` over many sizes, and the sweep uses it.
 """
@@ -16,9 +16,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import clos, physical
-from .design import Design
-from .model import Fabric
+from ..design import clos, physical
+from ..design.design import Design
+from ..graph.model import Fabric
 
 
 @dataclass

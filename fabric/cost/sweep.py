@@ -1,7 +1,7 @@
 """Where rail-only pays: savings over HB-domain sizes, cluster sizes and radices.
 
 Each point is one cluster built both ways and priced with the price book. The
-counts come from :func:`railonly.fabric.inventory.from_design`, the fast path
+counts come from :func:`railonly.fabric.cost.inventory.from_design`, the fast path
 that tests prove equal to the fabric graph, so a sweep of a hundred clusters
 up to 65,536 GPUs takes well under a second. Rendering returns bytes; the
 command hands them to the writer.
@@ -14,10 +14,10 @@ import dataclasses
 import io
 import math
 
-from . import clos
+from ..design import clos
 from .bom import price, saving
 from .compare import TOPOLOGIES, feasible, variant
-from .design import Design, parse_design
+from ..design.design import Design, parse_design
 from .inventory import from_design
 from .prices import PriceBook
 

@@ -27,7 +27,7 @@ import copy
 import dataclasses
 
 from .design import Design
-from .problems import InputError, Problem
+from ..input.problems import InputError, Problem
 
 WHOLE_MAX_GPUS = 64  # labs up to this size run the whole design
 SLICE_DEFAULT = 4  # HB domains in the default slice of a larger design

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ports import GPU_RAIL_PORT
+from ..platforms.ports import GPU_RAIL_PORT
 
 # Cable tier -> (design key under `cabling`, what it joins, default length in metres).
 TIERS = {

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .model import Fabric, Node
-from .physical import cable_length_m, naming
-from .ports import switch_port
+from ..graph.model import Fabric, Node
+from ..design.physical import cable_length_m, naming
+from ..platforms.ports import switch_port
 
 MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number
 

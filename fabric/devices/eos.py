@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from . import qos as qosmod
 from .device import SwitchView, advertised_pools, switch_view
-from .eos_speeds import speed_form
-from .model import Fabric, Node
+from ..platforms.eos_speeds import speed_form
+from ..graph.model import Fabric, Node
 from .render import template
 
 PEER_GROUP = "FABRIC"

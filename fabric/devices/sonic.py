@@ -10,7 +10,7 @@ Routing: `docker_routing_config_mode` is `split-unified`: SONiC then renders
 no FRR config from ConfigDB and FRR reads our one `frr.conf` (in `split` mode
 the bgp container expects per-daemon bgpd.conf/zebra.conf and removes
 frr.conf). L2 rails run no BGP: FEATURE bgp is disabled and no frr.conf is
-written. Tables and field formats follow fabric/data/sonic_reference.md.
+written. Tables and field formats follow fabric/devices/sonic_reference.md.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from json import encoder as _enc
 
 from . import qos as qosmod
 from .device import SwitchView, advertised_pools, switch_view
-from .model import Fabric, Node
-from .ports import lanes
+from ..graph.model import Fabric, Node
+from ..platforms.ports import lanes
 from .render import template
 
 ROUTING_CONFIG_MODE = "split-unified"

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 
-from . import clos
+from ..design import clos
 from .addressing import BlockPool, ip, prefix_for
-from .design import Design
+from ..design.design import Design
 from .model import Endpoint, Fabric, Link, Node, Vlan
-from .ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
-from .problems import InputError
+from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
+from ..input.problems import InputError
 
 VLAN_BASE = 1000  # rail r's partition is VLAN 1000 + r
 ASN_MAX = 4_294_967_294  # last private 32-bit ASN (RFC 6996)

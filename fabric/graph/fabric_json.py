@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from .model import Endpoint, Fabric, Link, Node
-from .physical import TIERS, cable_length_m
+from ..design.physical import TIERS, cable_length_m
 
 SCHEMA_VERSION = 1
 

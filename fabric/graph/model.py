@@ -1,6 +1,6 @@
 """The fabric graph: nodes, ports and links, with addresses and ASNs.
 
-Plain slotted dataclasses, built once by :mod:`railonly.fabric.build` and read
+Plain slotted dataclasses, built once by :mod:`railonly.fabric.graph.build` and read
 by every renderer. Field names follow `fabric.json` (Contract 3) so the JSON
 is a direct dump.
 """
@@ -58,7 +58,7 @@ class Link:
 
 @dataclass
 class Fabric:
-    design: object  # railonly.fabric.design.Design
+    design: object  # railonly.fabric.design.design.Design
     tiers: int  # tiers of each rail (rail-only) or of the whole cluster (baseline)
     gpus: list[Node] = field(default_factory=list)
     hbs: list[Node] = field(default_factory=list)

@@ -13,11 +13,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .addressing import unusable
 from .problems import Problem, did_you_mean, short
 from .yamlsource import Source
 
 _MISSING = object()
+
+
+# Ranges no pool may touch: hosts cannot be numbered from them.
+UNUSABLE = (
+    (ipaddress.IPv4Network("0.0.0.0/8"), "'this network' (0.0.0.0/8)"),
+    (ipaddress.IPv4Network("127.0.0.0/8"), "loopback (127.0.0.0/8)"),
+    (ipaddress.IPv4Network("169.254.0.0/16"), "link-local (169.254.0.0/16)"),
+    (ipaddress.IPv4Network("224.0.0.0/4"), "multicast (224.0.0.0/4)"),
+    (ipaddress.IPv4Network("240.0.0.0/4"), "reserved class E and broadcast (240.0.0.0/4)"),
+)
+
+
+def unusable(net: ipaddress.IPv4Network) -> str | None:
+    """What reserved range `net` overlaps, or None when hosts can use it."""
+    for bad, what in UNUSABLE:
+        if net.overlaps(bad):
+            return what
+    return None
 
 
 @dataclass

@@ -22,7 +22,7 @@ import difflib
 import json
 from dataclasses import dataclass, field
 
-from .validate.untrusted import OutdirReader, UntrustedFile, parse_json
+from .reader import OutdirReader, UntrustedFile, parse_json
 
 FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
 CONFIG_LIMIT = 16 << 20  # one switch or host file
@@ -96,7 +96,7 @@ def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
 
 def read_snapshot(outdir: str) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
-    :mod:`railonly.fabric.validate.untrusted` (UntrustedFile, exit 2, names the file)."""
+    :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file)."""
     r = _Budget(OutdirReader(outdir))
     snap = Snapshot(design_sha256=_manifest_design(r.text("MANIFEST.json", FILE_LIMIT), r.reader.where("MANIFEST.json")))
     snap.cables = parse_cabling(r.text("cabling.csv", FILE_LIMIT), r.reader.where("cabling.csv"))

@@ -32,7 +32,7 @@ Reading (no symlink is ever followed, no special file opened, sizes bounded)
 Allow-list checks (pure: text or parsed data in, a list of Problems out)
 ------------------------------------------------------------------------
 
-Each returns ``list[railonly.fabric.problems.Problem]`` naming the file (as
+Each returns ``list[railonly.fabric.input.problems.Problem]`` naming the file (as
 given, relative to OUTDIR), the line when known, what is refused and a fix;
 an empty list means the file holds only what the compiler emits.
 
@@ -85,11 +85,11 @@ import os
 import re
 import stat
 
-from railonly.fabric.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
-from railonly.fabric.design import NAME_PATTERN
-from railonly.fabric.lab_slice import SLICE_DIR
-from railonly.fabric.problems import InputError, Problem, short
-from railonly.fabric.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
+from railonly.fabric.outputs.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
+from railonly.fabric.design.design import NAME_PATTERN
+from railonly.fabric.design.lab_slice import SLICE_DIR
+from railonly.fabric.input.problems import InputError, Problem, short
+from railonly.fabric.input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
 MAX_LINE = 4096

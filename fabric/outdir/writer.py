@@ -38,8 +38,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import __version__
-from .problems import InputError, Problem, short
+from .. import __version__
+from ..input.problems import InputError, Problem, short
 
 STATE_DIR = ".lab"  # runtime state kept across recompiles
 MANIFEST = "MANIFEST.json"

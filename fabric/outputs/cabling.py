@@ -1,7 +1,7 @@
 """`cabling.csv`: one row per physical cable, named as on the floor, with its optic and length.
 
 Contract 3's columns come first; then `length_m` (the cable's one length, see
-:mod:`railonly.fabric.physical`) and `a_gpu`: for a NIC cable, the GPU whose NIC
+:mod:`railonly.fabric.design.physical`) and `a_gpu`: for a NIC cable, the GPU whose NIC
 the a end is (the fabric.json node, and the lab's namespace); empty otherwise.
 The a end of a NIC cable is the server and its NIC (`hb0`, `rail0`), as the host
 configs name them.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import io
 
-from .model import Fabric
-from .physical import cable_length_m, media, naming
-from .ports import GPU_RAIL_PORT
+from ..graph.model import Fabric
+from ..design.physical import cable_length_m, media, naming
+from ..platforms.ports import GPU_RAIL_PORT
 
 COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "rail", "tier", "gbps", "media",
            "length_m", "a_gpu"]

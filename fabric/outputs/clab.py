@@ -3,7 +3,7 @@
 Two stages, as everywhere in the compiler: :func:`topology` builds the plain
 dict (every choice is made here), :func:`render` dumps it as YAML and parses
 it back. The compiler's lab producer writes it, for the lab slice when the
-design has one (see :mod:`railonly.fabric.lab_slice`).
+design has one (see :mod:`railonly.fabric.design.lab_slice`).
 
 What a node is, as containerlab users run these kinds:
 
@@ -39,9 +39,9 @@ import re
 
 import yaml
 
-from .addressing import BlockPool
-from .model import Fabric, Node
-from .ports import GPU_HB_PORT, GPU_RAIL_PORT
+from ..graph.addressing import BlockPool
+from ..graph.model import Fabric, Node
+from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT
 
 # Default images; change them in one place in the generated file (topology.kinds).
 IMAGES = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .model import Fabric
+from ..graph.model import Fabric
 
 MAX_RAILS = 4  # shown: the first MAX_RAILS-1 and the last
 MAX_DOMAINS = 3  # shown: the first MAX_DOMAINS-1 and the last

@@ -2,7 +2,7 @@
 
 Everything is read from the fabric graph (switch counts, port use, example
 addresses, the BOM). The comparison with the other topology uses the counts
-fast path (:func:`railonly.fabric.inventory.from_design`, proven equal to the
+fast path (:func:`railonly.fabric.cost.inventory.from_design`, proven equal to the
 graph by tests) so documenting a 65,536-GPU fabric does not build a second
 graph. Nothing here depends on the configs other producers write.
 """
@@ -13,15 +13,15 @@ import ipaddress
 import math
 from collections import Counter
 
-from . import bom as bom_mod
-from . import physical
-from .addressing import BlockPool
-from .compare import feasible, variant
+from ..cost import bom as bom_mod
+from ..design import physical
+from ..graph.addressing import BlockPool
+from ..cost.compare import feasible, variant
 from .diagram import TIER_NAMES, render_svg
-from .inventory import from_design, from_fabric
-from .model import Fabric
-from .ports import GPU_RAIL_PORT
-from .prices import PriceBook, default_prices
+from ..cost.inventory import from_design, from_fabric
+from ..graph.model import Fabric
+from ..platforms.ports import GPU_RAIL_PORT
+from ..cost.prices import PriceBook, default_prices
 
 
 def render_readme(fab: Fabric, book: PriceBook | None = None) -> str:

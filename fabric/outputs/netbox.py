@@ -6,7 +6,7 @@ Import), imported in that order. Devices are named as on the floor: switches by
 hostname, servers (HB domains) as the host configs name them (`hb0`), with one
 NIC interface per GPU (`rail0`, labelled with the GPU it serves). Cable type
 comes from the price book's cable class per tier, length from the design (the
-same :func:`~railonly.fabric.physical.cable_length_m` every other file uses);
+same :func:`~railonly.fabric.design.physical.cable_length_m` every other file uses);
 the label is cabling.csv's cable_id, so the files join. Status is `planned`:
 the plan exists before the hardware does.
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 import csv
 import io
 
-from .device import switch_view
-from .model import Fabric
-from .physical import cable_length_m, naming, nic_name
-from .prices import PriceBook, default_prices
+from ..devices.device import switch_view
+from ..graph.model import Fabric
+from ..design.physical import cable_length_m, naming, nic_name
+from ..cost.prices import PriceBook, default_prices
 
 CABLE_COLUMNS = ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
                  "type", "status", "label", "length", "length_unit"]

@@ -1,4 +1,4 @@
-"""EOS `speed` forms (``400g-8``): the table in fabric/data/eos_speeds.yaml, read once.
+"""EOS `speed` forms (``400g-8``): the table in fabric/platforms/data/eos_speeds.yaml, read once.
 
 The generator writes ``speed_form(gbps)``; readers turn any accepted form back
 into Gbit/s with ``parse_speed`` (None: not a form EOS prints for these speeds).
@@ -18,7 +18,7 @@ _FORCED = re.compile(r"^(\d+)gfull$")  # older EOS: `speed forced 100gfull`
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    text = resources.files("railonly.fabric.data").joinpath("eos_speeds.yaml").read_text(encoding="utf-8")
+    text = resources.files("railonly.fabric.platforms.data").joinpath("eos_speeds.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 

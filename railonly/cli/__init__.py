@@ -13,7 +13,7 @@ import importlib
 import sys
 
 from railonly import __version__
-from railonly.fabric.problems import InputError
+from railonly.fabric.input.problems import InputError
 
 # Subcommand modules, in help order. A module missing here is simply absent.
 COMMANDS = ["compile", "bom", "sweep", "analyze", "validate", "diff", "lab", "push", "demo", "completion"]
@@ -49,9 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         try:
-            mod = importlib.import_module(f"railonly.commands.{name}")
+            mod = importlib.import_module(f"railonly.cli.commands.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"railonly.commands.{name}":
+            if exc.name == f"railonly.cli.commands.{name}":
                 continue
             raise
         mod.register(sub)
@@ -112,6 +112,6 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.proc import ToolMissing
     from railonly.emulation.runtime.protocol import RuntimeProblem
-    from railonly.fabric.writer import WriteFailed
+    from railonly.fabric.outdir.writer import WriteFailed
 
     return (ToolMissing, RuntimeProblem, WriteFailed)

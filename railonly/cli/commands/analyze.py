@@ -35,7 +35,7 @@ def register(sub) -> None:
 
 
 def _problem(flag: str, message: str, fix: str):
-    from railonly.fabric.problems import InputError, Problem
+    from railonly.fabric.input.problems import InputError, Problem
 
     return InputError([Problem(flag, message, fix, None, "command line")])
 
@@ -102,9 +102,9 @@ def run(args) -> int:
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep
     from railonly.fabric.analysis.traffic import class_bytes
-    from railonly.fabric.design import load_design
-    from railonly.fabric.prices import load_prices
-    from railonly.fabric.problems import InputError
+    from railonly.fabric.design.design import load_design
+    from railonly.fabric.cost.prices import load_prices
+    from railonly.fabric.input.problems import InputError
 
     if not (1.0 <= args.oversub <= 64):
         raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")

@@ -13,7 +13,7 @@ def register(sub) -> None:
     p.add_argument("--compare", action="store_true", help="build the cluster both ways (rail-only and rail-optimized) and show the saving")
     p.add_argument("--detail", action="store_true", help="also print the line items (part, quantity, unit and total cost and power)")
     p.add_argument("--json", action="store_true", help="print JSON (with --compare: rail-only, rail-optimized and saving)")
-    p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default (see fabric/data/prices.yaml)")
+    p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default (see fabric/cost/data/prices.yaml)")
     p.set_defaults(func=run)
 
 
@@ -31,10 +31,10 @@ def _no_gc():
 
 
 def run(args) -> int:
-    from railonly.fabric.bom import buildout, line_items, price
-    from railonly.fabric.compare import compare, inventory, report
-    from railonly.fabric.design import load_design
-    from railonly.fabric.prices import load_prices
+    from railonly.fabric.cost.bom import buildout, line_items, price
+    from railonly.fabric.cost.compare import compare, inventory, report
+    from railonly.fabric.design.design import load_design
+    from railonly.fabric.cost.prices import load_prices
 
     design = load_design(args.design)
     book = load_prices(args.prices)

@@ -22,9 +22,11 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly.console import Bar
-    from railonly.fabric import clabernetes, lab_slice, writer
+    from railonly.fabric.outputs import clabernetes
+    from railonly.fabric.design import lab_slice
+    from railonly.fabric.outdir import writer
     from railonly.fabric.compiler import compile_design, summary
-    from railonly.fabric.design import load_design
+    from railonly.fabric.design.design import load_design
     from railonly.fabric.progress import Silent
 
     design = load_design(args.design)
@@ -59,7 +61,8 @@ def check_and_write(outdir, files: dict[str, bytes], design_sha256: str, check: 
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target."""
     from railonly import proc
-    from railonly.fabric import parallel, writer
+    from railonly.fabric import parallel
+    from railonly.fabric.outdir import writer
     from railonly.fabric.compiler import check_outputs
 
     checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None) if check else None

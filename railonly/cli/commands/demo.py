@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_DESIGN = Path(__file__).resolve().parents[2] / "labs" / "mini-routed.yml"
+DEFAULT_DESIGN = Path(__file__).resolve().parents[3] / "labs" / "mini-routed.yml"
 
 # The traffic patterns the demo runs, in order.
 PATTERNS = ("ring-allreduce", "all-to-all")
@@ -166,7 +166,7 @@ def _traffic_line(doc: dict | None) -> str:
 
 
 def _fabric(outdir: str) -> dict:
-    from railonly.fabric import lab_slice
+    from railonly.fabric.design import lab_slice
 
     for rel in (f"{lab_slice.SLICE_DIR}/fabric.json", "fabric.json"):
         try:

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.fabric.changeplan import has_changes, plan, read_snapshot, render_text, to_json
+    from railonly.fabric.outdir.changeplan import has_changes, plan, read_snapshot, render_text, to_json
 
     # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
     doc = plan(read_snapshot(args.old), read_snapshot(args.new), diffs=not args.no_diffs)

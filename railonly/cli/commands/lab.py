@@ -19,7 +19,7 @@ import sys
 from typing import Callable
 
 from railonly import console
-from railonly.commands import lab_inspect, positive
+from railonly.cli.commands import lab_inspect, positive
 
 
 def common(p) -> None:

@@ -1,6 +1,6 @@
 """`railonly lab status|exec|vtysh`: look into a running lab, for any runtime.
 
-Each command is `(args, runtime, lab)`; railonly.commands.lab opens the lab.
+Each command is `(args, runtime, lab)`; railonly.cli.commands.lab opens the lab.
 
 Everything goes through the Runtime protocol: `status` for node states,
 `exec` for addresses (`ip -j addr`), processes and BGP sessions (vtysh in
@@ -15,7 +15,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from railonly import console
-from railonly.commands import positive
+from railonly.cli.commands import positive
 
 EXIT_NOT_DEPLOYED = 3
 COLUMNS = ("NAME", "ROLE", "NAMESPACE", "STATE", "ADDRESSES", "PROCESSES", "BGP")
@@ -114,7 +114,7 @@ def exec_args(p) -> None:
 
 
 def _node(lab, name: str, role: str | None = None):
-    from railonly.fabric.problems import InputError, Problem, did_you_mean
+    from railonly.fabric.input.problems import InputError, Problem, did_you_mean
 
     names = lab.names(role)
     if name not in names:
@@ -147,7 +147,7 @@ def vtysh_args(p) -> None:
 
 def vtysh(args, rt, lab) -> int:
     from railonly.emulation.checks.run import vtysh_argv
-    from railonly.fabric.problems import InputError, Problem
+    from railonly.fabric.input.problems import InputError, Problem
 
     node = _node(lab, args.switch, "switch")
     if node.info.get("asn") is None:

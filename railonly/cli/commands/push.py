@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 def _only_changed(devices: list, old_outdir: str, outdir, lab) -> list:
     """The devices the change plan from OLD_OUTDIR names (new or changed configs)."""
-    from railonly.fabric.changeplan import changed_devices
+    from railonly.fabric.outdir.changeplan import changed_devices
 
     folder = lab.configs_dir.relative_to(outdir).as_posix()  # configs, or lab/configs of a slice
     names = set(changed_devices(old_outdir, str(outdir), folder))  # UntrustedFile: exit 2, the file named
@@ -44,7 +44,7 @@ def run(args) -> int:
 
     from railonly import console
     from railonly.cli import EnvironmentProblem
-    from railonly.fabric.problems import InputError, Problem, did_you_mean
+    from railonly.fabric.input.problems import InputError, Problem, did_you_mean
 
     try:
         import netmiko  # noqa: F401
@@ -89,7 +89,7 @@ def run(args) -> int:
     # every file a push would send, judged by the checks `validate` runs, before any connection
     from railonly.emulation.lab import run_dir as lab_run_dir
     from railonly.emulation.netns.runtime import switch_file_problems
-    from railonly.fabric.validate.untrusted import check_outdir
+    from railonly.fabric.outdir.reader import check_outdir
 
     run_dir = None if args.inventory else lab_run_dir(lab.name)  # a lab's FRR may log below its run dir
     problems = check_outdir(str(lab.outdir), run_dir=run_dir)

@@ -7,7 +7,7 @@ import sys
 
 
 def register(sub) -> None:
-    from railonly.fabric.sweep import DEFAULT_GPUS, DEFAULT_HB_SIZES, DEFAULT_RADICES
+    from railonly.fabric.cost.sweep import DEFAULT_GPUS, DEFAULT_HB_SIZES, DEFAULT_RADICES
 
     p = sub.add_parser("sweep", help="savings of rail-only over the baseline across HB sizes, cluster sizes and radices")
     p.add_argument("--hb-sizes", default=",".join(map(str, DEFAULT_HB_SIZES)), metavar="K,...", help="GPUs per HB domain (default %(default)s)")
@@ -26,7 +26,7 @@ EXAMPLES = {"--hb-sizes": "8,72,256", "--gpus": "1024,8192,32768", "--radix": "6
 
 
 def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list[int]:
-    from railonly.fabric.problems import InputError, Problem
+    from railonly.fabric.input.problems import InputError, Problem
 
     out = []
     for part in text.split(","):
@@ -40,9 +40,9 @@ def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list
 
 
 def run(args) -> int:
-    from railonly.fabric.prices import load_prices
-    from railonly.fabric.sweep import render_csv, render_png, sweep
-    from railonly.fabric.writer import prepare, write_outdir
+    from railonly.fabric.cost.prices import load_prices
+    from railonly.fabric.cost.sweep import render_csv, render_png, sweep
+    from railonly.fabric.outdir.writer import prepare, write_outdir
 
     target = prepare(args.outdir, force=args.force, inputs=(args.prices,) if args.prices else ())
     hb = _ints("--hb-sizes", args.hb_sizes, 1, 512)

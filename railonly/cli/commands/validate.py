@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly import console
-    from railonly.fabric.problems import InputError
+    from railonly.fabric.input.problems import InputError
     from railonly.fabric.validate import report
     from railonly.fabric.validate.run import OutdirError, validate_outdir
 
