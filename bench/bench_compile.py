@@ -129,9 +129,9 @@ def one(kind: str, gpus: int, k: int, radix: int) -> dict:
         else:
             # What `railonly compile` does, phase by phase.
             from railonly.cli.commands.compile import check_and_write
-            from railonly.fabric.graph.build import build_fabric
             from railonly.fabric.compiler import compile_fabric
             from railonly.fabric.design.design import parse_design
+            from railonly.fabric.graph.build import build_fabric
 
             t0 = time.perf_counter()
             design = parse_design(design_text(gpus, k, radix))

@@ -12,13 +12,13 @@ import json
 from typing import Callable
 
 from .cost import bom
-from .outputs import cabling, clab, clabernetes, docs, netbox
+from .design import lab_slice
+from .design.design import Design
 from .devices import configs
 from .graph import fabric_json
-from .design import lab_slice
 from .graph.build import build_fabric
-from .design.design import Design
 from .graph.model import Fabric
+from .outputs import cabling, clab, clabernetes, docs, netbox
 from .progress import Progress, Silent
 
 Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: already encoded

@@ -11,12 +11,12 @@ import dataclasses
 from typing import Callable
 
 from ..design import clos
-from .bom import Bom, price, saving_percent
-from ..graph.build import build_fabric
 from ..design.design import Design
+from ..graph.build import build_fabric
+from ..input.problems import InputError, Problem
+from .bom import Bom, price, saving_percent
 from .inventory import Inventory, from_design, from_fabric
 from .prices import PriceBook
-from ..input.problems import InputError, Problem
 
 TOPOLOGIES = ("rail-only", "rail-optimized")
 

@@ -15,9 +15,9 @@ import io
 import math
 
 from ..design import clos
+from ..design.design import Design, parse_design
 from .bom import price, saving
 from .compare import TOPOLOGIES, feasible, variant
-from ..design.design import Design, parse_design
 from .inventory import from_design
 from .prices import PriceBook
 

@@ -13,10 +13,10 @@ import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 
-from . import clos, physical
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
 from ..input.yamlsource import Source, load_yaml_file, parse_yaml
+from . import clos, physical
 
 NAME_PATTERN = r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?"
 PLATFORMS = ("sonic", "eos")

@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from .design import Design
 from ..input.problems import InputError, Problem
+from .design import Design
 
 WHOLE_MAX_GPUS = 64  # labs up to this size run the whole design
 SLICE_DEFAULT = 4  # HB domains in the default slice of a larger design

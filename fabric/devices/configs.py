@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import eos, hosts, qos, sonic
 from .. import parallel
 from ..graph.model import Fabric
 from ..progress import Progress
+from . import eos, hosts, qos, sonic
 
 
 def switch_configs(fab: Fabric, progress: Progress) -> dict[str, bytes]:

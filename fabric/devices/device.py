@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.model import Fabric, Node
 from ..design.physical import cable_length_m, naming
+from ..graph.model import Fabric, Node
 from ..platforms.ports import switch_port
 
 MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number

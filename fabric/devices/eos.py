@@ -13,10 +13,10 @@ indentation. Every line form is checked against public EOS configs
 
 from __future__ import annotations
 
+from ..graph.model import Fabric, Node
+from ..platforms.eos_speeds import speed_form
 from . import qos as qosmod
 from .device import SwitchView, advertised_pools, switch_view
-from ..platforms.eos_speeds import speed_form
-from ..graph.model import Fabric, Node
 from .render import template
 
 PEER_GROUP = "FABRIC"

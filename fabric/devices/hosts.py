@@ -25,8 +25,8 @@ import math
 
 import yaml
 
-from ..graph.model import Fabric
 from ..design.physical import nic_name
+from ..graph.model import Fabric
 from .render import template
 
 TABLE_BASE = 100  # rail r uses routing table and rule priority 100 + r

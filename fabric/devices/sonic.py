@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 from json import encoder as _enc
 
-from . import qos as qosmod
-from .device import SwitchView, advertised_pools, switch_view
 from ..graph.model import Fabric, Node
 from ..platforms.ports import lanes
+from . import qos as qosmod
+from .device import SwitchView, advertised_pools, switch_view
 from .render import template
 
 ROUTING_CONFIG_MODE = "split-unified"

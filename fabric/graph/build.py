@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 
 from ..design import clos
-from .addressing import BlockPool, ip, prefix_for
 from ..design.design import Design
-from .model import Endpoint, Fabric, Link, Node, Vlan
-from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
 from ..input.problems import InputError
+from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
+from .addressing import BlockPool, ip, prefix_for
+from .model import Endpoint, Fabric, Link, Node, Vlan
 
 VLAN_BASE = 1000  # rail r's partition is VLAN 1000 + r
 ASN_MAX = 4_294_967_294  # last private 32-bit ASN (RFC 6996)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from .model import Endpoint, Fabric, Link, Node
 from ..design.physical import TIERS, cable_length_m
+from .model import Endpoint, Fabric, Link, Node
 
 SCHEMA_VERSION = 1
 

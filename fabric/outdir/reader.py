@@ -85,11 +85,11 @@ import os
 import re
 import stat
 
-from railonly.fabric.outputs.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
-from railonly.fabric.design.design import NAME_PATTERN
-from railonly.fabric.design.lab_slice import SLICE_DIR
-from railonly.fabric.input.problems import InputError, Problem, short
-from railonly.fabric.input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
+from ..design.design import NAME_PATTERN
+from ..design.lab_slice import SLICE_DIR
+from ..input.problems import InputError, Problem, short
+from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
+from ..outputs.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
 MAX_LINE = 4096

@@ -38,8 +38,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .. import __version__
 from ..input.problems import InputError, Problem, short
+from ..version import __version__
 
 STATE_DIR = ".lab"  # runtime state kept across recompiles
 MANIFEST = "MANIFEST.json"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 import io
 
-from ..graph.model import Fabric
 from ..design.physical import cable_length_m, media, naming
+from ..graph.model import Fabric
 from ..platforms.ports import GPU_RAIL_PORT
 
 COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "rail", "tier", "gbps", "media",

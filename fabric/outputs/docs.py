@@ -14,14 +14,14 @@ import math
 from collections import Counter
 
 from ..cost import bom as bom_mod
+from ..cost.compare import feasible, variant
+from ..cost.inventory import from_design, from_fabric
+from ..cost.prices import PriceBook, default_prices
 from ..design import physical
 from ..graph.addressing import BlockPool
-from ..cost.compare import feasible, variant
-from .diagram import TIER_NAMES, render_svg
-from ..cost.inventory import from_design, from_fabric
 from ..graph.model import Fabric
 from ..platforms.ports import GPU_RAIL_PORT
-from ..cost.prices import PriceBook, default_prices
+from .diagram import TIER_NAMES, render_svg
 
 
 def render_readme(fab: Fabric, book: PriceBook | None = None) -> str:

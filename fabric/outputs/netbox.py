@@ -21,10 +21,10 @@ from __future__ import annotations
 import csv
 import io
 
+from ..cost.prices import PriceBook, default_prices
+from ..design.physical import cable_length_m, naming, nic_name
 from ..devices.device import switch_view
 from ..graph.model import Fabric
-from ..design.physical import cable_length_m, naming, nic_name
-from ..cost.prices import PriceBook, default_prices
 
 CABLE_COLUMNS = ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
                  "type", "status", "label", "length", "length_unit"]

@@ -12,7 +12,7 @@ import json
 import os
 from typing import Callable
 
-from railonly.fabric.input.problems import InputError
+from ..input.problems import InputError
 
 from ..outdir import reader as outdir_reader
 from .crosscheck import crosscheck
@@ -54,7 +54,7 @@ def load_fabric(read: Reader, where: str) -> dict:
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
              frr: bool = True) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass."""
-    from railonly.fabric import parallel
+    from .. import parallel
 
     from . import frr_syntax
 

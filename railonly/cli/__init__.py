@@ -1,6 +1,6 @@
 """The `railonly` command line (Contract 2).
 
-Each subcommand lives in railonly/commands/<name>.py with `register(subparsers)`
+Each subcommand lives in railonly/cli/commands/<name>.py with `register(subparsers)`
 that sets `func` (args -> exit code). Exit codes: 0 success, 1 a check failed,
 2 invalid input, 3 environment or runtime failure. User errors never show a
 traceback.
@@ -110,8 +110,8 @@ class EnvironmentProblem(Exception):
 
 def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
-    from railonly.proc import ToolMissing
     from railonly.emulation.runtime.protocol import RuntimeProblem
     from railonly.fabric.outdir.writer import WriteFailed
+    from railonly.proc import ToolMissing
 
     return (ToolMissing, RuntimeProblem, WriteFailed)

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from railonly.fabric.cost import bom
-from railonly.fabric.outputs import docs, netbox
-from railonly.fabric.graph.build import build_fabric
 from railonly.fabric.compiler import compile_design
+from railonly.fabric.cost import bom
 from railonly.fabric.design.design import load_design
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.outputs import docs, netbox
 
 from .conftest import REPO, assert_golden, make_design
 

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from railonly.fabric.cost import bom
-from railonly.fabric.outputs import docs
 from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.outputs import docs
 
 from .conftest import design_text, make_design, run_cli
 

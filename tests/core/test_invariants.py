@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railonly.fabric.design import clos
-from railonly.fabric.graph.build import build_fabric
 from railonly.fabric.design.design import parse_design
+from railonly.fabric.graph.build import build_fabric
 from railonly.fabric.graph.invariants import check
 from railonly.fabric.graph.model import Endpoint
 from railonly.fabric.input.problems import InputError

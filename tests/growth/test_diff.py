@@ -9,10 +9,10 @@ import shutil
 import pytest
 
 from railonly.cli import main
-from railonly.fabric.design import clos
-from railonly.fabric.outdir.changeplan import Cable, cable_changes, plan, read_snapshot
 from railonly.fabric.compiler import compile_design
+from railonly.fabric.design import clos
 from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.changeplan import Cable, cable_changes, plan, read_snapshot
 from railonly.fabric.outdir.writer import write_outdir
 
 from .conftest import lab_1k

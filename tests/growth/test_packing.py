@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from railonly.cli import main
-from railonly.fabric.graph.build import build_fabric
 from railonly.fabric.cost.compare import compare, report
-from railonly.fabric.graph.invariants import check
-from railonly.fabric.graph.model import Endpoint
 from railonly.fabric.cost.prices import default_prices
 from railonly.fabric.cost.sweep import point
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.graph.invariants import check
+from railonly.fabric.graph.model import Endpoint
 
 from .conftest import design
 

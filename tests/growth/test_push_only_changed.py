@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 
 from railonly.cli import main
-from railonly.fabric.outdir.changeplan import changed_devices
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.changeplan import changed_devices
 from railonly.fabric.outdir.writer import write_outdir
 
 TEXT = ("name: onlych\ntopology: rail-only\nhb_domain: {size: 2, count: 6, gbps: 3600}\n"

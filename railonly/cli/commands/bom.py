@@ -33,8 +33,8 @@ def _no_gc():
 def run(args) -> int:
     from railonly.fabric.cost.bom import buildout, line_items, price
     from railonly.fabric.cost.compare import compare, inventory, report
-    from railonly.fabric.design.design import load_design
     from railonly.fabric.cost.prices import load_prices
+    from railonly.fabric.design.design import load_design
 
     design = load_design(args.design)
     book = load_prices(args.prices)

@@ -22,11 +22,11 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly.console import Bar
-    from railonly.fabric.outputs import clabernetes
-    from railonly.fabric.design import lab_slice
-    from railonly.fabric.outdir import writer
     from railonly.fabric.compiler import compile_design, summary
+    from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
+    from railonly.fabric.outdir import writer
+    from railonly.fabric.outputs import clabernetes
     from railonly.fabric.progress import Silent
 
     design = load_design(args.design)
@@ -62,8 +62,8 @@ def check_and_write(outdir, files: dict[str, bytes], design_sha256: str, check: 
     (then nothing was written). `outdir`: a path or a writer.Target."""
     from railonly import proc
     from railonly.fabric import parallel
-    from railonly.fabric.outdir import writer
     from railonly.fabric.compiler import check_outputs
+    from railonly.fabric.outdir import writer
 
     checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None) if check else None
     try:
