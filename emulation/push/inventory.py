@@ -2,7 +2,7 @@
 
 Not railonly.fabric.cost.inventory, the BOM's switch/cable counter: an unrelated thing.
 
-Inventory file (validated with the declarative checker of fabric/schema.py;
+Inventory file (validated with the declarative checker of fabric/input/schema.py;
 every problem names its key and line, exit 2)::
 
     known_hosts: lab_known_hosts   # optional (relative to this file); default ~/.ssh/known_hosts

@@ -1,8 +1,8 @@
 """Cost per unit of throughput, energy per token, and the equal-budget view.
 
 Network cost and power come from the project's bill of materials: the design
-built both ways (fabric/compare.py, counted by the fast path that tests prove
-equal to the graph) and priced with the price book (fabric/prices.py). The
+built both ways (fabric/cost/compare.py, counted by the fast path that tests prove
+equal to the graph) and priced with the price book (fabric/cost/prices.py). The
 ideal network has no price: it is a bound, not a product.
 
   usd_per_token_per_s   network cost / tokens per second on that network

@@ -125,7 +125,7 @@ SYSCTL_ALLOWED: tuple[tuple[re.Pattern, frozenset[str]], ...] = (
 SYSCTL_ALLOWED_TEXT = ("net.ipv4.ip_forward, net.ipv4.conf.<if>.rp_filter, net.ipv4.conf.<if>.forwarding, "
                        "net.ipv6.conf.<if>.disable_ipv6, net.ipv4.fib_multipath_hash_policy, small numbers only")
 
-# The exact clab exec forms the compiler emits (fabric/clab.py).
+# The exact clab exec forms the compiler emits (fabric/outputs/clab.py).
 _IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"
 EXEC_FORMS: tuple[tuple[str, re.Pattern], ...] = (
     ("ip link set dev IF mtu N", re.compile(rf"ip link set dev {_IF} mtu \d{{3,5}}")),
