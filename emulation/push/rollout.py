@@ -1,6 +1,6 @@
 """`railonly push` as a rollout: waves of switches, stop at the first failure, probes counted per wave.
 
-The order and the hitless/disruptive marks are railonly.fabric.rollout's
+The order and the hitless/disruptive marks are railonly.fabric.outdir.rollout's
 (pure, also what `railonly diff --runbook` writes); each switch's drain,
 apply, verify and undrain are run.push_device's. A wave's switches are pushed
 in parallel; a failed switch stops the rollout before the next wave (the
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.rollout import Target, waves as plan_waves
+from railonly.fabric.outdir.rollout import Target, waves as plan_waves
 
 from .inventory import Device
 from .run import Credentials, DeviceResult, Options, Progress, push_device
@@ -261,6 +261,6 @@ def lab_streams(lab) -> list[tuple[str, str, str, str]]:
 
 
 def lab_targets(lab) -> dict[str, Target]:
-    from railonly.fabric.rollout import target_of
+    from railonly.fabric.outdir.rollout import target_of
 
     return {sw.name: target_of(sw.name, sw.info) for sw in lab.switches}

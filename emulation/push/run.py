@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from railonly.fabric.rollout import frr_statements  # noqa: F401  (re-exported: tests and callers)
+from railonly.fabric.outdir.rollout import frr_statements  # noqa: F401  (re-exported: tests and callers)
 
 from .inventory import Device
 
@@ -99,7 +99,7 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     """{file name: text} to push, read from OUTDIR/configs/<device>/ without
     following a symlink (a config file that points at /etc/shadow is refused,
     never sent to a switch)."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     d = Path(configs_dir) / device.name
     try:
@@ -377,7 +377,7 @@ def _saved_frr(conn, files: dict[str, str]) -> str:
 
 def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceResult, opts: Options, what: str) -> None:
     """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed."""
-    from railonly.fabric.rollout import vtysh_commands
+    from railonly.fabric.outdir.rollout import vtysh_commands
 
     rc, out = _cmd_rc(conn, f"mkdir -p {STAGE}")
     if rc != 0:
@@ -409,7 +409,7 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
 
 
 def _hitless(statement: str) -> bool:
-    from railonly.fabric.rollout import hitless_line
+    from railonly.fabric.outdir.rollout import hitless_line
 
     return hitless_line(statement)
 
@@ -423,7 +423,7 @@ def _install(conn, files: dict[str, str]) -> None:
 
 
 def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opts: Options) -> None:
-    from railonly.fabric.rollout import bgp_asn, drain_commands
+    from railonly.fabric.outdir.rollout import bgp_asn, drain_commands
 
     if device.platform == "eos":
         conn.send_config_set(["maintenance", "unit System", "quiesce" if on else "no quiesce"],
@@ -441,7 +441,7 @@ def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opt
 
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
                opts: Options | None = None) -> None:
-    from railonly.fabric.rollout import classify
+    from railonly.fabric.outdir.rollout import classify
 
     opts = opts or Options()
     db, frr = _sonic_running(conn)
@@ -507,7 +507,7 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
     as it would when the timer ran out)."""
     from netmiko.exceptions import ConfigInvalidException
 
-    from railonly.fabric.rollout import classify
+    from railonly.fabric.outdir.rollout import classify
 
     opts = opts or Options()
     conn.enable()
