@@ -14,6 +14,7 @@ bash (so push has one code path for both), and answers with the same shapes:
     sudo config reload -y       vtysh -c '...' [-c ...]
     sudo config apply-patch FILE    sudo config save -y    show interfaces status
     CMD; echo RAILONLY_RC=$?    hostname              exit
+    cat /proc/net/snmp          (the namespace's forwarding counters, read-only)
 
 Files live in the switch's lab state (OUTDIR/.lab/ssh/<switch>/): ``etc/``
 stands for /etc/sonic (the startup files ``config reload`` reads) and
@@ -50,6 +51,7 @@ from pathlib import Path
 from .sshd import switch_dir, tree_to_flat
 
 TMP_PREFIX = "/tmp/railonly-push/"
+PROC_SNMP = "/proc/net/snmp"
 ETC_PREFIX = "/etc/sonic/"
 
 
@@ -134,7 +136,8 @@ class Shell:
             return 0
         if cmd == "cat":
             for p in argv[1:]:
-                self.out.write(self.path(p).read_text())
+                # the namespace's IP counters (what the drain watches), read-only
+                self.out.write(Path(p).read_text() if p == PROC_SNMP else self.path(p).read_text())
             return 0
         if cmd == "sha256sum":
             for p in argv[1:]:

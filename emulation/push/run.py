@@ -282,6 +282,7 @@ class Options:
     """How a rollout applies one switch (docs/push.md)."""
 
     drain_wait: float = 3.0  # seconds after a drain (or undrain) for the neighbours to move traffic
+    drain_confirm: float = 20.0  # seconds for the drained switch to stop forwarding
     verify_timeout: float = 60.0  # seconds for BGP, interfaces and BFD to come back as before
     commit_timer: str = "00:05:00"  # EOS: rolled back unless confirmed within this
     reload_timeout: float = 300.0
@@ -375,21 +376,31 @@ def _saved_frr(conn, files: dict[str, str]) -> str:
     return out if rc == 0 else ""
 
 
-def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceResult, opts: Options, what: str) -> None:
-    """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed."""
-    from railonly.fabric.outdir.rollout import vtysh_commands
+def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceResult, opts: Options, what: str,
+                 drained: bool = False) -> None:
+    """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed.
+    A reload of a drained switch starts it drained (the drain is in the FRR file it loads,
+    as SONiC keeps TSA across a reload); :func:`_reinstall` puts the plain file back."""
+    from railonly.fabric.outdir.rollout import bgp_asn, drain_config, vtysh_commands
 
     rc, out = _cmd_rc(conn, f"mkdir -p {STAGE}")
     if rc != 0:
         raise PushFailed(f"mkdir {STAGE} failed: {out[:200]}")
-    for name, text in files.items():
+    staged = dict(files)
+    if ch.reload_why and drained and "frr.conf" in files:
+        staged["frr.conf"] = files["frr.conf"] + drain_config(files["frr.conf"], bgp_asn(files["frr.conf"]))
+    for name, text in staged.items():
         _upload(conn, name, text, timeout=60.0)
     if ch.reload_why:
         _install(conn, files)
         rc, out = _cmd_rc(conn, "sudo config reload -y", timeout=opts.reload_timeout)
         if rc != 0:
             raise PushFailed(f"'config reload -y' failed ({rc}): {out.strip().splitlines()[-1] if out.strip() else 'no output'}")
-        res.steps.append(f"{what}: config reload -y, because {'; '.join(ch.reload_why)}")
+        res.steps.append(f"{what}: config reload -y, because {'; '.join(ch.reload_why)}"
+                         + (" (starting drained)" if staged != files else ""))
+        if staged != files:
+            _upload(conn, "frr.conf", files["frr.conf"], timeout=60.0)
+            _install(conn, {"frr.conf": files["frr.conf"]})  # the next start is undrained
         return
     if ch.patch:
         _upload(conn, "patch.json", json.dumps(ch.patch, indent=1, sort_keys=True) + "\n", timeout=60.0)
@@ -437,6 +448,41 @@ def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opt
         res.steps.append(("drain: AS-path prepend x3 + GRACEFUL_SHUTDOWN on " if on else "undrain: ")
                          + f"{len(cmds)} outbound route-map(s)")
     time.sleep(opts.drain_wait)
+    if on and device.platform != "eos":
+        still = _forwarding_stopped(conn, opts.drain_confirm)
+        if still is None:
+            res.steps.append("drain: confirmed, nothing forwarded for 1 s")
+        else:
+            _drain(conn, device, frr_text, False, res, Options(drain_wait=0))
+            raise PushFailed(f"drain did not move traffic away: {still} packets forwarded in the last second "
+                             f"after {opts.drain_confirm:.0f} s; undrained, nothing applied")
+
+
+def _forwarded(conn) -> int | None:
+    rc, out = _cmd_rc(conn, "cat /proc/net/snmp")
+    lines = [ln.split() for ln in out.splitlines() if ln.startswith("Ip:")]
+    if rc != 0 or len(lines) < 2 or "ForwDatagrams" not in lines[0]:
+        return None
+    try:
+        return int(lines[1][lines[0].index("ForwDatagrams")])
+    except (ValueError, IndexError):
+        return None
+
+
+def _forwarding_stopped(conn, timeout: float) -> int | None:
+    """None once the switch's kernel forwarded nothing for a second (the lab forwards in
+    the kernel; a real switch forwards in its ASIC, leaves this counter still, and the
+    drain wait is what holds); else the packets forwarded in the last second."""
+    deadline = time.monotonic() + timeout
+    last = _forwarded(conn)
+    while True:
+        time.sleep(1.0)
+        now = _forwarded(conn)
+        if last is None or now is None or now == last:
+            return None
+        if time.monotonic() > deadline:
+            return now - last
+        last = now
 
 
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
@@ -460,10 +506,11 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
             res.steps.append(f"would apply ({ch.mark}): {ch.apply_method()}")
         return
     before = health(conn, "sonic")
+    cand_frr = "\n".join(v for k, v in files.items() if k != "config_db.json")
     if ch.disruptive:
         _drain(conn, device, frr, True, res, opts)
     try:
-        _sonic_apply(conn, device, files, ch, res, opts, "apply")
+        _sonic_apply(conn, device, files, ch, res, opts, "apply", drained=ch.disruptive)
         wrong = verify(conn, "sonic", before, opts.verify_timeout)
         if wrong:
             raise PushFailed(f"verify failed: {', '.join(wrong[:4])}")
@@ -471,18 +518,17 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     except PushFailed as exc:
         back = {"config_db.json": json.dumps(db, indent=4, sort_keys=True) + "\n", "frr.conf": saved}
         undo = classify(device.name, "sonic", files, back)
-        undo.patch = [op for op in undo.patch]  # the tables the candidate listed, back as they were
         try:
-            _sonic_apply(conn, device, back, undo, res, opts, "roll back")
+            _sonic_apply(conn, device, back, undo, res, opts, "roll back", drained=ch.disruptive)
             wrong = verify(conn, "sonic", before, opts.verify_timeout)
             state = "back on its previous config" + (f" (still wrong: {', '.join(wrong[:3])})" if wrong else ", healthy")
         except PushFailed as exc2:
-            state = f"ROLL BACK FAILED: {exc2}"
+            state = f"ROLL BACK FAILED, left drained: {exc2}"
         if ch.disruptive and not state.startswith("ROLL"):
-            _drain(conn, device, frr, False, res, opts)
+            _drain(conn, device, saved, False, res, opts)
         raise PushFailed(f"{exc}; {state}") from None
     if ch.disruptive:
-        _drain(conn, device, frr, False, res, opts)
+        _drain(conn, device, cand_frr, False, res, opts)
     res.message = f"applied ({ch.mark}); running state confirmed"
 
 

@@ -255,6 +255,15 @@ def drain_commands(running_frr: str, asn: str | None, on: bool) -> list[list[str
     return cmds
 
 
+def drain_config(frr_text: str, asn: str | None) -> str:
+    """The drain as FRR config text, for a switch that must start drained (a full reload
+    while drained: FRR restarts from its files, so the drain goes into them)."""
+    out = []
+    for cmds in drain_commands(frr_text, asn, True):
+        out += [cmds[1]] + [" " + c for c in cmds[2:]] + ["exit", "!"]
+    return "\n".join(out) + "\n" if out else ""
+
+
 def bgp_asn(frr_text: str) -> str | None:
     m = re.search(r"^router bgp (\d+)", frr_text, re.M)
     return m.group(1) if m else None
