@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.outdir.rollout import Target, waves as plan_waves
+from railonly.fabric.outdir.rollout import Target, target_of, waves as plan_waves
 
 from .inventory import Device
 from .run import Credentials, DeviceResult, Options, Progress, push_device
@@ -69,7 +69,7 @@ def run(devices: list[Device], targets: dict[str, Target], configs_dir: Path, cr
                         progress if dry_run else quiet)
     plan = {r.device: r for r in planned}
     changed = [d for d in devices if plan[d.name].ok and plan[d.name].changed]
-    order = plan_waves([targets.get(d.name) or Target(d.name, "", 0) for d in changed], max_per_group)
+    order = plan_waves([targets.get(d.name) or target_of(d.name, None) for d in changed], max_per_group)
     report = Report([Wave(i, [t.device for t in w]) for i, w in enumerate(order)])
     report.unchanged = [r for r in planned if not (r.ok and r.changed)]
     if dry_run:
@@ -261,6 +261,4 @@ def lab_streams(lab) -> list[tuple[str, str, str, str]]:
 
 
 def lab_targets(lab) -> dict[str, Target]:
-    from railonly.fabric.outdir.rollout import target_of
-
     return {sw.name: target_of(sw.name, sw.info) for sw in lab.switches}
