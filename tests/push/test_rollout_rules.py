@@ -137,3 +137,29 @@ def test_probe_count_finds_losses_in_their_wave(tmp_path):
     assert p.count(t0 + 1.0, t0 + 2.0) == (100, 5)  # probes 101..200
     assert p.count(t0 + 2.0, t0 + 3.0) == (100, 1)
     assert p.count(t0 + 0.0, t0 + 0.995) == (100, 0)
+
+
+def test_rollout_stops_after_the_wave_that_failed():
+    """Planning logic only (the real thing: test_rollout_lab.py): read all, push the changed in
+    waves, stop after the first failed wave; in-sync switches are not in any wave."""
+    from railonly.emulation.push import rollout
+    from railonly.emulation.push import run as push
+    from railonly.emulation.push.inventory import Device
+
+    devices = [Device(f"rail{r}-spine{i}", "h", 22, "sonic") for r in range(2) for i in range(3)]
+    applied = []
+
+    def fake(d, configs_dir, creds, dry_run, timeout, opts):
+        if dry_run:
+            return push.DeviceResult(d.name, "sonic", True, changed=d.name != "rail1-spine2", mark="disruptive")
+        applied.append(d.name)
+        return push.DeviceResult(d.name, "sonic", d.name != "rail1-spine0", changed=True, message="x")
+
+    rep = rollout.run(devices, {}, None, push.Credentials(), push_one=fake)
+    assert [w.devices for w in rep.waves] == [["rail0-spine0"], ["rail0-spine1", "rail1-spine0"], ["rail0-spine2", "rail1-spine1"]]
+    assert rep.stopped_at == 1 and applied == ["rail0-spine0", "rail0-spine1", "rail1-spine0"]
+    text = rollout.report_text(rep, False)
+    assert "wave 2: rail0-spine2, rail1-spine1: not started (the rollout stopped)" in text
+    assert [r.device for r in rep.unchanged] == ["rail1-spine2"]
+    dry = rollout.run(devices, {}, None, push.Credentials(), dry_run=True, push_one=fake)
+    assert len(dry.waves) == 3 and not applied[3:]  # a dry run applies nothing
