@@ -100,7 +100,7 @@ def search(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> tuple
             counts["placements"] += 1
         comp = stage_compute_s(cand)
         for n in networks:
-            times = [(par, e, t * p.micro_batch if par != "dp" else t) for par, e, t in cache[key][n]]
+            times = [(par, op, e, t * p.micro_batch if par != "dp" else t) for par, op, e, t in cache[key][n]]
             r = assemble(cand, times, n, comp)
             if _better(best[n], cand, r, mem["total_gb"]):
                 best[n] = Best(cand, r, mem["total_gb"])
