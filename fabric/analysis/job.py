@@ -231,10 +231,8 @@ def parse_order(text: str) -> tuple[tuple[str, ...] | None, str]:
 
 
 def full_order(dims: tuple[str, ...]) -> tuple[str, ...]:
-    """The order with cp just after tp and ep just before dp when the job leaves them out (ep is carved out of dp)."""
-    if "cp" not in dims:
-        i = dims.index("tp") + 1
-        dims = dims[:i] + ("cp",) + dims[i:]
+    """The order with ep placed just before dp when the job leaves it out (ep is carved out of dp;
+    a missing cp sits just after tp, placement.with_cp)."""
     if "ep" in dims:
         return dims
     i = dims.index("dp")

@@ -37,10 +37,18 @@ def dim_sizes(job: Job) -> dict[str, int]:
     return {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp // p.ep, "pp": p.pp}
 
 
+def with_cp(order: tuple[str, ...]) -> tuple[str, ...]:
+    """The order with cp just after tp when it leaves cp out (Megatron's place for it)."""
+    if "cp" in order:
+        return tuple(order)
+    i = order.index("tp") + 1
+    return tuple(order[:i]) + ("cp",) + tuple(order[i:])
+
+
 def strides(sizes: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
     """Rank distance between neighbours along each dimension (fastest-varying first)."""
     out, s = {}, 1
-    for d in order:
+    for d in with_cp(order):
         out[d] = s
         s *= sizes.get(d, 1)
     return out
@@ -48,7 +56,7 @@ def strides(sizes: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
 
 def rank_groups(sizes: dict[str, int], order: tuple[str, ...], vary: tuple[str, ...]) -> np.ndarray:
     """Ranks grouped by the dims in `vary` (groups x members, members ascending)."""
-    dims = [d for d in order if d in sizes]
+    dims = [d for d in with_cp(order) if d in sizes]
     shape = [sizes[d] for d in reversed(dims)]  # C order: slowest first
     ranks = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     axes = list(reversed(dims))

@@ -116,7 +116,7 @@ def test_job_keys_override_the_preset():
 
 def test_order_defaults_and_ep_inserted_before_dp():
     job = parse_job("name: t\nmodel: {preset: gpt-1t}\nparallel: {tp: 8, pp: 8, global_batch: 8, order: tp-pp-dp}\ngpu: {preset: a100}\n")
-    assert job.parallel.order == ("tp", "pp", "ep", "dp")
+    assert job.parallel.order == ("tp", "pp", "ep", "dp")  # cp (size 1 here) sits after tp when placed
     job = parse_job("name: t\nmodel: {preset: gpt-1t}\nparallel: {global_batch: 8}\ngpu: {preset: a100}\n")
     assert job.parallel.order == ("tp", "cp", "ep", "dp", "pp") and job.parallel.recompute == "selective"
 
