@@ -5,7 +5,9 @@ cross-rail). Each network maps the classes onto links, and a step takes the
 time of its most loaded link (bytes / rate, one direction):
 
   ideal           every GPU in one HB domain (the paper's K = N): all bytes at the HB rate
-                  (or the NIC's, were it faster, so the ideal bounds both from below)
+                  (or the NIC's, were it faster, so the ideal bounds both from below); a
+                  collective is a flat ring there, so traffic.Collective.ideal_time times it
+                  from its payload alone, independent of the fabric's K
   rail-optimized  hb bytes on NVLink; rail bytes on the NIC; cross-rail bytes on the NIC
                   and the spine (at NIC / oversub when the spine is oversubscribed)
   rail-only       like rail-optimized while no byte crosses rails (so the two are equal);

@@ -1,9 +1,11 @@
 """`--search` and `--sweep`.
 
 Search: the best (tp, pp, dp, ep, micro-batch, vpp, recompute) per network for
-the job's model, global batch and GPU count (tp x pp x dp = the job's GPUs),
-among configurations whose memory estimate fits the GPU. tp stays inside an
-HB domain (a divisor of heads up to K). What makes it fast: memory is checked
+the job's model, global batch and GPU count (tp x cp x pp x dp = the job's GPUs,
+cp as the job has it), among configurations whose memory estimate fits the GPU.
+tp stays inside an HB domain (a divisor of kv_heads up to K). An empty result
+says why (why_empty); a job that does not fit gets the fastest one that does
+(would_fit). What makes it fast: memory is checked
 first (no placement for what cannot fit); placement and collectives are built
 once per (tp, pp, dp, ep) at micro-batch 1 and reused, since a call's time
 scales with the micro-batch and the rest of the iteration is arithmetic.
@@ -48,8 +50,8 @@ def _divisors(n: int) -> list[int]:
 def candidates(job: Job, cluster: Cluster):
     """Every job variant of the space (before the memory check), in a fixed order."""
     m, p = job.model, job.parallel
-    n = p.gpus
-    for tp in _divisors(m.heads):
+    n = p.gpus // p.cp  # the job's context parallelism stays as it is
+    for tp in _divisors(m.kv):  # a divisor of kv_heads (so of heads too)
         if tp > cluster.hb_size or n % tp:
             continue
         for pp in _divisors(m.layers):
@@ -85,9 +87,12 @@ def search(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> tuple
     best: dict[str, Best | None] = {n: None for n in networks}
     cache: dict[tuple, dict] = {}
     counts = {"space": 0, "fit_memory": 0, "placements": 0}
+    least: tuple[float, Job] | None = None
     for cand in candidates(job, cluster):
         counts["space"] += 1
         mem = estimate(cand)
+        if least is None or mem["total_gb"] < least[0]:
+            least = (mem["total_gb"], cand)
         if not mem["fits"]:
             continue
         counts["fit_memory"] += 1
@@ -104,7 +109,39 @@ def search(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> tuple
             r = assemble(cand, times, n, comp)
             if _better(best[n], cand, r, mem["total_gb"]):
                 best[n] = Best(cand, r, mem["total_gb"])
+    if least is not None:
+        counts["least_memory"] = {"gb": round(least[0], 3), "parallel": parallel_dict(least[1])}
     return {n: b for n, b in best.items() if b is not None}, counts
+
+
+def why_empty(job: Job, cluster: Cluster, counts: dict) -> str:
+    """Why the search found nothing, and what to change."""
+    p, m = job.parallel, job.model
+    if not counts["space"]:
+        return (f"no split of the job's {p.gpus:,} GPUs works: tp must divide model.heads ({m.heads}) and be at most K = "
+                f"{cluster.hb_size}, pp divide model.layers ({m.layers}), and micro_batch x dp divide global_batch "
+                f"({p.global_batch}); change dp or global_batch")
+    least = counts.get("least_memory")
+    fix = ("use more GPUs (dp), a GPU with more memory, or distributed_optimizer: true" if not p.distributed_optimizer
+           else "use more GPUs (dp) or a GPU with more memory")
+    if least:
+        q = least["parallel"]
+        return (f"none of the {counts['space']:,} configurations fits in {job.gpu.memory_gb:g} GB per GPU; the smallest needs "
+                f"{least['gb']:.1f} GB (tp {q['tp']} pp {q['pp']} dp {q['dp']} micro-batch {q['micro_batch']} recompute "
+                f"{q['recompute']}): {fix}")
+    return f"no configuration fits in memory: {fix}"
+
+
+def would_fit(job: Job, cluster: Cluster, rates: Rates) -> dict:
+    """For a job that does not fit: the fastest configuration on its GPUs that does, or why none does."""
+    found, counts = search(job, cluster, rates, ("rail-only",))
+    best = found.get("rail-only")
+    if best is None:
+        return {"parallel": None, "text": why_empty(job, cluster, counts)}
+    q = parallel_dict(best.job)
+    return {"parallel": q, "memory_gb": round(best.memory_gb, 3), "iteration_s": best.result.iteration_s,
+            "text": f"tp {q['tp']} pp {q['pp']} dp {q['dp']} ep {q['ep']} micro-batch {q['micro_batch']} vpp {q['vpp']} "
+                    f"recompute {q['recompute']} ({best.memory_gb:.1f} GB, {best.result.iteration_s:.3g} s an iteration on rail-only)"}
 
 
 def brute_force(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> dict[str, Best]:
@@ -149,9 +186,9 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
         j, c = got
         rates = Rates.of(c, oversub)
         if do_search:
-            found, _ = search(j, c, rates)
+            found, counts = search(j, c, rates)
             if not found:
-                points.append({"value": v, "note": "no configuration fits in memory and splits the global batch"})
+                points.append({"value": v, "note": why_empty(j, c, counts)})
                 continue
             results = {n: b.result for n, b in found.items()}
             chosen = {n: parallel_dict(b.job) for n, b in found.items()}
@@ -167,7 +204,7 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
 
 def parallel_dict(job: Job) -> dict:
     p = job.parallel
-    return {"tp": p.tp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "micro_batch": p.micro_batch, "vpp": p.vpp,
+    return {"tp": p.tp, "cp": p.cp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "micro_batch": p.micro_batch, "vpp": p.vpp,
             "recompute": p.recompute, "order": p.order_text}
 
 

@@ -87,7 +87,23 @@ class Collective:
 
     def time(self, network: str, rates: Rates) -> float:
         """Seconds of one call: the slowest group type paces it (groups run at once)."""
+        if network == "ideal":
+            return self.ideal_time(rates)
         return max((t.time(network, rates) for t in self.types), default=0.0)
+
+    def ideal_time(self, rates: Rates) -> float:
+        """One call on the ideal network (every GPU in one HB domain, the paper's K = N): a flat
+        ring (or all-to-all, or one send) at the HB rate, whatever the fabric's K."""
+        n = self.group_size
+        if self.parallelism == "pp":
+            moved = self.payload if self.types and any(t.steps for t in self.types) else 0.0
+        elif n <= 1:
+            return 0.0
+        elif self.op == "all-reduce":
+            moved = 2 * (n - 1) / n * self.payload
+        else:
+            moved = (n - 1) / n * self.payload
+        return moved / max(rates.hb, rates.nic)
 
     def bytes_per_gpu(self) -> np.ndarray:
         """Bytes a GPU sends per call by class (hb, rail, cross_rail), averaged over the job's GPUs."""
