@@ -186,6 +186,7 @@ class Gpu:
     price_usd: float = GPU_FIELDS["price_usd"].default
     gemm_efficiency: float = GPU_FIELDS["gemm_efficiency"].default
     gemm_half_width: float = GPU_FIELDS["gemm_half_width"].default
+    gemm_half_tokens: float = GPU_FIELDS["gemm_half_tokens"].default
     hbm_gbps: float = GPU_FIELDS["hbm_gbps"].default
     memory_efficiency: float = GPU_FIELDS["memory_efficiency"].default
     fp8_tflops: float | None = None
@@ -359,7 +360,7 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
                         distributed_optimizer=p["distributed_optimizer"], precision=p["precision"],
                         flash_attention=p["flash_attention"])
     g = {k: (v if v is not None else GPU_FIELDS[k].default) for k, v in gpu_v.items()}
-    optional = ("power_w", "price_usd", "gemm_efficiency", "gemm_half_width", "hbm_gbps", "memory_efficiency")
+    optional = ("power_w", "price_usd", "gemm_efficiency", "gemm_half_width", "gemm_half_tokens", "hbm_gbps", "memory_efficiency")
     gpu = Gpu(name=gname or "custom", tflops=float(g["tflops"]), memory_gb=float(g["memory_gb"]),
               fp8_tflops=float(g["fp8_tflops"]) if g.get("fp8_tflops") is not None else None,
               **{k: float(g[k]) for k in optional})
