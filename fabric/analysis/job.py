@@ -210,9 +210,10 @@ class Job:
 
 
 def default_ffn(hidden: int, mlp: str) -> int:
-    """4 h for a GELU MLP; a SwiGLU MLP keeps about its parameters with three matrices: 8/3 h, rounded up to 64."""
+    """4 h for a GELU MLP; a SwiGLU MLP keeps about its parameters with three matrices: 8/3 h,
+    rounded up to a multiple of 256 (as Llama: 11,008 for h = 4,096)."""
     if mlp == "swiglu":
-        return -(-8 * hidden // 3 // 64) * 64
+        return -(-(8 * hidden // 3) // 256) * 256
     return 4 * hidden
 
 

@@ -43,6 +43,10 @@ def heatmap_png(m: np.ndarray, block: int, title: str) -> bytes:
 
 def sweep_png(points: list[dict], axis_label: str, title: str, log_x: bool) -> bytes:
     """Iteration time per network (top) and rail-only over ideal (bottom) along the swept axis."""
+    return _png(sweep_figure(points, axis_label, title, log_x))
+
+
+def sweep_figure(points: list[dict], axis_label: str, title: str, log_x: bool):
     fig = _figure(7.0, 6.0)
     top, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
     colors = {"rail-only": "#d62728", "rail-optimized": "#1f77b4", "ideal": "#2ca02c"}
@@ -71,4 +75,4 @@ def sweep_png(points: list[dict], axis_label: str, title: str, log_x: bool) -> b
     low.set_xticklabels([f"{x:g}" for x in xs], fontsize=8)
     low.set_xlabel(axis_label)
     fig.tight_layout()
-    return _png(fig)
+    return fig

@@ -51,7 +51,7 @@ MODEL_FIELDS: dict[str, Field] = {
     "vocab": Field("int", min=1, max=10_000_000, hint="vocabulary size V, e.g. 51200"),
     "kv_heads": Field("int", min=1, max=100_000, hint="key/value heads for grouped-query attention (default: heads), e.g. 8"),
     "mlp": Field("choice", choices=("gelu", "swiglu"), hint="gelu: two matrices; swiglu: gated, three matrices (Llama)"),
-    "ffn": Field("int", min=1, max=10_000_000, hint="MLP (or one expert's) inner size; default 4 x hidden (gelu), 8/3 x hidden rounded up to 64 (swiglu)"),
+    "ffn": Field("int", min=1, max=10_000_000, hint="MLP (or one expert's) inner size; default 4 x hidden (gelu), 8/3 x hidden rounded up to 256 (swiglu)"),
     "tied_embeddings": Field("bool", hint="true: the output layer reuses the input embedding (GPT); false: its own V x h matrix (Llama)"),
     # Checked against MOE_FIELDS by check_moe (a "section" would be filled in when absent).
     "moe": Field("map", default=None, hint="{experts, top_k, every} for a mixture-of-experts model"),
