@@ -82,8 +82,31 @@ def _better(best: Best | None, job: Job, r: Result, mem: float) -> bool:
     return key < (round(best.result.iteration_s, 9), old.tp, old.pp, old.ep, old.micro_batch, old.vpp, RECOMPUTE.index(old.recompute))
 
 
+def ideal_cluster(job: Job, cluster: Cluster) -> Cluster:
+    """The ideal network's cluster: every GPU of the job in one HB domain (the paper's K = N), at the
+    design's rates, so the ideal's best configuration does not depend on the design's K."""
+    return dataclasses.replace(cluster, hb_size=job.parallel.gpus, hb_count=1)
+
+
+def _split(networks) -> tuple[tuple[str, ...], bool]:
+    return tuple(n for n in networks if n != "ideal"), "ideal" in networks
+
+
 def search(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> tuple[dict[str, Best], dict]:
-    """({network: Best}, counts) over the space; counts say how much was evaluated."""
+    """({network: Best}, counts) over the space; counts say how much was evaluated. The ideal
+    network is searched on its own cluster (K = N): tp is not held to the design's K there."""
+    real, ideal = _split(networks)
+    found, counts = _search(job, cluster, rates, real)
+    if ideal:
+        more, ideal_counts = _search(job, ideal_cluster(job, cluster), rates, ("ideal",))
+        found.update(more)
+        counts["ideal"] = {k: v for k, v in ideal_counts.items() if k != "least_memory"}
+    return {n: found[n] for n in networks if n in found}, counts
+
+
+def _search(job: Job, cluster: Cluster, rates: Rates, networks) -> tuple[dict[str, Best], dict]:
+    if not networks:
+        return {}, {"space": 0, "fit_memory": 0, "placements": 0}
     best: dict[str, Best | None] = {n: None for n in networks}
     cache: dict[tuple, dict] = {}
     counts = {"space": 0, "fit_memory": 0, "placements": 0}
@@ -146,6 +169,14 @@ def would_fit(job: Job, cluster: Cluster, rates: Rates) -> dict:
 
 def brute_force(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> dict[str, Best]:
     """The same space, every point placed and evaluated from scratch."""
+    real, ideal = _split(networks)
+    found = _brute_force(job, cluster, rates, real)
+    if ideal:
+        found.update(_brute_force(job, ideal_cluster(job, cluster), rates, ("ideal",)))
+    return {n: found[n] for n in networks if n in found}
+
+
+def _brute_force(job: Job, cluster: Cluster, rates: Rates, networks) -> dict[str, Best]:
     best: dict[str, Best | None] = {n: None for n in networks}
     for cand in candidates(job, cluster):
         mem = estimate(cand)
@@ -187,7 +218,7 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
         rates = Rates.of(c, oversub)
         if do_search:
             found, counts = search(j, c, rates)
-            if not found:
+            if any(n not in found for n in NETWORKS):  # the ideal alone may fit (its tp is not held to K)
                 points.append({"value": v, "note": why_empty(j, c, counts)})
                 continue
             results = {n: b.result for n, b in found.items()}

@@ -155,7 +155,7 @@ def run(args) -> int:
         a.search = {n: {"parallel": parallel_dict(b.job), **b.result.as_dict(), "memory_gb": round(b.memory_gb, 3)}
                     for n, b in found.items()}
         a.search["evaluated"] = counts
-        if not found:
+        if not any(n != "ideal" for n in found):
             a.search["empty"] = why_empty(job, cluster, counts)
             failed = True
     if not a.memory["fits"]:

@@ -166,6 +166,17 @@ def test_ideal_network_does_not_depend_on_k():
     assert len(ideal) == 1
 
 
+def test_searched_ideal_does_not_depend_on_k():
+    # the ideal is every GPU in one HB domain: its best configuration is searched there, not
+    # under the design's K (issue 26: K = 1 gave an "ideal" eight times slower)
+    from railonly.fabric.analysis.search import sweep
+
+    job = parse_job("name: t\nmodel: {preset: gpt-22b}\nparallel: {tp: 8, pp: 2, dp: 4, global_batch: 64}\ngpu: {preset: a100}\n")
+    points = sweep(job, Cluster(8, 8, 200, 2400), "k", [1, 2, 8, 64], do_search=True)
+    ideal = {round(pt["networks"]["ideal"]["iteration_s"], 9) for pt in points if "networks" in pt}
+    assert len(points) == 4 and len(ideal) == 1
+
+
 def test_times_below_a_millisecond_print_in_ms():
     assert _t(0.000466) == "0.466 ms" and _t(0.0123) == "0.012 s" and _t(12.3456) == "12.346 s" and _t(1234.5) == "1,234.5 s"
 
