@@ -211,5 +211,6 @@ def text(a: Analysis, design_name: str) -> str:
                 continue
             q = s["parallel"]
             lines.append(f"  {n}: tp {q['tp']} pp {q['pp']} dp {q['dp']} ep {q['ep']} micro-batch {q['micro_batch']} vpp {q['vpp']} "
-                         f"{q['recompute']}: {_t(s['iteration_s'])}, MFU {s['mfu']:.1%}, {s['memory_gb']:.1f} GB")
+                         f"{q['recompute']}{', distributed optimizer' if q['distributed_optimizer'] else ''}: "
+                         f"{_t(s['iteration_s'])}, MFU {s['mfu']:.1%}, {s['memory_gb']:.1f} GB")
     return "\n".join(lines)

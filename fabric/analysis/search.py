@@ -1,6 +1,7 @@
 """`--search` and `--sweep`.
 
-Search: the best (tp, pp, dp, ep, micro-batch, vpp, recompute) per network for
+Search: the best (tp, pp, dp, ep, micro-batch, vpp, recompute, distributed
+optimizer: the job's setting or on) per network for
 the job's model, global batch and GPU count (tp x cp x pp x dp = the job's GPUs,
 cp as the job has it), among configurations whose memory estimate fits the GPU.
 tp stays inside an HB domain (a divisor of kv_heads up to K). An empty result
@@ -70,16 +71,19 @@ def candidates(job: Job, cluster: Cluster):
                         for rc in RECOMPUTE:
                             if p.sp and tp > 1 and m.seq % tp:
                                 continue
-                            yield job.replace(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=mb, vpp=vpp, recompute=rc)
+                            # the distributed optimizer as the job has it, and on if it is off
+                            for do in sorted({p.distributed_optimizer, True}):
+                                yield job.replace(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=mb, vpp=vpp, recompute=rc,
+                                                  distributed_optimizer=do)
 
 
 def _better(best: Best | None, job: Job, r: Result, mem: float) -> bool:
     if best is None:
         return True
-    key = (round(r.iteration_s, 9), job.parallel.tp, job.parallel.pp, job.parallel.ep, job.parallel.micro_batch,
-           job.parallel.vpp, RECOMPUTE.index(job.parallel.recompute))
-    old = best.job.parallel
-    return key < (round(best.result.iteration_s, 9), old.tp, old.pp, old.ep, old.micro_batch, old.vpp, RECOMPUTE.index(old.recompute))
+    def key(p, t: float) -> tuple:
+        return (round(t, 9), p.tp, p.pp, p.ep, p.micro_batch, p.vpp, RECOMPUTE.index(p.recompute), p.distributed_optimizer)
+
+    return key(job.parallel, r.iteration_s) < key(best.job.parallel, best.result.iteration_s)
 
 
 def ideal_cluster(job: Job, cluster: Cluster) -> Cluster:
@@ -120,7 +124,7 @@ def _search(job: Job, cluster: Cluster, rates: Rates, networks) -> tuple[dict[st
             continue
         counts["fit_memory"] += 1
         p = cand.parallel
-        key = (p.tp, p.pp, p.dp, p.ep, p.vpp > 1)
+        key = (p.tp, p.pp, p.dp, p.ep, p.vpp > 1, p.distributed_optimizer)
         if key not in cache:
             unit = cand.replace(micro_batch=1, vpp=2 if p.vpp > 1 else 1, global_batch=p.dp * p.pp * 2)
             colls = collectives(unit, layout(unit, cluster))
@@ -145,8 +149,7 @@ def why_empty(job: Job, cluster: Cluster, counts: dict) -> str:
                 f"{cluster.hb_size}, pp divide model.layers ({m.layers}), and micro_batch x dp divide global_batch "
                 f"({p.global_batch}); change dp or global_batch")
     least = counts.get("least_memory")
-    fix = ("use more GPUs (dp), a GPU with more memory, or distributed_optimizer: true" if not p.distributed_optimizer
-           else "use more GPUs (dp) or a GPU with more memory")
+    fix = "use more GPUs (dp) or a GPU with more memory (the search already tries the distributed optimizer)"
     if least:
         q = least["parallel"]
         return (f"none of the {counts['space']:,} configurations fits in {job.gpu.memory_gb:g} GB per GPU; the smallest needs "
@@ -164,7 +167,8 @@ def would_fit(job: Job, cluster: Cluster, rates: Rates) -> dict:
     q = parallel_dict(best.job)
     return {"parallel": q, "memory_gb": round(best.memory_gb, 3), "iteration_s": best.result.iteration_s,
             "text": f"tp {q['tp']} pp {q['pp']} dp {q['dp']} ep {q['ep']} micro-batch {q['micro_batch']} vpp {q['vpp']} "
-                    f"recompute {q['recompute']} ({best.memory_gb:.1f} GB, {best.result.iteration_s:.3g} s an iteration on rail-only)"}
+                    f"recompute {q['recompute']}" + (", distributed_optimizer: true" if q["distributed_optimizer"] else "")
+                    + f" ({best.memory_gb:.1f} GB, {best.result.iteration_s:.3g} s an iteration on rail-only)"}
 
 
 def brute_force(job: Job, cluster: Cluster, rates: Rates, networks=NETWORKS) -> dict[str, Best]:
@@ -236,7 +240,7 @@ def sweep(job: Job, cluster: Cluster, axis: str, values: list[float], oversub: f
 def parallel_dict(job: Job) -> dict:
     p = job.parallel
     return {"tp": p.tp, "cp": p.cp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "micro_batch": p.micro_batch, "vpp": p.vpp,
-            "recompute": p.recompute, "order": p.order_text}
+            "recompute": p.recompute, "distributed_optimizer": p.distributed_optimizer, "order": p.order_text}
 
 
 def render_sweep_csv(points: list[dict]) -> str:
