@@ -95,7 +95,7 @@ def pair_class(a: np.ndarray, b: np.ndarray, K: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PlacementProblem:
-    group: str  # tp | pp | dp | ep
+    group: str  # tp | cp | pp | dp | ep
     message: str
     fix: str
 

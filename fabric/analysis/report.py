@@ -147,12 +147,12 @@ def _params(n: float) -> str:
 def text(a: Analysis, design_name: str) -> str:
     j, p, pl = a.job, a.job.parallel, a.placement
     doc = contract(a, design_name)
-    lines = [f"{j.name} on {design_name}: {p.gpus:,} GPUs (K = {a.cluster.hb_size}), tp {p.tp} x pp {p.pp} x dp {p.dp}"
+    lines = [f"{j.name} on {design_name}: {p.gpus:,} GPUs (K = {a.cluster.hb_size}), tp {p.tp}"
+             + (f" x cp {p.cp}" if p.cp > 1 else "") + f" x pp {p.pp} x dp {p.dp}"
              + (f" (ep {p.ep})" if p.ep > 1 else "") + f", order {'-'.join(pl.order)}, "
              f"{j.gpu.name} {j.gpu.tflops:g} TFLOPS, NIC {a.cluster.nic_gbps:g} / HB {a.cluster.hb_gbps:g} Gb/s",
              f"model: {_params(j.model.params)} parameters"
-             + (f" ({_params(j.model.expert_params)} in routed experts)" if j.model.is_moe else "")
-             + (f", cp {p.cp}" if p.cp > 1 else "")]
+             + (f" ({_params(j.model.expert_params)} in routed experts)" if j.model.is_moe else "")]
     if pl.ok:
         lines.append("placement: ok (every TP, PP and DP group stays on HB or on one rail)")
     else:
