@@ -245,7 +245,7 @@ def collectives(job: Job, pl: Placement) -> list[Collective]:
         # ring attention: each rank passes its keys and values around the ring (cp - 1 hops, an
         # all-gather's bytes) forward, and keys, values and their gradients backward
         g = pl.groups["cp"]
-        kv = 2 * act * m.kv / m.heads / p.tp
+        kv = 2 * act * m.kv / m.heads / p.tp * p.cp  # every rank's keys and values: an all-gather's output
         calls = mb * layers * (3 if p.recompute == "none" else 4)
         out.append(Collective("cp", "all-gather", kv, calls, g, ring_types(g, K, kv, "all-gather"), exposed=1 - p.tp_overlap))
     if m.is_moe and p.ep > 1:

@@ -124,6 +124,16 @@ def test_overlap_hides_communication_but_never_more_than_compute():
     assert r["tp"].breakdown_s["compute"] == r["none"].breakdown_s["compute"]
 
 
+def test_context_parallel_ring_moves_every_other_ranks_keys_and_values():
+    text = ("name: t\nmodel: {layers: 4, hidden: 4096, heads: 32, kv_heads: 8, seq: 8192, vocab: 32000}\n"
+            "parallel: {tp: 4, cp: 4, dp: 1, global_batch: 2, recompute: selective}\ngpu: {preset: h100}\n")
+    j = parse_job(text)
+    (cp,) = [c for c in collectives(j, place(j, Cluster(8, 2, 400, 3600))) if c.parallelism == "cp"]
+    chunk = 2 * 2 * 8192 / 4 * (8 * 128) / 4  # keys and values (bf16) of a rank's 2,048 tokens, its tp share of 8 kv heads
+    assert cp.bytes_per_gpu().sum() == pytest.approx(3 * chunk)  # cp - 1 = 3 hops a pass
+    assert cp.calls == 2 * 4 * 4  # micro-batches x layers x (forward, backward keys/values and gradients, recompute)
+
+
 def test_fp8_runs_the_linear_layers_faster():
     text = "name: t\nmodel: {preset: gpt-22b}\nparallel: {tp: 8, global_batch: 8%s}\ngpu: {preset: h100}\n"
     c = Cluster(8, 1, 400, 3600)
