@@ -72,7 +72,11 @@ def ranked_orders(job: Job, cluster: Cluster, rates: Rates | None = None) -> lis
 
 
 def auto_order(job: Job, cluster: Cluster, rates: Rates | None = None) -> tuple[str, ...]:
-    return ranked_orders(job, cluster, rates)[0].order
+    ranked = ranked_orders(job, cluster, rates)
+    best = ranked[0]
+    own = next(s for s in ranked if s.order == with_cp(job.parallel.order))
+    # a tie at 9 digits may hide a last-bit difference: never return an order slower than the job's
+    return own.order if own.iteration_s < best.iteration_s else best.order
 
 
 def _aligned_dp(job: Job, cluster: Cluster) -> int | None:
