@@ -55,7 +55,7 @@ FIELDS: dict[str, Field] = {
                              hint="precision of the DP gradient reduction: fp32 (Megatron's default for bf16 training, 4 bytes), bf16 or fp16 (2 bytes)"),
         "distributed_optimizer": Field("bool", default=False, hint="shard the optimizer over DP: reduce-scatter gradients, all-gather parameters (Megatron: --use-distributed-optimizer)"),
         "precision": Field("choice", default="bf16", choices=PRECISION, hint="matrix-multiply precision: bf16, fp16 or fp8 (needs gpu.fp8_tflops)"),
-        "flash_attention": Field("bool", default=True, hint="fused attention (no s x s score matrix in memory); false for runs before it (2021-2022)"),
+        "flash_attention": Field("bool", default=False, hint="fused (flash) attention: no s x s score matrix through memory; Megatron's --use-flash-attn, off by default"),
     }),
     "gpu": Field("section", required=True, hint="give gpu.preset (a100, h100, h200, gh200, b200) or gpu.tflops and gpu.memory_gb",
                  fields={"preset": Field("str", default=None, hint="a GPU preset: a100, h100, h200, gh200, b200 (or your own in --presets)"),
@@ -156,7 +156,7 @@ class Parallel:
     grad_reduce: str = "fp32"
     distributed_optimizer: bool = False
     precision: str = "bf16"
-    flash_attention: bool = True
+    flash_attention: bool = False
 
     @property
     def gpus(self) -> int:

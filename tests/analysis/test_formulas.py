@@ -151,7 +151,8 @@ def test_activation_memory_korthikanti_table2():
     assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: none, flash_attention: false")) == pytest.approx(
         s * b * h * (34 + 5 * a * s / h) / t)
     # flash attention keeps no s x s scores
-    assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: none")) == pytest.approx(34 * s * b * h / t)
+    assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: none, flash_attention: true")) == pytest.approx(
+        34 * s * b * h / t)
     assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: full")) == 2 * s * b * h / t
     assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, sp: false")) == pytest.approx(s * b * h * (10 + 24 / t))
 

@@ -65,7 +65,7 @@ def test_every_held_out_job_fits_its_gpus():
 
 LLAMA3_70B = ("name: llama\nmodel: {layers: 80, hidden: 8192, heads: 64, kv_heads: 8, mlp: swiglu, ffn: 28672, "
               "vocab: 128256, seq: 8192, tied_embeddings: false}\n"
-              "parallel: {tp: 8, pp: 4, dp: 8, cp: 2, global_batch: 64, distributed_optimizer: true}\ngpu: {preset: h100}\n")
+              "parallel: {tp: 8, pp: 4, dp: 8, cp: 2, global_batch: 64, distributed_optimizer: true, flash_attention: true}\ngpu: {preset: h100}\n")
 
 
 def test_llama3_70b_counts_70_6b_parameters():
