@@ -128,6 +128,12 @@ def _hbm(job: Job) -> float:
     return job.gpu.hbm_gbps * 1e9 * job.gpu.memory_efficiency
 
 
+def _attention_memory_bytes(job: Job) -> float:
+    """Softmax and dropout over the s x s scores (none with flash attention), forward."""
+    m, p = job.model, job.parallel
+    return 0.0 if p.flash_attention else 9 * p.micro_batch * m.seq / p.cp * m.seq * m.heads / p.tp
+
+
 def layer_memory_bytes(job: Job, moe: bool) -> float:
     """Bytes the memory-bound kernels of one layer move on one GPU, forward, one micro-batch."""
     m, p = job.model, job.parallel
@@ -136,16 +142,10 @@ def layer_memory_bytes(job: Job, moe: bool) -> float:
     wide = tokens * m.hidden / (t if p.sp and t > 1 else 1)  # h-wide activations on this GPU
     out = 22 * wide
     out += (6 if m.mlp == "swiglu" else 4) * tokens * m.ffn * _experts_per_token(job, moe) / t
-    if not p.flash_attention:
-        out += 9 * tokens * m.seq * m.heads / t
+    out += _attention_memory_bytes(job)
     if moe:
         out += 8 * tokens * m.hidden * m.top_k / t
     return out
-
-
-def _attention_memory_bytes(job: Job) -> float:
-    m, p = job.model, job.parallel
-    return 0.0 if p.flash_attention else 9 * p.micro_batch * m.seq / p.cp * m.seq * m.heads / p.tp
 
 
 def stage_compute_s(job: Job) -> float:
