@@ -16,7 +16,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"
-SHARED = REPO.parent / "shared"
 
 
 def assert_golden(path: Path, actual: str | bytes) -> None:

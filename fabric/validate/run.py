@@ -14,7 +14,7 @@ from typing import Callable
 
 from railonly.fabric.problems import InputError
 
-from . import untrusted
+from . import lab_schemas, untrusted
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
 from .manifest import check_manifest
@@ -60,6 +60,10 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
 
     switches = [n for n in fabric["nodes"] if n.get("role") == "switch"]
     picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
+    if any(y and n.get("platform") != "eos" for n, y in zip(switches, picked)):
+        from . import sonic_yang
+
+        sonic_yang.require()  # exit 3 naming the missing binding, before any result
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr_texts: dict[str, str] = {}
@@ -81,7 +85,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n["name"]: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
-    return results + crosscheck(fabric, facts) + plant(fabric, read)
+    return results + crosscheck(fabric, facts) + plant(fabric, read) + lab_schemas.check(fabric, read)
 
 
 def _read_shard(state, i: int, n: int):

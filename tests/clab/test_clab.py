@@ -6,7 +6,6 @@ import ipaddress
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
@@ -16,12 +15,12 @@ from railonly.fabric import clab, compiler, lab_slice
 from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import load_design, parse_design
+from railonly.fabric.validate import lab_schemas
 from railonly.fabric.writer import write_outdir
 
 from ..conftest import assert_golden
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = REPO.parent / "shared" / "schemas" / "clab.schema.json"
 GOLDEN = REPO / "tests" / "golden" / "clab"
 LABS = REPO / "labs"
 
@@ -47,9 +46,7 @@ DESIGNS = {
 
 @pytest.fixture(scope="module")
 def validator():
-    if not SCHEMA.exists():
-        pytest.skip(f"containerlab schema not found at {SCHEMA}")
-    return jsonschema.Draft7Validator(json.loads(SCHEMA.read_text()))
+    return lab_schemas.clab_validator()  # the schema shipped in the package
 
 
 def lab_topology(d):

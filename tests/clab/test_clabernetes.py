@@ -14,17 +14,16 @@ from __future__ import annotations
 import copy
 import re
 
-import jsonschema
 import pytest
 import yaml
 
 from railonly.fabric import clabernetes
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design import load_design
+from railonly.fabric.validate import lab_schemas
 
-from ..conftest import GOLDEN, REPO, SHARED, assert_golden
+from ..conftest import GOLDEN, REPO, assert_golden
 
-CRD = SHARED / "schemas" / "clabernetes-topology.crd.yaml"
 LABS = sorted((REPO / "labs").glob("*.yml"))
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -32,11 +31,7 @@ DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 @pytest.fixture(scope="module")
 def topology_schema():
-    if not CRD.exists():
-        pytest.skip(f"clabernetes CRD not found at {CRD}")
-    crd = yaml.safe_load(CRD.read_text())
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
-    return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
+    return lab_schemas.topology_validator()  # the CRD shipped in the package
 
 
 _compiled: dict = {}
