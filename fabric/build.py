@@ -1,6 +1,6 @@
 """Design -> fabric graph, for `rail-only` and the `rail-optimized` baseline.
 
-Wiring rules (PAPER.md):
+Wiring rules (docs/fabric.md):
 * GPU r of every HB domain has one NIC, on rail r; every GPU also has an HB
   port on its domain's NVSwitch.
 * A Clos of 1, 2 or 3 tiers is non-blocking: below the top tier a switch has

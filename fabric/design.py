@@ -1,4 +1,4 @@
-"""The design file (Contract 1): keys, defaults, validation, the Design object.
+"""The design file (docs/reference/design.md): keys, defaults, validation, the Design object.
 
 Every key a design may use is declared in :data:`FIELDS` with its default and
 a hint; the README's key reference is written from the same table. Checks

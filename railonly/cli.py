@@ -1,4 +1,4 @@
-"""The `railonly` command line (Contract 2).
+"""The `railonly` command line (docs/commands/index.md).
 
 Each subcommand lives in railonly/commands/<name>.py with `register(subparsers)`
 that sets `func` (args -> exit code). Exit codes: 0 success, 1 a check failed,

@@ -114,5 +114,5 @@ def run(args) -> int:
         console.out(push.summary_table(results, args.dry_run).rstrip("\n"))
     if not all(r.ok for r in results):
         return 1
-    # Contract 2: exit 1 when drift was found, so `push --dry-run` doubles as a CI drift check
+    # docs/commands/index.md: exit 1 when drift was found, so `push --dry-run` doubles as a CI drift check
     return 1 if args.dry_run and any(r.changed for r in results) else 0

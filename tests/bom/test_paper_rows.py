@@ -1,4 +1,4 @@
-"""The paper's headline table (PAPER.md), from built fabric graphs and the default price book."""
+"""The paper's headline table (docs/bom-sweep.md), from built fabric graphs and the default price book."""
 
 from __future__ import annotations
 

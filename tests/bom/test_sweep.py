@@ -24,7 +24,7 @@ def test_sweep_writes_csv_and_png(tmp_path, capsys):
 
 
 def test_no_saving_when_a_rail_needs_as_many_tiers():
-    r = point(8, 32768, 64, default_prices())  # PAPER.md's example
+    r = point(8, 32768, 64, default_prices())  # the paper's example (docs/bom-sweep.md)
     assert r["baseline_tiers"] == r["rail_tiers"] == 3 and r["cost_saving"] == 0
 
 

@@ -22,7 +22,7 @@ from railonly.emulation.runtime.registry import RUNTIMES, get_runtime
 def _skip_reason(name: str) -> str | None:
     if name == "containerlab":
         if shutil.which("containerlab") is None:
-            return "containerlab is not installed (see EMULATION.md: it cannot be installed on this machine kind)"
+            return "containerlab is not installed (see docs/lab/index.md: it cannot be installed on this machine kind)"
         if shutil.which("docker") is None:
             return "containerlab is installed but docker is not"
     if name == "netns":
