@@ -48,7 +48,7 @@ stamp=.venv/.railonly-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ ! -x .venv/bin/railonly ]; then
   echo "setup: installing railonly and its Python packages into .venv"
   quiet_pip install --upgrade pip >/dev/null
-  quiet_pip install -e '.[test]'
+  quiet_pip install -e '.[test,docs]'
   touch "$stamp"
 fi
 
