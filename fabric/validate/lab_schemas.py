@@ -51,24 +51,28 @@ def _errors(validator, doc, path: str) -> list[str]:
     return out
 
 
-def _load(read: Callable[[str], "str | None"], path: str, many: bool = False):
-    """(document(s), problem): parsed with OUTDIR's bounds (no aliases, bounded
-    depth and size), since OUTDIR is untrusted; (None, None) when absent."""
-    from .untrusted import OUTDIR_YAML_LIMITS, UntrustedFile, parse_yaml
-
-    # ConfigMap values and the embedded containerlab definition are whole files:
-    # allow a scalar up to Kubernetes' 1 MiB object limit, keep every other bound.
-    limits = replace(OUTDIR_YAML_LIMITS, max_scalar=1 << 20) if many else OUTDIR_YAML_LIMITS
+def _load(read: Callable[[str], "str | None"], path: str, topology_only: bool = False):
+    """(document, problem): parsed with OUTDIR's bounds (no aliases, bounded
+    depth and size), since OUTDIR is untrusted; (None, None) when absent.
+    `topology_only`: of a multi-document manifest, only the `kind: Topology`
+    document (the ConfigMaps are files as values: the CRD does not cover them)."""
+    from .untrusted import MAX_FILE_BYTES, OUTDIR_YAML_LIMITS, UntrustedFile, parse_yaml
 
     text = read(path)
     if text is None:
         return None, None
-    parts = re.split(r"(?m)^---[ \t]*$", text) if many else [text]
+    limits = OUTDIR_YAML_LIMITS
+    if topology_only:
+        parts = [p for p in re.split(r"(?m)^---[ \t]*$", text) if re.search(r"(?m)^kind:[ \t]*Topology[ \t]*$", p)]
+        if len(parts) != 1:
+            return None, f"{path}: {len(parts)} Topology documents (expected 1)"
+        text = parts[0]
+        # The containerlab definition is one text value: as long as the file allows.
+        limits = replace(OUTDIR_YAML_LIMITS, max_scalar=MAX_FILE_BYTES)
     try:
-        docs = [parse_yaml(part, path, limits)[0] for part in parts if part.strip()]
+        return parse_yaml(text, path, limits)[0], None
     except UntrustedFile as exc:
         return None, f"{path}: {exc.problems[0].message}"
-    return (docs if many else (docs[0] if docs else None)), None
 
 
 def check(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
@@ -84,15 +88,9 @@ def check(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
         results.append(Result(f"schema/{path}", "schema", not probs,
                               "\n".join(probs) or "passes the containerlab topology schema"))
     path = f"{name}.clabernetes.yaml"
-    docs, bad = _load(read, path, many=True)
-    if docs is not None or bad:
-        topo = [d for d in docs or [] if isinstance(d, dict) and d.get("kind") == "Topology"]
-        if bad:
-            probs = [bad]
-        elif len(topo) != 1:
-            probs = [f"{path}: {len(topo)} Topology documents (expected 1)"]
-        else:
-            probs = _errors(topology_validator(), topo[0], path)
+    topo, bad = _load(read, path, topology_only=True)
+    if topo is not None or bad:
+        probs = [bad] if bad else _errors(topology_validator(), topo, path)
         results.append(Result(f"schema/{path}", "schema", not probs,
                               "\n".join(probs) or "its Topology passes the clabernetes CRD schema"))
     return results
