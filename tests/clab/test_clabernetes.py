@@ -95,7 +95,7 @@ def check_manifest(name: str, files: dict[str, bytes], validator) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if "32k" in p.name else p for p in LABS],
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if "32k" in p.name or "nvl72" in p.name else p for p in LABS],
                          ids=[p.stem for p in LABS])
 def test_every_example_design_has_a_valid_manifest(path, topology_schema):
     name, files = compiled(path)

@@ -68,6 +68,7 @@ def test_shared_rails_pack_two_rails_a_switch():
     assert check(fab) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("radix,switches", [(64, 2560), (128, 1280), (256, 384)])
 def test_baseline_counts_match_paper(radix, switches):
     fab = build_fabric(design(256, 128, radix, topology="rail-optimized"))

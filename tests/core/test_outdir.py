@@ -72,6 +72,7 @@ def test_compile_prints_summary(tmp_path, capsys):
     assert "cables    24" in out
 
 
+@pytest.mark.slow
 def test_parallel_compile_is_byte_identical_to_serial(monkeypatch):
     """Forked workers render shards; the merged output must not depend on the worker count."""
     text = "name: par\nhb_domain: {size: 8, count: 1024}\nswitch: {radix: 64}\n"  # 384 switches, 1,024 servers

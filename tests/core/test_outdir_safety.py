@@ -221,6 +221,7 @@ def tiny_tmpfs(tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+@pytest.mark.netns  # mounts a tmpfs: root
 def test_real_full_disk_and_read_only_fs_are_exit_3(tiny_tmpfs, capsys):
     out = tiny_tmpfs / "out"
     assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0  # ~500 kB of 800 kB (with the clabernetes manifest)

@@ -59,7 +59,8 @@ def _port_lengths(files: dict[str, bytes]) -> dict[tuple[str, str], int]:
 
 
 def _designs():
-    return [pytest.param(lambda p=p: load_design(str(p)), id=p.stem) for p in EXAMPLES] + [
+    return [pytest.param(lambda p=p: load_design(str(p)), id=p.stem,
+                         marks=[pytest.mark.slow] if p.stem == "nvl72" else []) for p in EXAMPLES] + [
         pytest.param(lambda: parse_design(MID, "mid.yml"), id="mid-3tier-eos")]
 
 
@@ -117,6 +118,7 @@ def test_nic_ends_are_named_as_the_host_configs_name_them(make):
     assert not any("-gpu" in name for name in devices)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gh200-32k", "dgx-h100-32k"])
 def test_big_designs_lengths_from_the_graph_without_writing(name):
     """The 32k designs: the pure functions on the full graph (no configs rendered)."""
