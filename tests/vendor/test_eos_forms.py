@@ -9,7 +9,8 @@ import pytest
 from corpus import compiled, designs, eos_configs, eos_corpus, eos_section_problems, eos_unmatched
 
 # The NVL72 example (576 GPUs, 72 rails) takes 9-10 s a run: kept out of the fast lane.
-NAMES = [pytest.param(n, marks=pytest.mark.slow) if "nvl72" in n else n for n in sorted(designs())]
+NAMES = sorted(designs())
+PARAMS = [pytest.param(n, marks=pytest.mark.slow) if "nvl72" in n else n for n in NAMES]
 
 
 def test_every_form_names_a_known_source():
@@ -21,7 +22,7 @@ def test_every_form_names_a_known_source():
         re.compile(f["form"])
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", PARAMS)
 def test_every_emitted_eos_line_is_a_known_form(name):
     configs = eos_configs(compiled(name))
     if not configs:
@@ -34,7 +35,7 @@ def test_every_emitted_eos_line_is_a_known_form(name):
         assert not eos_section_problems(text), f"{path}: " + "\n".join(eos_section_problems(text))
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("labs/")])
+@pytest.mark.parametrize("name", [p for p, n in zip(PARAMS, NAMES) if n.startswith("labs/")])
 def test_example_eos_ports_print_lanes_and_gpu_ports_are_edge_ports(name):
     for path, text in eos_configs(compiled(name)).items():
         assert not re.search(r"^   speed \d+g$", text, re.M), f"{path}: a speed without its lane count"
