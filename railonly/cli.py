@@ -112,6 +112,7 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.proc import ToolMissing
     from railonly.emulation.runtime.protocol import RuntimeProblem
+    from railonly.fabric.validate.sonic_yang import YangUnavailable
     from railonly.fabric.writer import WriteFailed
 
-    return (ToolMissing, RuntimeProblem, WriteFailed)
+    return (ToolMissing, RuntimeProblem, WriteFailed, YangUnavailable)

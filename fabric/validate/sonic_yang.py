@@ -48,20 +48,22 @@ class _Models:
     lock: threading.Lock  # a libyang context and its error store are not thread-safe
 
 
+class YangUnavailable(RuntimeError):
+    """The YANG pass cannot run on this machine (the CLI maps it to exit 3)."""
+
+
 def require() -> None:
-    """Raise ToolMissing (exit 3) when the YANG pass cannot run here: the libyang
+    """Raise YangUnavailable when the YANG pass cannot run here: the libyang
     binding is not installed or the models folder is absent. Called before any
     work, so an incomplete install is never reported as failing configs."""
-    from railonly.proc import ToolMissing
-
     try:
         import oopt_gnpy_libyang  # noqa: F401
     except ImportError as exc:
-        raise ToolMissing(f"the libyang Python binding is not importable ({exc}); install it with "
+        raise YangUnavailable(f"the libyang Python binding is not importable ({exc}); install it with "
                           "'pip install oopt-gnpy-libyang==0.1.1' (a railonly dependency; ./setup.sh "
                           "installs it), or skip the check with 'railonly compile --no-check'") from None
     if not any(YANG_DIR.glob("*.yang")):
-        raise ToolMissing(f"no SONiC YANG models in {YANG_DIR}: reinstall railonly"
+        raise YangUnavailable(f"no SONiC YANG models in {YANG_DIR}: reinstall railonly"
                           + (" or unset RAILONLY_SONIC_YANG_DIR" if os.environ.get("RAILONLY_SONIC_YANG_DIR") else ""))
 
 

@@ -42,6 +42,7 @@ def test_fast_path_equals_graph_over_many_sizes():
     assert checked > 600
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size,count,radix,share", [(256, 128, 64, False), (256, 128, 256, True), (8, 4096, 64, False), (72, 16, 64, False)])
 def test_fast_path_equals_graph_at_scale(size, count, radix, share):
     for topo in ("rail-only", "rail-optimized"):

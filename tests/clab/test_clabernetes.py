@@ -102,6 +102,7 @@ def test_every_example_design_has_a_valid_manifest(path, topology_schema):
     assert check_manifest(name, files, topology_schema) == []
 
 
+@pytest.mark.slow
 def test_too_large_notes_exactly_the_topologies_above_the_limit():
     fits = []
     for path in LABS:

@@ -52,8 +52,8 @@ def test_invariants_hold_for_any_valid_design(K, count, radix, topology, share, 
 
 
 @pytest.mark.parametrize("K,count,radix,switches,cables", [
-    (8, 4096, 64, 2560, 98304),  # the 32,768-GPU design: three tiers per rail
-    (256, 128, 64, 1536, 65536),  # paper row 1, rail-only
+    pytest.param(8, 4096, 64, 2560, 98304, marks=pytest.mark.slow),  # the 32,768-GPU design: three tiers per rail
+    pytest.param(256, 128, 64, 1536, 65536, marks=pytest.mark.slow),  # paper row 1, rail-only
     (256, 128, 128, 256, 32768),  # paper row 2
 ])
 def test_rail_only_counts_match_paper(K, count, radix, switches, cables):
@@ -61,6 +61,7 @@ def test_rail_only_counts_match_paper(K, count, radix, switches, cables):
     assert (len(fab.switches), len(fab.cables())) == (switches, cables)
 
 
+@pytest.mark.slow
 def test_shared_rails_pack_two_rails_a_switch():
     fab = build_fabric(design(256, 128, 256, share=True, mode="l2"))
     assert len(fab.switches) == 128
