@@ -111,7 +111,10 @@ def test_every_example_design_compiles_and_validates(installed):
     platforms = set()
     for design in designs:
         out = work / "out" / design.stem
-        done = _run([str(railonly), "-q", "compile", design.name, "-o", str(out)], work, env=_env())
+        # validate runs the full YANG/FRR pass right after, so compile's own self-check
+        # (one switch per shape) runs on the mini designs only: minutes saved on the 32k ones.
+        check = [] if design.stem.startswith("mini-") else ["--no-check"]
+        done = _run([str(railonly), "-q", "compile", design.name, "-o", str(out), *check], work, env=_env())
         assert done.returncode == 0, f"compile {design.name}: {done.stderr[-2000:]}"
         report = work / f"{design.stem}.json"
         checked = _run([str(railonly), "-q", "validate", str(out), "--json", str(report)], work, env=_env())
