@@ -121,7 +121,7 @@ def page(intro: str, fields) -> str:
 
 def pages() -> dict[Path, str]:
     from railonly.fabric.analysis.job import FIELDS as JOB_FIELDS
-    from railonly.fabric.design import FIELDS as DESIGN_FIELDS
+    from railonly.fabric.design.design import FIELDS as DESIGN_FIELDS
 
     return {REPO / "docs/reference/design.md": page(DESIGN_INTRO, DESIGN_FIELDS),
             REPO / "docs/reference/job.md": page(JOB_INTRO, JOB_FIELDS)}

@@ -56,7 +56,7 @@ def _load(read: Callable[[str], "str | None"], path: str, topology_only: bool = 
     depth and size), since OUTDIR is untrusted; (None, None) when absent.
     `topology_only`: of a multi-document manifest, only the `kind: Topology`
     document (the ConfigMaps are files as values: the CRD does not cover them)."""
-    from .untrusted import MAX_FILE_BYTES, OUTDIR_YAML_LIMITS, UntrustedFile, parse_yaml
+    from ..outdir.reader import MAX_FILE_BYTES, OUTDIR_YAML_LIMITS, UntrustedFile, parse_yaml
 
     text = read(path)
     if text is None:

@@ -17,9 +17,9 @@ import re
 import pytest
 import yaml
 
-from railonly.fabric import clabernetes
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design
+from railonly.fabric.design.design import load_design
+from railonly.fabric.outputs import clabernetes
 from railonly.fabric.validate import lab_schemas
 
 from ..conftest import GOLDEN, REPO, assert_golden

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from railonly.fabric.design import FIELDS
+from railonly.fabric.design.design import FIELDS
 
 from ..conftest import REPO
 

@@ -86,7 +86,7 @@ def test_the_installed_package_sees_nothing_of_the_repository(installed):
     probe = _run([str(py), "-c", (
         "import json, sys, railonly\n"
         "from railonly.fabric.validate import sonic_yang, lab_schemas\n"
-        "from railonly.commands import demo\n"
+        "from railonly.cli.commands import demo\n"
         "print(json.dumps({'pkg': railonly.__file__, 'yang': str(sonic_yang.YANG_DIR),\n"
         "  'schema': str(lab_schemas.CLAB_SCHEMA), 'demo': str(demo.DEFAULT_DESIGN), 'path': sys.path,\n"
         "  'finders': [type(f).__name__ + ' ' + getattr(f, '__name__', '') for f in sys.meta_path]}))")],
