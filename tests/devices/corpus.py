@@ -2,7 +2,7 @@
 
 Every EOS startup-config and SONiC config_db.json railonly emits for the example
 designs (labs/*.yml, each also compiled with EOS switches) and the golden cases
-(tests/configs/cases.py), plus a few shapes the examples lack (three tiers at lab
+(tests/devices/cases.py), plus a few shapes the examples lack (three tiers at lab
 size, every NIC speed).
 """
 
@@ -109,7 +109,7 @@ SKIP_EXAMPLES = {"dgx-h100-32k", "gh200-32k", "gh200-32k-shared"}
 @lru_cache(maxsize=None)
 def designs() -> dict[str, str]:
     """name -> design text: every example as written, again with EOS switches, the golden cases, EXTRA."""
-    sys.path.insert(0, str(REPO / "tests" / "configs"))
+    sys.path.insert(0, str(REPO / "tests" / "devices"))
     from cases import CASES
 
     out = {}

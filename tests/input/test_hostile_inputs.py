@@ -15,7 +15,7 @@ from railonly.fabric.input.yamlsource import DESIGN_LIMITS, Limits, Source, load
 
 from ..conftest import REPO
 
-BAD = REPO / "tests" / "core" / "bad_designs"
+BAD = REPO / "tests" / "input" / "bad_designs"
 
 
 def _compile(path, tmp_path, capsys) -> tuple[int, str]:
