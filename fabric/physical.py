@@ -42,6 +42,14 @@ class Optic:
 # crosses the hall (single-mode, 500 m), spine-core may cross buildings (2 km).
 OPTICS = {1: Optic("SR", "MMF", 50), 2: Optic("DR", "SMF", 500), 3: Optic("FR", "SMF", 2000)}
 
+# The NIC-leaf medium is the design's choice (`cabling.nic_optic`); its reach bounds
+# cabling.nic_leaf_m. AOC and DAC are cable assemblies with their ends built in:
+# AOC to 30 m (e.g. Arista's 800G AOC, 1-30 m), passive DAC to 3 m (NVIDIA's twin-port
+# 800G-to-2x400G OSFP splitter DAC, 1-3 m); sources in docs/platforms.md.
+NIC_OPTICS = {"SR": OPTICS[1], "DR": Optic("DR", "SMF", 500), "AOC": Optic("AOC", "AOC", 30), "DAC": Optic("DAC", "copper", 3)}
+NIC_OPTIC_DEFAULT = "SR"
+ASSEMBLIES = ("AOC", "DAC")  # media whose cable is the optic: no transceiver at either end
+
 
 def key_of(tier: int) -> str:
     """The design key path of a tier's length, for messages: 'cabling.nic_leaf_m'."""
