@@ -76,6 +76,8 @@ FIELDS: dict[str, Field] = {
                                               hint="EOS `speed` of one broken-out port: <Gbit/s>g-<lanes>"),
                            "cage_optics": Field("map", required=True, hint=f"reach code ({', '.join(MEDIA)}) -> the transceiver or cable one cage takes",
                                                 item=Field("str", pattern=r"[A-Za-z0-9.+-]{1,40}", pattern_text="a price book transceiver name")),
+                           "port_optics": Field("map", required=True, hint="reach code (SR, DR, FR) -> the optic one broken-out port meets at the far end (a NIC's)",
+                                                item=Field("str", pattern=r"[A-Za-z0-9.+-]{1,40}", pattern_text="a price book transceiver name")),
                            "sonic": Field("section", fields={
                                "hwsku": Field("str", required=True, pattern=r"[A-Za-z0-9_.+-]{1,64}", pattern_text="a SONiC hwsku name",
                                               hint="DEVICE_METADATA hwsku"),
@@ -109,7 +111,8 @@ class Breakout:
     gbps: int
     lanes_per_port: int
     eos_speed: str
-    cage_optics: dict[str, str]  # reach code -> item
+    cage_optics: dict[str, str]  # reach code -> what one cage takes (price book item)
+    port_optics: dict[str, str]  # reach code -> the optic one port meets at the far end (a NIC's)
     hwsku: str | None = None
     breakout_mode: str | None = None
     source: dict = field(default_factory=dict)
@@ -250,9 +253,10 @@ def platform_from_source(src: Source) -> Platform:
         lpp = c["lanes"] // n
         if b["eos_speed"] not in accepted_forms() or accepted_forms()[b["eos_speed"]] != gbps:
             bad(f"{path}.eos_speed", f"{b['eos_speed']!r} is not an EOS form of {gbps}G", f"e.g. {gbps}g-{lpp}")
-        for code in b["cage_optics"]:
-            if code not in MEDIA:
-                bad(f"{path}.cage_optics.{code}", f"unknown reach code {code!r}", f"use {', '.join(MEDIA)}")
+        for key in ("cage_optics", "port_optics"):
+            for code in b[key]:
+                if code not in MEDIA:
+                    bad(f"{path}.{key}.{code}", f"unknown reach code {code!r}", f"use {', '.join(MEDIA)}")
         rows, names = (), ()
         s = b.get("sonic") or {}
         if "sonic" in oses:
@@ -260,7 +264,7 @@ def platform_from_source(src: Source) -> Platform:
                 bad(f"{path}.sonic", "is required: the platform runs SONiC", "give hwsku, columns and ports")
                 continue
             rows, names = _rows(b, path, values, bname, n, gbps, bad, problems)
-        breakouts[bname] = Breakout(bname, n, gbps, lpp, b["eos_speed"], dict(b["cage_optics"]), s.get("hwsku"),
+        breakouts[bname] = Breakout(bname, n, gbps, lpp, b["eos_speed"], dict(b["cage_optics"]), dict(b["port_optics"]), s.get("hwsku"),
                                     s.get("breakout_mode"), dict(s.get("source") or {}), rows, names)
     if not values["breakouts"]:
         bad("breakouts", "lists no breakout", "add one, e.g. 1x800G")

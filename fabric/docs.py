@@ -196,9 +196,9 @@ def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
     add("")
     rows = []
     for (tier, gbps), n in sorted(inv.cables.items()):
-        o = physical.OPTICS.get(tier, physical.OPTICS[3])
+        o = physical.tier_optic(tier, d.nic_optic)
         rows.append([f"{tier} ({physical.tier_name(tier)})", f"{n:,}",
-                     f"{physical.optic_code(gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.cable(tier).model,
+                     f"{physical.port_optic(d, gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.cable(tier).model,
                      f"{physical.cable_length_m(d, tier):,} m", f"`{physical.key_of(tier)}`"])
     _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
     gpu = fab.gpus[0]

@@ -69,18 +69,41 @@ def cable_length_m(design, tier: int) -> int:
     return design.cable_length_m[tier]
 
 
-def optic_code(gbps: float, tier: int) -> str:
-    """Transceiver type of a cable tier: speed, reach code and lanes, e.g. '400G-DR4'."""
-    o = OPTICS.get(tier, OPTICS[3])
+def tier_optic(tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> Optic:
+    """The medium of a cable tier: the design's NIC optic for NIC-leaf, fixed above."""
+    return NIC_OPTICS[nic_optic] if tier == 1 else OPTICS.get(tier, OPTICS[3])
+
+
+def optic_code(gbps: float, tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> str:
+    """Transceiver type of a cable tier: speed, reach code and lanes, e.g. '400G-DR4';
+    an AOC or DAC is named by speed and kind ('400G-AOC')."""
+    o = tier_optic(tier, nic_optic)
+    if o.code in ASSEMBLIES:
+        return f"{int(gbps)}G-{o.code}"
     lanes = {100: 4, 200: 4, 400: 4, 800: 8}.get(int(gbps), 4)
     if o.code == "SR" and int(gbps) == 400:
         lanes = 8  # 400G-SR8: eight multimode pairs
     return f"{int(gbps)}G-{o.code}{lanes}"
 
 
-def media(gbps: float, tier: int) -> str:
+def media(gbps: float, tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> str:
     """Optic and fibre of a cable, e.g. '400G-DR4 SMF' (its length is a column of its own)."""
-    return f"{optic_code(gbps, tier)} {OPTICS.get(tier, OPTICS[3]).fibre}"
+    return f"{optic_code(gbps, tier, nic_optic)} {tier_optic(tier, nic_optic).fibre}"
+
+
+def port_optic(design, gbps: float, tier: int) -> str:
+    """The optic one port of a cable of `tier` takes (a NIC's, at tier 1): the catalog
+    platform's port optic for the medium when the design names a model."""
+    o = tier_optic(tier, design.nic_optic)
+    model = design.model_of_tier(tier)  # the cable's upper end: a NIC-leaf cable's leaf
+    if model is None or o.code in ASSEMBLIES:
+        return optic_code(gbps, tier, design.nic_optic)
+    return model.breakouts[design.breakout].port_optics[o.code]
+
+
+def cable_media(design, gbps: float, tier: int) -> str:
+    """cabling.csv's media of a cable: its port optic and fibre, e.g. '400G-SR4 MMF'."""
+    return f"{port_optic(design, gbps, tier)} {tier_optic(tier, design.nic_optic).fibre}"
 
 
 # -- names on the floor --------------------------------------------------------

@@ -28,6 +28,9 @@ FIELDS: dict[str, Field] = {
                           "price_usd": _PRICE,
                           "power_w": _POWER,
                       })),
+    "platforms": Field("map", default={}, hint="catalog switch models by name (docs/platforms.md): {price_usd, power_w}; "
+                                               "a model not listed is priced from its catalog file",
+                       item=Field("section", fields={"price_usd": _PRICE, "power_w": _POWER})),
     "switch_ports": Field("map", required=True, key_kind="int",
                           hint="per-port price of switches with no model, by speed: {400: {price_usd: 1000, power_w: 19}}",
                           item=Field("section", fields={"price_usd": _PRICE, "power_w": _POWER})),
@@ -74,6 +77,14 @@ class PriceBook:
                                 f"add switches.<model> with radix {radix} and port_gbps {gbps}, or switch_ports.{int(gbps)}")
         return Part(f"switch_ports.{int(gbps)}", f"generic-{radix}x{gbps}G", radix * per["price_usd"], radix * per["power_w"],
                     f"{radix} x {gbps}G, priced per port")
+
+    def platform(self, model) -> Part:
+        """A catalog switch (catalog.Platform): this book's price for the model, else its file's."""
+        own = self.values.get("platforms", {}).get(model.model)
+        detail = f"{model.vendor} {model.name}, {model.cages} x {model.cage_gbps}G {model.form}"
+        if own is not None:
+            return Part(f"platforms.{model.model}", model.model, own["price_usd"], own["power_w"], detail)
+        return Part(model.file, model.model, model.price_usd, model.power_w, detail + " (catalog price)")
 
     def transceiver(self, code: str) -> Part:
         t = self.values["transceivers"].get(code)
