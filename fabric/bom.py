@@ -122,7 +122,7 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
         p = book.transceiver(code)
         rows.append(Row(f"NIC transceiver {code}", "nic-optic", code, n, p.price_usd, p.power_w, f"GPU NIC side; {p.detail}"))
     for tier, n in sorted(cables.items()):
-        p = book.cable(tier)
+        p = book.fibre(tier, inv.nic_optic)
         length = inv.cable_length_m[tier]
         model = f"{p.model} {length}m"
         rows.append(Row(f"fibre {model}", "cable", model, n, p.price_usd, p.power_w,

@@ -380,7 +380,7 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
     for t in sorted({1, 2, 3}):
         p = tiers[t]
         if breakout not in p.breakouts:
-            path = "switch.breakout" if _given(src, "switch.breakout") else "switch.model"
+            path = f"switch.model_by_tier.{t}" if t in by_tier_names else "switch.breakout" if _given(src, "switch.breakout") else "switch.model"
             bad(path, f"{p.model} does not support breakout {breakout} (it has {', '.join(p.breakouts)})",
                 f"use switch.breakout: one of {', '.join(p.breakouts)}")
             return none, problems

@@ -28,7 +28,8 @@ def _cabling_fields(nic_optic: str) -> dict[str, Field]:
     out: dict[str, Field] = {}
     for tier, (key, what, default) in physical.TIERS.items():
         o = physical.NIC_OPTICS[nic_optic] if tier == 1 else physical.OPTICS[tier]
-        more = "; or a cabling.nic_optic of longer reach" if tier == 1 and nic_optic != physical.NIC_OPTIC_DEFAULT else ""
+        longer = [f"{c} ({x.reach_m:,} m)" for c, x in physical.NIC_OPTICS.items() if x.reach_m > o.reach_m]
+        more = f"; or cabling.nic_optic: {' or '.join(longer)}" if tier == 1 and nic_optic != physical.NIC_OPTIC_DEFAULT and longer else ""
         out[key] = Field("int", default=default, min=1, max=o.reach_m,
                          hint=f"length of every {what} cable in metres (sets CABLE_LENGTH, NetBox and the BOM); "
                               f"at most the {o.reach_m:,} m reach of its {o.code} {o.fibre} optic{more}")

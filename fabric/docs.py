@@ -198,7 +198,7 @@ def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
     for (tier, gbps), n in sorted(inv.cables.items()):
         o = physical.tier_optic(tier, d.nic_optic)
         rows.append([f"{tier} ({physical.tier_name(tier)})", f"{n:,}",
-                     f"{physical.port_optic(d, gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.cable(tier).model,
+                     f"{physical.port_optic(d, gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.fibre(tier, d.nic_optic).model,
                      f"{physical.cable_length_m(d, tier):,} m", f"`{physical.key_of(tier)}`"])
     _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
     gpu = fab.gpus[0]

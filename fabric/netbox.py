@@ -60,8 +60,8 @@ def render_cables(fab: Fabric, book: PriceBook | None = None) -> str:
     w.writerow(CABLE_COLUMNS)
     for lk in fab.cables():
         if lk.tier not in kinds:
-            book.cable(lk.tier)  # a clear error when the tier has no cable class
-            kinds[lk.tier] = (book.values["cables"][lk.tier]["type"], cable_length_m(d, lk.tier))
+            # a clear error when the tier has no cable class; NIC-leaf as the NIC optic needs it
+            kinds[lk.tier] = (book.fibre(lk.tier, d.nic_optic).model, cable_length_m(d, lk.tier))
         ctype, length = kinds[lk.tier]
         a_dev, a_port, _ = names.floor_end(lk.a.node, lk.a.port)
         b_dev, b_port, _ = names.floor_end(lk.b.node, lk.b.port)

@@ -100,6 +100,18 @@ class PriceBook:
                                 f"add cables.{tier}: {{type, price_usd, power_w}}")
         return Part(f"cables.{tier}", c["type"], c["price_usd"], c["power_w"], c["type"])
 
+    def fibre(self, tier: int, nic_optic: str) -> Part:
+        """The cable class of a tier as the design's media need it: NIC-leaf cables of a
+        single-mode NIC optic (DR) are priced as single-mode (cables.2); an AOC or DAC is
+        an assembly whose NetBox type says so (its price is the transceiver row's)."""
+        o = physical.tier_optic(tier, nic_optic)
+        if tier == 1 and o.code in physical.ASSEMBLIES:
+            kind = {"AOC": "aoc", "DAC": "dac-passive"}[o.code]
+            return Part(f"transceivers.{o.code}", kind, 0, 0, kind)
+        if tier == 1 and o.fibre == "SMF":
+            return self.cable(2)
+        return self.cable(tier)
+
     def _missing(self, path: str, message: str, hint: str) -> InputError:
         return InputError([Problem(path, message, hint, None, self.file)])
 
