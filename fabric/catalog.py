@@ -207,9 +207,10 @@ def _rows(b: dict, path: str, plat: dict, bname: str, n: int, gbps: int, bad, pr
         if 1 <= row.index <= cages:
             # lanes as the platform numbers them (Dell's Z9664F map gives a 400G port 4), one count per breakout
             nl = len(row.lanes.split(","))
-            if row.speed != str(gbps * 1000) or nl != cage_lanes.setdefault("n", nl):
+            first = cage_lanes.setdefault("n", nl)
+            if row.speed != str(gbps * 1000) or nl != first:
                 bad(where, f"cage {row.index} port {row.name} runs {nl} lanes at {row.speed} Mbit/s, not {bname}'s "
-                           f"{cage_lanes['n']} lanes at {gbps * 1000}", "give the rows of this breakout's port map")
+                           f"{first} lanes at {gbps * 1000}", "give the rows of this breakout's port map")
                 continue
             by_cage.setdefault(row.index, []).append(row.name)
         rows.append(row)
