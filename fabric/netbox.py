@@ -79,7 +79,9 @@ def render_devices(fab: Fabric) -> str:
                     f"HB domain {hb.hb_domain}: {d.hb_size} GPUs, NIC rail<r> for GPU r"])
     for sw in fab.switches:
         rails = ",".join(map(str, sw.rails)) if sw.rails else "all (joins rails)"
-        w.writerow([sw.name, SWITCH_ROLES[sw.tier], MANUFACTURER, switch_type(d.radix, d.nic_gbps), sw.platform,
+        model = d.model_of_tier(sw.tier)  # a catalog platform: its vendor and model name
+        maker, kind = (model.vendor, model.model) if model else (MANUFACTURER, switch_type(d.radix, d.nic_gbps))
+        w.writerow([sw.name, SWITCH_ROLES[sw.tier], maker, kind, sw.platform,
                     "planned", d.name, f"tier {sw.tier}, rails {rails}"])
     return buf.getvalue()
 
