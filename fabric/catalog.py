@@ -410,8 +410,10 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
         if explicit is not None and explicit not in p.os:
             bad(f"switch.platform_by_tier.{t}", f"{explicit} contradicts tier {t}'s model {p.model}, which runs {', '.join(p.os)}",
                 f"use {p.os[0]}, or leave it out")
-        elif explicit is None and platform not in p.os:
-            per_tier[t] = p.os[0]
+        elif explicit is None:  # the tier model's own OS, unless switch.platform names one it runs
+            own = platform if _given(src, "switch.platform") and platform in p.os else p.os[0]
+            if own != platform:
+                per_tier[t] = own
     if problems:
         return none, problems
     sw["platform_by_tier"] = dict(sorted(per_tier.items()))

@@ -87,6 +87,8 @@ def _summary(fab: Fabric, add) -> None:
         ["rails", f"{d.rails} (rail r = the GPUs of local rank r)"],
         ["switches", f"radix {d.radix} at {d.nic_gbps}G, {d.platform}"
                      + (f", per tier {', '.join(f'{t}: {p}' for t, p in d.platform_by_tier.items())}" if d.platform_by_tier else "")],
+        *([["switch model", ", ".join(sorted({f"{m.vendor} {m.name} (`{m.model}`)" for m in d.models.values()}))
+            + f", every cage {d.breakout} (docs/platforms.md)"]] if d.models else []),
         ["tiers", f"{fab.tiers} {scope}"],
         ["rail sharing", "small rails share a switch as separate partitions" if d.share_rails else "off"],
     ]

@@ -235,3 +235,20 @@ def test_platform_file_that_is_a_link_or_a_fifo_is_refused(tmp_path, capsys):
 def test_generic_stays_the_default_and_reads_no_catalog():
     d = parse_design("name: t\nhb_domain: {size: 8, count: 16}\n")
     assert d.switch_model == "generic" and d.models == {} and d.breakout is None and d.radix == 64
+
+
+def test_per_tier_models_each_tier_its_own_names_and_os(tmp_path, capsys):
+    """SN5600 leaves (SONiC) under 7060X6-64PE spines (EOS), both 2 x 400G: one radix, two vendors."""
+    path = tmp_path / "d.yml"
+    path.write_text("name: t\nhb_domain: {size: 2, count: 130}\n"
+                    "switch: {model: nvidia-sn5600, breakout: 2x400G, model_by_tier: {2: arista-7060x6-64pe}}\n")
+    out = tmp_path / "o"
+    assert main(["compile", str(path), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    assert main(["validate", str(out), "-q"]) == 0, capsys.readouterr().out
+    cab = list(csv.DictReader(io.StringIO((out / "cabling.csv").read_text())))
+    up = next(r for r in cab if r["tier"] == "2")
+    assert up["a_port"].startswith("Ethernet") and "/" not in up["a_port"] and "/" in up["b_port"]
+    assert (out / "configs" / "rail0-spine0" / "startup-config").exists()
+    assert (out / "configs" / "rail0-leaf0" / "config_db.json").exists()
+    rows = {r["model"]: int(r["quantity"]) for r in csv.DictReader(io.StringIO((out / "bom.csv").read_text()))}
+    assert rows["nvidia-sn5600"] == 2 * 3 and rows["arista-7060x6-64pe"] == 2 * 2
