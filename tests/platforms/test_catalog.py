@@ -252,3 +252,13 @@ def test_per_tier_models_each_tier_its_own_names_and_os(tmp_path, capsys):
     assert (out / "configs" / "rail0-leaf0" / "config_db.json").exists()
     rows = {r["model"]: int(r["quantity"]) for r in csv.DictReader(io.StringIO((out / "bom.csv").read_text()))}
     assert rows["nvidia-sn5600"] == 2 * 3 and rows["arista-7060x6-64pe"] == 2 * 2
+
+
+@pytest.mark.parametrize("model,item,per_cable", [("arista-7060x6-64pe", "800G-2x400G-DAC", 0.5), ("generic", "400G-DAC", 1)])
+def test_dac_is_one_assembly_per_cage_with_no_nic_optic_and_no_fibre(model, item, per_cable):
+    switch = f"switch: {{model: {model}, breakout: 2x400G}}\n" if model != "generic" else ""
+    d = parse_design(f"name: t\nhb_domain: {{size: 8, count: 64}}\n{switch}cabling: {{nic_optic: DAC, nic_leaf_m: 2}}\n")
+    b = bom.price(from_fabric(build_fabric(d)), default_prices())
+    cats = {(r.category, r.model): r.quantity for r in b.rows}
+    assert cats[("transceiver", item)] == int(8 * 64 * per_cable)
+    assert not any(c == "nic-optic" for c, _ in cats) and not any(c == "cable" for c, _ in cats)
