@@ -3,7 +3,7 @@
 Each producer is a pure function of the fabric graph returning
 {path: text}; :data:`PRODUCERS` lists them in the order they run. Adding an
 artifact means adding one producer here. Nothing is written: the CLI hands
-the result to :func:`railonly.fabric.writer.write_outdir`.
+the result to :func:`railonly.fabric.outdir.writer.write_outdir`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, clabernetes, configs, docs, fabric_json, lab_slice, netbox
-from .build import build_fabric
-from .design import Design
-from .inventory import from_fabric
-from .model import Fabric
+from .cost import bom
+from .cost.inventory import from_fabric
+from .design import lab_slice
+from .design.design import Design
+from .devices import configs
+from .graph import fabric_json
+from .graph.build import build_fabric
+from .graph.model import Fabric
+from .outputs import cabling, clab, clabernetes, docs, netbox
 from .progress import Progress, Silent
 
 Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: already encoded

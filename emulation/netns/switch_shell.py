@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2:
         print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH", file=sys.stderr)
         return 2
-    from railonly.fabric.problems import InputError
+    from railonly.fabric.input.problems import InputError
 
     try:
         shell = Shell(argv[0], argv[1])

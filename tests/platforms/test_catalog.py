@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from railonly.cli import main
-from railonly.fabric import bom, catalog, eos, sonic
-from railonly.fabric.build import build_fabric
-from railonly.fabric.design import parse_design
-from railonly.fabric.inventory import from_design, from_fabric
-from railonly.fabric.prices import default_prices
-from railonly.fabric.qos import plan as qos_plan
+from railonly.fabric.cost import bom
+from railonly.fabric.cost.inventory import from_design, from_fabric
+from railonly.fabric.cost.prices import default_prices
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.devices import eos, sonic
+from railonly.fabric.devices.qos import plan as qos_plan
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.platforms import catalog
 
 from ..conftest import REPO
 
@@ -179,7 +181,7 @@ def test_contradictions_exit_2_naming_the_key_and_a_fix(case, tmp_path, capsys):
 
 
 def test_your_own_platform_file_is_used(tmp_path, capsys):
-    text = (REPO / "fabric" / "platforms" / "dell-z9664f.yaml").read_text().replace("model: dell-z9664f", "model: acme-25t")
+    text = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9664f.yaml").read_text().replace("model: dell-z9664f", "model: acme-25t")
     (tmp_path / "acme.yaml").write_text(text)
     path = tmp_path / "d.yml"
     path.write_text("name: t\nhb_domain: {size: 2, count: 4}\nswitch: {model: acme-25t, platform_files: [acme.yaml]}\n")
@@ -193,7 +195,7 @@ def _z(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-BASE = (REPO / "fabric" / "platforms" / "dell-z9664f.yaml").read_text().replace("model: dell-z9664f", "model: acme")
+BASE = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9664f.yaml").read_text().replace("model: dell-z9664f", "model: acme")
 HOSTILE = {
     "bad-row": (_z(BASE, '"Ethernet0   5,6,7,8', '"Ethernet0;rm 5,6,7,8'), "ports[0]", "name"),
     "missing-cage": (_z(BASE, '        - "Ethernet0 ', '        - "#Ethernet0 '), "breakouts.1x400G.sonic.ports", ""),

@@ -112,7 +112,7 @@ def designs() -> dict[str, str]:
     sys.path.insert(0, str(REPO / "tests" / "configs"))
     from cases import CASES
 
-    from railonly.fabric import catalog
+    from railonly.fabric.platforms import catalog
 
     out = {}
     for path in sorted((REPO / "labs").glob("*.yml")):
@@ -131,7 +131,7 @@ def designs() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def compiled(name: str) -> dict[str, bytes]:
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
+    from railonly.fabric.design.design import parse_design
 
     _, files = compile_design(parse_design(designs()[name], f"{name}.yml"))
     return files
