@@ -156,10 +156,6 @@ class Platform:
         cage, sub = divmod(index, b.ports_per_cage)
         return f"Ethernet{cage + 1}/{sub * b.lanes_per_port + 1}"
 
-    def cage_of(self, breakout: str, index: int) -> int:
-        """The cage (from 0) of fabric port `index`."""
-        return index // self.breakouts[breakout].ports_per_cage
-
 
 def parse_breakout(name: str) -> tuple[int, int] | None:
     """'2x400G' -> (2, 400); None when it is not of that form."""
@@ -294,10 +290,6 @@ def shipped() -> dict[str, Platform]:
             p = platform_from_source(parse_yaml(entry.read_text(encoding="utf-8"), name))
             out[p.model] = p
     return out
-
-
-def models() -> list[str]:
-    return [GENERIC, *shipped()]
 
 
 # -- a design's switch keys -----------------------------------------------------

@@ -71,7 +71,6 @@ def test_sn5600_2x400g_port_table_is_the_published_map_port_for_port():
     fab = build_fabric(d)
     doc, _ = sonic.render_switch(fab, leaf(fab), qos_plan(d))
     published = published_rows(DATA / "Mellanox-SN5600-O128.port_config.ini")
-    assert list(doc["PORT"]) == sorted(published, key=lambda n: list(doc["PORT"]).index(n))  # same set
     assert set(doc["PORT"]) == set(published)
     for name, want in published.items():
         got = doc["PORT"][name]
@@ -132,7 +131,6 @@ def test_two_tier_counts_cages_at_both_ends_and_the_fast_path_agrees():
 @pytest.mark.parametrize("model,breakout,os_name", COMBOS, ids=lambda x: str(x))
 def test_every_platform_and_breakout_compiles_and_validates(model, breakout, os_name, tmp_path, capsys):
     p = CATALOG[model]
-    n = p.breakouts[breakout].ports_per_cage
     # two tiers on the 64-port breakouts (70 domains > 64 ports), a partly filled leaf on the rest
     count = 70 if p.radix(breakout) == 64 else 3
     path = tmp_path / "d.yml"
@@ -142,8 +140,7 @@ def test_every_platform_and_breakout_compiles_and_validates(model, breakout, os_
     assert main(["compile", str(path), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
     assert main(["validate", str(out), "-q"]) == 0, capsys.readouterr().out
     names = {r["b_port"] for r in csv.DictReader(io.StringIO((out / "cabling.csv").read_text())) if r["tier"] == "1"}
-    for name in names:
-        assert name in {p.port_name(breakout, os_name, i) for i in range(p.radix(breakout))}
+    assert names and names <= {p.port_name(breakout, os_name, i) for i in range(p.radix(breakout))}
     if os_name == "sonic":
         cfg = json.loads((out / "configs" / "rail0-leaf0" / "config_db.json").read_text())
         assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == p.breakouts[breakout].hwsku
@@ -151,7 +148,6 @@ def test_every_platform_and_breakout_compiles_and_validates(model, breakout, os_
     else:
         text = (out / "configs" / "rail0-leaf0" / "startup-config").read_text()
         assert f"   speed {p.breakouts[breakout].eos_speed}\n" in text
-    assert n == len(names & {p.port_name(breakout, os_name, i) for i in range(n)}) or len(names) < n
 
 
 CONTRADICTIONS = {
