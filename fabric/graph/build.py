@@ -28,7 +28,7 @@ import math
 from ..design import clos
 from ..design.design import Design
 from ..input.problems import InputError
-from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
+from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, fabric_port, hb_port
 from .addressing import BlockPool, ip, prefix_for
 from .model import Endpoint, Fabric, Link, Node, Vlan
 
@@ -90,7 +90,7 @@ class _Builder:
         return self.add(sw)
 
     def port(self, sw: Node, index: int, ip_addr: str | None = None) -> Endpoint:
-        ep = Endpoint(sw.name, switch_port(sw.platform, index, self.d.nic_gbps), ip_addr, index)
+        ep = Endpoint(sw.name, fabric_port(self.d, sw.tier, sw.platform, index), ip_addr, index)
         if ep.port in sw.ports:
             raise AssertionError(f"port {ep.port} of {sw.name} assigned twice")
         sw.ports[ep.port] = ep

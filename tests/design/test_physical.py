@@ -82,7 +82,7 @@ def test_every_cable_has_one_length_everywhere(make):
         for end in (lk.a, lk.b):  # both ends that are switch ports
             if fab.node(end.node).role == "switch":
                 assert ports[(end.node, end.port)] == metres, (cid, end.node, end.port)
-        assert r["media"] == physical.media(lk.gbps, lk.tier)  # the optic type, no length in it
+        assert r["media"] == physical.cable_media(design, lk.gbps, lk.tier)  # the optic type, no length in it
     # the BOM's fibre lines count exactly these lengths
     fibre = Counter()
     for r in _csv(files, "bom.csv"):
