@@ -54,7 +54,7 @@ def _port_lengths(files: dict[str, bytes]) -> dict[tuple[str, str], int]:
             for line in data.decode().splitlines():
                 if line.startswith("interface "):
                     iface = line.split()[1]
-                elif iface and (m := re.fullmatch(r"   description \S+ C\d+ (\d+)m", line)):
+                elif iface and (m := re.fullmatch(r"   description \S+ \S+ (\d+)m", line)):
                     out[(sw, iface)] = int(m.group(1))
     return out
 
