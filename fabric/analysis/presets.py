@@ -54,7 +54,7 @@ MODEL_FIELDS: dict[str, Field] = {
     "ffn": Field("int", min=1, max=10_000_000, hint="MLP (or one expert's) inner size; default 4 x hidden (gelu), 8/3 x hidden rounded up to 256 (swiglu)"),
     "tied_embeddings": Field("bool", hint="true: the output layer reuses the input embedding (GPT); false: its own V x h matrix (Llama)"),
     # Checked against MOE_FIELDS by check_moe (a "section" would be filled in when absent).
-    "moe": Field("map", default=None, hint="{experts, top_k, every} for a mixture-of-experts model"),
+    "moe": Field("map", default=None, hint="{experts, top_k, every, shared_experts} for a mixture-of-experts model"),
 }
 
 FILE_FIELDS: dict[str, Field] = {
