@@ -102,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     except (EnvironmentProblem, *_environment_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ENV
+    except OSError as exc:  # the file system refused (disk full, read-only, gone): name the path, no traceback
+        where = exc.filename or "a file"
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ENV
 
 
 class EnvironmentProblem(Exception):

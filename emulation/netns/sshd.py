@@ -1,6 +1,7 @@
 """A real sshd in each SONiC switch namespace of a netns lab, so `railonly push` works on the lab.
 
-Per lab, under OUTDIR/.lab/ssh/ (runtime state, never committed or compiled):
+Per lab, under its root-owned state directory /run/railonly/<lab>/state/ssh/
+(runtime/rundir.py; never in the OUTDIR, which a pull request may have written):
 
 - ``client_ed25519``: the lab's client key (authorized for every switch sshd);
 - ``known_hosts``: every switch's host key, recorded under the alias
@@ -8,8 +9,8 @@ Per lab, under OUTDIR/.lab/ssh/ (runtime state, never committed or compiled):
 - ``<switch>/ssh_host_ed25519_key``, ``<switch>/sshd_config``: one sshd each;
 - ``lab-ssh.json``: what push reads (user, key, known_hosts, address per switch).
 
-Keys survive redeploys (known_hosts stays valid); destroy leaves them with the
-rest of OUTDIR/.lab. Each sshd listens on 127.0.0.1:22 *inside its namespace*:
+Keys survive redeploys (known_hosts stays valid); destroy removes them with the
+rest of the lab's run directory. Each sshd listens on 127.0.0.1:22 *inside its namespace*:
 no address of the fabric is needed (a push that changes the switch's
 addresses cannot cut its own session), and a controller reaches it by opening
 the socket inside the namespace. Its ``ForceCommand`` is the railonly switch
@@ -90,9 +91,10 @@ def sshd_config(lab, switch: str) -> str:
     if not SAFE_PATH_RE.match(str(d)):
         from ..lab import LabError
 
-        raise LabError(str(lab.outdir), "the OUTDIR path has a character sshd_config cannot carry"
-                       " (space, quote, '#', newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
-    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", str(Path(lab.outdir).resolve()), switch]
+        raise LabError(str(d), "the lab's run directory has a character sshd_config cannot carry",
+                       "deploy with a plain lab name")
+    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", str(Path(lab.outdir).resolve()), switch,
+             lab.name]
     return "\n".join([
         "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.netns.sshd)",
         f"Port {PORT}",
@@ -129,20 +131,18 @@ def prepare(lab) -> dict:
     (idempotent: existing keys are kept). Returns the info dict."""
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
-    # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
-    from railonly.fabric.validate.untrusted import OutdirReader
-
-    from ..runtime.outdir_writer import OutdirWriter
+    # Everything goes through the lab's state directory (root's, 0700): no symlink is followed.
+    from ..runtime import rundir
 
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    tree, reader = OutdirWriter(lab.outdir), OutdirReader(str(lab.outdir))
+    tree = reader = rundir.state(lab.name)
     base = ssh_dir(lab)
-    rel = str(base.relative_to(lab.outdir))
+    rel = str(base.relative_to(lab.state_dir))
     tree.makedirs(rel, mode=0o700)
     tree.chmod_dir(rel, 0o700)
     client = base / "client_ed25519"
     _keygen(client, f"railonly-lab-{lab.name}")
-    pub = reader.read_text(f"{rel}/client_ed25519.pub", limit=4096).strip()
+    pub = reader.read_bytes(f"{rel}/client_ed25519.pub", limit=4096).decode("ascii", "replace").strip()
     # restrict: no forwarding of any kind; pty: netmiko drives an interactive shell
     tree.write_text(f"{rel}/authorized_keys", f"restrict,pty {pub}\n")
     known, switches = [], {}
@@ -150,7 +150,8 @@ def prepare(lab) -> dict:
         tree.makedirs(f"{rel}/{sw.name}")
         key = switch_dir(lab, sw.name) / "ssh_host_ed25519_key"
         _keygen(key, f"{sw.name}@{lab.name}")
-        host_pub = reader.read_text(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).split()
+        host_pub = reader.read_bytes(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).decode(
+            "ascii", "replace").split()
         known.append(f"{host_alias(lab, sw.name)} {host_pub[0]} {host_pub[1]}")
         tree.write_text(f"{rel}/{sw.name}/sshd_config", sshd_config(lab, sw.name))
         switches[sw.name] = {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
@@ -221,12 +222,12 @@ def load_info(lab) -> dict | None:
     switch sshd. The file is only a marker: every path and address is derived
     here from the lab (a hostile file cannot point push at another key, host
     or known_hosts); a file of the wrong shape is exit 2 naming it."""
-    from railonly.fabric.validate.untrusted import OutdirReader
-
     from ..lab import LabError
+    from ..runtime import rundir
 
     path = ssh_dir(lab) / INFO
-    data = OutdirReader(str(lab.outdir)).read_json(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024)
+    sd = rundir.open_state(lab.name, create=False)
+    data = sd.read_json(str(path.relative_to(lab.state_dir)), limit=16 * 1024 * 1024) if sd else None
     if data is None:
         return None
     if not isinstance(data, dict) or data.get("lab") != lab.name or not isinstance(data.get("switches"), dict):

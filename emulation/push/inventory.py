@@ -120,16 +120,19 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> 
     return devices
 
 
-def lab_devices(outdir: str | os.PathLike) -> list[Device]:
-    """The SONiC switches of the lab deployed from OUTDIR, reached through their namespaces.
+def lab_devices(outdir: "str | os.PathLike | object") -> list[Device]:
+    """The SONiC switches of the lab deployed from OUTDIR (or of a loaded, bound Lab),
+    reached through their namespaces.
 
     Raises RuntimeProblem (exit 3) when the lab has no switch sshd (not deployed,
     or deployed without it)."""
-    from ..lab import load_lab
+    from ..lab import Lab, load_lab
     from ..netns import sshd as lab_sshd
+    from ..runtime import rundir
     from ..runtime.protocol import RuntimeProblem
 
-    lab = load_lab(outdir)
+    lab = outdir if isinstance(outdir, Lab) else rundir.bind(load_lab(outdir))
+    outdir = lab.outdir
     info = lab_sshd.load_info(lab)
     if info is None:
         if lab.switches and all(sw.platform == "eos" for sw in lab.switches):

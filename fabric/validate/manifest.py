@@ -2,7 +2,9 @@
 
 The manifest's paths are only compared, never opened: what is read is what
 the walk finds under OUTDIR, without following a symlink (a symlink is
-reported, not read). The lab's runtime state (`.lab/`) is not an artifact.
+reported, not read). Every other file is an artifact: a lab's runtime records
+never live in an OUTDIR (they are in /run/railonly/<lab>), so a `.lab/` there is
+an extra file like any other.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import json
 import os
 import stat
 
-from ..writer import STATE_DIR
 from .report import Result
 
 MANIFEST = "MANIFEST.json"
@@ -30,12 +31,10 @@ def _sha256(path: str) -> str:
 
 
 def _walk(outdir: str) -> dict[str, str]:
-    """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but .lab/ and the manifest."""
+    """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but the manifest."""
     found: dict[str, str] = {}
     for root, dirs, files in os.walk(outdir, followlinks=False):
         rel_root = os.path.relpath(root, outdir)
-        if rel_root == ".":
-            dirs[:] = [d for d in dirs if d != STATE_DIR]
         for name in dirs + files:
             full = os.path.join(root, name)
             rel = os.path.normpath(os.path.join(rel_root, name))
