@@ -91,11 +91,11 @@ def _dst_ip(cp, f: Flow) -> str:
 
 
 def _start_servers(lab: Lab, rt: Runtime, cp, flows: list[Flow]) -> None:
-    rundir = _run_dir(lab)
-    os.makedirs(rundir, exist_ok=True)
+    piddir = _run_dir(lab)
+    os.makedirs(piddir, exist_ok=True)
     servers = []
     for f in flows:
-        pidfile = f"{rundir}/{f.dst}-{f.port}.pid"
+        pidfile = f"{piddir}/{f.dst}-{f.port}.pid"
         argv = ["iperf3", "-s", "-1", "-D", "-p", str(f.port), "-B", _dst_ip(cp, f), "--pidfile", pidfile]
         servers.append({"netns": lab.netns(f.dst), "argv": argv, "pidfile": pidfile})
     # intent first: the record exists before any server does

@@ -26,7 +26,7 @@ from railonly.emulation.netns import pids, setns
 RUN = os.getpid() % 10000
 
 # sonic switches: every switch has FRR (routed) and an sshd, so the run dir, pid
-# files and OUTDIR/.lab/ssh all exist; 2 rails x 2 servers keeps a deploy ~1 s
+# files and the lab's state dir (ssh/) all exist; 2 rails x 2 servers keeps a deploy ~1 s
 ROUTED = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\n"
 L2 = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: l2}}\n"
 
@@ -176,6 +176,18 @@ def fresh(compiled, tmp_path):
         main(["lab", "destroy", str(clean)])
         problems += lab_remains(name)
     assert not problems, f"left behind: {problems}"
+
+
+@pytest.fixture
+def run_root(tmp_path, monkeypatch):
+    """Labs' run directories under tmp (for tests that only read and write records)."""
+    from railonly.emulation import lab
+
+    root = tmp_path / "run" / "railonly"
+    root.parent.mkdir()
+    os.chmod(tmp_path, 0o755)
+    monkeypatch.setattr(lab, "RUN_ROOT", str(root))
+    return root
 
 
 def lab_name(outdir: Path) -> str:

@@ -74,13 +74,13 @@ def test_deleted_cabling_csv_is_named(outdirs, tmp_path, capsys):
 def test_extra_file_is_named(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
     (out / "configs/rail0-leaf0/notes.txt").write_text("mine\n")
-    (out / ".lab").mkdir()  # a lab's runtime state is not an artifact
+    (out / ".lab").mkdir()  # lab records never live in an OUTDIR: an old .lab/ is an extra file too
     (out / ".lab" / "netns-state.json").write_text("{}")
     rc, fails, _ = _failures(out, tmp_path, capsys)
     assert rc == 1 and set(fails) == {"manifest/files"}
     detail = fails["manifest/files"]
     assert "extra: configs/rail0-leaf0/notes.txt (file)" in detail
-    assert ".lab" not in detail
+    assert "extra: .lab/netns-state.json (file)" in detail
 
 
 def _refused(out: Path, capsys) -> str:
