@@ -237,7 +237,7 @@ class NetnsRuntime:
         rep = engine.destroy(path, owner=owner(lab), extra_namespaces=tuple(found), kill_all_inside=True)
         rep.lab = lab.name
         rep.refused[:0] = refused
-        if rep.ok and path is not None:  # an unsafe run dir chain is named, never walked
+        if rep.ok:  # rmtree unlinks a symlink inside, never follows it; a symlinked run dir is left (lstat)
             try:
                 st = os.lstat(rdir)
             except FileNotFoundError:

@@ -292,7 +292,10 @@ def for_destroy(outdir: str | None, lab_name: str | None) -> Identity:
     from ..lab import load_lab
 
     lab = load_lab(outdir)  # nothing recorded for this path: its topology names the lab
-    ident = read_identity(lab.name)
-    if ident is not None:
+    try:
+        ident = read_identity(lab.name)
+    except LabError:  # an unreadable record (a symlink, not root's): the topology's nodes, the record named by destroy
+        return identity_of(lab)
+    if ident is not None and ident.outdir != str(lab.outdir):
         raise _other_outdir(ident, str(lab.outdir))
-    return identity_of(lab)
+    return ident or identity_of(lab)

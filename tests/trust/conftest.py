@@ -170,10 +170,8 @@ def fresh(compiled, tmp_path):
     problems = []
     for out in made:
         name = lab_name(out)
-        # the OUTDIR may be wrecked by the test: destroy from a clean copy of the same lab
-        clean = tmp_path / f"clean-{out.name}"
-        shutil.copytree(compiled["routed" if name == unique("r") else "l2"], clean)
-        main(["lab", "destroy", str(clean)])
+        # the OUTDIR may be wrecked by the test: destroy by the lab's recorded identity
+        main(["lab", "destroy", "--lab", name])
         problems += lab_remains(name)
     assert not problems, f"left behind: {problems}"
 
@@ -188,6 +186,11 @@ def run_root(tmp_path, monkeypatch):
     os.chmod(tmp_path, 0o755)
     monkeypatch.setattr(lab, "RUN_ROOT", str(root))
     return root
+
+
+def state_file(name: str, what: str = "netns-state.json") -> str:
+    """A record of a deployed lab: in its root-owned state directory, never the OUTDIR."""
+    return f"/run/railonly/{name}/state/{what}"
 
 
 def lab_name(outdir: Path) -> str:
