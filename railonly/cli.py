@@ -74,6 +74,8 @@ def _completion_hints(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from railonly.reportfile import ReportNotWritten
+
     parser = build_parser()
     args = parser.parse_args(argv)
     from railonly import console
@@ -90,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             print(p.format(), file=sys.stderr)
         n = len(exc.problems)
         print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
+        return EXIT_INPUT
+    except ReportNotWritten as exc:
+        print(f"error: {exc}\n  fix: give a writable file path for the report", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -30,7 +30,7 @@ def _sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def _walk(outdir: str) -> dict[str, str]:
+def walk(outdir: str) -> dict[str, str]:
     """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but the manifest."""
     found: dict[str, str] = {}
     for root, dirs, files in os.walk(outdir, followlinks=False):
@@ -70,7 +70,7 @@ def check_manifest(outdir: str) -> list[Result]:
     if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
         return [Result(rid, "manifest", False, f"{MANIFEST}: needs \"files\": {{path: sha256}}")]
 
-    found = _walk(outdir)
+    found = walk(outdir)
     probs = []
     for rel in sorted(set(listed) | set(found)):
         kind = found.get(rel)

@@ -144,7 +144,10 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
                     "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
              for f, msgs in sorted(by_file.items())]
-    return trust + validate(read, fabric) + (check_manifest(outdir) if manifest else [])
+    from .rendered import check_clabernetes
+
+    return (trust + check_clabernetes(outdir) + validate(read, fabric)
+            + (check_manifest(outdir) if manifest else []))
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

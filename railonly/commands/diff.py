@@ -24,12 +24,9 @@ def run(args) -> int:
     # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
     doc = plan(read_snapshot(args.old), read_snapshot(args.new), diffs=not args.no_diffs)
     if args.json:
-        try:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(to_json(doc))
-        except OSError as exc:
-            print(f"error: cannot write {args.json}: {exc.strerror}\n  fix: give a writable path for --json", file=sys.stderr)
-            return 2
+        from railonly.reportfile import write_report
+
+        write_report(args.json, to_json(doc))  # never through a link; ReportNotWritten: exit 2 naming the path
     changes = has_changes(doc)
     if changes or not args.quiet:  # -q: nothing to say when nothing changes
         sys.stdout.write(render_text(doc, diffs=not args.no_diffs))

@@ -1,0 +1,75 @@
+"""Artifacts railonly derives from other artifacts, checked by rendering them again.
+
+The clabernetes manifest (``<name>.clabernetes.yaml``) carries the whole lab to
+a Kubernetes cluster: its Topology holds the containerlab file, its ConfigMaps
+the switch files. Checked on its own it could carry anything a cluster runs
+(an exec line, a ``/:/host`` bind, a foreign image, a ClusterRoleBinding), so
+it is not checked on its own: it must be byte for byte what
+:func:`railonly.fabric.clabernetes.render` makes of the topology and switch
+files in the same OUTDIR, which `validate` checks line by line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Iterator
+
+from .. import clabernetes
+from .report import Result
+from .untrusted import OutdirReader, UntrustedFile, lab_files
+
+
+class _Files(Mapping):
+    """The OUTDIR as the {relative path: bytes} mapping clabernetes.render reads, read
+    lazily through the untrusted reader (no symlink, bounded)."""
+
+    def __init__(self, reader: OutdirReader):
+        self.reader = reader
+        self.cache: dict[str, bytes | None] = {}
+
+    def _get(self, rel: str) -> bytes | None:
+        if rel not in self.cache:
+            ok = isinstance(rel, str) and not rel.startswith("/") and ".." not in rel.split("/")
+            self.cache[rel] = self.reader.read_bytes(rel) if ok else None
+        return self.cache[rel]
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and self._get(rel) is not None
+
+    def __getitem__(self, rel: str) -> bytes:
+        data = self._get(rel)
+        if data is None:
+            raise KeyError(rel)
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([k for k, v in self.cache.items() if v is not None])
+
+    def __len__(self) -> int:
+        return sum(v is not None for v in self.cache.values())
+
+
+def check_clabernetes(outdir: str) -> list[Result]:
+    """One result: the manifest is exactly what railonly renders from this OUTDIR's topology
+    and switch files (absent: nothing to check; MANIFEST.json says whether it should be there)."""
+    reader = OutdirReader(outdir)
+    _, clab_rel = lab_files(reader)
+    name = clab_rel[: -len(".clab.yml")]
+    rel = clabernetes.filename(name)
+    rid = f"trust/{rel}"
+    on_disk = reader.read_bytes(rel)
+    if on_disk is None:
+        return []
+    try:
+        files = _Files(reader)
+        want = clabernetes.produce(name, files)[rel].encode()
+    except (UntrustedFile, AssertionError, KeyError, ValueError, UnicodeDecodeError) as exc:
+        return [Result(rid, "trust", False, f"{rel}: cannot be rendered from {clab_rel} and its files"
+                       f" ({str(exc)[:200]}); recompile the design")]
+    if on_disk == want:
+        return [Result(rid, "trust", True, f"{rel}: exactly what railonly renders from {clab_rel}")]
+    at = next((i for i, (a, b) in enumerate(zip(on_disk, want)) if a != b), min(len(on_disk), len(want)))
+    line = on_disk.count(b"\n", 0, at) + 1
+    return [Result(rid, "trust", False, f"{rel}: line {line}: differs from what railonly renders from {clab_rel} and"
+                   " its switch files (edited after compile?): a cluster would run what no check has seen;"
+                   " recompile the design")]
