@@ -304,6 +304,14 @@ def load_lab(outdir: str | Path) -> Lab:
     clab, lines = reader.read_yaml(topo_file.name)
     if not isinstance(clab, dict):
         raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
+    from railonly.fabric import limits
+
+    n = len((clab.get("topology") or {}).get("nodes") or {}) if isinstance(clab.get("topology"), dict) else 0
+    if n > limits.LAB_NODES.value:  # before any per-node work: planning 12,480 namespaces is not a lab
+        raise InputError([Problem(
+            "topology.nodes", f"has {n:,} nodes, more than the cap of {limits.LAB_NODES.value:,} lab nodes"
+            f" ({limits.LAB_NODES.env})", "compile a smaller lab slice (railonly compile --lab-domains N), or raise"
+            f" the cap for this run: {limits.LAB_NODES.env}={n}", None, str(topo_file))])
     shape = _shape_problems(clab, fabric)
     if shape:
         raise InputError([Problem("", what, "recompile the design", None,

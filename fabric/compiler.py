@@ -99,6 +99,9 @@ def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
 
 
 def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
+    from . import limits
+
+    limits.check_design(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)

@@ -339,11 +339,20 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
         if not stat.S_ISDIR(st.st_mode):
             return [Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
                             os.path.join(outdir, stack[0]))]
+    from railonly.fabric import limits
+
+    cap, seen = limits.FILES.value, 0
     while stack:
         rel = stack.pop()
         try:
             with os.scandir(os.path.join(root, rel) if rel else root) as it:
                 entries = sorted(it, key=lambda e: e.name)
+            seen += len(entries)
+            if seen > cap:  # a tree no compile writes: refused before anything of it is read
+                return [Problem(
+                    "", f"holds more than {cap:,} files and folders, the cap of an OUTDIR ({limits.FILES.env})",
+                    f"recompile the design into a fresh OUTDIR, or raise the cap: {limits.FILES.env}={seen * 2}",
+                    None, outdir)]
         except FileNotFoundError:
             continue
         except NotADirectoryError:

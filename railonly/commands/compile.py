@@ -27,7 +27,10 @@ def run(args) -> int:
     from railonly.fabric.design import load_design
     from railonly.fabric.progress import Silent
 
+    from railonly.fabric import limits
+
     design = load_design(args.design)
+    limits.check_design(design)  # caps on GPUs, switches and files, before any work
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
