@@ -78,8 +78,10 @@ def _keygen(path: Path, comment: str) -> None:
         p.unlink(missing_ok=True)  # a symlink is removed, never followed
     proc.require("ssh-keygen", "openssh-client")
     res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], timeout=30)
-    if not res.ok:
-        raise RuntimeError(f"ssh-keygen {path}: {res.stderr.strip()}")
+    if not res.ok:  # a full disk, a read-only /run: exit 3 naming the path
+        from ..runtime.protocol import RuntimeProblem
+
+        raise RuntimeProblem(f"ssh-keygen {path}: {res.stderr.strip()}")
     os.chmod(path, 0o600)
 
 
