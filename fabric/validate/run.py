@@ -127,8 +127,9 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     """Every result for an OUTDIR on disk. Symlinks, special files and malformed
     JSON/YAML raise InputError (exit 2); what the compiler never emits (exec
     lines, FRR/EOS commands, odd names) fails a `trust/<file>` result.
-    `manifest=False` skips only the MANIFEST.json hashes: for configs taken back
-    from devices, which print the same intent in other bytes."""
+    `manifest=False` skips the byte-for-byte checks (the MANIFEST.json hashes and the
+    clabernetes manifest rendered again): for configs taken back from devices, which
+    print the same intent in other bytes."""
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
     unsafe = untrusted.unsafe_entries(outdir)
@@ -146,7 +147,9 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
              for f, msgs in sorted(by_file.items())]
     from .rendered import check_clabernetes
 
-    return (trust + check_clabernetes(outdir) + validate(read, fabric)
+    # both are byte-for-byte checks against what compile writes: --no-manifest (configs
+    # taken back from devices, other bytes) skips both
+    return (trust + (check_clabernetes(outdir) if manifest else []) + validate(read, fabric)
             + (check_manifest(outdir) if manifest else []))
 
 

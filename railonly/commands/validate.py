@@ -11,7 +11,7 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write results as JSON")
     p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
     p.add_argument("--no-manifest", action="store_true",
-                   help="skip the MANIFEST.json hash check (configs taken back from devices: same intent, other bytes)")
+                   help="skip the byte-for-byte checks: MANIFEST.json hashes and the clabernetes manifest (configs taken back from devices: same intent, other bytes)")
     p.set_defaults(func=run)
 
 

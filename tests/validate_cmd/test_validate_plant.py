@@ -56,9 +56,10 @@ def test_a_fresh_outdir_passes_manifest_and_plant(outdirs, name, tmp_path, capsy
 def test_hand_edited_config_is_named(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
     f = out / "configs/rail0-spine1/frr.conf"
-    f.write_text(f.read_text() + "! a note by hand\n")  # valid FRR, same facts: only the manifest sees it
+    f.write_text(f.read_text() + "! a note by hand\n")  # valid FRR, same facts: only the manifests see it
     rc, fails, text = _failures(out, tmp_path, capsys)
-    assert rc == 1 and set(fails) == {"manifest/files"}
+    # MANIFEST.json's hash, and the clabernetes manifest, which still carries the compiled file
+    assert rc == 1 and set(fails) == {"manifest/files", "trust/minir.clabernetes.yaml"}
     assert "changed: configs/rail0-spine1/frr.conf" in fails["manifest/files"]
 
 
