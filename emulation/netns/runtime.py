@@ -45,11 +45,13 @@ def _identity(lab: "Lab | rundir.Identity") -> rundir.Identity:
     return lab if isinstance(lab, rundir.Identity) else rundir.identity_of(lab)
 
 
-def owner(lab: "Lab | rundir.Identity") -> statefile.Owner:
+def owner(lab: "Lab | rundir.Identity", also: "rundir.Identity | None" = None) -> statefile.Owner:
     """What this lab may touch: the namespaces of its own nodes (less any another lab's
-    recorded nodes also name), its run directory."""
+    recorded nodes also name), its run directory. ``also``: the identity of the previous
+    deploy of the same lab (a recompiled OUTDIR may have dropped nodes it still runs)."""
     others = rundir.claims_of_others(lab.name)
-    return statefile.Owner.for_lab(lab.name, {n for n in _identity(lab).namespaces if n not in others})
+    mine = _identity(lab).namespaces | (also.namespaces if also is not None and also.name == lab.name else frozenset())
+    return statefile.Owner.for_lab(lab.name, {n for n in mine if n not in others})
 
 
 def check_state_dir(lab: "Lab | rundir.Identity") -> None:
@@ -176,9 +178,12 @@ class NetnsRuntime:
         if ident is not None and ident.outdir != str(lab.outdir):  # the command checked; under the lock again
             raise LabError(str(lab.outdir), f"lab {lab.name} is deployed from {ident.outdir}: not touched",
                            f"railonly lab deploy {lab.outdir} --lab-name {lab.name}-2")
-        rundir.record_identity(lab)  # intent first: who the lab is, before anything of it exists
+        # intent first: who the lab is, before anything of it exists (with the previous deploy's
+        # nodes until this deploy has replaced them: a recompile may have dropped some)
+        rundir.record_identity(lab, also=ident)
         path = state_path(lab)
-        checked = engine.check_state(path, owner(lab))
+        mine = owner(lab, also=ident)
+        checked = engine.check_state(path, mine)
         if checked.problems:  # before anything is written, the sshd keys too
             raise LabError(path, "the state file of the previous deploy is not usable:\n  "
                            + "\n  ".join(checked.problems[:10]),
@@ -188,13 +193,15 @@ class NetnsRuntime:
             if self.ssh and lab_sshd.sonic_switches(lab):
                 lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
             rep = engine.deploy(lp.plan, path, hook=hook, workers=self.workers, strategy=self.strategy,
-                                  owner=owner(lab))
+                                  owner=mine)
         except engine.StateRefused as exc:
             raise LabError(path, str(exc), f"remove what is provably the lab's with: railonly lab destroy {lab.outdir}"
                            " (it refuses the rest, by name)") from None
         except engine.DeployError as exc:
             raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
                                  f" remove it with: railonly lab destroy {lab.outdir}") from None
+        if ident is not None and set(ident.nodes) != set(lab.nodes):
+            rundir.record_identity(lab)  # the previous deploy is gone: exactly this lab's nodes
         res = DeployResult(lab.name, rep.noop, rep.seconds, dict(rep.phases), rep.namespaces,
                            rep.processes, warnings=list(lp.warnings))
         if self.ssh and lab_sshd.sonic_switches(lab):

@@ -192,9 +192,11 @@ def read_identity(lab: str) -> Identity | None:
     return Identity(lab, data["outdir"], tuple(nodes))
 
 
-def record_identity(lab) -> Identity:
-    """Record the lab's identity (intent first: before anything of it exists)."""
-    ident = Identity(lab.name, str(lab.outdir), tuple(sorted(lab.nodes)))
+def record_identity(lab, also: Identity | None = None) -> Identity:
+    """Record the lab's identity (intent first: before anything of it exists). ``also``: the
+    previous deploy's identity, whose nodes stay recorded until the new deploy replaced them."""
+    nodes = set(lab.nodes) | (set(also.nodes) if also is not None and also.name == lab.name else set())
+    ident = Identity(lab.name, str(lab.outdir), tuple(sorted(nodes)))
     state(lab.name).write_text(IDENTITY, json.dumps(
         {"lab": ident.name, "outdir": ident.outdir, "nodes": list(ident.nodes)}, indent=1) + "\n", mode=0o600)
     return ident
