@@ -118,6 +118,8 @@ def test_two_outdirs_of_one_design_on_one_host(fresh, bystanders, capsys):
         rc, o, e = run(capsys, "lab", action[0], str(second), *action[1:])
         assert rc == 2 and f"deployed from {first}" in e, (action, o + e)
     assert running(name) and all(pids.info(p) for p in daemons)
+    rc, o, e = run(capsys, "lab", "deploy", str(second), "--lab-name", name)  # the override cannot take a lab either
+    assert rc == 2 and f"deployed from {first}" in e, o + e
     # the explicit override: the second OUTDIR under a name of its own, both labs side by side
     other = f"{name}b2"  # not {name}-...: the test helpers match lab leftovers by prefix
     deploy_ok(capsys, second, "--lab-name", other)
@@ -153,6 +155,23 @@ def test_destroy_needs_only_the_labs_identity(fresh, bystanders, capsys, tmp_pat
     rc, o, e = run(capsys, "lab", "destroy", str(out))
     assert rc == 0 and f"lab {name}: removed" in o, o + e
     assert lab_remains(name) == [] and all(not pids.info(p) for p in daemons)
+    assert bystanders.problems() == []
+
+
+def test_a_redeploy_after_a_recompile_that_dropped_nodes_removes_them(fresh, bystanders, capsys, tmp_path):
+    out = fresh()
+    name = lab_name(out)
+    deploy_ok(capsys, out)
+    design = tmp_path / "three.yml"  # the same lab name, a third HB domain
+    design.write_text(ROUTED.format(name=name).replace("count: 2}", "count: 3}"))
+    assert main(["compile", str(design), "-o", str(out), "-q"]) == 0
+    deploy_ok(capsys, out)
+    assert setns.exists(f"clab-{name}-hb2")
+    shutil.rmtree(out)
+    compile_lab(ROUTED, name, out)  # back to two: hb2 and its GPUs go
+    deploy_ok(capsys, out)
+    assert not [n for n in setns.list_netns() if n.startswith(f"clab-{name}-hb2")]
+    assert running(name)
     assert bystanders.problems() == []
 
 
