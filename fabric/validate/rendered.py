@@ -1,4 +1,4 @@
-"""Artifacts railonly derives from other artifacts, checked by rendering them again.
+"""Artifacts checked as a whole: rendered again, or found inert.
 
 The clabernetes manifest (``<name>.clabernetes.yaml``) carries the whole lab to
 a Kubernetes cluster: its Topology holds the containerlab file, its ConfigMaps
@@ -7,10 +7,15 @@ the switch files. Checked on its own it could carry anything a cluster runs
 it is not checked on its own: it must be byte for byte what
 :func:`railonly.fabric.clabernetes.render` makes of the topology and switch
 files in the same OUTDIR, which `validate` checks line by line.
+
+The drawing and the tables a person opens (``topology.svg``, the CSVs) must be
+inert: only the SVG elements and attributes railonly draws (no script, event
+handler or link), no CSV cell a spreadsheet would run as a formula.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Iterator
 
@@ -73,3 +78,56 @@ def check_clabernetes(outdir: str) -> list[Result]:
     return [Result(rid, "trust", False, f"{rel}: line {line}: differs from what railonly renders from {clab_rel} and"
                    " its switch files (edited after compile?): a cluster would run what no check has seen;"
                    " recompile the design")]
+
+
+# --- artifacts a person opens: nothing in them may run -----------------------------------------------
+
+# What fabric/diagram.py writes: these elements and attributes only (no script, no event
+# handler, no link, no external resource, no DOCTYPE/entity).
+SVG_ELEMENTS = frozenset({"svg", "rect", "text", "line", "circle"})
+SVG_ATTRIBUTES = frozenset({"xmlns", "width", "height", "viewBox", "font-family", "font-size", "font-weight", "x",
+                            "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "fill", "fill-opacity", "stroke",
+                            "stroke-opacity", "stroke-width", "stroke-dasharray", "text-anchor"})
+_TAG = re.compile(r"<(/?)([^\s/>]*)([^>]*)>")
+_ATTR = re.compile(r'\s([^\s=]+)="[^"<]*"')
+# a cell a spreadsheet would run as a formula (CSV injection): the compiler writes none
+_FORMULA = re.compile(r'(?:^|,)"?[=+@\t\r]', re.M)
+
+
+def svg_problem(text: str) -> str | None:
+    """Why ``text`` is not an SVG of the form railonly draws (None: it is)."""
+    if "<!" in text or "<?" in text:
+        return "holds a DOCTYPE, entity, comment or processing instruction"
+    for m in _TAG.finditer(text):
+        name, attrs = m.group(2), m.group(3).rstrip("/")
+        if name not in SVG_ELEMENTS:
+            return f"element <{name[:40]}> is not one railonly draws (script, link, foreignObject...)"
+        rest = _ATTR.sub("", attrs).strip()
+        bad = [a for a in _ATTR.findall(attrs) if a not in SVG_ATTRIBUTES]
+        if bad or rest:
+            return f"<{name}> has attribute {(bad or [rest])[0][:40]!r}, not one railonly writes (on*, href...)"
+    return None
+
+
+def check_inert(outdir: str) -> list[Result]:
+    """A failed trust result for each drawing or table railonly writes that holds what
+    could run when a person opens it: a script in topology.svg, a formula cell in a CSV."""
+    from .manifest import walk
+
+    reader = OutdirReader(outdir)
+    out = []
+    for rel, kind in sorted(walk(reader.root).items()):
+        if kind != "file" or not rel.endswith((".svg", ".csv")):
+            continue
+        text = reader.read_text(rel)
+        if text is None:
+            continue
+        if rel.endswith(".svg"):
+            why = svg_problem(text)
+        else:
+            m = _FORMULA.search(text)
+            why = (f"line {text.count(chr(10), 0, m.start()) + 1}: a cell starts with {m.group(0)[-1]!r}, which a"
+                   " spreadsheet runs as a formula") if m else None
+        if why:
+            out.append(Result(f"trust/{rel}", "trust", False, f"{rel}: {why}; recompile the design"))
+    return out

@@ -145,11 +145,11 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
                     "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
              for f, msgs in sorted(by_file.items())]
-    from .rendered import check_clabernetes
+    from .rendered import check_clabernetes, check_inert
 
     # both are byte-for-byte checks against what compile writes: --no-manifest (configs
     # taken back from devices, other bytes) skips both
-    return (trust + (check_clabernetes(outdir) if manifest else []) + validate(read, fabric)
+    return (trust + check_inert(outdir) + (check_clabernetes(outdir) if manifest else []) + validate(read, fabric)
             + (check_manifest(outdir) if manifest else []))
 
 

@@ -209,3 +209,24 @@ def test_a_namespace_is_the_labs_only_by_exact_name():
             "namespaces": ["clab-demo-leaf0", "clab-demo-b-leaf0", "clab-demo-leaf0x"]}
     ck = statefile.check(data, "s.json", OWNER)
     assert ck.state["namespaces"] == ["clab-demo-leaf0"] and len(ck.refused) == 2
+
+
+# --- ours: what a person opens must be inert -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel, edit", [
+    ("topology.svg", lambda t: t.replace("<rect ", "<script>fetch('//x')</script><rect ", 1)),
+    ("topology.svg", lambda t: t.replace("<rect ", '<rect onload="alert(1)" ', 1)),
+    ("topology.svg", lambda t: t.replace("<svg ", '<!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]><svg ', 1)),
+    ("topology.svg", lambda t: t.replace("</svg>", '<foreignObject><iframe src="//x"/></foreignObject></svg>', 1)),
+    ("netbox_devices.csv", lambda t: t.replace("\n", '\n=HYPERLINK("http://x","y"),', 1)),
+    ("cabling.csv", lambda t: t.replace("\n", "\n@SUM(1+1)*cmd|' /C calc'!A0,", 1)),
+])
+def test_a_drawing_or_table_that_could_run_fails_validate(copy, capsys, rel, edit):
+    """Ours: a reviewer opens topology.svg in a browser and the CSVs in a spreadsheet; a pull
+    request could make them run code there (and re-hash MANIFEST.json to match)."""
+    f = copy / rel
+    f.write_text(edit(f.read_text()))
+    relist(copy)
+    rc, o, e = run(capsys, "validate", str(copy))
+    assert rc == 1 and f"FAIL trust/{rel}: {rel}:" in o, o + e
