@@ -180,7 +180,17 @@ class NetnsRuntime:
                            f"railonly lab deploy {lab.outdir} --lab-name {lab.name}-2")
         # intent first: who the lab is, before anything of it exists (with the previous deploy's
         # nodes until this deploy has replaced them: a recompile may have dropped some)
+        fresh = ident is None and not os.path.lexists(run_dir(lab.name))
         rundir.record_identity(lab, also=ident)
+        try:
+            return self._deploy(lab, lp, ident, hook)
+        except (LabError, RuntimeProblem):
+            if fresh and not lab_namespaces(lab) and not os.path.exists(state_path(lab)):
+                shutil.rmtree(run_dir(lab.name), ignore_errors=True)  # refused before anything of it existed
+            raise
+
+    def _deploy(self, lab: Lab, lp: lab_plan.LabPlan, ident: "rundir.Identity | None",
+                hook: engine.Hook | None) -> DeployResult:
         path = state_path(lab)
         mine = owner(lab, also=ident)
         checked = engine.check_state(path, mine)

@@ -88,15 +88,23 @@ def _keygen(path: Path, comment: str) -> None:
 SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+=,@:-]+$")  # one sshd_config word, no quoting needed
 
 
+def _config_paths(lab, switch: str) -> str:
+    """The absolute OUTDIR, once it and the switch's run dir are paths one sshd_config word
+    carries (a newline would start a directive of its own in a root sshd's config)."""
+    outdir = str(Path(lab.outdir).resolve())
+    for path, what in ((switch_dir(lab, switch), "the lab's run directory"), (outdir, "the OUTDIR path")):
+        if not SAFE_PATH_RE.match(str(path)):
+            from ..lab import LabError
+
+            raise LabError(str(path), f"{what} has a character sshd_config cannot carry (space, quote, '#',"
+                           " newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
+    return outdir
+
+
 def sshd_config(lab, switch: str) -> str:
     d = switch_dir(lab, switch)
-    if not SAFE_PATH_RE.match(str(d)):
-        from ..lab import LabError
-
-        raise LabError(str(d), "the lab's run directory has a character sshd_config cannot carry",
-                       "deploy with a plain lab name")
-    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", str(Path(lab.outdir).resolve()), switch,
-             lab.name]
+    outdir = _config_paths(lab, switch)
+    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", outdir, switch, lab.name]
     return "\n".join([
         "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.netns.sshd)",
         f"Port {PORT}",
@@ -210,6 +218,7 @@ def processes(lab) -> tuple[Process, ...]:
     rundir = f"{run_dir(lab.name)}/sshd"
     out = []
     for sw in sonic_switches(lab):
+        _config_paths(lab, sw.name)  # refused while planning, before anything exists
         d = switch_dir(lab, sw.name)
         out.append(Process(
             name=f"{sw.name}/sshd", netns=sw.netns,

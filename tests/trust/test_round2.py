@@ -311,3 +311,13 @@ def test_a_report_path_planted_as_a_link_or_fifo_is_replaced_not_followed(fresh,
     res = railonly("diff", str(out), str(out), "--json", str(link))
     assert res.returncode == 0 and json.loads(link.read_text())["files"]["changed"] == []
     assert bystanders.file.read_text() == CANARY_TEXT and bystanders.problems() == []
+
+
+def test_an_outdir_path_that_would_write_sshd_config_directives_is_refused(compiled, tmp_path, bystanders, capsys):
+    """Ours: the lab sshd's ForceCommand names the OUTDIR; a newline in its path would end
+    that line and start a directive of the pull request's choosing in a root sshd's config."""
+    out = tmp_path / "o\nForceCommand /bin/sh\nPermitEmptyPasswords yes"
+    shutil.copytree(compiled["routed"], out)
+    rc, o, e = run(capsys, "lab", "deploy", str(out))
+    assert rc == 2 and "sshd_config" in e, o + e
+    assert lab_remains(lab_name(out)) == [] and bystanders.problems() == []
