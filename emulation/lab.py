@@ -8,7 +8,7 @@ and every link with both the topology interface (``eth3``) and the
 traffic talk to nodes only through ``Runtime.exec``.
 
 Which fabric.json: a lab that is a slice of its design has its own,
-``lab/fabric.json`` (see railonly.fabric.lab_slice); otherwise the top-level
+``lab/fabric.json`` (see railonly.fabric.design.lab_slice); otherwise the top-level
 one. Runtimes never recompile.
 """
 
@@ -19,9 +19,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.design import LAB_NIC_MBPS_DEFAULT
-from railonly.fabric.lab_slice import SLICE_DIR
-from railonly.fabric.problems import InputError, Problem
+from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT
+from railonly.fabric.design.lab_slice import SLICE_DIR
+from railonly.fabric.input.problems import InputError, Problem
 
 RUN_ROOT = "/run/railonly"  # per-lab run dirs; must be searchable by user frr (not under a 0700 tmp)
 STATE_SUBDIR = "state"  # the lab's private records (root, 0700) inside its run dir; never in OUTDIR
@@ -218,7 +218,7 @@ def link_rates(lab: Lab) -> tuple[float, float]:
 def _unsafe_below(out: Path) -> None:
     """InputError naming every symlink or special file below OUTDIR (runtime state never
     lives there, so nothing is exempt)."""
-    from railonly.fabric.validate.untrusted import unsafe_entries
+    from railonly.fabric.outdir.reader import unsafe_entries
 
     bad = unsafe_entries(str(out))
     if bad:
@@ -285,10 +285,10 @@ def load_lab(outdir: str | Path) -> Lab:
 
     OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
     absolute paths), no symlink or special file below it is accepted, every file is read through
-    railonly.fabric.validate.untrusted.OutdirReader (bounded, no symlink
+    railonly.fabric.outdir.reader.OutdirReader (bounded, no symlink
     followed, no YAML alias), and a file of the wrong shape is exit 2 naming
     it, never a traceback."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     reader = OutdirReader(str(outdir))
     out = Path(reader.root)
@@ -304,7 +304,7 @@ def load_lab(outdir: str | Path) -> Lab:
     clab, lines = reader.read_yaml(topo_file.name)
     if not isinstance(clab, dict):
         raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
-    from railonly.fabric import limits
+    from railonly.fabric.input import limits
 
     n = len((clab.get("topology") or {}).get("nodes") or {}) if isinstance(clab.get("topology"), dict) else 0
     if n > limits.LAB_NODES.value:  # before any per-node work: planning 12,480 namespaces is not a lab
@@ -317,7 +317,7 @@ def load_lab(outdir: str | Path) -> Lab:
         raise InputError([Problem("", what, "recompile the design", None,
                                   str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
     # the same allow-lists as `validate` (exec lines, names, node keys): one place decides
-    from railonly.fabric.validate.untrusted import check_clab, check_fabric
+    from railonly.fabric.outdir.reader import check_clab, check_fabric
 
     refused = check_clab(clab, str(topo_file), lines) + check_fabric(fabric, str(fabric_file))
     if refused:

@@ -3,7 +3,7 @@
 Each producer is a pure function of the fabric graph returning
 {path: text}; :data:`PRODUCERS` lists them in the order they run. Adding an
 artifact means adding one producer here. Nothing is written: the CLI hands
-the result to :func:`railonly.fabric.writer.write_outdir`.
+the result to :func:`railonly.fabric.outdir.writer.write_outdir`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, clabernetes, configs, docs, fabric_json, lab_slice, netbox
-from .build import build_fabric
-from .design import Design
-from .model import Fabric
+from .cost import bom
+from .design import lab_slice
+from .design.design import Design
+from .devices import configs
+from .graph import fabric_json
+from .graph.build import build_fabric
+from .graph.model import Fabric
+from .outputs import cabling, clab, clabernetes, docs, netbox
 from .progress import Progress, Silent
 
 Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: already encoded
@@ -98,10 +102,31 @@ def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
     return [r for r in results if not r.passed]
 
 
-def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
-    from . import limits
+def check_caps(design: Design) -> None:
+    """InputError (exit 2) when the design is over a cap (input.limits): counts only, nothing built."""
+    from .cost.inventory import from_design
+    from .input import limits
+    from .input.problems import InputError
 
-    limits.check_design(design)  # before anything is built: exit 2 naming the cap
+    problems = []
+    if design.gpus > limits.GPUS.value:
+        problems.append(design.problem("hb_domain.count", *limits.GPUS.message(design.gpus)))
+    else:
+        try:
+            switches = sum(from_design(design).switches.values())
+        except ValueError:
+            switches = 0  # over three tiers: the design check says so
+        if switches > limits.SWITCHES.value:
+            problems.append(design.problem("switch.radix", *limits.SWITCHES.message(switches)))
+        files = limits.estimated_files(switches, design.hb_count)
+        if files > limits.FILES.value:
+            problems.append(design.problem("hb_domain.count", *limits.FILES.message(files)))
+    if problems:
+        raise InputError(problems)
+
+
+def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
+    check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)

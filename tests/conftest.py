@@ -41,8 +41,8 @@ def assert_golden(path: Path, actual: str | bytes) -> None:
 def compile_to(text: str, outdir: Path, source: str = "design.yml") -> Path:
     """Compile design YAML ``text`` into ``outdir`` (as `railonly compile` writes it)."""
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
-    from railonly.fabric.writer import write_outdir
+    from railonly.fabric.design.design import parse_design
+    from railonly.fabric.outdir.writer import write_outdir
 
     design = parse_design(text, source)
     _, files = compile_design(design)

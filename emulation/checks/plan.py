@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.cabling import graph_ends
+from railonly.fabric.outputs.cabling import graph_ends
 
 CHECKS = ("reachability", "isolation", "path", "bgp", "cabling")
 ROCE_PORT = 4791  # RoCEv2 UDP destination port: probes look like RoCE traffic

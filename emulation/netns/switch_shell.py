@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) not in (2, 3):
         print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH [LAB]", file=sys.stderr)
         return 2
-    from railonly.fabric.problems import InputError
+    from railonly.fabric.input.problems import InputError
 
     try:
         shell = Shell(argv[0], argv[1], argv[2] if len(argv) == 3 else None)

@@ -105,7 +105,7 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     """{file name: text} to push, read from OUTDIR/configs/<device>/ without
     following a symlink (a config file that points at /etc/shadow is refused,
     never sent to a switch)."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     d = Path(configs_dir) / device.name
     try:

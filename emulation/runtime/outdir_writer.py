@@ -17,7 +17,7 @@ import errno
 import os
 import stat
 
-from railonly.fabric.yamlsource import file_kind
+from railonly.fabric.input.yamlsource import file_kind
 
 from ..lab import LabError
 

@@ -23,7 +23,7 @@ import json
 import re
 
 from railonly import proc
-from railonly.fabric.physical import Naming
+from railonly.fabric.design.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
 from ..netns import frr

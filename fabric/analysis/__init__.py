@@ -29,6 +29,8 @@ bytes by class), network (the three networks' paths), timing (compute, bubble,
 MFU/HFU), phases (replay view), memory, cost, matrix (HB-domain traffic matrix),
 search (--search, --sweep), launcher (rank map, NCCL settings), report
 (Contract 6 and the human table), plots.
+
+May import: input, platforms, design, graph, cost (never devices, outputs, outdir or validate).
 """
 
 from .autoplace import auto_order

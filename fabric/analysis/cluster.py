@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..problems import InputError, Problem
+from ..input.problems import InputError, Problem
 
 
 @dataclass(frozen=True)

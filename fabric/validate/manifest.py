@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 
+from ..outdir.reader import walk
 from .report import Result
 
 MANIFEST = "MANIFEST.json"
@@ -28,28 +28,6 @@ def _sha256(path: str) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def walk(outdir: str) -> dict[str, str]:
-    """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but the manifest."""
-    found: dict[str, str] = {}
-    for root, dirs, files in os.walk(outdir, followlinks=False):
-        rel_root = os.path.relpath(root, outdir)
-        for name in dirs + files:
-            full = os.path.join(root, name)
-            rel = os.path.normpath(os.path.join(rel_root, name))
-            try:
-                mode = os.lstat(full).st_mode
-            except OSError:  # gone since the directory was listed
-                continue
-            if stat.S_ISLNK(mode):
-                found[rel] = "symlink"  # os.walk does not descend into it
-            elif stat.S_ISREG(mode):
-                found[rel] = "file"
-            elif not stat.S_ISDIR(mode):
-                found[rel] = "other"
-    found.pop(MANIFEST, None)
-    return found
 
 
 def check_manifest(outdir: str) -> list[Result]:

@@ -5,7 +5,7 @@ a Kubernetes cluster: its Topology holds the containerlab file, its ConfigMaps
 the switch files. Checked on its own it could carry anything a cluster runs
 (an exec line, a ``/:/host`` bind, a foreign image, a ClusterRoleBinding), so
 it is not checked on its own: it must be byte for byte what
-:func:`railonly.fabric.clabernetes.render` makes of the topology and switch
+:func:`railonly.fabric.outputs.clabernetes.render` makes of the topology and switch
 files in the same OUTDIR, which `validate` checks line by line.
 
 The drawing and the tables a person opens (``topology.svg``, the CSVs) must be
@@ -19,9 +19,9 @@ import re
 from collections.abc import Mapping
 from typing import Iterator
 
-from .. import clabernetes
+from ..outputs import clabernetes
 from .report import Result
-from .untrusted import OutdirReader, UntrustedFile, lab_files
+from ..outdir.reader import OutdirReader, UntrustedFile, lab_files
 
 
 class _Files(Mapping):
@@ -112,7 +112,7 @@ def svg_problem(text: str) -> str | None:
 def check_inert(outdir: str) -> list[Result]:
     """A failed trust result for each drawing or table railonly writes that holds what
     could run when a person opens it: a script in topology.svg, a formula cell in a CSV."""
-    from .manifest import walk
+    from ..outdir.reader import walk
 
     reader = OutdirReader(outdir)
     out = []

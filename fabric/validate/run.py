@@ -12,9 +12,9 @@ import json
 import os
 from typing import Callable
 
-from railonly.fabric.problems import InputError
+from ..input.problems import InputError
 
-from . import untrusted
+from ..outdir import reader as outdir_reader
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
 from .manifest import check_manifest
@@ -30,8 +30,8 @@ class OutdirError(Exception):
 
 def disk_reader(outdir: str) -> Reader:
     """Reads below OUTDIR as untrusted input: no symlink followed, sizes
-    bounded, UntrustedFile (exit 2) for anything else (see :mod:`untrusted`)."""
-    return untrusted.OutdirReader(outdir).read_text
+    bounded, UntrustedFile (exit 2) for anything else (see :mod:`railonly.fabric.outdir.reader`)."""
+    return outdir_reader.OutdirReader(outdir).read_text
 
 
 def memory_reader(files: dict[str, bytes]) -> Reader:
@@ -45,7 +45,7 @@ def load_fabric(read: Reader, where: str) -> dict:
     text = read("fabric.json")
     if text is None:
         raise OutdirError(f"{where}: no fabric.json (is this the OUTDIR of 'railonly compile'?)")
-    doc = untrusted.parse_json(text, os.path.join(where, "fabric.json"))
+    doc = outdir_reader.parse_json(text, os.path.join(where, "fabric.json"))
     if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "nodes" not in doc or "links" not in doc:
         raise OutdirError(f"{where}/fabric.json is not a schema_version 1 fabric (needs nodes and links)")
     return doc
@@ -54,7 +54,7 @@ def load_fabric(read: Reader, where: str) -> dict:
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
              frr: bool = True) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass."""
-    from railonly.fabric import parallel
+    from .. import parallel
 
     from . import frr_syntax
 
@@ -132,13 +132,13 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     print the same intent in other bytes."""
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
-    unsafe = untrusted.unsafe_entries(outdir)
+    unsafe = outdir_reader.unsafe_entries(outdir)
     if unsafe:
         raise InputError(unsafe)
     read = disk_reader(outdir)
     fabric = load_fabric(read, outdir)
     by_file: dict[str, list[str]] = {}
-    for p in untrusted.check_outdir(outdir, require_lab=False):
+    for p in outdir_reader.check_outdir(outdir, require_lab=False):
         where = f"line {p.line}: " if p.line else ""
         key = f" {p.path}:" if p.path else ""
         by_file.setdefault(p.file or outdir, []).append(f"{where}{key} {p.message}".replace(":  ", ": ").strip())

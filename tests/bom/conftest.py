@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from railonly.cli import main
-from railonly.fabric.design import parse_design
+from railonly.fabric.design.design import parse_design
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "bom"

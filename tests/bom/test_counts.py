@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
-from railonly.fabric import clos
-from railonly.fabric.bom import price
-from railonly.fabric.build import build_fabric
-from railonly.fabric.compare import variant
-from railonly.fabric.inventory import from_design, from_fabric
-from railonly.fabric.prices import default_prices
+from railonly.fabric.cost.bom import price
+from railonly.fabric.cost.compare import variant
+from railonly.fabric.cost.inventory import from_design, from_fabric
+from railonly.fabric.cost.prices import default_prices
+from railonly.fabric.design import clos
+from railonly.fabric.graph.build import build_fabric
 
 from .conftest import make_design
 

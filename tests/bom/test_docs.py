@@ -8,10 +8,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from railonly.fabric import bom, docs, netbox
-from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design
+from railonly.fabric.cost import bom
+from railonly.fabric.design.design import load_design
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.outputs import docs, netbox
 
 from .conftest import REPO, assert_golden, make_design
 
@@ -66,7 +67,7 @@ def test_docs_are_deterministic_and_well_formed(args):
 
 def test_large_fabric_diagram_is_summarised():
     fab = build_fabric(make_design(256, 64, 64))  # 256 rails, two tiers each
-    svg = __import__("railonly.fabric.diagram", fromlist=["render_svg"]).render_svg(fab)
+    svg = __import__("railonly.fabric.outputs.diagram", fromlist=["render_svg"]).render_svg(fab)
     assert "252 more rails" in svg and "61 more HB domains" in svg
     assert svg.count("<rect") < 80 and svg.count("<line") < 200
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from railonly.fabric.compare import compare, report
-from railonly.fabric.prices import default_prices
+from railonly.fabric.cost.compare import compare, report
+from railonly.fabric.cost.prices import default_prices
 
 from .conftest import design_text, make_design, run_cli
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from railonly.fabric.prices import default_prices, default_text
+from railonly.fabric.cost.prices import default_prices, default_text
 
 from .conftest import design_text, run_cli
 

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from railonly.fabric import bom, docs
-from railonly.fabric.build import build_fabric
+from railonly.fabric.cost import bom
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.outputs import docs
 
 from .conftest import design_text, make_design, run_cli
 

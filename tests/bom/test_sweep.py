@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 
-from railonly.fabric.prices import default_prices
-from railonly.fabric.sweep import point
+from railonly.fabric.cost.prices import default_prices
+from railonly.fabric.cost.sweep import point
 
 from .conftest import run_cli
 

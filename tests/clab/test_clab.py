@@ -12,11 +12,13 @@ import yaml
 
 from railonly import cli
 from railonly.emulation.lab import load_lab
-from railonly.fabric import clab, compiler, lab_slice
-from railonly.fabric.build import build_fabric
+from railonly.fabric import compiler
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design, parse_design
-from railonly.fabric.writer import write_outdir
+from railonly.fabric.design import lab_slice
+from railonly.fabric.design.design import load_design, parse_design
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.outdir.writer import write_outdir
+from railonly.fabric.outputs import clab
 
 from ..conftest import assert_golden
 

@@ -18,9 +18,9 @@ import jsonschema
 import pytest
 import yaml
 
-from railonly.fabric import clabernetes
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design
+from railonly.fabric.design.design import load_design
+from railonly.fabric.outputs import clabernetes
 
 from ..conftest import GOLDEN, REPO, SHARED, assert_golden
 

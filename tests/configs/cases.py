@@ -24,7 +24,7 @@ CASES["mixed-routed-2tier"] = BASE.format(name="mx2", topology="rail-only", coun
 
 def compiled(case: str) -> dict[str, bytes]:
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
+    from railonly.fabric.design.design import parse_design
 
     _, files = compile_design(parse_design(CASES[case], f"{case}.yml"))
     return files

@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from cases import compiled  # noqa: E402
 
-from railonly.fabric import sonic  # noqa: E402
+from railonly.fabric.devices import sonic  # noqa: E402
 
 
 def _doc(files, sw):
@@ -65,7 +65,7 @@ def test_sonic_routed_leaf_bgp_and_qos():
 
 def test_qos_values_follow_the_design():
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
+    from railonly.fabric.design.design import parse_design
 
     sys.path.insert(0, str(Path(__file__).parent))
     from cases import CASES

@@ -145,8 +145,8 @@ def test_compile_progress_prints_plain_phase_lines_off_a_terminal(tmp_path, caps
 
 def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys):
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
-    from railonly.fabric.writer import write_outdir
+    from railonly.fabric.design.design import parse_design
+    from railonly.fabric.outdir.writer import write_outdir
 
     design = parse_design((REPO / "labs" / "mini-l2.yml").read_text().replace("name: mini", "name: opxnotdeployed"), "d.yml")
     write_outdir(str(tmp_path / "nd"), compile_design(design)[1], design.sha256)
@@ -182,7 +182,7 @@ def test_demo_counts_the_files_compile_says_it_wrote(tmp_path, capsys):
     import os
     import re
 
-    from railonly.commands import demo
+    from railonly.cli.commands import demo
 
     out = tmp_path / "out"
     assert cli.main(["compile", MINI, "-o", str(out)]) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design, parse_design
+from railonly.fabric.design.design import load_design, parse_design
 
 from ..conftest import GOLDEN, REPO, assert_golden
 

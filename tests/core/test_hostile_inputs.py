@@ -10,8 +10,8 @@ import os
 import pytest
 
 from railonly.cli import main
-from railonly.fabric.problems import InputError
-from railonly.fabric.yamlsource import DESIGN_LIMITS, Limits, Source, load_yaml_file, parse_yaml
+from railonly.fabric.input.problems import InputError
+from railonly.fabric.input.yamlsource import DESIGN_LIMITS, Limits, Source, load_yaml_file, parse_yaml
 
 from ..conftest import REPO
 

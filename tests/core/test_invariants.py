@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railonly.fabric import clos
-from railonly.fabric.build import build_fabric
-from railonly.fabric.design import parse_design
-from railonly.fabric.invariants import check
-from railonly.fabric.model import Endpoint
-from railonly.fabric.problems import InputError
+from railonly.fabric.design import clos
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.graph.invariants import check
+from railonly.fabric.graph.model import Endpoint
+from railonly.fabric.input.problems import InputError
 
 
 def design(K, count, radix, topology="rail-only", mode="routed", share=False, platform="sonic"):

@@ -76,7 +76,7 @@ def test_compile_prints_summary(tmp_path, capsys):
 def test_parallel_compile_is_byte_identical_to_serial(monkeypatch):
     """Forked workers render shards; the merged output must not depend on the worker count."""
     text = "name: par\nhb_domain: {size: 8, count: 1024}\nswitch: {radix: 64}\n"  # 384 switches, 1,024 servers
-    from railonly.fabric.design import parse_design
+    from railonly.fabric.design.design import parse_design
 
     monkeypatch.setenv("RAILONLY_JOBS", "1")
     _, serial = compiler.compile_design(parse_design(text))

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from railonly.cli import main
-from railonly.fabric import writer
+from railonly.fabric.outdir import writer
 
 from ..conftest import REPO
 
@@ -171,7 +171,7 @@ def test_a_killed_compile_leaves_a_recognisable_staging_dir(tmp_path):
     """SIGKILL mid-write: the leftover carries the prefix and marker, and the next compile removes it."""
     code = (
         "import os, signal, sys\n"
-        "from railonly.fabric import writer\n"
+        "from railonly.fabric.outdir import writer\n"
         "real = writer._write_files\n"
         "def die(root, items, threads=4):\n"
         "    real(root, items[:1])\n"

@@ -13,14 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railonly.fabric import cabling, physical
-from railonly.fabric.bom import price
-from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design, parse_design
-from railonly.fabric.inventory import from_fabric
-from railonly.fabric.prices import default_prices, parse_prices, default_text
-from railonly.fabric.problems import InputError
+from railonly.fabric.cost.bom import price
+from railonly.fabric.cost.inventory import from_fabric
+from railonly.fabric.cost.prices import default_prices, parse_prices, default_text
+from railonly.fabric.design import physical
+from railonly.fabric.design.design import load_design, parse_design
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.input.problems import InputError
+from railonly.fabric.outputs import cabling
 
 from ..conftest import REPO
 

@@ -1,6 +1,6 @@
 """The README documents every design key (the key table must keep up with FIELDS)."""
 
-from railonly.fabric.design import FIELDS
+from railonly.fabric.design.design import FIELDS
 
 from ..conftest import REPO
 

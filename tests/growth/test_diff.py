@@ -9,11 +9,11 @@ import shutil
 import pytest
 
 from railonly.cli import main
-from railonly.fabric import clos
-from railonly.fabric.changeplan import Cable, cable_changes, plan, read_snapshot
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+from railonly.fabric.design import clos
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.changeplan import Cable, cable_changes, plan, read_snapshot
+from railonly.fabric.outdir.writer import write_outdir
 
 from .conftest import lab_1k
 
@@ -212,7 +212,7 @@ def test_a_fifo_or_an_oversized_file_is_refused(grown, victim, capsys, monkeypat
     assert code == 2 and "nccl.env: is a FIFO (named pipe), not a regular file" in err  # and it did not block on the FIFO
     (victim / "hosts" / "hb0" / "nccl.env").unlink()
     (victim / "hosts" / "hb0" / "nccl.env").write_text("x")
-    from railonly.fabric import changeplan
+    from railonly.fabric.outdir import changeplan
     monkeypatch.setattr(changeplan, "FILE_LIMIT", 10)
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
     assert code == 2 and "MANIFEST.json: is larger than the limit of 10 bytes" in err

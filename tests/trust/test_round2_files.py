@@ -14,7 +14,7 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.netns import statefile
-from railonly.fabric import clabernetes
+from railonly.fabric.outputs import clabernetes
 
 from .conftest import ROUTED, compile_lab, unique
 

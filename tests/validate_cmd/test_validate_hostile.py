@@ -1,7 +1,7 @@
 """`railonly validate` treats OUTDIR as untrusted: links are refused and never
 followed, malformed files are exit 2 naming the file, and what the compiler
 never emits (clab exec forms, FRR `log file`, EOS `bash` ...) fails naming
-file and line. The same checks (fabric/validate/untrusted.py) gate deploy and push."""
+file and line. The same checks (fabric/outdir/reader.py) gate deploy and push."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from railonly.cli import main
-from railonly.fabric.validate import untrusted
+from railonly.fabric.outdir import reader as outdir_reader
 
 REPO = Path(__file__).resolve().parents[2]
 LABS = REPO / "labs"
@@ -70,7 +70,7 @@ def _line_of(path: Path, needle: str) -> int:
 @pytest.mark.parametrize("lab", ["mini-routed", "mini-l2", "mini-baseline", "eos", "slice"])
 def test_compiled_outdirs_pass_the_untrusted_checks(good, lab):
     """The allow-lists accept everything the compiler emits (else they are wrong, not strict)."""
-    assert untrusted.check_outdir(str(good[lab])) == []
+    assert outdir_reader.check_outdir(str(good[lab])) == []
 
 
 # --- links and special files ---------------------------------------------------------
@@ -113,12 +113,12 @@ def test_fifo_in_outdir_is_refused_without_blocking(routed, capsys):
 
 def test_reader_refuses_links_on_the_way(routed, tmp_path):
     os.symlink(routed / "configs", routed / "cfg")
-    reader = untrusted.OutdirReader(str(routed))
-    with pytest.raises(untrusted.UntrustedFile) as exc:
+    reader = outdir_reader.OutdirReader(str(routed))
+    with pytest.raises(outdir_reader.UntrustedFile) as exc:
         reader.read_text("cfg/rail0-leaf0/frr.conf")
     assert "symbolic link" in exc.value.problems[0].message
     assert reader.read_text("configs/rail0-leaf0/nope") is None
-    with pytest.raises(untrusted.UntrustedFile):
+    with pytest.raises(outdir_reader.UntrustedFile):
         reader.read_text("../etc/passwd")
 
 
@@ -195,7 +195,7 @@ def test_check_exec_line_accepts_every_emitted_form(good):
     for lab in ("mini-routed", "mini-l2", "mini-baseline"):
         doc = yaml.safe_load(_clab(good[lab]).read_text())
         lines = [c for n in doc["topology"]["nodes"].values() for c in n.get("exec", [])]
-        assert lines and [c for c in lines if untrusted.check_exec_line(c)] == []
+        assert lines and [c for c in lines if outdir_reader.check_exec_line(c)] == []
 
 
 # --- FRR and EOS ---------------------------------------------------------------------
@@ -228,9 +228,9 @@ def test_frr_match_script_fails(routed, capsys):
 
 def test_frr_log_file_below_the_run_dir_is_tolerated_only_when_asked(routed):
     text = "hostname a\nlog file /run/railonly/lab/frr/a/frr.log\n"
-    assert untrusted.check_frr(text, "f", run_dir="/run/railonly/lab") == []
-    assert untrusted.check_frr(text, "f") != []
-    assert untrusted.check_frr("log file /run/railonly/lab/../../etc/x\n", "f", run_dir="/run/railonly/lab") != []
+    assert outdir_reader.check_frr(text, "f", run_dir="/run/railonly/lab") == []
+    assert outdir_reader.check_frr(text, "f") != []
+    assert outdir_reader.check_frr("log file /run/railonly/lab/../../etc/x\n", "f", run_dir="/run/railonly/lab") != []
 
 
 @pytest.mark.parametrize("line,msg", [
@@ -285,13 +285,13 @@ def test_check_outdir_is_the_one_api_for_deploy_and_push(routed):
     """What the lab runtime calls before a deploy or push: findings, not exit codes."""
     clab = _clab(routed)
     clab.write_text(clab.read_text().replace("sysctl -w net.ipv4.ip_forward=1", "sysctl -w kernel.modprobe=/x", 1))
-    found = untrusted.check_outdir(str(routed))
+    found = outdir_reader.check_outdir(str(routed))
     assert len(found) == 1 and found[0].file.endswith(clab.name) and found[0].line
     assert "kernel.modprobe" in found[0].format()
 
 
 def test_unsafe_entries_refuses_a_starting_folder_that_is_a_link(tmp_path):
-    from railonly.fabric.validate.untrusted import unsafe_entries
+    from railonly.fabric.outdir.reader import unsafe_entries
 
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "secret").write_text("x")

@@ -127,7 +127,7 @@ def designs() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def compiled(name: str) -> dict[str, bytes]:
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
+    from railonly.fabric.design.design import parse_design
 
     _, files = compile_design(parse_design(designs()[name], f"{name}.yml"))
     return files

@@ -55,9 +55,9 @@ class _Injected:
 
 @pytest.mark.parametrize("line", ["   speed 400g", "   spanning-tree portfast edge", "  mtu 9100"])
 def test_a_line_the_corpus_does_not_hold_fails(monkeypatch, line):
-    from railonly.fabric import eos
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
+    from railonly.fabric.design.design import parse_design
+    from railonly.fabric.devices import eos
 
     real = eos.template
     monkeypatch.setattr(eos, "template", lambda name: _Injected(real(name), line))

@@ -150,7 +150,7 @@ def test_fixtures_hold_only_known_forms_or_lines_railonly_does_not_write():
     (["400g"], None), (["400g-2"], None), (["400"], None), (["forced", "400g-8"], None), ([], None),
 ])
 def test_speed_forms(words, gbps):
-    from railonly.fabric.eos_speeds import parse_speed, speed_form
+    from railonly.fabric.platforms.eos_speeds import parse_speed, speed_form
 
     assert parse_speed(words) == gbps
     for g in (100, 200, 400, 800):

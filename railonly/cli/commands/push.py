@@ -1,0 +1,120 @@
+"""`railonly push OUTDIR`: push the generated switch configs over SSH (netmiko), or diff them.
+
+Exit codes: 0 every device ok (and, with --dry-run, in sync); 1 a device
+failed, or --dry-run found a difference; 2 invalid input (inventory,
+unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("push", help="push generated configs to switches over SSH (SONiC, EOS); --dry-run shows diffs")
+    p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
+    p.add_argument("--device", action="append", metavar="NAME", default=[],
+                   help="push only to this device (repeatable; default: all)")
+    p.add_argument("--only-changed", metavar="OLD_OUTDIR",
+                   help="push only the devices whose configs differ from OLD_OUTDIR's (the devices 'railonly diff' names)")
+    p.add_argument("--dry-run", action="store_true", help="connect, read the running config, print diffs, change nothing (exit 1 if any differ)")
+    p.add_argument("--inventory", metavar="FILE",
+                   help="YAML with devices: {NAME: {host, port, platform}} (default: the lab deployed from OUTDIR)")
+    p.add_argument("--key", metavar="FILE", help="SSH private key (default: RAILONLY_SSH_KEY; the lab's own key for a lab)")
+    p.add_argument("--insecure-no-host-key-check", action="store_true",
+                   help="accept any host key (default: check against known_hosts, or the lab's known_hosts)")
+    p.add_argument("--workers", type=int, default=8, metavar="N", help="devices pushed at once (default 8)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
+    p.set_defaults(func=run)
+
+
+def _only_changed(devices: list, old_outdir: str, outdir, lab) -> list:
+    """The devices the change plan from OLD_OUTDIR names (new or changed configs)."""
+    from railonly.fabric.outdir.changeplan import changed_devices
+
+    folder = lab.configs_dir.relative_to(outdir).as_posix()  # configs, or lab/configs of a slice
+    names = set(changed_devices(old_outdir, str(outdir), folder))  # UntrustedFile: exit 2, the file named
+    return [d for d in devices if d.name in names]
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from railonly import console
+    from railonly.cli import EnvironmentProblem
+    from railonly.fabric.input.problems import InputError, Problem, did_you_mean
+
+    try:
+        import netmiko  # noqa: F401
+    except ImportError:
+        raise EnvironmentProblem("netmiko is not installed (pip install netmiko)") from None
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.push import inventory as push_inventory
+    from railonly.emulation.push import run as push
+
+    if args.workers < 1:
+        raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
+    outdir = Path(args.outdir)
+    lab = load_lab(outdir)
+    lock = contextlib.nullcontext()
+    if args.inventory:
+        devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
+    else:
+        from railonly.emulation.netns.runtime import check_state_dir
+        from railonly.emulation.runtime import lock as lab_lock
+        from railonly.emulation.runtime import rundir
+
+        lab = rundir.bind(lab)  # the name it was deployed under; refused when deployed from another OUTDIR
+        check_state_dir(lab)  # its key and known_hosts: root's run dir, no symlink on the way
+        devices = push_inventory.lab_devices(lab)
+        if os.geteuid() == 0:  # shared: the switch shells' reloads take it shared too; deploy/destroy wait
+            lock = lab_lock.hold(lab.name, shared=True)
+    if args.device:
+        known = {d.name for d in devices}
+        bad = [n for n in args.device if n not in known]
+        if bad:
+            raise InputError([Problem("--device", f"no device {n!r} in the {'inventory' if args.inventory else 'lab'}",
+                                      did_you_mean(n, sorted(known)), None, "command line") for n in bad])
+        devices = [d for d in devices if d.name in set(args.device)]
+    if args.only_changed:
+        devices = _only_changed(devices, args.only_changed, outdir, lab)
+        if not devices:
+            print(f"no device configs differ from {args.only_changed}: nothing to push")
+            return 0
+    creds = push.Credentials.from_env(args.key, args.insecure_no_host_key_check)
+    if creds.key_file and not os.path.isfile(creds.key_file):
+        src = "--key" if args.key else "RAILONLY_SSH_KEY"
+        raise InputError([Problem(src, f"SSH key file {creds.key_file} does not exist", "give the path of a private key",
+                                  None, "command line")])
+    # every file a push would send, judged by the checks `validate` runs, before any connection
+    from railonly.emulation.lab import run_dir as lab_run_dir
+    from railonly.emulation.netns.runtime import switch_file_problems
+    from railonly.fabric.outdir.reader import check_outdir
+
+    run_dir = None if args.inventory else lab_run_dir(lab.name)  # a lab's FRR may log below its run dir
+    problems = check_outdir(str(lab.outdir), run_dir=run_dir)
+    for d in devices:
+        problems += [p for p in switch_file_problems(str(lab.configs_dir / d.name), d.platform, run_dir)
+                     if p not in problems]
+        try:
+            push.candidate(lab.configs_dir, d)
+        except push.PushFailed:
+            pass  # a missing file: that device's result says so
+    if problems:
+        raise InputError(problems)
+    progress = push.Progress(len(devices), enabled=not args.quiet)
+    with lock:
+        results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
+                                progress=progress, timeout=args.timeout)
+    failed = not all(r.ok for r in results) or (args.dry_run and any(r.changed for r in results))
+    if failed or not args.quiet:  # -q: nothing on success, as every command
+        for r in results:
+            if r.diff:  # dry run: what would change; push: what was applied
+                sys.stdout.write(r.diff)
+        console.out(push.summary_table(results, args.dry_run).rstrip("\n"))
+    if not all(r.ok for r in results):
+        return 1
+    # Contract 2: exit 1 when drift was found, so `push --dry-run` doubles as a CI drift check
+    return 1 if args.dry_run and any(r.changed for r in results) else 0
