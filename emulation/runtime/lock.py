@@ -36,9 +36,9 @@ def _open_locked(path: str, shared: bool, wait_note: str | None) -> int | None:
     """The locked fd; None for a shared lock on a lab with no lock file (nothing
     deployed: a deploy creates the file and leaves it while the lab exists)."""
     if not shared:
-        from .rundir import _open_chain
+        from .rundir import ensure_root
 
-        os.close(_open_chain([], create=True))  # /run/railonly: a real directory, root's, writable by root only
+        ensure_root()  # /run/railonly: a real directory, root's, writable by root only
     op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     while True:
         try:

@@ -91,6 +91,11 @@ def _open_chain(parts: list[tuple[str, int]], create: bool) -> int | None:
         raise
 
 
+def ensure_root() -> None:
+    """/run/railonly itself, created when missing, checked: a real directory, root's alone."""
+    os.close(_open_chain([], create=True))
+
+
 def open_state(lab: str, create: bool) -> "StateDir | None":
     """The lab's state directory, checked (and created 0700 with ``create``); None when absent."""
     if not LAB_NAME.match(lab):
