@@ -12,6 +12,7 @@ import json
 from typing import Callable
 
 from .cost import bom
+from .cost.inventory import from_fabric
 from .design import lab_slice
 from .design.design import Design
 from .devices import configs
@@ -140,11 +141,12 @@ def summary(fab: Fabric) -> str:
     tiers = ", ".join(f"{len(v):,} {names[t]}" for t, v in by_tier.items())
     rails_desc = f"{d.rails} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
     lines = [
-        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)",
+        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)"
+        + (f", {d.switch_model} {d.breakout}" if d.models else ""),
         f"  GPUs      {len(fab.gpus):,} ({rails_desc})",
         f"  tiers     {fab.tiers} {'per rail' if d.topology == 'rail-only' else 'across rails'}",
         f"  switches  {len(fab.switches):,} ({tiers})",
-        f"  cables    {len(fab.cables()):,} ({2 * len(fab.cables()):,} transceivers)",
+        f"  cables    {len(fab.cables()):,} ({from_fabric(fab).transceiver_count:,} transceivers)",
     ]
     if d.planned > d.hb_count:
         lines.append(f"  build-out {d.planned:,} HB domains: spines and cores sized for it, growing only adds cables "

@@ -99,7 +99,9 @@ OUTDIR_YAML_LIMITS = Limits(max_bytes=MAX_FILE_BYTES, max_depth=16, max_aliases=
 LAB_NAME = re.compile(NAME_PATTERN)
 NODE_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 HOSTNAME = NODE_NAME
-PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}")  # Ethernet0, eth1, hb0, gpu3: valid Linux names
+# Ethernet0, eth1, hb0, gpu3: valid Linux names; or an EOS breakout subport (Ethernet1/5) of a
+# catalog platform, whose lab runs under generic names (fabric/lab_slice.py)
+PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}")
 IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -580,7 +582,7 @@ def check_fabric(doc: object, file: str) -> list[Problem]:
             port = e.get("port") if isinstance(e, dict) else None
             nname = e.get("node") if isinstance(e, dict) else None
             if not isinstance(port, str) or not PORT_NAME.fullmatch(port):
-                bad(f"links[{i}].{end}.port", f"port {short(repr(port))} is not an interface name (letters and digits, at most 15)")
+                bad(f"links[{i}].{end}.port", f"port {short(repr(port))} is not an interface name (letters and digits, at most 15, or an EOS breakout port such as Ethernet1/5)")
             if not isinstance(nname, str) or not NODE_NAME.fullmatch(nname):
                 bad(f"links[{i}].{end}.node", f"node {short(repr(nname))} is not a plain name")
         if len(out) >= 50:
