@@ -2,7 +2,7 @@
 
 A :class:`Lab` is read from an OUTDIR (``<name>.clab.yml`` + the lab's
 ``fabric.json``) and is plain data: node names, roles, the namespace of each
-node (``clab-<name>-<node>``, Contract 4), its exec commands as argv lists,
+node (``clab-<name>-<node>``, docs/reference/outdir.md), its exec commands as argv lists,
 and every link with both the topology interface (``eth3``) and the
 ``fabric.json`` port name (``Ethernet16``). Runtimes deploy a Lab; checks and
 traffic talk to nodes only through ``Runtime.exec``.
@@ -39,12 +39,12 @@ class LabError(InputError):
 
 
 def netns_prefix(lab: str) -> str:
-    """What every namespace (and container) of a lab starts with: Contract 4."""
+    """What every namespace (and container) of a lab starts with (docs/reference/outdir.md, lab names)."""
     return f"clab-{lab}-"
 
 
 def netns_name(lab: str, node: str) -> str:
-    """Namespace (and container) name of a lab node: Contract 4."""
+    """Namespace (and container) name of a lab node (docs/reference/outdir.md, lab names)."""
     return netns_prefix(lab) + node
 
 

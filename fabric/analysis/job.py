@@ -1,4 +1,4 @@
-"""The job file (Contract 5): keys, defaults, presets, validation, the Job object.
+"""The job file (docs/reference/job.md): keys, defaults, presets, validation, the Job object.
 
 Loaded like a design: the file is read as hostile input (untrusted.py), every
 key is checked against FIELDS with the design loader's schema (key path,

@@ -1,7 +1,7 @@
-"""The design file (Contract 1): keys, defaults, validation, the Design object.
+"""The design file (docs/reference/design.md): keys, defaults, validation, the Design object.
 
 Every key a design may use is declared in :data:`FIELDS` with its default and
-a hint; the README's key reference is written from the same table. Checks
+a hint; the docs' key reference (docs/reference/design.md) is generated from the same table. Checks
 that need several keys at once (does an L2 rail fit one switch? is the design
 within three tiers?) run after the per-key checks, each one whenever the keys
 it reads are valid, and all problems are reported together.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 
 from .reader import OutdirReader, UntrustedFile, parse_json
@@ -41,6 +42,8 @@ class Cable:
     b: End
     media: str = ""  # cabling.csv's optic and fibre, e.g. "400G-SR8 MMF"
     length_m: str = ""  # as cabling.csv writes it (whole metres)
+    rail: str = ""  # cabling.csv's rail ("" for a cable that joins rails)
+    tier: str = ""  # cable tier: 1 NIC-leaf, 2 leaf-spine, 3 spine-core
 
     def ends(self) -> tuple[End, End]:
         return tuple(sorted((self.a, self.b)))  # a cable is its two ends, whichever is written first
@@ -62,6 +65,7 @@ class Snapshot:
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # HB domain -> {file: text}
     bom: dict[str, BomItem] = field(default_factory=dict)  # item -> figures
     design_sha256: str = ""
+    switches: dict[str, dict] = field(default_factory=dict)  # switch -> {"tier": int, "rails": [int]} (fabric.json)
 
 
 # -- reading (hostile input) ---------------------------------------------------------
@@ -103,7 +107,27 @@ def read_snapshot(outdir: str) -> Snapshot:
     snap.bom = parse_bom(r.text("bom.csv", FILE_LIMIT), r.reader.where("bom.csv"))
     snap.devices = read_configs(r, "configs")
     snap.hosts = read_configs(r, "hosts")
+    snap.switches = _switches(r.text("fabric.json", FILE_LIMIT), r.reader.where("fabric.json"))
     return snap
+
+
+def _switches(text: str, where: str) -> dict[str, dict]:
+    """Tier and rails of every switch in fabric.json (what the rollout groups by)."""
+    doc = parse_json(text, where)
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if not isinstance(nodes, list):
+        raise UntrustedFile(where, "has no 'nodes' list", _RECOMPILE)
+    out = {}
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or n.get("role") != "switch":
+            continue
+        name, tier, rails = n.get("name"), n.get("tier"), n.get("rails") or []
+        if not (isinstance(name, str) and name.isprintable() and len(name) <= 200 and isinstance(tier, int)
+                and not isinstance(tier, bool) and isinstance(rails, list)
+                and all(isinstance(r, int) and not isinstance(r, bool) for r in rails)):
+            raise UntrustedFile(where, f"nodes[{i}]: a switch needs a printable name, an integer tier and a list of rails", _RECOMPILE)
+        out[name] = {"tier": tier, "rails": rails}
+    return out
 
 
 def _manifest_design(text: str, where: str) -> str:
@@ -145,8 +169,11 @@ def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
             raise UntrustedFile(where, f"line {line}: {bad} has control characters or more than 200 characters", _RECOMPILE)
         if row["cable_id"] in out:
             raise UntrustedFile(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
+        rail, tier = row.get("rail", ""), row.get("tier", "")
+        if not (rail == "" or rail.isdigit()) or not (tier == "" or tier.isdigit()) or len(rail) > 9 or len(tier) > 9:
+            raise UntrustedFile(where, f"line {line}: rail and tier must be whole numbers (rail may be empty)", _RECOMPILE)
         out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]),
-                                     row.get("media", ""), row.get("length_m", ""))
+                                     row.get("media", ""), row.get("length_m", ""), rail, tier)
     return out
 
 
@@ -173,7 +200,10 @@ def _end(e: End) -> dict:
 
 
 def _cable(c: Cable) -> dict:
-    return {"cable_id": c.cable_id, "a": _end(c.a), "b": _end(c.b)}
+    out = {"cable_id": c.cable_id, "a": _end(c.a), "b": _end(c.b)}
+    if c.rail or c.tier:
+        out["rail"], out["tier"] = c.rail, c.tier
+    return out
 
 
 def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, list]:
@@ -217,8 +247,8 @@ def _refitted(old: Cable, new: Cable) -> bool:
 
 
 def _id_key(cable_id: str) -> tuple:
-    digits = cable_id.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-    return (cable_id[: len(cable_id) - len(digits)], int(digits) if digits.isdigit() else -1, cable_id)
+    """Natural order: R2-T1-00007 before R10-T1-00001 (numbers compare as numbers)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", cable_id) if p) + (cable_id,)
 
 
 def _order(c: Cable) -> tuple:
@@ -333,7 +363,8 @@ def render_text(doc: dict, diffs: bool = True) -> str:
         out.append(f"  - cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}")
     for x in c["moved"]:
         o, n = x["old"], x["new"]
-        out.append(f"  ~ cable {o['cable_id']} -> {n['cable_id']}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
+        ids = o["cable_id"] if o["cable_id"] == n["cable_id"] else f"{o['cable_id']} -> {n['cable_id']}"
+        out.append(f"  ~ cable {ids}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
     for x in c["relabelled"]:
         out.append(f"  = cable {x['old_cable_id']} -> {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])} (same ends, new id)")
     for x in c["changed"]:

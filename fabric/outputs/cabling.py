@@ -1,6 +1,6 @@
 """`cabling.csv`: one row per physical cable, named as on the floor, with its optic and length.
 
-Contract 3's columns come first; then `length_m` (the cable's one length, see
+The documented columns (docs/reference/outdir.md) come first; then `length_m` (the cable's one length, see
 :mod:`railonly.fabric.design.physical`) and `a_gpu`: for a NIC cable, the GPU whose NIC
 the a end is (the fabric.json node, and the lab's namespace); empty otherwise.
 The a end of a NIC cable is the server and its NIC (`hb0`, `rail0`), as the host

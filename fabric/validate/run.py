@@ -15,6 +15,7 @@ from typing import Callable
 from ..input.problems import InputError
 
 from ..outdir import reader as outdir_reader
+from . import lab_schemas
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
 from .manifest import check_manifest
@@ -60,6 +61,10 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
 
     switches = [n for n in fabric["nodes"] if n.get("role") == "switch"]
     picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
+    if any(y and n.get("platform") != "eos" for n, y in zip(switches, picked)):
+        from . import sonic_yang
+
+        sonic_yang.require()  # exit 3 naming the missing binding, before any result
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr_texts: dict[str, str] = {}
@@ -144,7 +149,10 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
                     "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
              for f, msgs in sorted(by_file.items())]
-    return trust + validate(read, fabric) + (check_manifest(outdir) if manifest else [])
+    # The lab files against their published schemas: here, not in compile's self-check,
+    # since on a 32k-GPU design parsing 40 MB of YAML is ~10% of the compile.
+    schemas = lab_schemas.check(fabric, read)
+    return trust + validate(read, fabric) + schemas + (check_manifest(outdir) if manifest else [])
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

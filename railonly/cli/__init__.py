@@ -1,4 +1,4 @@
-"""The `railonly` command line (Contract 2).
+"""The `railonly` command line (docs/commands/index.md).
 
 Each subcommand lives in railonly/cli/commands/<name>.py with `register(subparsers)`
 that sets `func` (args -> exit code). Exit codes: 0 success, 1 a check failed,
@@ -112,6 +112,7 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.emulation.runtime.protocol import RuntimeProblem
     from railonly.fabric.outdir.writer import WriteFailed
+    from railonly.fabric.validate.sonic_yang import YangUnavailable
     from railonly.proc import ToolMissing
 
-    return (ToolMissing, RuntimeProblem, WriteFailed)
+    return (ToolMissing, RuntimeProblem, WriteFailed, YangUnavailable)

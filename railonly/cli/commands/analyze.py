@@ -19,7 +19,7 @@ def register(sub) -> None:
     p = sub.add_parser("analyze", help="a training job on the fabric: placement, traffic by class, iteration time, cost per throughput")
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("job", metavar="JOB.yml")
-    p.add_argument("--json", metavar="FILE", help="write the analysis (Contract 6) to FILE ('-' for standard output)")
+    p.add_argument("--json", metavar="FILE", help="write the analysis (docs/reference/outdir.md) to FILE ('-' for standard output)")
     p.add_argument("--place", choices=("given", "auto"), default="given",
                    help="auto: the rank order that keeps the most bytes off cross-rail paths (default: the job's order)")
     p.add_argument("--oversub", type=float, default=1.0, metavar="X",

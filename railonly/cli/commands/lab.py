@@ -147,7 +147,7 @@ def destroy(args) -> int:
 def check_args(p) -> None:
     from railonly.emulation.checks.plan import CHECKS
 
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON (Contract 4)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (docs/reference/outdir.md)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
     p.add_argument("--timeout", type=positive(float), default=60.0, help="seconds to wait for convergence (default 60)")
     p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
@@ -180,7 +180,7 @@ def traffic_args(p) -> None:
     p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
-    p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (Contract 4)")
+    p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (docs/reference/outdir.md)")
     p.add_argument("--iterations", type=int, default=1, help="--job: iterations to replay (default 1; medians reported)")
     p.add_argument("--time-scale", type=float, default=None,
                    help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
