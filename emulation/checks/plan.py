@@ -2,7 +2,7 @@
 
 :func:`plan` turns a lab's ``fabric.json`` (and ``cabling.csv``, and the FRR
 configs of its switches) into a :class:`CheckPlan`: the probes to send and
-the results expected, for the five checks of Contract 4:
+the results expected, for the five checks of docs/reference/outdir.md:
 
 - reachability: every ordered pair of GPUs on the same rail;
 - isolation: for routed rails, per GPU a packet out its rail NIC towards each

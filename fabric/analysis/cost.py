@@ -29,7 +29,7 @@ def network_boms(design, book: PriceBook | None = None) -> dict | None:
 
 
 def cost_view(job: Job, results: dict, boms: dict | None) -> dict:
-    """Contract 6 "cost": per network, plus "equal_budget" (rail-only against rail-optimized)."""
+    """The analysis report's "cost" (docs/reference/outdir.md): per network, plus "equal_budget" (rail-only against rail-optimized)."""
     out = {}
     n = job.parallel.gpus
     tokens = job.parallel.global_batch * job.model.seq

@@ -1,4 +1,4 @@
-"""The counting model of a non-blocking folded Clos (PAPER.md), as pure arithmetic.
+"""The counting model of a non-blocking folded Clos (docs/fabric.md), as pure arithmetic.
 
 The fabric builder uses :func:`tiers` to pick the depth of each Clos; the
 closed-form counts here are what tests compare the built graph against.

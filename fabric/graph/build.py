@@ -1,6 +1,6 @@
 """Design -> fabric graph, for `rail-only` and the `rail-optimized` baseline.
 
-Wiring rules (PAPER.md):
+Wiring rules (docs/fabric.md):
 * GPU r of every HB domain has one NIC, on rail r; every GPU also has an HB
   port on its domain's NVSwitch.
 * A Clos of 1, 2 or 3 tiers is non-blocking: below the top tier a switch has
@@ -37,7 +37,7 @@ import math
 from ..design import clos
 from ..design.design import Design
 from ..input.problems import InputError
-from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
+from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, fabric_port, hb_port
 from .addressing import LINK_SLOTS, SWITCH_SLOTS, BlockPool, ip, prefix_for
 from .model import Endpoint, Fabric, Link, Node, Vlan
 
@@ -107,7 +107,7 @@ class _Builder:
         return self.add(sw)
 
     def port(self, sw: Node, index: int, ip_addr: str | None = None) -> Endpoint:
-        ep = Endpoint(sw.name, switch_port(sw.platform, index, self.d.nic_gbps), ip_addr, index)
+        ep = Endpoint(sw.name, fabric_port(self.d, sw.tier, sw.platform, index), ip_addr, index)
         if ep.port in sw.ports:
             raise AssertionError(f"port {ep.port} of {sw.name} assigned twice")
         sw.ports[ep.port] = ep

@@ -1,4 +1,4 @@
-"""`fabric.json` (Contract 3, schema_version 1): the compiled graph as JSON.
+"""`fabric.json` (schema_version 1, docs/reference/outdir.md): the compiled graph as JSON.
 
 One node or link per line: the file stays diffable and greppable at 100k
 links, and json.dumps per item is still the C encoder.

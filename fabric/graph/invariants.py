@@ -1,6 +1,6 @@
 """Structural invariants of a fabric graph, as a list of problems (empty = sound).
 
-These are the promises of the compiler (PAPER.md wiring rules), checked on
+These are the promises of the compiler (the wiring rules in docs/fabric.md), checked on
 the graph itself so tests can run them over many sizes and over deliberately
 broken graphs, and `validate` can run them on a fabric.json it reads back:
 

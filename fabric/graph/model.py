@@ -1,7 +1,7 @@
 """The fabric graph: nodes, ports and links, with addresses and ASNs.
 
 Plain slotted dataclasses, built once by :mod:`railonly.fabric.graph.build` and read
-by every renderer. Field names follow `fabric.json` (Contract 3) so the JSON
+by every renderer. Field names follow `fabric.json` (docs/reference/outdir.md) so the JSON
 is a direct dump.
 """
 

@@ -1,4 +1,4 @@
-"""The containerlab topology `<name>.clab.yml` of a fabric (Contract 3).
+"""The containerlab topology `<name>.clab.yml` of a fabric (docs/reference/outdir.md).
 
 Two stages, as everywhere in the compiler: :func:`topology` builds the plain
 dict (every choice is made here), :func:`render` dumps it as YAML and parses
@@ -17,7 +17,7 @@ What a node is, as containerlab users run these kinds:
 * HB domain (the NVSwitch): a ``linux`` node whose ``exec`` builds one Linux
   bridge over its GPU ports. Not the ``bridge`` kind: that is a bridge in the
   host namespace which the user must create beforehand, outside the lab, and
-  it would not exist as the namespace ``clab-<name>-<node>`` (Contract 4).
+  it would not exist as the namespace ``clab-<name>-<node>`` (docs/reference/outdir.md, lab names).
 * switch, SONiC: ``sonic-vs`` (no startup-config support in containerlab), so
   ``config_db.json`` is bind-mounted at /var/sonic/config_db.json, where the
   image's start script loads it, and ``frr.conf`` (routed rails) at
@@ -172,7 +172,7 @@ def topology(fab: Fabric, configs: str = "configs", images: dict[str, str] | Non
         links.append({"endpoints": [f"{a.name}:{iface(a, lk.a.port)}", f"{b.name}:{iface(b, lk.b.port)}"]})
     return {
         "name": fab.design.name,
-        "prefix": "clab",  # explicit: nodes are clab-<name>-<node> (Contract 4)
+        "prefix": "clab",  # explicit: nodes are clab-<name>-<node> (docs/reference/outdir.md, lab names)
         "mgmt": _mgmt(fab),
         "topology": {
             "kinds": {k: {"image": imgs[k]} for k in used},

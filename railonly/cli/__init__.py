@@ -1,4 +1,4 @@
-"""The `railonly` command line (Contract 2).
+"""The `railonly` command line (docs/commands/index.md).
 
 Each subcommand lives in railonly/cli/commands/<name>.py with `register(subparsers)`
 that sets `func` (args -> exit code). Exit codes: 0 success, 1 a check failed,
@@ -74,6 +74,8 @@ def _completion_hints(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from railonly.reportfile import ReportNotWritten
+
     parser = build_parser()
     args = parser.parse_args(argv)
     from railonly import console
@@ -91,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         n = len(exc.problems)
         print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
         return EXIT_INPUT
+    except ReportNotWritten as exc:
+        print(f"error: {exc}\n  fix: give a writable file path for the report", file=sys.stderr)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -102,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     except (EnvironmentProblem, *_environment_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ENV
+    except OSError as exc:  # the file system refused (disk full, read-only, gone): name the path, no traceback
+        where = exc.filename or "a file"
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ENV
 
 
 class EnvironmentProblem(Exception):
@@ -112,6 +121,7 @@ def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.emulation.runtime.protocol import RuntimeProblem
     from railonly.fabric.outdir.writer import WriteFailed
+    from railonly.fabric.validate.sonic_yang import YangUnavailable
     from railonly.proc import ToolMissing
 
-    return (ToolMissing, RuntimeProblem, WriteFailed)
+    return (ToolMissing, RuntimeProblem, WriteFailed, YangUnavailable)

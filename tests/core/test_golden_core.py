@@ -27,6 +27,7 @@ def test_core_artifacts_match_golden(name):
         assert_golden(GOLDEN / "core" / name / artifact, files[artifact])
 
 
+@pytest.mark.slow
 def test_example_designs_all_compile():
     for path in sorted((REPO / "labs").glob("*.yml")):
         if "32k" in path.name:

@@ -85,7 +85,7 @@ def test_dry_run_shows_diff_and_changes_nothing(pushlab, capsys):
     for _ in range(2):  # the second run sees the same: the first changed nothing
         rc = main(["push", str(outdir), "--device", sw, "--dry-run"])
         out = capsys.readouterr()
-        assert rc == 1, out  # drift found (Contract 2)
+        assert rc == 1, out  # drift found (docs/commands/index.md)
         assert '-            "mtu": "9100",' in out.out
         assert '+            "mtu": "4321",' in out.out
         assert f"--- {sw}:config_db.json (running)" in out.out

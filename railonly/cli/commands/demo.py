@@ -12,13 +12,15 @@ Without `-o` its files go to a temporary folder that it removes at the end
 from __future__ import annotations
 
 import json
+import importlib.resources
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_DESIGN = Path(__file__).resolve().parents[3] / "labs" / "mini-routed.yml"
+# The example designs ship in the package as railonly.labs (labs/ in the repository).
+DEFAULT_DESIGN = Path(str(importlib.resources.files("railonly.labs") / "mini-routed.yml"))
 
 # The traffic patterns the demo runs, in order.
 PATTERNS = ("ring-allreduce", "all-to-all")
