@@ -331,6 +331,7 @@ def test_a_push_then_destroy_through_the_api_leaves_no_lock(fresh, capsys):
     conf = out / "configs" / "rail0-leaf0" / "config_db.json"
     db = json.loads(conf.read_text())
     db["PORT"][next(iter(db["PORT"]))]["mtu"] = "4000"
+    db["DEVICE_METADATA"]["localhost"]["mac"] = "02:00:00:00:00:42"  # read at start-up: a full reload
     conf.write_text(json.dumps(db, indent=4, sort_keys=True) + "\n")
     rc, o, e = run(capsys, "push", str(out), "--device", "rail0-leaf0", "-q")
     assert rc == 0, o + e
