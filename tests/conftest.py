@@ -122,3 +122,14 @@ class FakeRuntime:
     def ran(self, *prefix: str) -> list[tuple[str, tuple[str, ...]]]:
         """The recorded calls whose argv starts with ``prefix``."""
         return [(ns, argv) for ns, argv in self.calls if argv[:len(prefix)] == prefix]
+
+
+def cpu_sampler(share: float):
+    """A host.Sampler whose CPUs are ``share`` busy between any two samples (for judging logic)."""
+    state = {"t": 0}
+
+    def sample() -> tuple[int, int]:
+        state["t"] += 1000
+        return int(state["t"] * share), state["t"]
+
+    return sample
