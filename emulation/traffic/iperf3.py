@@ -263,7 +263,7 @@ class DirectedLink:
     end: tuple[str, str]  # (switch, port) whose tx bytes are this direction's
     name: str  # "rail0-leaf0:Ethernet2->rail0-spine0"
     bytes_per_s: float  # its shaped rate
-    group: tuple  # (rail, tier from, tier to): the links ECMP spreads one hop over
+    group: tuple  # the links one ECMP choice spreads over: a switch's uplinks, or the links into a switch from above
 
 
 def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
@@ -274,8 +274,9 @@ def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
     for lk in fabric_links(lab):
         mbps = lk.gbps * nic_mbps / nic_gbps if nic_gbps and lk.gbps else nic_mbps
         for a, b in ((lk.a, lk.b), (lk.b, lk.a)):
-            tiers = tuple(lab.nodes[n].info.get("tier") if n in lab.nodes else None for n in (a.node, b.node))
-            out.append(DirectedLink((a.node, a.port), f"{a.node}:{a.port}->{b.node}", mbps * 1e6 / 8, (lk.rail, *tiers)))
+            ta, tb = (lab.nodes[n].info.get("tier") or 0 if n in lab.nodes else 0 for n in (a.node, b.node))
+            group = ("up", a.node) if ta < tb else ("down", b.node)
+            out.append(DirectedLink((a.node, a.port), f"{a.node}:{a.port}->{b.node}", mbps * 1e6 / 8, group))
     return out
 
 
@@ -468,9 +469,9 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     nic = nic_tc or nic_plan
     hb = hb_tc or hb_plan
     streams = streams or nccl_streams(float(lab.fabric.get("nic_gbps") or 400))
-    nbytes = nbytes or default_bytes(cp, pattern, nic)
     if pattern != "all-to-all":
         schedule = "concurrent"
+    nbytes = nbytes or default_bytes(cp, pattern, nic, schedule=schedule)
     flows = plan_flows(cp, pattern, nbytes, schedule)
     steps = steps_of(flows)
     m = model(cp, flows, nic, hb)
@@ -537,7 +538,8 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
 
 def ecmp_finding(steps: list[dict]) -> dict | None:
     """The run's ECMP imbalance (pure): the step whose busiest switch-to-switch link carried the
-    most against the mean of its links (same rail and tiers), None without such links."""
+    most against the mean of its ECMP set (the switch's uplinks it was hashed among, or the
+    links into its lower switch from above), None without such links."""
     rated = [s for s in steps if s.get("ecmp")]
     if not rated:
         return None
@@ -578,7 +580,7 @@ def format_report(rep: dict) -> str:
              + f"); wall {rep['completion_s']:.2f} s"]
     e = rep.get("ecmp_imbalance")
     if e:
-        lines.append(f"  ECMP imbalance: busiest uplink {e['max']:.2f}x the mean of its tier (step {e['step']},"
+        lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"
                      f" {e['busiest_link']}); mean over steps {e['mean']:.2f}x; {e['steps_over_1_25']} step(s) above 1.25x")
     if cpu.get("busy_share") is not None:
         lines.append(f"  host CPU {100 * cpu['busy_share']:.0f}% busy during the timed steps (busiest step"

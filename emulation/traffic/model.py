@@ -66,11 +66,16 @@ def model(cp: CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> 
     return out
 
 
-def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0) -> int:
-    """Bytes per flow so that the busiest NIC needs about `seconds` in all."""
+MIN_STEP_S = 0.5  # default bytes: a step lasts at least this (TCP's ramp is then a small share of it)
+
+
+def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0, schedule: str = "concurrent") -> int:
+    """Bytes per flow so that the busiest NIC needs about `seconds` in all, and each step
+    of the schedule at least MIN_STEP_S."""
     probe = plan_flows(cp, pattern, 1, "concurrent")
     busiest = max(v for k, v in link_loads(probe).items() if k[1] == "nic") if probe else 1
-    return max(256 * 1024, int(nic_mbps * 1e6 / 8 * seconds / busiest))
+    steps = len(steps_of(plan_flows(cp, pattern, 1, schedule))) if probe else 1
+    return max(256 * 1024, int(nic_mbps * 1e6 / 8 * max(seconds, MIN_STEP_S * steps) / busiest))
 
 
 def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tuple[float, tuple]]) -> dict:
@@ -78,7 +83,7 @@ def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tup
 
     ``link_bytes``: what each directed switch-to-switch link carried in the step (its
     counters), ``rated``: each link's (bytes/s, group), a group being the links one ECMP
-    hop spreads over (same rail, same tiers). The step lasts at least its ideal time
+    choice spreads over (a switch's uplinks; the links into a switch from above). The step lasts at least its ideal time
     (perfect balance: the NIC and HB links) and at least its busiest link's bytes / rate:
     ``placed_s`` is the larger. ``ecmp`` (None when no link above the NICs carried a
     share of the step): the busiest link, its bytes and seconds, and ``imbalance``, its

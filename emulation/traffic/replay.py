@@ -397,7 +397,7 @@ def format_report(rep: dict) -> str:
                  f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
     e = rep.get("ecmp_imbalance")
     if e:
-        lines.append(f"  ECMP imbalance: busiest uplink {e['max']:.2f}x the mean of its tier (step {e['step']},"
+        lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"
                      f" {e['busiest_link']}); mean over steps {e['mean']:.2f}x")
     cpu = rep["host_cpu"]
     if cpu.get("busy_share") is not None:

@@ -176,7 +176,7 @@ def traffic_args(p) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
     what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
-    p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
+    p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate, at least 0.5 s a step)")
     p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
