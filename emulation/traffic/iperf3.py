@@ -553,13 +553,15 @@ def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cp
     """One line: why the measured figure differs from the model (pure)."""
     if failed:
         return f"{failed} flow(s) failed"
-    if cpu.get("saturated"):
-        return f"host CPU {100 * cpu['busy_share']:.0f}% busy: timing judges the host, not the fabric"
     parts = []
+    if cpu.get("saturated"):
+        parts.append(f"host CPU {100 * cpu['busy_share']:.0f}% busy: timing judges the host, not the fabric")
     if ecmp and placed_s > ideal_s * 1.02:
-        parts.append(f"ECMP placed up to {ecmp['max']:.2f}x the mean on one uplink (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
+        parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link"
+                     f" (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
     rest = network_s / placed_s - 1 if placed_s else 0.0
-    parts.append(f"{100 * rest:+.0f}% beyond the placement (TCP, shaping, {100 * (cpu.get('busy_share') or 0):.0f}% CPU)")
+    parts.append(f"{100 * rest:+.0f}% beyond the placement"
+                 + ("" if cpu.get("saturated") else f" (TCP ramp and pacing; host CPU {100 * (cpu.get('busy_share') or 0):.0f}%)"))
     return "; ".join(parts)
 
 

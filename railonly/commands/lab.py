@@ -202,7 +202,7 @@ def traffic(args) -> int:
     with locked(lab, shared=True), console.reporter() as bar:
         rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, streams=args.streams,
                          tolerance=args.tolerance, progress=lambda s: _flow_step(bar, s))
-    if rep["verdict"] != "pass" or not args.quiet:
+    if rep["verdict"] == "fail" or not args.quiet:  # -q: inconclusive is exit 3 and the JSON's figures
         console.out(iperf3.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
@@ -259,7 +259,7 @@ def traffic_job(args) -> int:
                              tolerance=args.tolerance, streams=args.streams, progress=say, detail=detail)
     except job_plan.ScaleError as exc:
         raise LabError(args.job, str(exc), "use a job whose tensor-parallel group fits the lab's HB domain") from None
-    if rep["verdict"] != "pass" or not quiet:
+    if rep["verdict"] == "fail" or not quiet:
         console.out(replay.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
