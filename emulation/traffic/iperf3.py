@@ -109,6 +109,14 @@ def nccl_streams(nic_gbps: float, nics_per_gpu: int = 1) -> int:
     return 1 << (n - 1).bit_length()
 
 
+def stream_window(streams: int) -> str:
+    """iperf3 -w per stream (pure): 128K for one or two streams, less for more, so a flow's
+    buffered bytes stay about the same. iperf3 3.12 ends a -n test once the sender has
+    *written* its bytes: what sits in socket buffers then is never timed, so a flow's buffers
+    must stay a small share of it (the step time extrapolates the receiver's rate)."""
+    return f"{max(32, 256 // max(2, streams))}K"
+
+
 def _dst_ip(cp, f: Flow) -> str:
     ip = cp.gpus[f.dst].hb_ip if f.hb else cp.gpus[f.dst].ip
     if not ip:
@@ -359,7 +367,7 @@ class StepsRun:
     overhead: dict = field(default_factory=dict)  # seconds that are not network time, by cause
 
 
-def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str = "128K", nic_mbps: float,
+def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str | None = None, nic_mbps: float,
               streams: int = 1, agents: Agents | None = None, links: LinkCounters | None = None,
               cpu: host.CpuMeter | None = None, progress: Callable[[str], None] = lambda s: None) -> StepsRun:
     """Run steps of flows one after another, every flow of a step at once (``streams``
@@ -370,6 +378,7 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
     each step. ``progress`` gets a line per flow."""
     steps = slot_ports(steps)
     flows = [f for st in steps for f in st]
+    win = window or stream_window(streams)
     results: dict[int, dict] = {}
     lock = threading.Lock()
     step_rep: list[dict] = []
@@ -384,7 +393,7 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
 
         def one(i: int, f: Flow) -> None:
             argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
-                    "--connect-timeout", "3000", "-w", window] + (["-P", str(streams)] if streams > 1 else [])
+                    "--connect-timeout", "3000", "-w", win] + (["-P", str(streams)] if streams > 1 else [])
             start = time.monotonic()
             for attempt in range(8):  # a reused server may still be closing its previous test
                 rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
@@ -434,10 +443,38 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
     return StepsRun([results[i] for i in range(len(flows))], step_rep, completion, network, overhead)
 
 
-def placement(lab: Lab, nic_mbps: float) -> tuple[list[DirectedLink], dict]:
-    """The lab's directed switch-to-switch links and, by name, (bytes/s, group) for placed_step."""
+def _shaped(lab: Lab, rt: Runtime, switch: str) -> dict[str, float] | None:
+    """{device: bytes/s} of the root tbf/htb qdiscs in one switch (0: the device is unshaped);
+    None when tc cannot be read."""
+    rc, text = rt.exec(lab.netns(switch), ["tc", "-j", "qdisc", "show"], timeout=10)
+    try:
+        rows = json.loads(text) if rc == 0 else None
+    except ValueError:
+        rows = None
+    if not isinstance(rows, list):
+        return None
+    out: dict[str, float] = {}
+    for q in rows:
+        if isinstance(q, dict) and q.get("root") and isinstance(q.get("dev"), str):
+            rate = (q.get("options") or {}).get("rate") if q.get("kind") == "tbf" else None
+            out[q["dev"]] = float(rate) if isinstance(rate, (int, float)) else 0.0
+    return out
+
+
+def placement(lab: Lab, rt: Runtime, nic_mbps: float) -> tuple[list[DirectedLink], dict]:
+    """The lab's directed switch-to-switch links and, by name, (bytes/s, group) for placed_step:
+    the rate tc shapes each link end to as deployed (0, left out of the model, when a link is
+    unshaped: ideal tiers), else the plan's."""
     dls = directed_links(lab, nic_mbps)
-    return dls, {dl.name: (dl.bytes_per_s, dl.group) for dl in dls}
+    switches = sorted({dl.end[0] for dl in dls})
+    with ThreadPoolExecutor(max_workers=max(1, min(len(switches), 8))) as ex:
+        tc = dict(zip(switches, ex.map(lambda sw: _shaped(lab, rt, sw), switches)))
+    rated = {}
+    for dl in dls:
+        seen = tc.get(dl.end[0])
+        rate = seen.get(dl.end[1], dl.bytes_per_s) if seen is not None else dl.bytes_per_s
+        rated[dl.name] = (rate, dl.group)
+    return dls, rated
 
 
 def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bool, cpu: dict) -> str:
@@ -457,7 +494,7 @@ ABS_SLACK_S = 0.05  # on top of the relative tolerance: timer and scheduling noi
 
 
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
-        converge: bool = True, window: str = "128K", streams: int | None = None, tolerance: float = 0.10,
+        converge: bool = True, window: str | None = None, streams: int | None = None, tolerance: float = 0.10,
         cpu_sampler: host.Sampler | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run a pattern. ``converge=False`` skips the bgp/reachability wait (a caller that
     has just waited for it, e.g. between repetitions)."""
@@ -485,7 +522,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         if pre.failed:
             progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
     stop_servers(lab)  # leftovers of an interrupted run
-    dls, rated = placement(lab, nic)
+    dls, rated = placement(lab, rt, nic)
     cpu = host.CpuMeter(cpu_sampler or host.proc_stat_sample)
     t_run = time.monotonic()
     ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams,

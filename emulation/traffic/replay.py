@@ -170,7 +170,7 @@ def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | N
 
 
 def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: float | None = None,
-        tolerance: float = 0.10, converge: bool = True, window: str = "128K", streams: int | None = None,
+        tolerance: float = 0.10, converge: bool = True, window: str | None = None, streams: int | None = None,
         cpu_sampler: host.Sampler | None = None, progress: Callable[[str], None] = lambda s: None, detail: Callable[[str], None] = lambda s: None) -> dict:
     """Replay ``iterations`` iterations of ``job`` (see the module docstring); the report is
     ANALYSIS.md's replay contract (Contract 4's traffic report, ``pattern: job``)."""
@@ -202,7 +202,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     want = {g: set(p.values()) for g, p in ports.items()}
     per_phase: list[list[dict]] = [[] for _ in phases]
     stop_servers(lab)  # leftovers of an interrupted run
-    dls, rated = placement(lab, nic)
+    dls, rated = placement(lab, rt, nic)
     run_ctx = {"agents": Agents(lab, rt, cp), "links": LinkCounters(lab, rt, dls), "rated": rated,
                "cpu": host.CpuMeter(cpu_sampler or host.proc_stat_sample), "streams": streams}
     t_run = time.monotonic()
