@@ -157,6 +157,7 @@ class Agents:
         self.lab, self.rt, self.cp = lab, rt, cp
         self.servers: dict[tuple[str, str, int], dict] = {}
         self.start_s = 0.0  # seconds spent starting servers
+        self.stop_s = 0.0  # ... and stopping them
 
     def ensure(self, flows: list[Flow]) -> None:
         t0 = time.monotonic()
@@ -191,8 +192,10 @@ class Agents:
         self.start_s += time.monotonic() - t0
 
     def stop(self) -> None:
+        t0 = time.monotonic()
         stop_servers(self.lab)
         self.servers.clear()
+        self.stop_s += time.monotonic() - t0
 
 
 def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]:
@@ -438,6 +441,7 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
             agents.stop()
     network = round(sum(s["seconds"] or 0.0 for s in step_rep), 4)
     overhead = {"agents_start_s": round(agents.start_s - agents_before, 3),
+                "agents_stop_s": round(agents.stop_s, 3) if own else 0.0,
                 "client_start_and_barrier_s": round(sum(s["overhead_s"] for s in step_rep), 3),
                 "counter_reads_s": round(links.read_s, 3) if links else 0.0}
     return StepsRun([results[i] for i in range(len(flows))], step_rep, completion, network, overhead)

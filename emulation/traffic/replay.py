@@ -340,6 +340,7 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
     overhead = {k: round(sum(r["overhead"][k] for _, p in comm for r in p["iterations"]), 3)
                 for k in ("client_start_and_barrier_s", "counter_reads_s")}
     overhead["agents_start_s"] = round(ctx["agents"].start_s, 3)
+    overhead["agents_stop_s"] = round(ctx["agents"].stop_s, 3)
     p = sc.job.parallel
     return {
         "lab": lab.name, "pattern": "job", "job": job.name, "topology": cp.topology, "iterations": iterations,
