@@ -635,6 +635,6 @@ def format_report(rep: dict) -> str:
     for f in fl:
         if f.get("error") or not f.get("seconds"):
             lines.append(f"  FAILED {f['src']}->{f['dst']}: {f.get('error', 'no result')[:120]}")
-    lines.append(f"  verdict: {rep['verdict']} (measured within {100 * rep['tolerance']:g}% of the placement-aware model;"
-                 f" {rep['why']})")
+    lines.append(f"  verdict: {rep['verdict']} (pass: measured within {100 * rep['tolerance']:g}% of the placement-aware"
+                 f" model): {rep['why']}")
     return "\n".join(lines)

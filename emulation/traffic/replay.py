@@ -415,5 +415,5 @@ def format_report(rep: dict) -> str:
         for r in p["iterations"]:
             lines += [f"      {x}" for x in r["problems"] + ([f"slow: {r['slow']}"] if r["slow"] else [])]
     lines.append(f"  verdict: {rep['verdict']}" + (f" (failed: {', '.join(rep['failed_phases'])})" if rep["failed_phases"] else "")
-                 + f" (communication within {100 * rep['tolerance']:g}% of the placement-aware model; {rep['why']})")
+                 + f" (pass: communication within {100 * rep['tolerance']:g}% of the placement-aware model): {rep['why']}")
     return "\n".join(lines)
