@@ -1,0 +1,81 @@
+"""Arista EOS: one startup-config per switch.
+
+Structured config (plain dict, section by section in the order EOS prints
+`show running-config`) and a root template that only includes one partial
+per section: hostname, spanning-tree, vlans, Ethernet, Loopback and Vlan
+interfaces, `ip routing`, prefix-lists, qos maps, route-maps, `router bgp`.
+Inside an interface the order is EOS's too: description, shutdown, mtu,
+speed, switchport / `no switchport`, `qos trust`, ip address, PFC,
+spanning-tree edge settings, then the `tx-queue` sub-mode; 3-space
+indentation. Every line form is checked against public EOS configs
+(tests/data/eos_forms.yaml).
+"""
+
+from __future__ import annotations
+
+from ..graph.model import Fabric, Node
+from ..platforms.eos_speeds import speed_form
+from . import qos as qosmod
+from .device import SwitchView, advertised_pools, switch_view
+from .render import template
+
+PEER_GROUP = "FABRIC"
+PREFIX_LIST = "RAIL_ROUTES"
+
+
+def _qos(q: qosmod.QosPlan) -> dict:
+    return {
+        "dscp_maps": [(q.roce_dscp, q.roce_priority), (q.cnp_dscp, q.cnp_priority)],
+        "tc_to_queue": [(q.roce_priority, q.roce_priority), (q.cnp_priority, q.cnp_priority)],
+    }
+
+
+def _interface_qos(q: qosmod.QosPlan) -> dict:
+    return {
+        "lossless": q.lossless,
+        "ecn_queue": q.roce_priority,
+        "ecn": f"minimum-threshold {q.ecn_min_kbytes} kbytes maximum-threshold {q.ecn_max_kbytes} kbytes "
+               f"max-mark-probability {q.ecn_probability}",
+    }
+
+
+def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
+    d = fab.design
+    sw = view.node
+    model = d.model_of_tier(sw.tier)
+    speed = model.breakouts[d.breakout].eos_speed if model else speed_form(d.nic_gbps)  # the platform's lanes per port
+    iqos = _interface_qos(q)
+    ethernets = []
+    for p in view.ports:
+        e = {"name": p.name, "description": p.description, "shutdown": not p.cabled,
+             "mtu": d.switch_mtu, "speed": speed, "access_vlan": p.vlan,
+             "routed": p.ip is not None, "ip": p.ip, "qos": iqos if p.cabled else None,
+             # a GPU NIC is an end host: forward at link-up (no STP listening/learning
+             # delay after a flap), and err-disable the port if a switch shows up there
+             "edge": p.cabled and p.vlan is not None}
+        ethernets.append(e)
+    cfg = {
+        "hostname": sw.name,
+        "vlans": [{"id": v.vlan, "name": f"rail{v.rail}"} for v in view.vlans],
+        "ethernets": ethernets,
+        "loopback": sw.loopback,
+        "svis": [{"name": f"Vlan{v.vlan}", "mtu": d.switch_mtu, "ip": v.gateway} for v in view.vlans if v.gateway],
+        "qos": _qos(q),
+        "ip_routing": view.routed,
+        "bgp": None,
+    }
+    if view.routed:
+        cfg["prefix_list"] = {"name": PREFIX_LIST, "pools": advertised_pools(d)}
+        cfg["bgp"] = {
+            "asn": sw.asn, "router_id": view.router_id, "maximum_paths": view.maximum_paths,
+            "peer_group": PEER_GROUP,
+            "neighbors": [{"ip": n.ip, "asn": n.asn, "description": f"{n.name}:{n.port}"} for n in view.neighbors],
+            "networks": view.networks,
+        }
+    return cfg
+
+
+def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[str, str]]:
+    view = switch_view(fab, sw)
+    cfg = structured_config(fab, view, q)
+    return cfg, {f"configs/{sw.name}/startup-config": template("eos/startup-config.j2").render(cfg=cfg)}
