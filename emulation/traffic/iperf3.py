@@ -2,7 +2,7 @@
 
 Traffic agents are persistent: one iperf3 server per (destination, address,
 port) is started once per lab run (``-D --pidfile``, recorded in
-``OUTDIR/.lab/traffic.json`` before it starts, stopped by pid in a
+the lab's state directory (``/run/railonly/<lab>/state/traffic.json``) before it starts, stopped by pid in a
 ``finally``) and serves every step; a flow's port is its destination's slot in
 its step (``slot_ports``), so a run needs as many servers per GPU as it receives
 flows at once, not one per flow. Each transfer runs as NCCL sends it: ``-P``
@@ -34,13 +34,16 @@ from typing import Callable
 from ..checks import plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
 from ..netns import pids, setns
-from ..runtime.outdir_writer import OutdirWriter
+from ..runtime import rundir
 from ..runtime.protocol import Runtime, deployed_status
 from . import host
 from .model import default_bytes, model, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
+
+
+TRAFFIC = "traffic.json"  # in the lab's state directory
 
 
 def _run_dir(lab: Lab) -> str:
@@ -50,14 +53,13 @@ def _run_dir(lab: Lab) -> str:
 def stop_servers(lab: Lab) -> int:
     """Stop every recorded iperf3 server by pid (checked against its command line).
 
-    The record sits in the untrusted OUTDIR: an entry is used only when it is
+    The record is root's (the lab's state directory), still checked: an entry is used only when it is
     one this module writes (an iperf3 server argv, a pid file in the lab's
     iperf3 run dir, a lab namespace), and a process is signalled only when it
     runs in that namespace; anything else is exit 2 naming the file."""
-    from railonly.fabric.outdir.reader import OutdirReader
-
-    rel = str(lab.traffic_state_file.relative_to(lab.outdir))
-    rec = OutdirReader(str(lab.outdir)).read_json(rel, limit=16 * 1024 * 1024)
+    rel = TRAFFIC
+    sd = rundir.open_state(lab.name, create=False)
+    rec = sd.read_json(rel, limit=16 * 1024 * 1024) if sd else None
     if rec is None:
         return 0
     servers = rec.get("servers") if isinstance(rec, dict) and rec.get("lab") == lab.name else None
@@ -84,7 +86,7 @@ def stop_servers(lab: Lab) -> int:
             os.unlink(s["pidfile"])
         except OSError:
             pass
-    OutdirWriter(lab.outdir).unlink(rel)
+    sd.unlink(rel)
     for d in (_run_dir(lab), os.path.dirname(_run_dir(lab))):  # only when empty (FRR's run dir is the parent)
         try:
             os.rmdir(d)
@@ -161,23 +163,23 @@ class Agents:
 
     def ensure(self, flows: list[Flow]) -> None:
         t0 = time.monotonic()
-        rundir = _run_dir(self.lab)
-        os.makedirs(rundir, exist_ok=True)
+        piddir = _run_dir(self.lab)
+        os.makedirs(piddir, exist_ok=True)
         new = []
         for f in flows:
             key = (f.dst, _dst_ip(self.cp, f), f.port)
             if key in self.servers:
                 continue
-            pidfile = f"{rundir}/{f.dst}-{key[1]}-{f.port}.pid"
+            pidfile = f"{piddir}/{f.dst}-{key[1]}-{f.port}.pid"
             argv = ["iperf3", "-s", "-D", "-p", str(f.port), "-B", key[1], "--pidfile", pidfile]
             self.servers[key] = {"netns": self.lab.netns(f.dst), "argv": argv, "pidfile": pidfile}
             new.append(self.servers[key])
         if not new:
             return
         # intent first: the record exists before any server does
-        OutdirWriter(self.lab.outdir).write_text(str(self.lab.traffic_state_file.relative_to(self.lab.outdir)),
-                                                 json.dumps({"lab": self.lab.name, "servers": list(self.servers.values())},
-                                                            indent=1))
+        rundir.state(self.lab.name).write_text(TRAFFIC, json.dumps({"lab": self.lab.name,
+                                                                    "servers": list(self.servers.values())}, indent=1),
+                                               mode=0o600)
 
         def start(s: dict) -> None:  # -D: each forks away and writes its pid file
             rc, out = self.rt.exec(s["netns"], s["argv"], timeout=10)
