@@ -123,6 +123,17 @@ class FakeRuntime:
         return [(ns, argv) for ns, argv in self.calls if argv[:len(prefix)] == prefix]
 
 
+def cpu_sampler(share: float):
+    """A host.Sampler whose CPUs are ``share`` busy between any two samples (for judging logic)."""
+    state = {"t": 0}
+
+    def sample() -> tuple[int, int]:
+        state["t"] += 1000
+        return int(state["t"] * share), state["t"]
+
+    return sample
+
+
 # Fixtures that deploy a lab, start daemons or create namespaces (folder of the
 # conftest that defines them -> names): a test using one needs root and must carry
 # the `netns` marker, so `make test-fast` (-m "not netns and not slow") never waits

@@ -106,15 +106,24 @@ def collect_bgp(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> tuple[d
 # --- probes -------------------------------------------------------------------------------------------
 
 
-def _rounds(agent: probe.Agent, send: Callable[[], int], timeout: float, settle: float = 0.3) -> None:
-    """Send what is missing, listen, repeat until nothing is missing or time is up."""
+MIN_RETRIES = 3  # a lost probe is re-sent at least this often before its pair fails, deadline or not
+
+
+def _rounds(agent: probe.Agent, send: Callable[[], int], timeout: float, settle: float = 0.3,
+            min_retries: int = MIN_RETRIES) -> int:
+    """Send what is missing, listen, repeat until nothing is missing, or time is up and
+    whatever is still missing has been re-sent ``min_retries`` times (on a large lab the
+    first round alone can outlast the deadline: one lost packet of it must not fail a
+    pair). Returns the rounds sent."""
     deadline = time.monotonic() + timeout
+    rounds = 0
     while True:
         if send() == 0:
-            return
+            return rounds
+        rounds += 1
         agent.pump(settle)
-        if time.monotonic() > deadline:
-            return
+        if time.monotonic() > deadline and rounds > min_retries:
+            return rounds
         settle = min(settle * 1.5, 1.0)
 
 

@@ -1,23 +1,34 @@
 """Synthetic collective traffic on a deployed lab, run with iperf3 and judged against the model.
 
-iperf3 servers run one per flow (``-1``: one test, then exit) in the
-destination namespace, daemonized with a pid file, recorded in
-the lab's state directory (``/run/railonly/<lab>/state/traffic.json``) and stopped by pid in a ``finally``. A step's
-time (``steps[].seconds``, summed in ``steps_completion_s``) is its slowest
-flow's ``seconds_at_rate``: the planned bytes at the rate iperf3's receiver
-measured, so neither process start (tens of ms with 2 CPUs) nor the tail a
-``-n`` test leaves unread is counted; ``completion_s`` is the wall time of all
-steps, start-up included.
+Traffic agents are persistent: one iperf3 server per (destination, address,
+port) is started once per lab run (``-D --pidfile``, recorded in
+the lab's state directory (``/run/railonly/<lab>/state/traffic.json``) before it starts, stopped by pid in a
+``finally``) and serves every step; a flow's port is its destination's slot in
+its step (``slot_ports``), so a run needs as many servers per GPU as it receives
+flows at once, not one per flow. Each transfer runs as NCCL sends it: ``-P``
+parallel TCP streams (``streams``; default NCCL's channels per network peer,
+see :func:`nccl_streams`), each its own 5-tuple for ECMP to hash.
+
+A step's measured network time (``steps[].seconds``, summed in ``network_s``)
+is its slowest flow's ``seconds_at_rate``: the planned bytes at the rate iperf3's
+receiver measured, so neither process start nor the tail a ``-n`` test leaves
+unread is counted. What is not network time is measured apart
+(``overhead_s``): starting the agents, each step's client start-up and barrier
+(its wall time minus its network time) and the counter reads between steps.
+Around every step the tx counters of every switch-to-switch link end are read
+(the flows' actual placement, for the placement-aware model) and the host's
+CPU is sampled (host.py).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..checks import plan as checks_plan
@@ -25,8 +36,9 @@ from ..lab import Lab, LabError, link_rates, run_dir
 from ..netns import pids, setns
 from ..runtime import rundir
 from ..runtime.protocol import Runtime, deployed_status
-from .model import default_bytes, model
-from .patterns import Flow, plan_flows, steps_of
+from . import host
+from .model import default_bytes, model, placed_step
+from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
 
@@ -56,7 +68,7 @@ def stop_servers(lab: Lab) -> int:
         isinstance(s, dict) and s.get("netns") in nss and isinstance(s.get("pidfile"), str)
         and os.path.dirname(s["pidfile"]) == _run_dir(lab) and os.path.basename(s["pidfile"]).endswith(".pid")
         and "/" not in os.path.basename(s["pidfile"]) and ".." not in s["pidfile"]
-        and isinstance(s.get("argv"), list) and s["argv"][:3] == ["iperf3", "-s", "-1"]
+        and isinstance(s.get("argv"), list) and s["argv"][:2] == ["iperf3", "-s"]
         and all(isinstance(a, str) for a in s["argv"]) for s in servers)
     if not ok:
         raise LabError(str(lab.traffic_state_file), "is not a record of the lab's iperf3 servers (refused: nothing"
@@ -83,6 +95,30 @@ def stop_servers(lab: Lab) -> int:
     return len(targets)
 
 
+# NCCL: channels per network peer (src/graph/paths.cc, ncclTopoGetNchannels, NVIDIA/nccl commit
+# 04cdb808a1072d24b1b87b1f712d072aff2e9bf2): unless NCCL_NCHANNELS_PER_NET_PEER is set, at least one
+# channel per local NIC and enough to meet the NIC's bandwidth at P2P_PER_CHANNEL_NET_BW (14 GB/s
+# each), rounded up to a power of two (ncclTopoComputeP2pChannels). Releases 2.12-2.28 used a fixed
+# default of 2. Each channel is its own connection (its own QP on RoCE, own UDP source port), so
+# ECMP hashes channels, not transfers.
+NCCL_P2P_PER_CHANNEL_NET_GBYTES = 14
+
+
+def nccl_streams(nic_gbps: float, nics_per_gpu: int = 1) -> int:
+    """NCCL's default channels per network peer for a GPU with ``nics_per_gpu`` NICs of
+    ``nic_gbps`` (pure): 4 for one 400G NIC, 2 for 200G, 1 for 100G."""
+    n = max(nics_per_gpu, math.ceil(nic_gbps / 8 / NCCL_P2P_PER_CHANNEL_NET_GBYTES))
+    return 1 << (n - 1).bit_length()
+
+
+def stream_window(streams: int) -> str:
+    """iperf3 -w per stream (pure): 128K for one or two streams, less for more, so a flow's
+    buffered bytes stay about the same. iperf3 3.12 ends a -n test once the sender has
+    *written* its bytes: what sits in socket buffers then is never timed, so a flow's buffers
+    must stay a small share of it (the step time extrapolates the receiver's rate)."""
+    return f"{max(32, 256 // max(2, streams))}K"
+
+
 def _dst_ip(cp, f: Flow) -> str:
     ip = cp.gpus[f.dst].hb_ip if f.hb else cp.gpus[f.dst].ip
     if not ip:
@@ -90,24 +126,78 @@ def _dst_ip(cp, f: Flow) -> str:
     return ip
 
 
-def _start_servers(lab: Lab, rt: Runtime, cp, flows: list[Flow]) -> None:
-    piddir = _run_dir(lab)
-    os.makedirs(piddir, exist_ok=True)
-    servers = []
-    for f in flows:
-        pidfile = f"{piddir}/{f.dst}-{f.port}.pid"
-        argv = ["iperf3", "-s", "-1", "-D", "-p", str(f.port), "-B", _dst_ip(cp, f), "--pidfile", pidfile]
-        servers.append({"netns": lab.netns(f.dst), "argv": argv, "pidfile": pidfile})
-    # intent first: the record exists before any server does
-    rundir.state(lab.name).write_text(TRAFFIC, json.dumps({"lab": lab.name, "servers": servers}, indent=1),
-                                      mode=0o600)
-    for s in servers:  # -D: each forks away and writes its pid file
-        rc, out = rt.exec(s["netns"], s["argv"], timeout=10)
-        if rc != 0:
-            raise RuntimeError(f"iperf3 server in {s['netns']} failed: {out.strip()[:200]}")
-    deadline = time.monotonic() + 10
-    while any(pids.read_pidfile(s["pidfile"]) is None for s in servers) and time.monotonic() < deadline:
-        time.sleep(0.05)
+def _port_base(f: Flow) -> int:
+    """The first port of a flow's range: its pair class's (job replay counters split bytes
+    by it) or the patterns' base."""
+    from .job_plan import CLASS_PORTS
+
+    return CLASS_PORTS[f.pair_class] if f.pair_class else BASE_PORT
+
+
+def slot_ports(steps: list[list[Flow]]) -> list[list[Flow]]:
+    """The steps with each flow's port set to its destination's slot in its step, counted in
+    the flow's port range (pure): servers are reused across steps, and a GPU needs as many
+    as it receives flows at once."""
+    out = []
+    for st in steps:
+        used: dict[tuple[str, int], int] = {}
+        row = []
+        for f in st:
+            base = _port_base(f)
+            slot = used.get((f.dst, base), 0)
+            used[(f.dst, base)] = slot + 1
+            row.append(replace(f, port=base + slot))
+        out.append(row)
+    return out
+
+
+class Agents:
+    """The persistent iperf3 servers of one lab run: started once (``ensure``), reused by
+    every step, stopped by pid (``stop``)."""
+
+    def __init__(self, lab: Lab, rt: Runtime, cp):
+        self.lab, self.rt, self.cp = lab, rt, cp
+        self.servers: dict[tuple[str, str, int], dict] = {}
+        self.start_s = 0.0  # seconds spent starting servers
+        self.stop_s = 0.0  # ... and stopping them
+
+    def ensure(self, flows: list[Flow]) -> None:
+        t0 = time.monotonic()
+        piddir = _run_dir(self.lab)
+        os.makedirs(piddir, exist_ok=True)
+        new = []
+        for f in flows:
+            key = (f.dst, _dst_ip(self.cp, f), f.port)
+            if key in self.servers:
+                continue
+            pidfile = f"{piddir}/{f.dst}-{key[1]}-{f.port}.pid"
+            argv = ["iperf3", "-s", "-D", "-p", str(f.port), "-B", key[1], "--pidfile", pidfile]
+            self.servers[key] = {"netns": self.lab.netns(f.dst), "argv": argv, "pidfile": pidfile}
+            new.append(self.servers[key])
+        if not new:
+            return
+        # intent first: the record exists before any server does
+        rundir.state(self.lab.name).write_text(TRAFFIC, json.dumps({"lab": self.lab.name,
+                                                                    "servers": list(self.servers.values())}, indent=1),
+                                               mode=0o600)
+
+        def start(s: dict) -> None:  # -D: each forks away and writes its pid file
+            rc, out = self.rt.exec(s["netns"], s["argv"], timeout=10)
+            if rc != 0:
+                raise RuntimeError(f"iperf3 server in {s['netns']} failed: {out.strip()[:200]}")
+
+        with ThreadPoolExecutor(max_workers=min(len(new), 16)) as ex:
+            list(ex.map(start, new))
+        deadline = time.monotonic() + 10
+        while any(pids.read_pidfile(s["pidfile"]) is None for s in new) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.start_s += time.monotonic() - t0
+
+    def stop(self) -> None:
+        t0 = time.monotonic()
+        stop_servers(self.lab)
+        self.servers.clear()
+        self.stop_s += time.monotonic() - t0
 
 
 def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]:
@@ -179,6 +269,56 @@ def fabric_counters(lab: Lab, rt: Runtime) -> dict[tuple[str, str], int]:
     return port_counters(lab, rt, want)
 
 
+@dataclass(frozen=True)
+class DirectedLink:
+    """One direction of a switch-to-switch link: counted by the tx counter of its ``end``."""
+
+    end: tuple[str, str]  # (switch, port) whose tx bytes are this direction's
+    name: str  # "rail0-leaf0:Ethernet2->rail0-spine0"
+    bytes_per_s: float  # its shaped rate
+    group: tuple  # the links one ECMP choice spreads over: a switch's uplinks, or the links into a switch from above
+
+
+def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
+    """Both directions of every switch-to-switch link, rated as the lab shapes them
+    (gbps x emulated NIC Mbit/s / design NIC gbps)."""
+    nic_gbps = float(lab.fabric.get("nic_gbps") or 0) or None
+    out = []
+    for lk in fabric_links(lab):
+        mbps = lk.gbps * nic_mbps / nic_gbps if nic_gbps and lk.gbps else nic_mbps
+        for a, b in ((lk.a, lk.b), (lk.b, lk.a)):
+            ta, tb = (lab.nodes[n].info.get("tier") or 0 if n in lab.nodes else 0 for n in (a.node, b.node))
+            group = ("up", a.node) if ta < tb else ("down", b.node)
+            out.append(DirectedLink((a.node, a.port), f"{a.node}:{a.port}->{b.node}", mbps * 1e6 / 8, group))
+    return out
+
+
+class LinkCounters:
+    """Reads the tx counters of every switch-to-switch link end (``ip -s -j link`` in each
+    switch, in parallel): what crossed each link between two reads."""
+
+    def __init__(self, lab: Lab, rt: Runtime, links: list[DirectedLink]):
+        self.lab, self.rt, self.links = lab, rt, links
+        self.want: dict[str, set[str]] = {}
+        for dl in links:
+            self.want.setdefault(dl.end[0], set()).add(dl.end[1])
+        self.read_s = 0.0
+
+    def read(self) -> dict[tuple[str, str], int]:
+        t0 = time.monotonic()
+        out: dict[tuple[str, str], int] = {}
+        if self.want:
+            with ThreadPoolExecutor(max_workers=min(len(self.want), 8)) as ex:
+                for part in ex.map(lambda n: port_counters(self.lab, self.rt, {n: self.want[n]}), sorted(self.want)):
+                    out.update(part)
+        self.read_s += time.monotonic() - t0
+        return out
+
+    def delta(self, after: dict, before: dict) -> dict[str, int]:
+        """{directed link name: bytes} between two reads."""
+        return {dl.name: after.get(dl.end, 0) - before.get(dl.end, 0) for dl in self.links if dl.end in after}
+
+
 def gpu_counters(lab: Lab, rt: Runtime, cp) -> dict[tuple[str, str], int]:
     """{(gpu, 'nic'|'hb'): tx bytes} of every GPU's rail NIC and HB port."""
     names = {}
@@ -226,40 +366,48 @@ def parse_iperf3(out: str, rc: int, planned_bytes: int) -> dict:
 @dataclass
 class StepsRun:
     flows: list[dict]  # one result per flow, in the order of the steps' flows
-    steps: list[dict]  # per step: step, flows, seconds (its slowest flow at rate), wall_s
+    steps: list[dict]  # per step: step, flows, seconds (its slowest flow at rate), wall_s, overhead_s, link_bytes
     completion_s: float  # wall time from the first client's start to the last one's end
+    network_s: float = 0.0  # the steps' network time, summed
+    overhead: dict = field(default_factory=dict)  # seconds that are not network time, by cause
 
 
-def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str = "128K", nic_mbps: float,
-              progress: Callable[[str], None] = lambda s: None) -> StepsRun:
-    """Run steps of flows one after another: an iperf3 server per flow (ports unique in the
-    run), then per step every flow's client at once; a step's time is its slowest flow's
-    seconds_at_rate. Servers are stopped by pid in a finally. ``progress`` gets a line per flow."""
+def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str | None = None, nic_mbps: float,
+              streams: int = 1, agents: Agents | None = None, links: LinkCounters | None = None,
+              cpu: host.CpuMeter | None = None, progress: Callable[[str], None] = lambda s: None) -> StepsRun:
+    """Run steps of flows one after another, every flow of a step at once (``streams``
+    parallel TCP streams each); a step's time is its slowest flow's seconds_at_rate. The
+    flows' ports are re-numbered by slot (slot_ports; results keep the steps' order).
+    ``agents``: the run's servers (else started here and stopped in a finally); ``links``:
+    link counters read after each step (``steps[].link_bytes``); ``cpu``: sampled around
+    each step. ``progress`` gets a line per flow."""
+    steps = slot_ports(steps)
     flows = [f for st in steps for f in st]
+    win = window or stream_window(streams)
     results: dict[int, dict] = {}
-    index = {f.port: i for i, f in enumerate(flows)}
-    if len(index) != len(flows):
-        raise ValueError("run_steps: two flows of a run share an iperf3 port")
     lock = threading.Lock()
     step_rep: list[dict] = []
+    own = agents is None
+    agents = agents or Agents(lab, rt, cp)
+    agents_before = agents.start_s
     completion = 0.0
     try:
-        _start_servers(lab, rt, cp, flows)
+        agents.ensure(flows)
         t0 = time.monotonic()
+        last = links.read() if links else None
 
-        def one(f: Flow) -> None:
-            i = index[f.port]
+        def one(i: int, f: Flow) -> None:
             argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
-                    "--connect-timeout", "3000", "-w", window]
+                    "--connect-timeout", "3000", "-w", win] + (["-P", str(streams)] if streams > 1 else [])
             start = time.monotonic()
-            for _attempt in range(3):
+            for attempt in range(8):  # a reused server may still be closing its previous test
                 rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
-                if rc == 0 or "unable to connect" not in out:
+                if rc == 0 or not ("unable to connect" in out or "server is busy" in out):
                     break
-                time.sleep(0.2)
+                time.sleep(0.05 * (attempt + 1))
             end = time.monotonic()
             r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
-                 "start_s": round(start - t0, 3), "end_s": round(end - t0, 3)}
+                 "start_s": round(start - t0, 3), "end_s": round(end - t0, 3), "streams": streams}
             if f.hb:
                 r["over"] = "hb"
             r.update(parse_iperf3(out, rc, f.bytes))
@@ -269,22 +417,91 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
                          + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
                          + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
 
+        first = 0
         with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
             for st in steps:
-                list(ex.map(one, st))
-                rs = [results[index[f.port]] for f in st]
+                idx = range(first, first + len(st))
+                first += len(st)
+                if cpu:
+                    cpu.start()
+                list(ex.map(one, idx, st))
+                if cpu:
+                    cpu.stop()
+                rs = [results[i] for i in idx]
                 secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
-                step_rep.append({"step": st[0].step, "flows": len(st),
-                                 "seconds": round(max(secs), 4) if secs else None,
-                                 "wall_s": round(max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs), 3)})
+                wall = max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs)
+                rep = {"step": st[0].step, "flows": len(st), "seconds": round(max(secs), 4) if secs else None,
+                       "wall_s": round(wall, 3), "overhead_s": round(max(0.0, wall - (max(secs) if secs else 0.0)), 3)}
+                if links:
+                    now = links.read()
+                    rep["link_bytes"] = links.delta(now, last)
+                    last = now
+                step_rep.append(rep)
         completion = max((r["end_s"] for r in results.values()), default=0.0)
     finally:
-        stop_servers(lab)
-    return StepsRun([results[i] for i in range(len(flows))], step_rep, completion)
+        if own:
+            agents.stop()
+    network = round(sum(s["seconds"] or 0.0 for s in step_rep), 4)
+    overhead = {"agents_start_s": round(agents.start_s - agents_before, 3),
+                "agents_stop_s": round(agents.stop_s, 3) if own else 0.0,
+                "client_start_and_barrier_s": round(sum(s["overhead_s"] for s in step_rep), 3),
+                "counter_reads_s": round(links.read_s, 3) if links else 0.0}
+    return StepsRun([results[i] for i in range(len(flows))], step_rep, completion, network, overhead)
+
+
+def _shaped(lab: Lab, rt: Runtime, switch: str) -> dict[str, float] | None:
+    """{device: bytes/s} of the root tbf/htb qdiscs in one switch (0: the device is unshaped);
+    None when tc cannot be read."""
+    rc, text = rt.exec(lab.netns(switch), ["tc", "-j", "qdisc", "show"], timeout=10)
+    try:
+        rows = json.loads(text) if rc == 0 else None
+    except ValueError:
+        rows = None
+    if not isinstance(rows, list):
+        return None
+    out: dict[str, float] = {}
+    for q in rows:
+        if isinstance(q, dict) and q.get("root") and isinstance(q.get("dev"), str):
+            rate = (q.get("options") or {}).get("rate") if q.get("kind") == "tbf" else None
+            out[q["dev"]] = float(rate) if isinstance(rate, (int, float)) else 0.0
+    return out
+
+
+def placement(lab: Lab, rt: Runtime, nic_mbps: float) -> tuple[list[DirectedLink], dict]:
+    """The lab's directed switch-to-switch links and, by name, (bytes/s, group) for placed_step:
+    the rate tc shapes each link end to as deployed (0, left out of the model, when a link is
+    unshaped: ideal tiers), else the plan's."""
+    dls = directed_links(lab, nic_mbps)
+    switches = sorted({dl.end[0] for dl in dls})
+    with ThreadPoolExecutor(max_workers=max(1, min(len(switches), 8))) as ex:
+        tc = dict(zip(switches, ex.map(lambda sw: _shaped(lab, rt, sw), switches)))
+    rated = {}
+    for dl in dls:
+        seen = tc.get(dl.end[0])
+        rate = seen.get(dl.end[1], dl.bytes_per_s) if seen is not None else dl.bytes_per_s
+        rated[dl.name] = (rate, dl.group)
+    return dls, rated
+
+
+def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bool, cpu: dict) -> str:
+    """pass | fail | inconclusive (pure): a failed flow fails; otherwise a saturated host is
+    inconclusive (timing judges the host then, not the fabric); otherwise measured network
+    time within ``tolerance`` of the placement-aware model passes."""
+    if failed:
+        return "fail"
+    if cpu.get("saturated"):
+        return "inconclusive"
+    if network_s is None or placed_s <= 0:
+        return "fail"
+    return "pass" if abs(network_s - placed_s) <= tolerance * placed_s + ABS_SLACK_S else "fail"
+
+
+ABS_SLACK_S = 0.05  # on top of the relative tolerance: timer and scheduling noise of a step
 
 
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
-        converge: bool = True, window: str = "128K", progress: Callable[[str], None] = lambda s: None) -> dict:
+        converge: bool = True, window: str | None = None, streams: int | None = None, tolerance: float = 0.10,
+        cpu_sampler: host.Sampler | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run a pattern. ``converge=False`` skips the bgp/reachability wait (a caller that
     has just waited for it, e.g. between repetitions)."""
     deployed_status(rt, lab)
@@ -294,14 +511,15 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     nic_tc, hb_tc = shaped_rates(rt, lab, cp)
     nic = nic_tc or nic_plan
     hb = hb_tc or hb_plan
-    nbytes = nbytes or default_bytes(cp, pattern, nic)
+    streams = streams or nccl_streams(float(lab.fabric.get("nic_gbps") or 400))
     if pattern != "all-to-all":
         schedule = "concurrent"
+    nbytes = nbytes or default_bytes(cp, pattern, nic, schedule=schedule)
     flows = plan_flows(cp, pattern, nbytes, schedule)
     steps = steps_of(flows)
     m = model(cp, flows, nic, hb)
-    progress(f"{pattern} ({schedule}): {len(flows)} flows of {nbytes:,} bytes in {len(steps)} step(s);"
-             f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
+    progress(f"{pattern} ({schedule}): {len(flows)} flows of {nbytes:,} bytes in {len(steps)} step(s),"
+             f" {streams} streams each; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
     if converge:
         # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
         from ..checks import run as checks_run
@@ -310,41 +528,108 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         if pre.failed:
             progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
     stop_servers(lab)  # leftovers of an interrupted run
-    ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, progress=progress)
+    dls, rated = placement(lab, rt, nic)
+    cpu = host.CpuMeter(cpu_sampler or host.proc_stat_sample)
+    t_run = time.monotonic()
+    ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams,
+                    links=LinkCounters(lab, rt, dls), cpu=cpu, progress=progress)
+    total_s = time.monotonic() - t_run
     step_rep = ran.steps
     for i, sr in enumerate(step_rep):
-        sr["model_s"] = round(m["steps"][i]["pipelined"], 4)
+        ideal = m["steps"][i]["pipelined"]
+        pl = placed_step(ideal, sr.get("link_bytes") or {}, rated)
+        sr["measured_s"] = sr["seconds"]
+        sr["model_ideal_s"] = round(ideal, 4)
+        sr["model_placed_s"] = round(pl["placed_s"], 4)
+        sr["model_s"] = sr["model_ideal_s"]
         sr["model_store_forward_s"] = round(m["steps"][i]["store_forward"], 4)
-    completion = ran.completion_s
+        sr["ecmp"] = pl["ecmp"]
+        sr["link_bytes"] = {k: v for k, v in sorted((sr.get("link_bytes") or {}).items()) if v}
     fl = ran.flows
+    failed = sum(1 for r in fl if r.get("error") or not r.get("seconds"))
+    placed = round(sum(s["model_placed_s"] for s in step_rep), 4)
+    cpu_rep = cpu.report()
+    verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep)
     return {
         "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
-        "completion_s": round(completion, 3),
-        "steps_completion_s": round(sum(s["seconds"] or 0.0 for s in step_rep), 4),
+        "verdict": verdict, "tolerance": tolerance,
+        "network_s": ran.network_s,
+        "overhead_s": round(max(0.0, total_s - ran.network_s), 3),
+        "overhead": ran.overhead,
+        "model_ideal_s": round(m["pipelined"], 4),
+        "model_placed_s": placed,
+        "ecmp_imbalance": ecmp_finding(step_rep),
+        "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed),
+        "host_cpu": cpu_rep,
+        "streams": streams,
+        "completion_s": round(ran.completion_s, 3),
+        "steps_completion_s": ran.network_s,
         "model_completion_s": round(m["pipelined"], 3),
         "model_store_forward_s": round(m["store_forward"], 3),
-        "model": "per step, max over shaped links (per-GPU NIC and HB, each direction) of bytes/rate,"
-                 " summed over steps; store_forward adds each step's HB time before its rail time"
-                 " (PXN store-and-forward, the paper's convention)",
+        "model": "ideal: per step, max over shaped links (per-GPU NIC and HB, each direction) of bytes/rate,"
+                 " summed over steps (perfect balance above the NICs); placed: per step the larger of the ideal"
+                 " and the busiest switch-to-switch link's counted bytes / its rate (the flows' actual ECMP"
+                 " placement); store_forward adds each step's HB time before its rail time (PXN, the paper's convention)",
         "nic_gbps_emulated": round(nic / 1000, 6), "hb_gbps_emulated": round(hb / 1000, 6),
         "nic_hb_ratio": round(nic / hb, 4) if hb else None,
         "bytes_per_flow": nbytes,
-        "failed_flows": sum(1 for r in fl if r.get("error") or not r.get("seconds")),
+        "failed_flows": failed,
         "steps": step_rep,
         "flows": fl,
     }
+
+
+def ecmp_finding(steps: list[dict]) -> dict | None:
+    """The run's ECMP imbalance (pure): the step whose busiest switch-to-switch link carried the
+    most against the mean of its ECMP set (the switch's uplinks it was hashed among, or the
+    links into its lower switch from above), None without such links."""
+    rated = [s for s in steps if s.get("ecmp")]
+    if not rated:
+        return None
+    worst = max(rated, key=lambda s: s["ecmp"]["imbalance"])
+    mean = sum(s["ecmp"]["imbalance"] for s in rated) / len(rated)
+    return {"max": worst["ecmp"]["imbalance"], "mean": round(mean, 3), "step": worst["step"],
+            "busiest_link": worst["ecmp"]["busiest"], "steps_over_1_25": sum(1 for s in rated if s["ecmp"]["imbalance"] > 1.25)}
+
+
+def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cpu: dict, failed: int) -> str:
+    """One line: why the measured figure differs from the model (pure)."""
+    if failed:
+        return f"{failed} flow(s) failed"
+    parts = []
+    if cpu.get("saturated"):
+        parts.append(f"host CPU {100 * cpu['busy_share']:.0f}% busy: timing judges the host, not the fabric")
+    if ecmp and placed_s > ideal_s * 1.02:
+        parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link"
+                     f" (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
+    rest = network_s / placed_s - 1 if placed_s else 0.0
+    parts.append(f"{100 * rest:+.0f}% beyond the placement"
+                 + ("" if cpu.get("saturated") else f" (TCP ramp and pacing; host CPU {100 * (cpu.get('busy_share') or 0):.0f}%)"))
+    return "; ".join(parts)
 
 
 def format_report(rep: dict) -> str:
     fl = rep["flows"]
     ok = [f for f in fl if f.get("seconds")]
     total = sum(f["bytes"] for f in fl)
+    cpu = rep.get("host_cpu") or {}
     lines = [f"lab {rep['lab']} {rep['pattern']} ({rep['topology']}, {rep.get('schedule', 'concurrent')},"
-             f" {len(rep.get('steps') or [1])} step(s)): {len(fl)} flows, {total:,} bytes received",
-             f"  completion {rep['completion_s']:.2f} s wall, {rep.get('steps_completion_s', 0):.2f} s"
-             f" summed over steps (slowest flow of each); model {rep['model_completion_s']:.2f} s pipelined,"
-             f" {rep['model_store_forward_s']:.2f} s store-and-forward"
-             f" (NIC {rep['nic_gbps_emulated'] * 1000:g} Mbit/s, HB {rep['hb_gbps_emulated'] * 1000:g} Mbit/s)"]
+             f" {len(rep.get('steps') or [1])} step(s), {rep.get('streams', 1)} streams a flow): {len(fl)} flows,"
+             f" {total:,} bytes received",
+             f"  network {rep['network_s']:.2f} s measured (slowest flow of each step, summed); model"
+             f" {rep['model_placed_s']:.2f} s under the flows' placement, {rep['model_ideal_s']:.2f} s perfectly"
+             f" balanced ({rep['model_store_forward_s']:.2f} s store-and-forward); NIC {rep['nic_gbps_emulated'] * 1000:g}"
+             f" Mbit/s, HB {rep['hb_gbps_emulated'] * 1000:g} Mbit/s",
+             f"  overhead {rep['overhead_s']:.2f} s apart from it ("
+             + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep.get("overhead", {}).items())
+             + f"); wall {rep['completion_s']:.2f} s"]
+    e = rep.get("ecmp_imbalance")
+    if e:
+        lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"
+                     f" {e['busiest_link']}); mean over steps {e['mean']:.2f}x; {e['steps_over_1_25']} step(s) above 1.25x")
+    if cpu.get("busy_share") is not None:
+        lines.append(f"  host CPU {100 * cpu['busy_share']:.0f}% busy during the timed steps (busiest step"
+                     f" {100 * cpu['busiest_window']:.0f}%; inconclusive at {100 * cpu['limit']:.0f}%)")
     if ok:
         secs = sorted(f["seconds"] for f in ok)
         lines.append(f"  flow seconds: min {secs[0]:.2f}, median {secs[len(secs) // 2]:.2f}, max {secs[-1]:.2f};"
@@ -352,4 +637,6 @@ def format_report(rep: dict) -> str:
     for f in fl:
         if f.get("error") or not f.get("seconds"):
             lines.append(f"  FAILED {f['src']}->{f['dst']}: {f.get('error', 'no result')[:120]}")
+    lines.append(f"  verdict: {rep['verdict']} (pass: measured within {100 * rep['tolerance']:g}% of the placement-aware"
+                 f" model): {rep['why']}")
     return "\n".join(lines)

@@ -66,8 +66,37 @@ def model(cp: CheckPlan, flows: list[Flow], nic_mbps: float, hb_mbps: float) -> 
     return out
 
 
-def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0) -> int:
-    """Bytes per flow so that the busiest NIC needs about `seconds` in all."""
+MIN_STEP_S = 0.5  # default bytes: a step lasts at least this (TCP's ramp is then a small share of it)
+
+
+def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float = 2.0, schedule: str = "concurrent") -> int:
+    """Bytes per flow so that the busiest NIC needs about `seconds` in all, and each step
+    of the schedule at least MIN_STEP_S."""
     probe = plan_flows(cp, pattern, 1, "concurrent")
     busiest = max(v for k, v in link_loads(probe).items() if k[1] == "nic") if probe else 1
-    return max(256 * 1024, int(nic_mbps * 1e6 / 8 * seconds / busiest))
+    steps = len(steps_of(plan_flows(cp, pattern, 1, schedule))) if probe else 1
+    return max(256 * 1024, int(nic_mbps * 1e6 / 8 * max(seconds, MIN_STEP_S * steps) / busiest))
+
+
+def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tuple[float, tuple]]) -> dict:
+    """The model of one step under the flows' actual placement (pure).
+
+    ``link_bytes``: what each directed switch-to-switch link carried in the step (its
+    counters), ``rated``: each link's (bytes/s, group), a group being the links one ECMP
+    choice spreads over (a switch's uplinks; the links into a switch from above). The step lasts at least its ideal time
+    (perfect balance: the NIC and HB links) and at least its busiest link's bytes / rate:
+    ``placed_s`` is the larger. ``ecmp`` (None when no link above the NICs carried a
+    share of the step): the busiest link, its bytes and seconds, and ``imbalance``, its
+    bytes against the mean of its group."""
+    times = {n: b / rated[n][0] for n, b in link_bytes.items() if n in rated and rated[n][0] > 0 and b > 0}
+    if not times:
+        return {"placed_s": ideal_s, "ecmp": None}
+    name = max(sorted(times), key=times.__getitem__)
+    group = rated[name][1]
+    members = [link_bytes.get(n, 0) for n, (_, g) in rated.items() if g == group]
+    mean = sum(members) / len(members)
+    ecmp = None
+    if times[name] >= 0.05 * ideal_s:  # ACKs and control traffic alone say nothing about placement
+        ecmp = {"busiest": name, "busiest_bytes": link_bytes[name], "busiest_s": round(times[name], 4),
+                "imbalance": round(link_bytes[name] / mean, 3) if mean > 0 else 1.0, "links": len(members)}
+    return {"placed_s": max(ideal_s, times[name]), "ecmp": ecmp}

@@ -16,10 +16,17 @@ counts what really crossed the lab with nftables counters in every GPU namespace
 - on the baseline, forward hooks in the switches that join rails (fabric.json
   switch nodes with no rail): cross-rail path evidence.
 
-Raw ``ip -s -j link`` counters of every GPU's NIC and HB port go beside them. A
-phase passes when every flow completed, the counted bytes match the plan by class,
-and its measured time (steps' slowest flows at rate, summed; idle: the sleep) is
-within the tolerance of the model's at the lab's rates.
+Raw ``ip -s -j link`` counters of every GPU's NIC and HB port go beside them, and
+the tx counters of every switch-to-switch link after each step (the flows' actual
+ECMP placement). Each phase carries three figures: ``model_ideal_s`` (the analysis
+model at the lab's rates: perfect balance), ``model_placed_s`` (the ideal plus, per
+step, what the busiest switch-to-switch link's counted bytes add beyond the step's
+ideal) and ``measured_s`` (steps' slowest flows at rate, summed; idle: the sleep).
+A phase fails when a flow failed or the counted bytes miss the plan by class; it
+is slow (noted) beyond the tolerance of its placed model. The run's verdict judges
+communication only (the phases with flows, summed: ``communication_measured_s``
+against ``communication_model_placed_s``), not an iteration diluted by compute;
+a saturated host makes it inconclusive (host.py).
 """
 
 from __future__ import annotations
@@ -35,8 +42,10 @@ from railonly.fabric.analysis.traffic import all_to_all_overhead, collectives
 from ..checks import plan as checks_plan
 from ..lab import Lab, link_rates
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
-from . import job_plan
-from .iperf3 import port_bytes, run_steps, shaped_rates, stop_servers
+from . import host, job_plan
+from .iperf3 import (Agents, LinkCounters, ecmp_finding, judge, why, nccl_streams, placement, port_bytes, run_steps,
+                     shaped_rates, slot_ports, stop_servers)
+from .model import placed_step
 
 TABLE = "railonly_replay"
 BYTE_SLACK_REL = 0.10  # counted bytes include TCP/IP headers (a few %) and iperf3's control messages
@@ -161,8 +170,8 @@ def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | N
 
 
 def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: float | None = None,
-        tolerance: float = 0.10, converge: bool = True, window: str = "128K",
-        progress: Callable[[str], None] = lambda s: None, detail: Callable[[str], None] = lambda s: None) -> dict:
+        tolerance: float = 0.10, converge: bool = True, window: str | None = None, streams: int | None = None,
+        cpu_sampler: host.Sampler | None = None, progress: Callable[[str], None] = lambda s: None, detail: Callable[[str], None] = lambda s: None) -> dict:
     """Replay ``iterations`` iterations of ``job`` (see the module docstring); the report is
     The replay report of docs/reference/outdir.md (the traffic report with ``pattern: job``)."""
     deployed_status(rt, lab)
@@ -173,10 +182,12 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     sc, pl, phases = prepare(lab, cp, job, nic, hb, time_scale)
     rates = job_plan.lab_rates(nic, hb)
     model_iter = job_plan.model_iteration(phases)
+    streams = streams or nccl_streams(float(lab.fabric.get("nic_gbps") or 400))
     progress(f"job {job.name} on {lab.name} ({cp.topology}): tp {sc.job.parallel.tp} pp {sc.job.parallel.pp}"
              f" dp {sc.job.parallel.dp} ep {sc.job.parallel.ep}, {sc.job.parallel.micro_batches} micro-batches"
              + (f" ({'; '.join(sc.changes)})" if sc.changes else "")
-             + f"; time x{sc.time_scale:g}, bytes x{sc.byte_scale:.3g}; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
+             + f"; time x{sc.time_scale:g}, bytes x{sc.byte_scale:.3g}; {streams} streams a transfer;"
+               f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
                f" model {model_iter:.2f} s an iteration")
     if converge:
         from ..checks import run as checks_run
@@ -191,29 +202,50 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     want = {g: set(p.values()) for g, p in ports.items()}
     per_phase: list[list[dict]] = [[] for _ in phases]
     stop_servers(lab)  # leftovers of an interrupted run
+    dls, rated = placement(lab, rt, nic)
+    run_ctx = {"agents": Agents(lab, rt, cp), "links": LinkCounters(lab, rt, dls), "rated": rated,
+               "cpu": host.CpuMeter(cpu_sampler or host.proc_stat_sample), "streams": streams}
+    t_run = time.monotonic()
     try:
         counters.install()
+        # every server of every phase once, before the first timed step
+        run_ctx["agents"].ensure([f for ph in phases for st in slot_ports([list(s) for s in ph.steps]) for f in st])
         for it in range(iterations):
             for i, ph in enumerate(phases):
                 per_phase[i].append(_run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations,
-                                               tolerance, window, nic, progress, detail))
+                                               tolerance, window, nic, hb, run_ctx, progress, detail))
     finally:
         counters.remove()
-    return _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches)
+        run_ctx["agents"].stop()
+    total_s = time.monotonic() - t_run
+    return _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches,
+                   run_ctx, total_s)
 
 
-def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance, window, nic, progress, detail) -> dict:
+def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance, window, nic, hb, ctx,
+               progress, detail) -> dict:
     c0, p0 = counters.read(), port_bytes(lab, rt, want)
     if not ph.steps:  # compute and the bubble: idle time
         t = time.monotonic()
         time.sleep(ph.idle_s)
-        rec = {"measured_s": round(time.monotonic() - t, 4), "steps": [], "flows": []}
+        rec = {"measured_s": round(time.monotonic() - t, 4), "model_ideal_s": round(ph.idle_s, 4),
+               "model_placed_s": round(ph.idle_s, 4), "steps": [], "flows": []}
     else:
-        ran = run_steps(lab, rt, cp, [list(st) for st in ph.steps], window=window, nic_mbps=nic, progress=detail)
+        ran = run_steps(lab, rt, cp, [list(st) for st in ph.steps], window=window, nic_mbps=nic, streams=ctx["streams"],
+                        agents=ctx["agents"], links=ctx["links"], cpu=ctx["cpu"], progress=detail)
         for f, r in zip(ph.flows, ran.flows):
             r["class"], r["group"], r["planned_bytes"], r["port"] = f.pair_class, f.group, f.bytes, f.port
-        rec = {"measured_s": round(sum(s["seconds"] or 0.0 for s in ran.steps), 4), "wall_s": round(ran.completion_s, 3),
-               "steps": ran.steps, "flows": ran.flows}
+        extra = 0.0  # what the flows' placement adds to the phase beyond perfect balance
+        for st, sr in zip(ph.steps, ran.steps):
+            ideal = job_plan.step_model_s(st, nic, hb)
+            placed = placed_step(ideal, sr.get("link_bytes") or {}, ctx["rated"])
+            sr["measured_s"], sr["model_ideal_s"] = sr["seconds"], round(ideal, 4)
+            sr["model_placed_s"], sr["ecmp"] = round(placed["placed_s"], 4), placed["ecmp"]
+            sr["link_bytes"] = {k: v for k, v in sorted((sr.get("link_bytes") or {}).items()) if v}
+            extra += placed["placed_s"] - ideal
+        rec = {"measured_s": ran.network_s, "model_ideal_s": round(ph.model_s, 4),
+               "model_placed_s": round(ph.model_s + extra, 4), "wall_s": round(ran.completion_s, 3),
+               "overhead": ran.overhead, "steps": ran.steps, "flows": ran.flows}
     d = _delta(counters.read(), c0)
     gpus = counters.gpus
     rec["bytes_by_class"] = {c: _sum(d, gpus, f"tx_{c}") for c in job_plan.CLASSES}
@@ -227,7 +259,8 @@ def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance
     rec["verdict"] = "fail" if rec["problems"] else ("slow" if rec["slow"] else "pass")
     label = f"[{it + 1}/{iterations}] " if iterations > 1 else ""
     moved = sum(rec["bytes_by_class"].values())
-    progress(f"{label}{ph.name:<24} {rec['measured_s']:7.2f} s (model {ph.model_s:6.2f} s)"
+    progress(f"{label}{ph.name:<24} {rec['measured_s']:7.2f} s (model {rec['model_placed_s']:6.2f} s placed,"
+             f" {ph.model_s:6.2f} s ideal)"
              + (f" {moved / 1e6:8.1f} MB" if ph.steps else " idle" + " " * 7)
              + f"  {rec['verdict']}" + (f": {rec['problems'][0]}" if rec["problems"] else "")
              + (f": {rec['slow']}" if rec["slow"] and not rec["problems"] else ""))
@@ -258,8 +291,10 @@ def _problems(ph, rec: dict, tolerance: float) -> list[str]:
 
 
 def _slow(ph, rec: dict, tolerance: float) -> str | None:
-    if rec["measured_s"] > ph.model_s * (1 + tolerance) + ABS_SLACK_S:
-        return f"{rec['measured_s']:.2f} s measured, model {ph.model_s:.2f} s (+{100 * tolerance:g}% allowed)"
+    model = rec["model_placed_s"]
+    if rec["measured_s"] > model * (1 + tolerance) + ABS_SLACK_S:
+        return (f"{rec['measured_s']:.2f} s measured, model {model:.2f} s under the flows' placement"
+                f" ({ph.model_s:.2f} s ideal; +{100 * tolerance:g}% allowed)")
     return None
 
 
@@ -267,7 +302,8 @@ def _median(xs):
     return round(statistics.median(xs), 4) if xs else None
 
 
-def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches) -> dict:
+def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches,
+            ctx, total_s) -> dict:
     iters = [round(sum(per_phase[i][k]["measured_s"] for i in range(len(phases))), 4) for k in range(iterations)]
     measured = _median(iters)
     out_phases = []
@@ -276,6 +312,8 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
         out_phases.append({
             "name": ph.name, "parallelism": ph.parallelism, "kind": ph.kind,
             "measured_s": _median([r["measured_s"] for r in recs]), "model_s": round(ph.model_s, 4),
+            "model_ideal_s": round(ph.model_s, 4) if ph.steps else round(ph.idle_s, 4),
+            "model_placed_s": _median([r["model_placed_s"] for r in recs]),
             # the lab plan's own figure: each step's slowest shaped link, summed
             "plan_model_s": round(sum(job_plan.step_model_s(st, nic, hb) for st in ph.steps), 4) if ph.steps else round(ph.idle_s, 4),
             "bytes": sum(by_class.values()), "bytes_by_class": by_class, "planned_bytes": dict(ph.planned),
@@ -289,9 +327,33 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
     total = {c: sum(p["bytes_by_class"][c] for p in out_phases) for c in ("hb", "rail", "cross_rail")}
     failed = [p["name"] for p in out_phases if p["verdict"] == "fail"]
     it_ok = measured is not None and abs(measured - model_iter) <= tolerance * model_iter + ABS_SLACK_S
+    comm = [(ph, p) for ph, p in zip(phases, out_phases) if ph.steps]
+    comm_measured = round(sum(p["measured_s"] or 0.0 for _, p in comm), 4) if comm else None
+    comm_placed = round(sum(p["model_placed_s"] for _, p in comm), 4)
+    comm_ideal = round(sum(p["model_ideal_s"] for _, p in comm), 4)
+    cpu = ctx["cpu"].report()
+    verdict = judge(comm_measured, comm_placed, tolerance, bool(failed), cpu) if comm else ("fail" if failed else "pass")
+    steps = [s for ph, p in comm for r in p["iterations"] for s in r["steps"]]
+    ecmp = ecmp_finding(steps)
+    network = sum(r["measured_s"] for _, p in comm for r in p["iterations"])
+    idle = sum(r["measured_s"] for ph, p in zip(phases, out_phases) if not ph.steps for r in p["iterations"])
+    overhead = {k: round(sum(r["overhead"][k] for _, p in comm for r in p["iterations"]), 3)
+                for k in ("client_start_and_barrier_s", "counter_reads_s")}
+    overhead["agents_start_s"] = round(ctx["agents"].start_s, 3)
+    overhead["agents_stop_s"] = round(ctx["agents"].stop_s, 3)
     p = sc.job.parallel
     return {
         "lab": lab.name, "pattern": "job", "job": job.name, "topology": cp.topology, "iterations": iterations,
+        "verdict": verdict,
+        "communication_measured_s": comm_measured,
+        "communication_model_placed_s": comm_placed,
+        "communication_model_ideal_s": comm_ideal,
+        "ecmp_imbalance": ecmp,
+        "why": why(comm_measured or 0.0, comm_ideal, comm_placed, ecmp, cpu, len(failed)) if comm else "",
+        "host_cpu": cpu,
+        "streams": ctx["streams"],
+        "overhead_s": round(max(0.0, total_s - network - idle), 3),
+        "overhead": overhead,
         "measured_iteration_s": measured, "model_iteration_s": round(model_iter, 4),
         "iteration_s": iters,
         "bytes": total,
@@ -303,7 +365,6 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
                                          for p in out_phases) for c in job_plan.CLASSES} if switches else None),
         "moe_all_to_all_overhead_model": (ovh := overhead_model(sc.job, pl, rates))["store_forward"],
         "moe_all_to_all_overhead_model_paper": ovh["paper"],
-        "verdict": "pass" if not failed and it_ok else "fail",
         "failed_phases": failed,
         "iteration_within_tolerance": it_ok,
         "tolerance": tolerance,
@@ -322,22 +383,37 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
 
 def format_report(rep: dict) -> str:
     b = rep["bytes"]
-    lines = [f"lab {rep['lab']} job {rep['job']} ({rep['topology']}), {rep['iterations']} iteration(s):"
-             f" measured {rep['measured_iteration_s']:.2f} s, model {rep['model_iteration_s']:.2f} s at lab rates"
-             f" ({100 * (rep['measured_iteration_s'] / rep['model_iteration_s'] - 1):+.1f}%)",
-             f"  bytes by class (counters): hb {b['hb']:,}, rail {b['rail']:,}, cross-rail {b['cross_rail']:,};"
-             f" staged over HB for forwarding {rep['staged_bytes']:,}; kernel-forwarded {rep['kernel_forwarded_bytes']:,}"
-             + (f"; through rail-joining switches: cross-rail {rep['joining_switch_bytes']['cross_rail']:,},"
-                f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
+    cm, cp_, ci = rep["communication_measured_s"], rep["communication_model_placed_s"], rep["communication_model_ideal_s"]
+    lines = [f"lab {rep['lab']} job {rep['job']} ({rep['topology']}), {rep['iterations']} iteration(s),"
+             f" {rep['streams']} streams a transfer"]
+    if cm is not None:
+        lines.append(f"  communication {cm:.2f} s measured; model {cp_:.2f} s under the flows' placement"
+                     f" ({100 * (cm / cp_ - 1):+.1f}%), {ci:.2f} s perfectly balanced")
+    lines += [f"  iteration {rep['measured_iteration_s']:.2f} s measured, model {rep['model_iteration_s']:.2f} s at lab rates"
+              f" (compute included); overhead {rep['overhead_s']:.2f} s apart from it ("
+              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep["overhead"].items()) + ")",
+              f"  bytes by class (counters): hb {b['hb']:,}, rail {b['rail']:,}, cross-rail {b['cross_rail']:,};"
+              f" staged over HB for forwarding {rep['staged_bytes']:,}; kernel-forwarded {rep['kernel_forwarded_bytes']:,}"
+              + (f"; through rail-joining switches: cross-rail {rep['joining_switch_bytes']['cross_rail']:,},"
+                 f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
+    e = rep.get("ecmp_imbalance")
+    if e:
+        lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"
+                     f" {e['busiest_link']}); mean over steps {e['mean']:.2f}x")
+    cpu = rep["host_cpu"]
+    if cpu.get("busy_share") is not None:
+        lines.append(f"  host CPU {100 * cpu['busy_share']:.0f}% busy during the timed steps"
+                     f" (inconclusive at {100 * cpu['limit']:.0f}%)")
     if rep["moe_all_to_all_overhead_model"] is not None:
         lines.append(f"  model all-to-all overhead of rail-only over rail-optimized: {100 * rep['moe_all_to_all_overhead_model']:.1f}%"
                      f" as replayed (PXN stages only cross-rail bytes); paper's convention"
                      f" {100 * rep['moe_all_to_all_overhead_model_paper']:.1f}%")
-    lines.append(f"  {'phase':<24}{'measured s':>11}{'model s':>9}{'MB':>9}  verdict")
+    lines.append(f"  {'phase':<24}{'measured s':>11}{'placed s':>9}{'ideal s':>9}{'MB':>9}  verdict")
     for p in rep["phases"]:
-        lines.append(f"  {p['name']:<24}{p['measured_s']:>11.2f}{p['model_s']:>9.2f}{p['bytes'] / 1e6:>9.1f}  {p['verdict']}")
+        lines.append(f"  {p['name']:<24}{p['measured_s']:>11.2f}{p['model_placed_s']:>9.2f}{p['model_ideal_s']:>9.2f}"
+                     f"{p['bytes'] / 1e6:>9.1f}  {p['verdict']}")
         for r in p["iterations"]:
             lines += [f"      {x}" for x in r["problems"] + ([f"slow: {r['slow']}"] if r["slow"] else [])]
     lines.append(f"  verdict: {rep['verdict']}" + (f" (failed: {', '.join(rep['failed_phases'])})" if rep["failed_phases"] else "")
-                 + ("" if rep["iteration_within_tolerance"] else f" (iteration outside {100 * rep['tolerance']:g}% of the model)"))
+                 + f" (pass: communication within {100 * rep['tolerance']:g}% of the placement-aware model): {rep['why']}")
     return "\n".join(lines)

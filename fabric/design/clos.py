@@ -71,3 +71,34 @@ def baseline_depth(rails: int, domains: int, radix: int) -> int | None:
     """Tiers of the rail-optimized baseline: leaves of one rail (or several small
     whole rails), spines across rails."""
     return depth(rails * domains, baseline_leaves(rails, domains, radix), radix)
+
+
+def upper_counts(leaves: int, tiers: int, radix: int) -> tuple[int, int]:
+    """(spines, cores) above `leaves` leaves, as the fabric builder wires them: two
+    tiers, one spine per two leaves; three, pods of radix/2 leaves with one spine
+    per leaf and each spine index a plane of cores."""
+    if tiers < 2:
+        return 0, 0
+    if tiers == 2:
+        return math.ceil(leaves / 2), 0
+    half = radix // 2
+    pods = [min(half, leaves - p) for p in range(0, leaves, half)]
+    cores = sum(math.ceil(sum(1 for m in pods if m > a) * half / radix) for a in range(half))
+    return leaves, cores
+
+
+def shape(topology: str, rails: int, domains: int, radix: int) -> dict:
+    """The Clos a design's fabric has, by tier (pure): ``tiers``, ``leaves``, ``spines``,
+    ``cores``, each per rail on rail-only (one Clos per rail) or for the whole fabric on
+    the baseline (``per_rail`` False), and ``rails_per_leaf`` (baseline leaves that pack
+    several small rails)."""
+    if topology == "rail-only":
+        t = tiers(domains, radix) or 0
+        leaves = 1 if t == 1 else leaves_needed(domains, radix)
+        spines, cores = upper_counts(leaves, t, radix)
+        return {"tiers": t, "per_rail": True, "leaves": leaves, "spines": spines, "cores": cores, "rails_per_leaf": 1}
+    t = baseline_depth(rails, domains, radix) or 0
+    leaves = 1 if t == 1 else baseline_leaves(rails, domains, radix)
+    spines, cores = upper_counts(leaves, t, radix)
+    return {"tiers": t, "per_rail": False, "leaves": leaves, "spines": spines, "cores": cores,
+            "rails_per_leaf": rails if t == 1 else rails_per_leaf(domains, radix)}

@@ -22,7 +22,7 @@ from railonly.emulation.runtime.protocol import NotDeployed
 from railonly.emulation.runtime.registry import RUNTIMES
 from railonly.emulation.traffic import faults, iperf3, patterns
 
-from ..conftest import FakeRuntime, compile_to, design_text
+from ..conftest import FakeRuntime, compile_to, cpu_sampler, design_text
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_not_deployed_is_one_error_and_exit_3(lab, monkeypatch, capsys):
     with pytest.raises(NotDeployed, match="railonly lab deploy"):
         checks_run.run(lab, fake)
     with pytest.raises(NotDeployed):
-        iperf3.run(lab, fake, "ring-allreduce", converge=False)
+        iperf3.run(lab, fake, "ring-allreduce", converge=False, cpu_sampler=cpu_sampler(0.3))
     monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
     assert main(["lab", "check", str(lab.outdir), "--runtime", "fake"]) == 3
     assert main(["lab", "traffic", str(lab.outdir), "--runtime", "fake", "--pattern", "all-to-all"]) == 3
@@ -124,10 +124,20 @@ def _iperf3_fake(lab, refuse: str | None = None) -> FakeRuntime:
 @pytest.mark.parametrize("pattern", patterns.PATTERNS)
 def test_traffic_runs_every_planned_flow_and_reports_it(lab, pattern):
     fake = _iperf3_fake(lab)
-    rep = iperf3.run(lab, fake, pattern, 200_000, converge=False)
+    rep = iperf3.run(lab, fake, pattern, 200_000, converge=False, cpu_sampler=cpu_sampler(0.3))
     cp = checks_plan.load(lab)
     planned = patterns.plan_flows(cp, pattern, 200_000, rep["schedule"])
-    assert len(rep["flows"]) == len(planned) == len(fake.ran("iperf3", "-c")) == len(fake.ran("iperf3", "-s"))
+    assert len(rep["flows"]) == len(planned) == len(fake.ran("iperf3", "-c"))
+    # persistent agents: one server per GPU and flow it receives at once, started once for every step
+    concurrent = max(sum(1 for f in st if f.dst == g) for st in patterns.steps_of(planned) for g in cp.gpus)
+    assert len(fake.ran("iperf3", "-s")) == len({f.dst for f in planned}) * concurrent
+    # every transfer as NCCL sends it: NCCL's channels per network peer (4 at 400G) as parallel streams
+    assert rep["streams"] == iperf3.nccl_streams(400) == 4
+    assert all(argv[argv.index("-P") + 1] == "4" for _, argv in fake.ran("iperf3", "-c"))
+    for k in ("network_s", "overhead_s", "model_ideal_s", "model_placed_s", "verdict"):
+        assert k in rep
+    assert all({"measured_s", "model_ideal_s", "model_placed_s"} <= set(s) for s in rep["steps"])
+    assert rep["verdict"] == "pass" and rep["model_placed_s"] == rep["model_ideal_s"]  # no link counters read back
     assert rep["failed_flows"] == 0 and all(f["bytes"] == 200_000 for f in rep["flows"])
     assert rep["nic_gbps_emulated"] == 0.1  # read back from tc, not assumed
     assert len(rep["steps"]) == len(patterns.steps_of(planned))
@@ -138,7 +148,7 @@ def test_traffic_runs_every_planned_flow_and_reports_it(lab, pattern):
 def test_a_refused_flow_is_reported_failed(lab):
     cp = checks_plan.load(lab)
     victim = sorted(cp.gpus)[1]
-    rep = iperf3.run(lab, _iperf3_fake(lab, refuse=cp.gpus[victim].ip), "ring-allreduce", 100_000, converge=False)
+    rep = iperf3.run(lab, _iperf3_fake(lab, refuse=cp.gpus[victim].ip), "ring-allreduce", 100_000, converge=False, cpu_sampler=cpu_sampler(0.3))
     failed = [f for f in rep["flows"] if f.get("error")]
     assert rep["failed_flows"] == len(failed) >= 1
     assert all(f["dst"] == victim and "Connection refused" in f["error"] for f in failed)

@@ -219,3 +219,25 @@ def test_fault_link_spec_takes_the_floor_name():
     assert names.graph_end("hb3", "rail1") == ("hb3-gpu1", "eth1")
     assert names.graph_end("rail0-leaf0", "Ethernet0") == ("rail0-leaf0", "Ethernet0")
     assert names.graph_end("hb0", "gpu1") == ("hb0", "gpu1")  # the HB node's own ports are not NICs
+
+
+def test_a_lost_probe_is_retried_past_the_deadline_before_its_pair_fails():
+    from railonly.emulation.checks import run as checks_run
+
+    class Agent:
+        pumped = 0
+
+        def pump(self, seconds):
+            self.pumped += 1
+
+    missing = [3, 2, 1, 1, 1, 1, 1]  # what each round still has to send
+
+    def send():
+        return missing.pop(0)
+
+    ag = Agent()
+    # a deadline already past after the first round (a large lab's first round outlasts it):
+    # the lost probes are re-sent MIN_RETRIES times anyway, then judged
+    assert checks_run._rounds(ag, send, timeout=0.0, settle=0.0) == 1 + checks_run.MIN_RETRIES
+    arrived = [3, 1, 0]
+    assert checks_run._rounds(ag, lambda: arrived.pop(0), timeout=0.0, settle=0.0) == 2  # all answered

@@ -175,8 +175,11 @@ def test_render_refuses_a_topology_with_bad_endpoints(monkeypatch):
 def test_default_lab_domains():
     small = design(k=8, count=8)  # 64 GPUs: the whole design
     assert lab_slice.lab_domains(small) == 8 and not lab_slice.is_slice(small)
-    big = design(k=8, count=9)  # 72 GPUs: a slice of 4
+    big = design(k=8, count=9, radix=64)  # 72 GPUs, one switch per rail: a slice of 4
     assert lab_slice.lab_domains(big) == 4 and lab_slice.is_slice(big)
+    tiered = design(k=8, count=9)  # radix 8: two tiers (3 leaves, 2 spines) per rail
+    # the fewest domains with full leaves that keep two tiers and two spines: 6 at radix 4
+    assert (lab_slice.lab_domains(tiered), lab_slice.lab_radix(tiered)) == (6, 4)
     assert lab_slice.lab_domains(design(k=8, count=9, extra="lab: {domains: 9}\n")) == 9
 
 

@@ -15,7 +15,7 @@ from railonly.emulation.lab import load_lab
 from railonly.emulation.traffic import job_plan, replay
 from railonly.fabric.analysis import load_job
 
-from ..conftest import REPO, FakeRuntime, compile_to, design_text
+from ..conftest import REPO, FakeRuntime, compile_to, cpu_sampler, design_text
 
 JOBS = REPO / "labs" / "jobs"
 NIC_BPS, HB_BPS = 100e6 / 8, 900e6 / 8
@@ -77,7 +77,8 @@ def lab_fake(lab, refuse_from: str | None = None, misclass: str | None = None) -
 
 
 def _run(lab, fake, job="gpt-small", time_scale=1.0):
-    return replay.run(lab, fake, load_job(JOBS / f"{job}.yml"), time_scale=time_scale, converge=False)
+    return replay.run(lab, fake, load_job(JOBS / f"{job}.yml"), time_scale=time_scale, converge=False,
+                      cpu_sampler=cpu_sampler(0.3))
 
 
 @pytest.mark.parametrize("job", ["gpt-small", "moe-mini"])

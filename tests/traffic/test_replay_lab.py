@@ -40,6 +40,16 @@ def baseline(tmp_path_factory):
         yield _ideal(d)
 
 
+def _timed_ok(rep: dict) -> bool:
+    """The timing verdict a healthy replay gets: pass, or inconclusive when the host's CPU was
+    saturated (the shared machine tests run on); the three figures are there either way."""
+    want = "inconclusive" if rep["host_cpu"]["saturated"] else "pass"
+    figures = all(rep[k] > 0 for k in ("communication_measured_s", "communication_model_placed_s",
+                                         "communication_model_ideal_s"))
+    per_phase = all({"measured_s", "model_ideal_s", "model_placed_s"} <= set(p) for p in rep["phases"])
+    return rep["verdict"] == want and figures and per_phase
+
+
 def _close(got: int, want: float, flows: int) -> bool:
     return abs(got - want) <= want * replay.BYTE_SLACK_REL + flows * replay.BYTE_SLACK_PER_FLOW
 
@@ -49,7 +59,7 @@ def test_dense_job_on_rail_only_counts_no_cross_rail_byte(routed, tmp_path):
     rc = main(["lab", "traffic", str(routed.outdir), "--job", str(JOBS / "gpt-small.yml"), "--time-scale", str(TIME_SCALE),
                "--tolerance", "0.6", "--json", str(out)])
     rep = json.loads(out.read_text())
-    assert rc == 0 and rep["verdict"] == "pass" and rep["failed_phases"] == []
+    assert _timed_ok(rep) and rc == {"pass": 0, "inconclusive": 3}[rep["verdict"]] and rep["failed_phases"] == []
     assert rep["pattern"] == "job" and rep["job"] == "gpt-small" and rep["iterations"] == 1
     assert [p["name"] for p in rep["phases"]] == ["compute", "tp.all-gather", "tp.reduce-scatter", "pp.send-recv",
                                                  "dp.all-reduce.dense"]
@@ -67,11 +77,13 @@ def test_dense_job_on_rail_only_counts_no_cross_rail_byte(routed, tmp_path):
         on = sum(v[f"{'hb' if want == 'hb' else 'nic'}_tx"] for v in ports.values())
         assert on >= p["bytes"] * 0.99
     assert rep["measured_iteration_s"] == pytest.approx(rep["model_iteration_s"], rel=0.6)
+    # ideal tiers: nothing above the NICs is shaped, so the flows' placement adds nothing
+    assert rep["communication_model_placed_s"] == rep["communication_model_ideal_s"]
 
 
 def test_moe_job_on_rail_only_stages_cross_rail_bytes_on_the_forwarding_gpus(routed):
     rep = replay.run(routed.lab, routed.rt, load_job(JOBS / "moe-mini.yml"), time_scale=TIME_SCALE, tolerance=0.6)
-    assert rep["verdict"] == "pass"
+    assert _timed_ok(rep)
     ep = next(p for p in rep["phases"] if p["parallelism"] == "ep")
     it = ep["iterations"][0]
     n = len(it["flows"])
@@ -96,12 +108,12 @@ def test_moe_job_on_rail_only_stages_cross_rail_bytes_on_the_forwarding_gpus(rou
 
 def test_baseline_sends_moe_cross_rail_bytes_through_the_spines_and_dense_none(baseline):
     dense = replay.run(baseline.lab, baseline.rt, load_job(JOBS / "gpt-small.yml"), time_scale=TIME_SCALE, tolerance=0.6)
-    assert dense["verdict"] == "pass" and dense["bytes"]["cross_rail"] == 0
+    assert _timed_ok(dense) and dense["bytes"]["cross_rail"] == 0
     # the spines carry same-rail bytes between leaves, never a cross-rail pair's
     assert dense["joining_switch_bytes"]["cross_rail"] == 0 and dense["joining_switch_bytes"]["rail"] > 0
     moe = replay.run(baseline.lab, baseline.rt, load_job(JOBS / "moe-mini.yml"), time_scale=TIME_SCALE, tolerance=0.6,
                      converge=False)
-    assert moe["verdict"] == "pass" and moe["staged_bytes"] == 0
+    assert _timed_ok(moe) and moe["staged_bytes"] == 0
     assert moe["bytes"]["cross_rail"] > 0
     # every cross-rail byte crossed a switch that joins rails (at least once; a path may cross two)
     ep = next(p for p in moe["phases"] if p["parallelism"] == "ep")

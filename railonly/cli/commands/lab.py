@@ -204,7 +204,7 @@ def traffic_args(p) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
     what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
-    p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
+    p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate, at least 0.5 s a step)")
     p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
@@ -213,24 +213,42 @@ def traffic_args(p) -> None:
     p.add_argument("--time-scale", type=float, default=None,
                    help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
     p.add_argument("--tolerance", type=float, default=0.10,
-                   help="--job: a phase and the iteration pass within this share of the model (default 0.10)")
+                   help="measured network time passes within this share of the placement-aware model (default 0.10)")
+    p.add_argument("--streams", type=int, default=None,
+                   help="parallel TCP streams per transfer (default: NCCL's channels per network peer for the"
+                        " design's NIC, 4 at 400G), each hashed by ECMP on its own")
 
 
 def traffic(args) -> int:
     from railonly.emulation.checks import report
     from railonly.emulation.traffic import iperf3
 
+    _check_timing_options(args)
     if args.job:
         return traffic_job(args)
     rt, lab = open_lab(args)
     with locked(lab, shared=True), console.reporter() as bar:
-        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
-                         progress=lambda s: _flow_step(bar, s))
-    if rep.get("failed_flows") or not args.quiet:
+        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, streams=args.streams,
+                         tolerance=args.tolerance, progress=lambda s: _flow_step(bar, s))
+    if rep["verdict"] == "fail" or not args.quiet:  # -q: inconclusive is exit 3 and the JSON's figures
         console.out(iperf3.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
-    return 1 if rep.get("failed_flows") else 0
+    return VERDICT_EXIT[rep["verdict"]]
+
+
+# pass, fail (a flow failed or the time is outside the tolerance), inconclusive (the host was saturated)
+VERDICT_EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
+
+
+def _check_timing_options(args) -> None:
+    from railonly.emulation.lab import LabError
+
+    where = args.job or "command line"
+    if not 0 < args.tolerance < 10:
+        raise LabError(where, f"--tolerance must be between 0 and 10, got {args.tolerance:g}", "e.g. --tolerance 0.1")
+    if args.streams is not None and not 1 <= args.streams <= 128:
+        raise LabError(where, f"--streams must be 1 to 128, got {args.streams}", "leave it out for NCCL's default")
 
 
 _FLOW = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -247,7 +265,8 @@ def _flow_step(bar, message: str) -> None:
 
 
 def traffic_job(args) -> int:
-    """--job: exit 0 every phase passed, 1 a phase failed, 2 a bad job (or one the lab cannot hold), 3 not deployed."""
+    """--job: exit 0 pass, 1 a phase failed or communication is outside the tolerance, 2 a bad job (or one
+    the lab cannot hold), 3 not deployed or the host was saturated (inconclusive)."""
     from railonly.emulation.checks import report
     from railonly.emulation.lab import LabError
     from railonly.emulation.traffic import job_plan, replay
@@ -258,8 +277,6 @@ def traffic_job(args) -> int:
         raise LabError(args.job, f"--iterations must be 1 to 100, got {args.iterations}", "e.g. --iterations 3")
     if args.time_scale is not None and not 0.001 <= args.time_scale <= 1e7:
         raise LabError(args.job, f"--time-scale must be 0.001 to 1e7, got {args.time_scale:g}", "leave it out for the default")
-    if not 0 < args.tolerance < 10:
-        raise LabError(args.job, f"--tolerance must be between 0 and 10, got {args.tolerance:g}", "e.g. --tolerance 0.1")
     rt, lab = open_lab(args)
     quiet, verbose = getattr(args, "quiet", None), getattr(args, "verbose", None)
     say = (lambda s: None) if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True))
@@ -267,14 +284,14 @@ def traffic_job(args) -> int:
     try:
         with locked(lab, shared=True):
             rep = replay.run(lab, rt, job, iterations=args.iterations, time_scale=args.time_scale,
-                             tolerance=args.tolerance, progress=say, detail=detail)
+                             tolerance=args.tolerance, streams=args.streams, progress=say, detail=detail)
     except job_plan.ScaleError as exc:
         raise LabError(args.job, str(exc), "use a job whose tensor-parallel group fits the lab's HB domain") from None
-    if rep["verdict"] != "pass" or not quiet:
+    if rep["verdict"] == "fail" or not quiet:
         console.out(replay.format_report(rep))
     if args.json:
         report.write_json(args.json, rep)
-    return 0 if rep["verdict"] == "pass" else 1
+    return VERDICT_EXIT[rep["verdict"]]
 
 
 def fault_args(p) -> None:

@@ -1,0 +1,155 @@
+"""Traffic verdicts that mean something (pure and fake-runtime): NCCL's streams per transfer,
+persistent agents, the placement-aware model from link counters, ECMP imbalance as a
+finding, and an honest host (a saturated CPU is inconclusive, exit 3). The real lab runs
+are in test_traffic.py and tests/replay/test_replay_lab.py."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from railonly.cli import main
+from railonly.emulation import lab as lab_facts
+from railonly.emulation.checks import plan as checks_plan
+from railonly.emulation.checks import run as checks_run
+from railonly.emulation.lab import load_lab
+from railonly.emulation.runtime.registry import RUNTIMES
+from railonly.emulation.traffic import host, iperf3, patterns
+from railonly.emulation.traffic.model import placed_step
+
+from ..conftest import FakeRuntime, compile_to, cpu_sampler, design_text
+
+NIC_BPS = 100e6 / 8
+
+
+def test_nccl_streams_follow_ncclTopoGetNchannels():
+    # at least one channel per NIC, enough at 14 GB/s a channel, a power of two
+    assert [iperf3.nccl_streams(g) for g in (100, 200, 400, 800)] == [1, 2, 4, 8]
+    assert iperf3.nccl_streams(100, nics_per_gpu=2) == 2
+
+
+def test_slot_ports_reuse_a_server_per_destination_slot():
+    f = patterns.Flow
+    steps = [[f("a", "b", None, 1), f("c", "b", None, 1), f("b", "a", None, 1)], [f("a", "b", None, 1)],
+             [f("a", "b", None, 1, pair_class="staged"), f("c", "b", None, 1, pair_class="staged")]]
+    ports = [[x.port for x in st] for st in iperf3.slot_ports(steps)]
+    assert ports == [[5201, 5202, 5201], [5201], [23000, 23001]]
+
+
+def test_placed_step_takes_the_busiest_link_and_names_the_imbalance():
+    rated = {"l0->s0": (1000.0, (0, 1, 2)), "l0->s1": (1000.0, (0, 1, 2)), "s0->l1": (1000.0, (0, 2, 1))}
+    # two flows of 1,000 bytes hashed onto one uplink, none on the other: twice the ideal
+    out = placed_step(1.0, {"l0->s0": 2000, "l0->s1": 0, "s0->l1": 2000}, rated)
+    assert out["placed_s"] == 2.0
+    assert out["ecmp"]["busiest"] == "l0->s0" and out["ecmp"]["imbalance"] == 2.0
+    # balanced: the ideal holds
+    even = placed_step(1.0, {"l0->s0": 1000, "l0->s1": 1000}, rated)
+    assert even["placed_s"] == 1.0 and even["ecmp"]["imbalance"] == 1.0
+    # nothing above the NICs (one-tier rails): no finding, the ideal
+    assert placed_step(1.0, {}, rated) == {"placed_s": 1.0, "ecmp": None}
+
+
+@pytest.mark.parametrize("measured, failed, busy, want", [
+    (1.05, False, 0.3, "pass"), (1.25, False, 0.3, "fail"), (0.80, False, 0.3, "fail"),
+    (1.05, True, 0.3, "fail"),  # a failed flow is not a timing matter
+    (1.05, False, 0.97, "inconclusive"), (3.0, False, 1.0, "inconclusive"),
+])
+def test_judge(measured, failed, busy, want):
+    cpu = {"busy_share": busy, "saturated": host.saturated(busy)}
+    assert iperf3.judge(measured, 1.0, 0.10, failed, cpu) == want
+
+
+def test_cpu_meter_counts_only_timed_windows():
+    meter = host.CpuMeter(cpu_sampler(0.95))
+    meter.start()
+    meter.stop()
+    rep = meter.report()
+    assert rep["busy_share"] == 0.95 and rep["saturated"] and rep["windows"] == 1
+    assert host.proc_stat_sample()[1] > 0  # the real source reads
+
+
+# --- on a fake runtime ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory):
+    return load_lab(compile_to(design_text("labs/mini-routed.yml", "fakevd"), tmp_path_factory.mktemp("fake") / "out"))
+
+
+@pytest.fixture
+def lab(routed, tmp_path, monkeypatch):
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    return routed
+
+
+def _fake(lab, hot: tuple[str, str] | None = None) -> FakeRuntime:
+    """iperf3 at the NIC rate; every flow's bytes counted on the switch port ``hot`` (all
+    flows hashed onto one uplink)."""
+    tx: dict[tuple[str, str], int] = {}
+    prefix = lab_facts.netns_prefix(lab.name)
+
+    def server(ns, argv):
+        with open(argv[argv.index("--pidfile") + 1], "w") as f:  # never an iperf3: stop_servers signals nobody
+            f.write(f"{os.getpid()}\n")
+        return 0, ""
+
+    def client(ns, argv):
+        n = int(argv[argv.index("-n") + 1])
+        if hot:
+            tx[hot] = tx.get(hot, 0) + n
+        return 0, json.dumps({"end": {"sum_sent": {"bytes": n, "seconds": n / NIC_BPS},
+                                      "sum_received": {"bytes": n, "seconds": n / NIC_BPS}}})
+
+    def links(ns, argv):
+        node = ns[len(prefix):]
+        return 0, json.dumps([{"ifname": p, "stats64": {"tx": {"bytes": v}, "rx": {"bytes": 0}}}
+                              for (nd, p), v in tx.items() if nd == node])
+
+    return (FakeRuntime()
+            .on(("tc", "-j", "qdisc"), (0, json.dumps([{"kind": "tbf", "options": {"rate": NIC_BPS}}])))
+            .on(("tc", "-j", "class"), (0, json.dumps([{"kind": "htb", "options": {"rate": NIC_BPS * 9}}])))
+            .on(("ip", "-s", "-j", "link"), links)
+            .on(("iperf3", "-s"), server).on(("iperf3", "-c"), client))
+
+
+def test_flows_on_one_uplink_raise_the_placed_model_and_name_the_imbalance(lab):
+    dl = iperf3.directed_links(lab, 100)[0]
+    rep = iperf3.run(lab, _fake(lab, hot=dl.end), "ring-allreduce", 1_000_000, converge=False,
+                     cpu_sampler=cpu_sampler(0.3))
+    assert rep["model_placed_s"] > rep["model_ideal_s"] * 2
+    assert rep["ecmp_imbalance"]["busiest_link"] == dl.name and rep["ecmp_imbalance"]["max"] > 1.5
+    assert rep["verdict"] == "fail" and "ECMP put up to" in rep["why"]  # measured (fake) ignored the placement
+    step = rep["steps"][0]
+    assert step["link_bytes"] == {dl.name: 1_000_000 * len(rep["flows"])}
+    assert {"measured_s", "model_ideal_s", "model_placed_s"} <= set(step)
+    assert set(rep["overhead"]) == {"agents_start_s", "agents_stop_s", "client_start_and_barrier_s", "counter_reads_s"}
+
+
+def test_a_saturated_host_is_inconclusive_exit_3_with_the_figures(lab, monkeypatch, tmp_path, capsys):
+    fake = _fake(lab)
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    monkeypatch.setattr(host, "proc_stat_sample", cpu_sampler(1.0))  # both CPUs pinned
+    monkeypatch.setattr(checks_run, "run", lambda *a, **k: type("R", (), {"failed": 0})())
+    out = tmp_path / "t.json"
+    rc = main(["lab", "traffic", str(lab.outdir), "--runtime", "fake", "--pattern", "all-to-all",
+               "--bytes", "100000", "--json", str(out)])
+    rep = json.loads(out.read_text())
+    assert rc == 3 and rep["verdict"] == "inconclusive" and rep["host_cpu"]["saturated"]
+    assert rep["network_s"] > 0 and rep["model_placed_s"] > 0  # the figures are there
+    text = capsys.readouterr().out
+    assert "verdict: inconclusive" in text and "host CPU 100% busy" in text
+    # the same run on an idle host passes
+    monkeypatch.setattr(host, "proc_stat_sample", cpu_sampler(0.2))
+    assert main(["lab", "traffic", str(lab.outdir), "--runtime", "fake", "--pattern", "all-to-all",
+                 "--bytes", "100000", "-q"]) == 0
+
+
+def test_bad_streams_and_tolerance_are_exit_2(lab, monkeypatch, capsys):
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: _fake(lab))
+    base = ["lab", "traffic", str(lab.outdir), "--runtime", "fake", "--pattern", "all-to-all"]
+    assert main([*base, "--streams", "0"]) == 2
+    assert main([*base, "--tolerance", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--streams must be 1 to 128" in err and "--tolerance must be between 0 and 10" in err

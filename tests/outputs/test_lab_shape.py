@@ -1,0 +1,92 @@
+"""The lab keeps the production shape at a reduced size (fabric/lab_slice.py): the
+design's tiers, at least two spines per rail where the design has spines, its ASN
+scheme and renderers; the compile summary says what it keeps and drops."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from railonly.fabric.design import clos, lab_slice
+from railonly.fabric.compiler import compile_design
+from railonly.fabric.design.design import load_design, parse_design
+
+LABS = Path(__file__).resolve().parents[2] / "labs"
+
+
+def test_clos_shape_counts_what_the_builder_wires():
+    assert clos.shape("rail-only", 8, 128, 64) == {"tiers": 2, "per_rail": True, "leaves": 4, "spines": 2,
+                                                   "cores": 0, "rails_per_leaf": 1}
+    assert clos.shape("rail-optimized", 8, 128, 64)["spines"] == 16
+    assert clos.shape("rail-only", 2, 6, 4)["tiers"] == 2
+    assert clos.shape("rail-only", 1, 4, 4)["tiers"] == 1
+
+
+@pytest.fixture(scope="module")
+def dgx1k():
+    design = load_design(str(LABS / "dgx-h100-1k.yml"))
+    return design, compile_design(design)[1]
+
+
+def test_default_lab_of_dgx_h100_1k_has_two_tiers_two_spines_and_bgp_on_every_leaf(dgx1k):
+    design, files = dgx1k
+    assert lab_slice.is_slice(design)
+    lab = json.loads(files["lab/fabric.json"])
+    full = json.loads(files["fabric.json"])
+    switches = [n for n in lab["nodes"] if n["role"] == "switch"]
+    by_rail: dict[int, dict[int, list[dict]]] = {}
+    for sw in switches:
+        (rail,) = sw["rails"]
+        by_rail.setdefault(rail, {}).setdefault(sw["tier"], []).append(sw)
+    assert sorted(by_rail) == list(range(8))  # every rail
+    for rail, tiers in by_rail.items():
+        assert sorted(tiers) == [1, 2], rail  # the design's two tiers
+        assert len(tiers[2]) >= 2, rail  # ECMP over at least two spines
+    # the ASN scheme: a leaf has the ASN of the design's leaf of that name, every switch one
+    # of its rail's block (the builder's per-rail blocks of 65,536)
+    full_asn = {n["name"]: n.get("asn") for n in full["nodes"] if n["role"] == "switch"}
+    assert all(sw["asn"] == full_asn[sw["name"]] for sw in switches if sw["tier"] == 1)
+    assert all(sw["asn"] - design.asn_base >> 16 == sw["rails"][0] for sw in switches)
+    for sw in switches:
+        frr = files[f"lab/configs/{sw['name']}/frr.conf"]
+        frr = frr.decode() if isinstance(frr, bytes) else frr
+        peers = re.findall(r"^\s*neighbor (\S+) remote-as", frr, re.M)
+        if sw["tier"] == 1:
+            assert len(peers) >= 2, f"{sw['name']}: a leaf with {len(peers)} BGP sessions"
+        assert peers, sw["name"]
+    # the same renderer (SONiC config_db.json) for the lab's switches
+    assert all(f"lab/configs/{sw['name']}/config_db.json" in files for sw in switches)
+
+
+def test_summary_says_what_the_lab_keeps_and_drops(dgx1k):
+    design, _ = dgx1k
+    text = lab_slice.describe(design)
+    assert "keeps 2 tiers per rail (3 leaves, 2 spines) as the design's 2 tiers per rail (4 leaves, 2 spines)" in text
+    assert "drops 122 HB domains; 60 of 64 ports per switch (radix 4" in text
+
+
+def test_a_slice_too_small_for_the_shape_says_so():
+    design = lab_slice.with_lab_domains(load_design(str(LABS / "dgx-h100-1k.yml")), 4)
+    assert lab_slice.lab_radix(design) == 64
+    assert "drops 124 HB domains; 2 of 2 spines per rail; the design's shape: the lab has 1 tier" in lab_slice.describe(design)
+
+
+def test_lab_domains_32_keeps_the_exact_shape():
+    design = lab_slice.with_lab_domains(load_design(str(LABS / "dgx-h100-1k.yml")), 32)
+    assert lab_slice.lab_radix(design) == 16
+    assert clos.shape("rail-only", 8, 32, 16) == clos.shape("rail-only", 8, 128, 64)
+
+
+def test_baseline_slice_keeps_rail_pure_leaves_and_spines():
+    design = load_design(str(LABS / "dgx-h100-1k-baseline.yml"))
+    n, k = lab_slice.lab_domains(design), lab_slice.lab_radix(design)
+    s = clos.shape("rail-optimized", design.rails, n, k)
+    assert s["tiers"] == 2 and s["rails_per_leaf"] == 1 and s["spines"] >= 2
+
+
+def test_one_tier_design_keeps_its_radix():
+    d = parse_design("name: t\nhb_domain: {size: 8, count: 16}\nswitch: {radix: 64}\n", "t.yml")
+    assert (lab_slice.lab_domains(d), lab_slice.lab_radix(d)) == (4, 64)
