@@ -19,8 +19,8 @@ from typing import Callable
 from ..lab import Lab, run_dir
 from ..runtime.protocol import Runtime, deployed_status
 from . import judge, probe
-from . import plan as checks_plan
-from .plan import CHECKS, CheckPlan
+from . import check_plan as checks_plan
+from .check_plan import CHECKS, CheckPlan
 
 
 @dataclass
@@ -44,7 +44,7 @@ class CheckRun:
 
 def vtysh_argv(rt: Runtime, lab: Lab, switch: str) -> list[str]:
     if rt.name == "netns":
-        from ..netns.frr import instance
+        from ..runtime.netns.frr import instance
 
         return ["vtysh", "--vty_socket", instance(run_dir(lab.name), switch, lab.netns(switch)).rundir]
     return ["vtysh"]
@@ -124,7 +124,7 @@ def _wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
     Carrier changes are handled by linkwatch up to ~1 s later; until then a
     bridge port does not forward. Probing sooner misses a cable (or a stray
     link) that came up just before the check. Returns namespaces still pending."""
-    from ..netns.setns import call_many, link_states
+    from ..runtime.netns.setns import call_many, link_states
 
     def pending() -> bool:
         # IFF_UP with IFF_LOWER_UP (carrier) but operstate not yet UP (6) or UNKNOWN (0)
@@ -213,7 +213,7 @@ def _neighbour_table_notes(cp: CheckPlan) -> list[str]:
     """A note when an L2 lab needs more ARP entries than the shared neighbour table holds."""
     need = sum(len(m) - 1 for m in cp.rails.values() for _ in m) if cp.mode == "l2" else 0
     try:
-        from ..netns.setns import read_sysctl
+        from ..runtime.netns.setns import read_sysctl
 
         gc3 = int(read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
     except (OSError, ValueError):

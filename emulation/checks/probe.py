@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..netns import setns
+from ..runtime.netns import setns
 
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800

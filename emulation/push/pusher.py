@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .inventory import Device
+from .targets import Device
 
 STAGE = "/tmp/railonly-push"
 MAX_CONFIG = 64 * 1024 * 1024  # one switch's config file
@@ -122,7 +122,7 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     if not tree.exists("config_db.json"):
         raise PushFailed(f"{d / 'config_db.json'} is missing (is {device.name} a SONiC switch?)")
     # only the files a SONiC switch reads (never whatever else the folder holds)
-    from ..netns.sshd import SWITCH_FILES
+    from ..runtime.netns.sshd import SWITCH_FILES
 
     return {name: text for name in sorted(SWITCH_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
@@ -238,7 +238,7 @@ def connect(device: Device, creds: Credentials, timeout: float = 10.0):
 
 
 def _open_socket(device: Device, timeout: float) -> socket.socket:
-    from ..netns.sshd import connect_socket
+    from ..runtime.netns.sshd import connect_socket
 
     if device.netns and not os.path.exists(f"/run/netns/{device.netns}"):
         raise PushFailed(f"cannot connect to {device.where}: namespace {device.netns} does not exist (is the lab deployed?)")

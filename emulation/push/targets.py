@@ -20,7 +20,7 @@ route from the root namespace).
 
 Without an inventory, the devices are the SONiC switches of the lab deployed
 from OUTDIR: each has an sshd on 127.0.0.1:22 inside its own namespace
-(railonly.emulation.netns.sshd), a per-lab client key and a known_hosts file
+(railonly.emulation.runtime.netns.sshd), a per-lab client key and a known_hosts file
 under OUTDIR/.lab/ssh/, so host keys are checked with no extra flags.
 """
 
@@ -126,7 +126,7 @@ def lab_devices(outdir: str | os.PathLike) -> list[Device]:
     Raises RuntimeProblem (exit 3) when the lab has no switch sshd (not deployed,
     or deployed without it)."""
     from ..lab import load_lab
-    from ..netns import sshd as lab_sshd
+    from ..runtime.netns import sshd as lab_sshd
     from ..runtime.protocol import RuntimeProblem
 
     lab = load_lab(outdir)

@@ -23,7 +23,7 @@ from railonly import proc
 from railonly.fabric.design.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
-from ..netns import frr
+from ..runtime.netns import frr
 from ..runtime.outdir_writer import OutdirWriter
 from ..runtime.protocol import Runtime
 

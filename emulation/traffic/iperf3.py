@@ -20,12 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
-from ..checks import plan as checks_plan
+from ..checks import check_plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
-from ..netns import pids, setns
+from ..runtime.netns import pids, setns
 from ..runtime.outdir_writer import OutdirWriter
 from ..runtime.protocol import Runtime, deployed_status
-from .model import default_bytes, model
+from .completion import default_bytes, model
 from .patterns import Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
@@ -302,7 +302,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
              f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
     if converge:
         # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
-        from ..checks import run as checks_run
+        from ..checks import checker as checks_run
 
         pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
         if pre.failed:

@@ -32,7 +32,7 @@ from typing import Callable
 from railonly.fabric.analysis import Cluster, Job
 from railonly.fabric.analysis.traffic import all_to_all_overhead, collectives
 
-from ..checks import plan as checks_plan
+from ..checks import check_plan as checks_plan
 from ..lab import Lab, link_rates
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import job_plan
@@ -179,7 +179,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
              + f"; time x{sc.time_scale:g}, bytes x{sc.byte_scale:.3g}; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
                f" model {model_iter:.2f} s an iteration")
     if converge:
-        from ..checks import run as checks_run
+        from ..checks import checker as checks_run
 
         pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
         if pre.failed:

@@ -13,7 +13,7 @@ import os
 import stat
 
 from ..outdir.writer import STATE_DIR
-from .report import Result
+from .validate_report import Result
 
 MANIFEST = "MANIFEST.json"
 MAX_MANIFEST_BYTES = 64 << 20  # 17,000 files take ~1.5 MB

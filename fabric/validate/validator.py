@@ -17,10 +17,10 @@ from ..input.problems import InputError
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
 from .crosscheck import crosscheck
-from .facts import DeviceFacts, eos_facts, sonic_facts
+from ..devices.readback.facts import DeviceFacts, eos_facts, sonic_facts
 from .manifest import check_manifest
 from .plant import plant
-from .report import Result
+from .validate_report import Result
 
 Reader = Callable[[str], "str | None"]
 

@@ -51,12 +51,10 @@ LEAF_UTILITIES = {"railonly.proc", "railonly.console"}  # below the CLI and the 
 # emulation room -> rooms it may import (besides itself, railonly.fabric and railonly.proc)
 EMULATION_ROOMS: dict[str, set[str]] = {
     "lab": set(),
-    "switchcfg": set(),
     "runtime": {"lab"},
-    "netns": {"lab", "runtime", "switchcfg"},
-    "checks": {"lab", "runtime", "netns"},
-    "traffic": {"lab", "runtime", "netns", "checks"},
-    "push": {"lab", "runtime", "netns"},
+    "checks": {"lab", "runtime"},
+    "traffic": {"lab", "runtime", "checks"},
+    "push": {"lab", "runtime"},
 }
 PROCESS_GATEWAY = "railonly.proc"
 FABRIC_TOOL_USERS = {"railonly.fabric.validate.frr_syntax"}  # the compiler's one outside tool (vtysh -C)
@@ -93,7 +91,7 @@ def imports_of(name: str, path: Path) -> set[str]:
 
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:
     """Project module -> the project modules it imports (a package's __init__ is not an edge
-    of its own children: importing railonly.emulation.netns.engine names the package too)."""
+    of its own children: importing railonly.emulation.runtime.netns.engine names the package too)."""
     mods = project_modules(root)
     graph = {}
     for name, path in mods.items():
@@ -210,10 +208,10 @@ def layer_violations(graph: dict[str, set[str]], external: dict[str, set[str]]) 
 
 def test_the_walk_sees_the_whole_house():
     graph = import_graph()
-    assert "railonly.emulation.netns.engine" in graph and "railonly.fabric.compiler" in graph
-    assert "railonly.emulation.netns.setns" in graph["railonly.emulation.netns.engine"]
+    assert "railonly.emulation.runtime.netns.engine" in graph and "railonly.fabric.compiler" in graph
+    assert "railonly.emulation.runtime.netns.setns" in graph["railonly.emulation.runtime.netns.engine"]
     # a lazy import inside a function is an edge too
-    assert "railonly.emulation.checks.run" in graph["railonly.emulation.traffic.iperf3"]
+    assert "railonly.emulation.checks.checker" in graph["railonly.emulation.traffic.iperf3"]
     assert set(EMULATION_ROOMS) == {room_of(m) for m in graph if room_of(m)}
     assert "railonly.fabric.graph.model" in graph["railonly.fabric.graph.build"]
     assert "railonly.cli.commands.compile" in graph
@@ -275,9 +273,9 @@ def test_a_cycle_is_found():
     (("railonly.proc", "railonly.cli"), {}, "leaf utility"),
     (("railonly.console", "railonly.emulation.lab"), {}, "leaf utility"),
     (("railonly.fabric.compiler", "railonly.proc"), {}, "may ask a tool"),
-    (("railonly.emulation.netns.engine", "railonly.emulation.checks.plan"), {}, "room netns"),
+    (("railonly.emulation.runtime.netns.engine", "railonly.emulation.checks.check_plan"), {}, "room runtime"),
     (("railonly.emulation.lab", "railonly.emulation.runtime.protocol"), {}, "room lab"),
-    (("railonly.emulation.push.run", "railonly.cli"), {}, "never imports the CLI"),
+    (("railonly.emulation.push.pusher", "railonly.cli"), {}, "never imports the CLI"),
     (None, {"railonly.fabric.validate.frr_syntax": {"subprocess"}}, "subprocess"),
 ])
 def test_a_layer_violation_is_found(edge, external, word):
@@ -325,5 +323,5 @@ def test_the_real_walk_finds_a_circle_and_a_facade_user(tmp_path):
 def test_relative_imports_resolve(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("from . import a\nfrom ..lab import Lab\ndef g():\n    from .b import c\n")
-    got = imports_of("railonly.emulation.netns.x", f)
-    assert {"railonly.emulation.netns.a", "railonly.emulation.lab", "railonly.emulation.netns.b.c"} <= got
+    got = imports_of("railonly.emulation.checks.x", f)
+    assert {"railonly.emulation.checks.a", "railonly.emulation.lab", "railonly.emulation.checks.b.c"} <= got

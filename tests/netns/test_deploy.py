@@ -11,8 +11,8 @@ import time
 import pytest
 
 from railonly import proc
-from railonly.emulation.netns import frr, lab_plan, pids, setns
-from railonly.emulation.netns.reprogram import apply_switch_config
+from railonly.emulation.runtime.netns import frr, lab_plan, pids, setns
+from railonly.emulation.runtime.netns.reprogram import apply_switch_config
 
 from ..conftest import compile_to, design_text, unique
 from .conftest import EOS_ROUTED, leftovers, own_processes

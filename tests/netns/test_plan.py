@@ -6,10 +6,10 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.lab import LabError, link_rates, load_lab
-from railonly.emulation.netns import lab_plan
-from railonly.emulation.netns import plan as nsplan
-from railonly.emulation.netns.reprogram import reprogram_script
-from railonly.emulation.netns.runtime import NetnsRuntime
+from railonly.emulation.runtime.netns import lab_plan
+from railonly.emulation.runtime.netns import ns_plan as nsplan
+from railonly.emulation.runtime.netns.reprogram import reprogram_script
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 
 from ..conftest import compile_to, design_text
 from .conftest import SONIC_L2

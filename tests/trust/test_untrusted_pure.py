@@ -14,8 +14,8 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import sshd as lab_sshd
-from railonly.emulation.netns import statefile
+from railonly.emulation.runtime.netns import sshd as lab_sshd
+from railonly.emulation.runtime.netns import statefile
 from railonly.emulation.runtime.outdir_writer import OutdirWriter, UnsafePath
 from railonly.emulation.traffic import faults
 from railonly.fabric.input.problems import InputError
@@ -318,8 +318,8 @@ def test_eos_lines_the_compiler_never_emits_stop_a_deploy(eos_outdir, tmp_path, 
 
 
 def test_push_sends_only_the_files_a_switch_reads(outdir):
-    from railonly.emulation.push import run as push
-    from railonly.emulation.push.inventory import Device
+    from railonly.emulation.push import pusher as push
+    from railonly.emulation.push.targets import Device
 
     d = outdir / "configs" / "rail0-leaf0"
     (d / "evil.sh").write_text("#!/bin/sh\n")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from ..lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_rates, netns_name, run_dir
-from ..switchcfg import eos, sonic
-from ..switchcfg.intent import ConfigReadError, SwitchIntent
+from ...lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_rates, netns_name, run_dir
+from railonly.fabric.devices.readback import eos, sonic
+from railonly.fabric.devices.readback.intent import ConfigReadError, SwitchIntent
 from . import frr
-from . import plan as nsplan
+from . import ns_plan as nsplan
 from .switch_plan import switch_items
 
 

@@ -24,12 +24,12 @@ from typing import Sequence
 
 from railonly import proc
 
-from ..lab import RUN_ROOT, STATE_DIR, Lab, LabError, LabNode, netns_prefix, run_dir, target
-from ..runtime.outdir_writer import UnsafePath
-from ..runtime.protocol import LabStatus, RuntimeProblem
+from ...lab import RUN_ROOT, STATE_DIR, Lab, LabError, LabNode, netns_prefix, run_dir, target
+from ..outdir_writer import UnsafePath
+from ..protocol import LabStatus, RuntimeProblem
 from . import engine, frr, lab_plan, setns, statefile
 from . import sshd as lab_sshd
-from .plan import dump
+from .ns_plan import dump
 
 
 def state_path(lab: Lab) -> str:
@@ -66,7 +66,7 @@ def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None
     a symlink; malformed is UntrustedFile (exit 2)."""
     from railonly.fabric.outdir import reader as U
 
-    from ..switchcfg.sonic import SPLIT_FILES
+    from railonly.fabric.devices.readback.sonic import SPLIT_FILES
 
     reader = U.OutdirReader(config_dir)
     if platform == "eos":
@@ -251,7 +251,7 @@ class NetnsRuntime:
                     rep.leftovers.append(f"directory {rundir} could not be removed")
                 else:
                     rep.deleted.append(rundir)
-            from ..runtime import lock
+            from .. import lock
 
             lock.remove_unheld(lab.name)  # a command holding the lab lock removes it itself
             try:

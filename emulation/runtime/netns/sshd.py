@@ -13,7 +13,7 @@ rest of OUTDIR/.lab. Each sshd listens on 127.0.0.1:22 *inside its namespace*:
 no address of the fabric is needed (a push that changes the switch's
 addresses cannot cut its own session), and a controller reaches it by opening
 the socket inside the namespace. Its ``ForceCommand`` is the railonly switch
-shell (railonly.emulation.netns.switch_shell), a tiny SONiC-like CLI whose
+shell (railonly.emulation.runtime.netns.switch_shell), a tiny SONiC-like CLI whose
 ``config reload`` calls the same apply function as deploy.
 
 The sshd processes are plan processes (:func:`processes`): the engine starts
@@ -39,10 +39,10 @@ from pathlib import Path
 
 from railonly import proc
 
-from ..lab import run_dir
-from ..switchcfg.sonic import SPLIT_FILES
+from ...lab import run_dir
+from railonly.fabric.devices.readback.sonic import SPLIT_FILES
 from . import setns
-from .plan import Process
+from .ns_plan import Process
 
 SSHD = "/usr/sbin/sshd"
 USER = "root"  # the sshd checks system accounts; the lab creates none
@@ -88,13 +88,13 @@ SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+=,@:-]+$")  # one sshd_config word, 
 def sshd_config(lab, switch: str) -> str:
     d = switch_dir(lab, switch)
     if not SAFE_PATH_RE.match(str(d)):
-        from ..lab import LabError
+        from ...lab import LabError
 
         raise LabError(str(lab.outdir), "the OUTDIR path has a character sshd_config cannot carry"
                        " (space, quote, '#', newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
-    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", str(Path(lab.outdir).resolve()), switch]
+    shell = [sys.executable, "-m", "railonly.emulation.runtime.netns.switch_shell", str(Path(lab.outdir).resolve()), switch]
     return "\n".join([
-        "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.netns.sshd)",
+        "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.runtime.netns.sshd)",
         f"Port {PORT}",
         f"ListenAddress {ADDRESS}",
         f"HostKey {d / 'ssh_host_ed25519_key'}",
@@ -132,7 +132,7 @@ def prepare(lab) -> dict:
     # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
     from railonly.fabric.outdir.reader import OutdirReader
 
-    from ..runtime.outdir_writer import OutdirWriter
+    from ..outdir_writer import OutdirWriter
 
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     tree, reader = OutdirWriter(lab.outdir), OutdirReader(str(lab.outdir))
@@ -223,7 +223,7 @@ def load_info(lab) -> dict | None:
     or known_hosts); a file of the wrong shape is exit 2 naming it."""
     from railonly.fabric.outdir.reader import OutdirReader
 
-    from ..lab import LabError
+    from ...lab import LabError
 
     path = ssh_dir(lab) / INFO
     data = OutdirReader(str(lab.outdir)).read_json(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024)

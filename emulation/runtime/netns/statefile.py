@@ -23,8 +23,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..lab import RUN_ROOT, netns_prefix, run_dir
-from .plan import LAB_RE, ROOT_SYSCTL_RE
+from ...lab import RUN_ROOT, netns_prefix, run_dir
+from .ns_plan import LAB_RE, ROOT_SYSCTL_RE
 
 STATE_VERSION = 1
 PHASES = ("deploying", "deployed", "destroy-incomplete")

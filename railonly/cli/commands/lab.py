@@ -45,7 +45,7 @@ def with_lab(action: Callable) -> Callable:
 
 def lab_exists(lab) -> bool:
     """Any namespace of the lab (what a deploy that failed early did not create)."""
-    from railonly.emulation.netns.runtime import lab_namespaces
+    from railonly.emulation.runtime.netns.runtime import lab_namespaces
 
     return bool(lab_namespaces(lab))
 
@@ -145,7 +145,7 @@ def destroy(args) -> int:
 
 
 def check_args(p) -> None:
-    from railonly.emulation.checks.plan import CHECKS
+    from railonly.emulation.checks.check_plan import CHECKS
 
     p.add_argument("--json", metavar="FILE", help="write the results as JSON (docs/reference/outdir.md)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
@@ -154,9 +154,9 @@ def check_args(p) -> None:
 
 
 def check(args) -> int:
-    from railonly.emulation.checks import report
-    from railonly.emulation.checks import run as checks_run
-    from railonly.emulation.checks.plan import CHECKS
+    from railonly.emulation.checks import check_report as report
+    from railonly.emulation.checks import checker as checks_run
+    from railonly.emulation.checks.check_plan import CHECKS
 
     rt, lab = open_lab(args)
     with locked(lab, shared=True), console.reporter() as bar:
@@ -189,7 +189,7 @@ def traffic_args(p) -> None:
 
 
 def traffic(args) -> int:
-    from railonly.emulation.checks import report
+    from railonly.emulation.checks import check_report as report
     from railonly.emulation.traffic import iperf3
 
     if args.job:
@@ -220,7 +220,7 @@ def _flow_step(bar, message: str) -> None:
 
 def traffic_job(args) -> int:
     """--job: exit 0 every phase passed, 1 a phase failed, 2 a bad job (or one the lab cannot hold), 3 not deployed."""
-    from railonly.emulation.checks import report
+    from railonly.emulation.checks import check_report as report
     from railonly.emulation.lab import LabError
     from railonly.emulation.traffic import job_plan, replay
     from railonly.fabric.analysis import load_job
