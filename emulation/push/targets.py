@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from railonly.fabric.input.problems import InputError, Problem, did_you_mean
@@ -52,6 +52,7 @@ class Device:
     known_hosts: str | None = None  # lab file; None: ~/.ssh/known_hosts
     key_file: str | None = None  # lab client key; None: from the environment / --key
     host_alias: str | None = None  # name host keys are recorded under (the lab: the namespace name)
+    door: object | None = field(default=None, compare=False, repr=False)  # the lab runtime's NodeDoor (netns)
 
     @property
     def where(self) -> str:
@@ -120,17 +121,18 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> 
     return devices
 
 
-def lab_devices(outdir: str | os.PathLike) -> list[Device]:
+def lab_devices(outdir: str | os.PathLike, rt=None) -> list[Device]:
     """The SONiC switches of the lab deployed from OUTDIR, reached through their namespaces.
 
     Raises RuntimeProblem (exit 3) when the lab has no switch sshd (not deployed,
     or deployed without it)."""
     from ..lab import load_lab
-    from ..runtime.netns import sshd as lab_sshd
     from ..runtime.protocol import RuntimeProblem
+    from ..runtime.registry import get_runtime
 
     lab = load_lab(outdir)
-    info = lab_sshd.load_info(lab)
+    rt = rt or get_runtime()
+    info = rt.ssh_endpoints(lab)
     if info is None:
         if lab.switches and all(sw.platform == "eos" for sw in lab.switches):
             raise RuntimeProblem(
@@ -138,7 +140,7 @@ def lab_devices(outdir: str | os.PathLike) -> list[Device]:
                 f"(its switches are programmed from their startup-config at deploy): give --inventory FILE "
                 f"for real devices, or re-deploy the lab (railonly lab deploy {outdir}) to apply new configs")
         raise RuntimeProblem(
-            f"lab {lab.name} has no switch sshd state in {lab_sshd.ssh_dir(lab)}: deploy it first "
+            f"lab {lab.name} has no switch sshd state in {rt.ssh_state_dir(lab)}: deploy it first "
             f"(railonly lab deploy {outdir}) or give --inventory FILE")
     out = []
     for sw in lab.switches:
@@ -146,7 +148,7 @@ def lab_devices(outdir: str | os.PathLike) -> list[Device]:
         if ent is None:
             continue  # EOS switches of a lab have no sshd (no EOS CLI in the emulation)
         out.append(Device(sw.name, ent["host"], int(ent["port"]), "sonic", sw.netns, info["user"],
-                          info["known_hosts"], info["client_key"], ent.get("alias")))
+                          info["known_hosts"], info["client_key"], ent.get("alias"), rt.door()))
     if not out:
         raise RuntimeProblem(f"lab {lab.name} has no SONiC switch with an sshd to push to")
     return out

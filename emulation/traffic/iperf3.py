@@ -22,7 +22,6 @@ from typing import Callable
 
 from ..checks import check_plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
-from ..runtime.netns import pids, setns
 from ..runtime.outdir_writer import OutdirWriter
 from ..runtime.protocol import Runtime, deployed_status
 from .completion import default_bytes, model
@@ -35,7 +34,7 @@ def _run_dir(lab: Lab) -> str:
     return f"{run_dir(lab.name)}/iperf3"
 
 
-def stop_servers(lab: Lab) -> int:
+def stop_servers(lab: Lab, rt: Runtime) -> int:
     """Stop every recorded iperf3 server by pid (checked against its command line).
 
     The record sits in the untrusted OUTDIR: an entry is used only when it is
@@ -59,14 +58,7 @@ def stop_servers(lab: Lab) -> int:
     if not ok:
         raise LabError(str(lab.traffic_state_file), "is not a record of the lab's iperf3 servers (refused: nothing"
                        " was stopped or removed)", "remove the file; railonly lab destroy stops every process of the lab")
-    targets = []
-    for s in servers:
-        pid = pids.read_pidfile(s["pidfile"])
-        ino = setns.inode(s["netns"])
-        pi = pids.matches(pid, s["argv"], netns_inode=ino) if pid and ino else None
-        if pi is not None:
-            targets.append(pi)
-    pids.terminate(targets, 3.0)
+    stopped = rt.stop_recorded(servers, 3.0)
     for s in servers:
         try:
             os.unlink(s["pidfile"])
@@ -78,7 +70,7 @@ def stop_servers(lab: Lab) -> int:
             os.rmdir(d)
         except OSError:
             break
-    return len(targets)
+    return stopped
 
 
 def _dst_ip(cp, f: Flow) -> str:
@@ -104,7 +96,7 @@ def _start_servers(lab: Lab, rt: Runtime, cp, flows: list[Flow]) -> None:
         if rc != 0:
             raise RuntimeError(f"iperf3 server in {s['netns']} failed: {out.strip()[:200]}")
     deadline = time.monotonic() + 10
-    while any(pids.read_pidfile(s["pidfile"]) is None for s in servers) and time.monotonic() < deadline:
+    while any(rt.pid_of(s["pidfile"]) is None for s in servers) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -277,7 +269,7 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
                                  "wall_s": round(max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs), 3)})
         completion = max((r["end_s"] for r in results.values()), default=0.0)
     finally:
-        stop_servers(lab)
+        stop_servers(lab, rt)
     return StepsRun([results[i] for i in range(len(flows))], step_rep, completion)
 
 
@@ -307,7 +299,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
         if pre.failed:
             progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
-    stop_servers(lab)  # leftovers of an interrupted run
+    stop_servers(lab, rt)  # leftovers of an interrupted run
     ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, progress=progress)
     step_rep = ran.steps
     for i, sr in enumerate(step_rep):

@@ -190,7 +190,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     ports = _ports(cp)
     want = {g: set(p.values()) for g, p in ports.items()}
     per_phase: list[list[dict]] = [[] for _ in phases]
-    stop_servers(lab)  # leftovers of an interrupted run
+    stop_servers(lab, rt)  # leftovers of an interrupted run
     try:
         counters.install()
         for it in range(iterations):

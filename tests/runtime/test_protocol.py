@@ -12,7 +12,8 @@ from railonly.emulation.runtime.registry import RUNTIMES
 
 from ..conftest import FakeRuntime
 
-PROTOCOL_METHODS = ("deploy", "exec", "destroy", "status")
+# every method of the protocol: the four of a lab's life and the capabilities beyond exec
+PROTOCOL_METHODS = tuple(n for n, v in vars(Runtime).items() if callable(v) and not n.startswith("_"))
 
 
 def runtime_class(name: str) -> type:
@@ -49,6 +50,16 @@ def test_methods_match_the_protocol(name):
 
 def test_the_fake_runtime_honours_the_protocol_too():
     assert signature_problems(FakeRuntime) == []
+
+
+def test_the_protocol_has_its_capabilities():
+    assert {"deploy", "exec", "destroy", "status", "door", "daemon_argv", "settle_links",
+            "frr_daemons", "stop_frr", "ssh_endpoints", "stop_recorded"} <= set(PROTOCOL_METHODS)
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIMES))
+def test_each_runtime_is_a_runtime(name):
+    assert issubclass(runtime_class(name), Runtime) and issubclass(FakeRuntime, Runtime)
 
 
 def test_a_mismatch_is_seen():

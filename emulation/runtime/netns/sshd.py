@@ -40,7 +40,7 @@ from pathlib import Path
 from railonly import proc
 
 from ...lab import run_dir
-from railonly.fabric.devices.readback.sonic import SPLIT_FILES
+from railonly.fabric.devices.readback.sonic import SPLIT_FILES, SWITCH_FILES  # noqa: F401 (re-exported)
 from . import setns
 from .ns_plan import Process
 
@@ -50,7 +50,6 @@ PORT = 22
 ADDRESS = "127.0.0.1"
 INFO = "lab-ssh.json"
 # what a SONiC switch reads from its config folder, and so all that push sends
-SWITCH_FILES = ("config_db.json", "frr.conf", *SPLIT_FILES)
 
 
 def ssh_dir(lab) -> Path:

@@ -1,4 +1,7 @@
-"""Pure readers of a switch's config files (SONiC config_db.json, EOS startup-config) into one SwitchIntent.
+"""Read-back parsers of the generated switch configs (SONiC config_db.json + FRR, EOS startup-config).
 
-May import: the standard library only (text in, data out; no processes, no other room).
+sonic/eos/intent: a switch's files -> one SwitchIntent (what the lab deploys and push re-applies);
+facts: the same files -> DeviceFacts (what validate cross-checks). Pure: text in, data out.
+
+May import: input, platforms (vendor speed forms); the standard library; no processes.
 """

@@ -69,16 +69,12 @@ def deploy_args(p) -> None:
 def deploy(args) -> int:
     rt, lab = open_lab(args)
     if args.dry_run:
-        if hasattr(rt, "dry_run"):
-            sys.stdout.write(rt.dry_run(lab))
-        else:
-            print(" ".join(rt.deploy_argv(lab)))
+        sys.stdout.write(rt.dry_run(lab))
         return 0
     try:
         with locked(lab, remove=lambda: not lab_exists(lab)), console.reporter() as bar:
-            # The netns runtime reports each phase of its plan; other runtimes deploy in one go.
-            hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
-            res = rt.deploy(lab, **hook)
+            # a runtime that deploys in phases reports each; others deploy in one go
+            res = rt.deploy(lab, hook=lambda phase, _batch: bar.step(f"deploy: {phase}"))
     except KeyboardInterrupt:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
               file=sys.stderr)
