@@ -34,7 +34,7 @@ def _run_dir(lab: Lab) -> str:
     return f"{run_dir(lab.name)}/iperf3"
 
 
-def stop_servers(lab: Lab, rt: Runtime) -> int:
+def stop_servers(lab: Lab, rt: Runtime | None = None) -> int:
     """Stop every recorded iperf3 server by pid (checked against its command line).
 
     The record sits in the untrusted OUTDIR: an entry is used only when it is
@@ -58,7 +58,9 @@ def stop_servers(lab: Lab, rt: Runtime) -> int:
     if not ok:
         raise LabError(str(lab.traffic_state_file), "is not a record of the lab's iperf3 servers (refused: nothing"
                        " was stopped or removed)", "remove the file; railonly lab destroy stops every process of the lab")
-    stopped = rt.stop_recorded(servers, 3.0)
+    from ..runtime.registry import get_runtime
+
+    stopped = (rt or get_runtime()).stop_recorded(servers, 3.0)
     for s in servers:
         try:
             os.unlink(s["pidfile"])

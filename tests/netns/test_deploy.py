@@ -13,6 +13,7 @@ import pytest
 from railonly import proc
 from railonly.emulation.runtime.netns import frr, lab_plan, pids, setns
 from railonly.emulation.runtime.netns.reprogram import apply_switch_config
+from railonly.fabric.outputs import clab_exec
 
 from ..conftest import compile_to, design_text, unique
 from .conftest import EOS_ROUTED, leftovers, own_processes
@@ -96,8 +97,8 @@ def test_rail_nic_cannot_reach_another_rail(routed):
     lab, _ = routed
     ns = lab.netns("hb0-gpu0")
     dst = addr(lab, "hb5-gpu1")
-    other_rail = next(r for r in lab.nodes["hb0-gpu0"].exec if r[:3] == ("ip", "route", "add") and "hb0" in r)
-    assert sh(ns, "ip", "route", "del", other_rail[3]).ok
+    other_rail = next(r for r in lab.nodes["hb0-gpu0"].exec if isinstance(r, clab_exec.RouteAdd) and r.dev == "hb0")
+    assert sh(ns, "ip", "route", "del", other_rail.dst).ok
     try:
         assert not ping(lab, "hb0-gpu0", dst, "-I", "eth1")
     finally:

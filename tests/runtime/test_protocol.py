@@ -21,11 +21,11 @@ def runtime_class(name: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
-def signature_problems(cls: type) -> list[str]:
+def signature_problems(cls: type, methods: tuple[str, ...] = PROTOCOL_METHODS) -> list[str]:
     """Each Protocol method must exist with the Protocol's parameters (names, kinds,
     defaults) in order; a runtime may add parameters only with defaults."""
     out = []
-    for meth in PROTOCOL_METHODS:
+    for meth in methods:
         if not callable(getattr(cls, meth, None)):
             out.append(f"{cls.__name__} has no {meth}")
             continue
@@ -59,7 +59,7 @@ def test_the_protocol_has_its_capabilities():
 
 @pytest.mark.parametrize("name", sorted(RUNTIMES))
 def test_each_runtime_is_a_runtime(name):
-    assert issubclass(runtime_class(name), Runtime) and issubclass(FakeRuntime, Runtime)
+    assert Runtime in runtime_class(name).__mro__ and Runtime in FakeRuntime.__mro__
 
 
 def test_a_mismatch_is_seen():
@@ -72,6 +72,6 @@ def test_a_mismatch_is_seen():
 
         def status(self, lab): ...  # and no destroy
 
-    problems = signature_problems(Wrong)
+    problems = signature_problems(Wrong, ("deploy", "exec", "destroy", "status"))
     assert len(problems) == 3, problems
     assert any("force" in p for p in problems) and any("no destroy" in p for p in problems)

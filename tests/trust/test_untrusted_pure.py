@@ -16,6 +16,7 @@ from railonly.cli import main
 from railonly.emulation.lab import load_lab
 from railonly.emulation.runtime.netns import sshd as lab_sshd
 from railonly.emulation.runtime.netns import statefile
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 from railonly.emulation.runtime.outdir_writer import OutdirWriter, UnsafePath
 from railonly.emulation.traffic import faults
 from railonly.fabric.input.problems import InputError
@@ -240,7 +241,7 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
     lab = load_lab(outdir)
     sw = lab.switches[0]
     good = {"kind": "node", "what": sw.name, "ends": [], "routes": {}, "frr": []}
-    assert faults._problems(lab, [good]) == []
+    assert faults._problems(lab, NetnsRuntime(), [good]) == []
     cases = [
         {**good, "frr": [["/bin/sh", "-c", "touch /tmp/pwn"]]},
         {**good, "what": lab.gpus[0].name, "frr": [["/usr/lib/frr/zebra"]]},
@@ -251,8 +252,8 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
         "not a fault",
     ]
     for c in cases:
-        assert faults._problems(lab, [c]), c
-    assert faults._problems(lab, {"a": 1})
+        assert faults._problems(lab, NetnsRuntime(), [c]), c
+    assert faults._problems(lab, NetnsRuntime(), {"a": 1})
 
 
 def test_lab_ssh_json_cannot_point_push_elsewhere(copy):
