@@ -1,6 +1,6 @@
 """`railonly analyze --search` for GPT-1T on 32,768 GPUs, beside a brute-force loop.
 
-Both walk the same space (tp, pp, dp, ep, micro-batch, vpp, recompute under the
+Both walk the same space (tp, pp, dp, ep, micro-batch, vpp, recompute, distributed optimizer under the
 GPU memory limit) on the same design and find the best configuration per
 network. The search checks memory before anything, builds each (tp, pp, dp, ep)
 placement once and reuses a call's time across micro-batch, vpp and recompute;

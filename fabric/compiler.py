@@ -12,6 +12,7 @@ import json
 from typing import Callable
 
 from .cost import bom
+from .cost.inventory import from_fabric
 from .design import lab_slice
 from .design.design import Design
 from .devices import configs
@@ -102,7 +103,31 @@ def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
     return [r for r in results if not r.passed]
 
 
+def check_caps(design: Design) -> None:
+    """InputError (exit 2) when the design is over a cap (input.limits): counts only, nothing built."""
+    from .cost.inventory import from_design
+    from .input import limits
+    from .input.problems import InputError
+
+    problems = []
+    if design.gpus > limits.GPUS.value:
+        problems.append(design.problem("hb_domain.count", *limits.GPUS.message(design.gpus)))
+    else:
+        try:
+            switches = sum(from_design(design).switches.values())
+        except ValueError:
+            switches = 0  # over three tiers: the design check says so
+        if switches > limits.SWITCHES.value:
+            problems.append(design.problem("switch.radix", *limits.SWITCHES.message(switches)))
+        files = limits.estimated_files(switches, design.hb_count)
+        if files > limits.FILES.value:
+            problems.append(design.problem("hb_domain.count", *limits.FILES.message(files)))
+    if problems:
+        raise InputError(problems)
+
+
 def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
+    check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)
@@ -116,11 +141,12 @@ def summary(fab: Fabric) -> str:
     tiers = ", ".join(f"{len(v):,} {names[t]}" for t, v in by_tier.items())
     rails_desc = f"{d.rails} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
     lines = [
-        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)",
+        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)"
+        + (f", {d.switch_model} {d.breakout}" if d.models else ""),
         f"  GPUs      {len(fab.gpus):,} ({rails_desc})",
         f"  tiers     {fab.tiers} {'per rail' if d.topology == 'rail-only' else 'across rails'}",
         f"  switches  {len(fab.switches):,} ({tiers})",
-        f"  cables    {len(fab.cables()):,} ({2 * len(fab.cables()):,} transceivers)",
+        f"  cables    {len(fab.cables()):,} ({from_fabric(fab).transceiver_count:,} transceivers)",
     ]
     if d.planned > d.hb_count:
         lines.append(f"  build-out {d.planned:,} HB domains: spines and cores sized for it, growing only adds cables "

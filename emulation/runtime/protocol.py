@@ -95,6 +95,15 @@ class Runtime(Protocol):
 
     # -- capabilities beyond exec (a runtime that has no such thing keeps these defaults) --
 
+    def bind_lab(self, lab: Lab, name: str | None = None, deploying: bool = False) -> Lab:
+        """The lab under the name it was deployed under (where the runtime records deployed labs)."""
+        return lab
+
+    def lab_to_destroy(self, outdir: str | None, name: str | None) -> object | None:
+        """What ``destroy`` removes, whatever became of the OUTDIR (the netns runtime: the recorded
+        identity); None: the Lab loaded from OUTDIR."""
+        return None
+
     def dry_run(self, lab: Lab) -> str:
         """What deploy would do, printed by ``lab deploy --dry-run`` (no root needed)."""
         return f"{self.name}: deploy lab {lab.name} ({len(lab.nodes)} nodes)\n"

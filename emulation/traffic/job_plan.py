@@ -130,7 +130,9 @@ def scale_job(job: Job, lab: Cluster, nic_mbps: float, time_scale: float = 1.0) 
     vpp = p.vpp if (pp > 1 and (job.model.layers // pp) % p.vpp == 0 and m2 % pp == 0) else 1
     if vpp != p.vpp:
         changes.append(f"vpp {p.vpp} -> {vpp}")
-    scaled = job.replace(tp=tp, pp=pp, dp=dp, ep=ep, global_batch=m2 * p.micro_batch * dp, vpp=vpp)
+    if p.cp > 1:  # the replay's phases have no context-parallel ring: the lab runs the job without it
+        changes.append(f"cp {p.cp} -> 1")
+    scaled = job.replace(tp=tp, pp=pp, dp=dp, ep=ep, global_batch=m2 * p.micro_batch * dp, vpp=vpp, cp=1)
     return Scaled(scaled, job, lab, rate_ratio(lab, nic_mbps) * time_scale, time_scale, tuple(changes))
 
 

@@ -22,7 +22,7 @@ Public API (stable; extended, never renamed):
         ph.name, ph.groups, ph.kind, ph.bytes_per_gpu, ph.model_s
     results = evaluate(job, pl, rates)            # {"rail-only": Result, "rail-optimized": ..., "ideal": ...}
 
-Modules: job (docs/reference/job.md), presets (GPU and model data files), untrusted (bounded
+Modules: job (docs/reference/job.md), compute (FLOPs, kernels, optimizer step), presets (GPU and model data files), untrusted (bounded
 reading), cluster, placement (groups and classes), verdict (problems and
 fixes), autoplace (--place auto), traffic (collectives and
 bytes by class), network (the three networks' paths), timing (compute, bubble,

@@ -15,7 +15,7 @@ from .matrix import silent_pair_share
 from .memory import estimate
 from .network import NETWORKS, Rates
 from .placement import Placement
-from .timing import Result, iteration
+from .timing import PARTS, Result, iteration
 from .traffic import Collective, all_to_all_overhead, class_bytes, collectives
 
 SCHEMA_VERSION = 1
@@ -75,6 +75,7 @@ def contract(a: Analysis, design_name: str) -> dict:
     busy = link_busy_s(bytes_, n, a.rates)
     doc = {
         "schema_version": SCHEMA_VERSION, "job": a.job.name, "design": design_name, "gpus": n,
+        "model": model_dict(a.job),
         "placement": {"ok": pl.ok, "order": "-".join(pl.order),
                       "problems": [{"group": p.group, "message": p.message, "fix": p.fix} for p in pl.problems],
                       "notes": list(pl.notes),
@@ -101,6 +102,14 @@ def contract(a: Analysis, design_name: str) -> dict:
     return doc
 
 
+def model_dict(job: Job) -> dict:
+    """The model as the analysis counts it: parameters (all, and those outside the routed experts)."""
+    m = job.model
+    return {"parameters": m.params, "dense_parameters": m.dense_params, "expert_parameters": m.expert_params,
+            "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv, "ffn": m.ffn, "mlp": m.mlp,
+            "tied_embeddings": m.tied_embeddings}
+
+
 def link_busy_s(bytes_: dict, gpus: int, r: Rates) -> dict:
     """Seconds per iteration a GPU's NVLink and NIC are busy on rail-only (cross-rail bytes use both)."""
     hb = (bytes_["hb"] + bytes_["cross_rail"]) / gpus / r.hb
@@ -123,15 +132,27 @@ def _bytes(n: float) -> str:
 
 
 def _t(x: float) -> str:
-    return f"{x:.3f} s" if x < 100 else f"{x:,.1f} s"
+    """Seconds as people read them: 1,234.5 s, 12.345 s, 0.123 s; below a millisecond in ms."""
+    if x >= 100:
+        return f"{x:,.1f} s"
+    if x >= 1e-3 or x == 0:
+        return f"{x:.3f} s"
+    return f"{x * 1e3:.3g} ms"
+
+
+def _params(n: float) -> str:
+    return f"{n / 1e9:,.1f}B" if n >= 1e9 else f"{n / 1e6:,.0f}M"
 
 
 def text(a: Analysis, design_name: str) -> str:
     j, p, pl = a.job, a.job.parallel, a.placement
     doc = contract(a, design_name)
-    lines = [f"{j.name} on {design_name}: {p.gpus:,} GPUs (K = {a.cluster.hb_size}), tp {p.tp} x pp {p.pp} x dp {p.dp}"
+    lines = [f"{j.name} on {design_name}: {p.gpus:,} GPUs (K = {a.cluster.hb_size}), tp {p.tp}"
+             + (f" x cp {p.cp}" if p.cp > 1 else "") + f" x pp {p.pp} x dp {p.dp}"
              + (f" (ep {p.ep})" if p.ep > 1 else "") + f", order {'-'.join(pl.order)}, "
-             f"{j.gpu.name} {j.gpu.tflops:g} TFLOPS, NIC {a.cluster.nic_gbps:g} / HB {a.cluster.hb_gbps:g} Gb/s"]
+             f"{j.gpu.name} {j.gpu.tflops:g} TFLOPS, NIC {a.cluster.nic_gbps:g} / HB {a.cluster.hb_gbps:g} Gb/s",
+             f"model: {_params(j.model.params)} parameters"
+             + (f" ({_params(j.model.expert_params)} in routed experts)" if j.model.is_moe else "")]
     if pl.ok:
         lines.append("placement: ok (every TP, PP and DP group stays on HB or on one rail)")
     else:
@@ -146,13 +167,14 @@ def text(a: Analysis, design_name: str) -> str:
                  f"({b['rail'] / tot:.1%}), cross-rail {_bytes(b['cross_rail'])} ({b['cross_rail'] / tot:.1%}); "
                  f"silent GPU pairs {doc['traffic']['silent_pair_share']:.2%}")
     busy = doc["traffic"]["link_busy_s"]
-    lines.append(f"busiest link on rail-only: {doc['traffic']['most_loaded_link'] or '-'} (a GPU's NVLink busy {busy['hb']:.3g} s, "
-                 f"its NIC {busy['nic']:.3g} s per iteration)")
-    head = ("network", "iteration", "compute", "bubble", "tp", "pp", "dp", "ep", "MFU", "HFU", "tokens/s")
+    lines.append(f"busiest link on rail-only: {doc['traffic']['most_loaded_link'] or '-'} (a GPU's NVLink busy {_t(busy['hb'])}, "
+                 f"its NIC {_t(busy['nic'])} per iteration)")
+    shown = [k for k in PARTS if k not in ("cp", "ep") or any(r.breakdown_s[k] for r in a.results.values())]
+    head = ("network", "iteration", *shown, "MFU", "HFU", "tokens/s")
     rows = [head]
     for n, r in a.results.items():
         bd = r.breakdown_s
-        rows.append((n, _t(r.iteration_s), *(f"{bd[k]:.3f}" for k in ("compute", "bubble", "tp", "pp", "dp", "ep")),
+        rows.append((n, _t(r.iteration_s), *(_t(bd[k]) for k in shown),
                      f"{r.mfu:.1%}", f"{r.hfu:.1%}", f"{r.tokens_per_s:,.0f}"))
     w = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines += ["  " + "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r)) for r in rows]
@@ -166,6 +188,8 @@ def text(a: Analysis, design_name: str) -> str:
         lines.append("launcher: " + " ".join(f"{k}={v}" for k, v in env.items()))
     mem = a.memory
     lines.append(f"memory per GPU: {mem['total_gb']:.1f} of {mem['capacity_gb']:g} GB" + ("" if mem["fits"] else "  DOES NOT FIT"))
+    if not mem["fits"] and a.extra.get("would_fit") is not None:
+        lines.append(f"  would fit: {a.extra['would_fit']['text']}")
     if a.cost:
         c = a.cost
         if c["rail-only"]["network_usd"] is not None:
@@ -178,12 +202,15 @@ def text(a: Analysis, design_name: str) -> str:
                              f"{eb['rail_only_tokens_per_s']:,.0f} tokens/s vs rail-optimized {eb['rail_optimized_tokens_per_s']:,.0f}")
         else:
             lines.append("network cost: not available (one of the two networks cannot be built at this radix)")
-    if a.search:
+    if a.search is not None and a.search.get("empty"):
+        lines.append(f"search: nothing feasible: {a.search['empty']}")
+    elif a.search:
         lines.append("search (best per network, memory-feasible):")
         for n, s in a.search.items():
-            if n == "evaluated":
+            if n in ("evaluated", "empty"):
                 continue
             q = s["parallel"]
             lines.append(f"  {n}: tp {q['tp']} pp {q['pp']} dp {q['dp']} ep {q['ep']} micro-batch {q['micro_batch']} vpp {q['vpp']} "
-                         f"{q['recompute']}: {_t(s['iteration_s'])}, MFU {s['mfu']:.1%}, {s['memory_gb']:.1f} GB")
+                         f"{q['recompute']}{', distributed optimizer' if q['distributed_optimizer'] else ''}: "
+                         f"{_t(s['iteration_s'])}, MFU {s['mfu']:.1%}, {s['memory_gb']:.1f} GB")
     return "\n".join(lines)

@@ -1,11 +1,12 @@
-"""`--place auto`: the rank order that keeps the most bytes off cross-rail paths.
+"""`--place auto`: the rank order with the fastest iteration on rail-only.
 
-Every order of tp, ep, dp and pp (cp has size 1 here) is placed and its
-traffic counted; the best keeps TP groups inside HB domains where any order
-can (TP is most of the bytes), then has the fewest cross-rail bytes, then the
-fastest rail-only iteration, then the fewest rail bytes (ties go to tp-first
-orders and then the order's text, so the choice is deterministic). Where no order keeps every
-byte on HB and rails, the fix also names a dp that would.
+Every order of tp, ep, dp and pp (cp just after tp), and the job's own, is
+placed, its traffic counted and its rail-only iteration timed; the fastest
+wins, and cross-rail bytes, then rail bytes, then tp-first orders and the
+order's text only break ties (so the choice is deterministic and never slower
+than the job's own order). The placement hint (`rail_aligned_hint`) ranks by
+bytes instead: the order that keeps the most bytes off cross-rail paths, and
+where none keeps every byte on HB and rails, a dp that would.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ from itertools import permutations
 from .cluster import Cluster
 from .job import Job
 from .network import Rates
-from .placement import HB, Placement, layout
+from .placement import HB, Placement, layout, with_cp
 from .timing import iteration
 from .traffic import class_bytes, collectives
+
+
+def _sig(x: float) -> float:
+    """x to 9 significant digits: equal times compare equal whatever the summation order."""
+    return float(f"{x:.9g}")
 
 
 @dataclass(frozen=True)
@@ -30,9 +36,12 @@ class OrderScore:
     tp_off_hb: int  # TP groups that leave their HB domain
 
     def key(self) -> tuple:
-        # TP stays on NVLink first (its bytes dwarf the rest), then fewest cross-rail
-        # bytes, fastest rail-only iteration, fewest rail bytes, tp-first orders, text.
-        return (self.tp_off_hb > 0, round(self.cross_rail), round(self.iteration_s, 6), round(self.rail),
+        """Fastest rail-only iteration first; bytes only break ties."""
+        return (_sig(self.iteration_s), round(self.cross_rail), round(self.rail), self.order[0] != "tp", "-".join(self.order))
+
+    def rail_key(self) -> tuple:
+        """Fewest bytes off HB and rails first (TP on NVLink, then cross-rail bytes), then time."""
+        return (self.tp_off_hb > 0, round(self.cross_rail), _sig(self.iteration_s), round(self.rail),
                 self.order[0] != "tp", "-".join(self.order))
 
 
@@ -42,9 +51,10 @@ def candidate_orders(job: Job) -> list[tuple[str, ...]]:
     for perm in permutations(dims):
         if job.parallel.ep == 1 and perm.index("ep") + 1 != perm.index("dp"):
             continue  # ep of size 1 sits before dp: one order per placement
-        full = list(perm)
-        full.insert(full.index("tp") + 1, "cp")
-        out.append(tuple(full))
+        out.append(with_cp(perm))
+    own = with_cp(job.parallel.order)
+    if own not in out:  # the job's own order is always a candidate: auto is never slower than it
+        out.append(own)
     return out
 
 
@@ -62,7 +72,11 @@ def ranked_orders(job: Job, cluster: Cluster, rates: Rates | None = None) -> lis
 
 
 def auto_order(job: Job, cluster: Cluster, rates: Rates | None = None) -> tuple[str, ...]:
-    return ranked_orders(job, cluster, rates)[0].order
+    ranked = ranked_orders(job, cluster, rates)
+    best = ranked[0]
+    own = next(s for s in ranked if s.order == with_cp(job.parallel.order))
+    # a tie at 9 digits may hide a last-bit difference: never return an order slower than the job's
+    return own.order if own.iteration_s < best.iteration_s else best.order
 
 
 def _aligned_dp(job: Job, cluster: Cluster) -> int | None:
@@ -81,15 +95,15 @@ def _aligned_dp(job: Job, cluster: Cluster) -> int | None:
 
 def rail_aligned_hint(pl: Placement) -> str:
     job, cluster = pl.job, pl.cluster
-    ranked = ranked_orders(job, cluster)
+    ranked = sorted(ranked_orders(job, cluster), key=OrderScore.rail_key)
     now = score(job, cluster, pl.order)
     best = ranked[0]
     text = "-".join(best.order)
     if best.cross_rail == 0:
-        return f"use order: {text} (or --place auto): then no byte crosses rails"
+        return f"use order: {text}: then no byte crosses rails (--place auto picks the fastest order)"
     dp = _aligned_dp(job, cluster)
     alt = f"; or dp {dp}, which keeps every byte on HB and rails in this order" if dp else ""
     if best.cross_rail < now.cross_rail:
         cut = 1 - best.cross_rail / now.cross_rail
-        return f"no order keeps every byte on rails; order: {text} (or --place auto) cuts the cross-rail bytes by {cut:.0%}{alt}"
+        return f"no order keeps every byte on rails; order: {text} cuts the cross-rail bytes by {cut:.0%}{alt}"
     return f"no order does better{alt or '; change tp or dp so that tp x dp is a multiple of K = ' + str(cluster.hb_size)}"

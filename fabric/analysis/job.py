@@ -22,6 +22,9 @@ from .job_files import load_untrusted, parse_untrusted
 ORDER_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # Megatron's default, fastest-varying first
 RECOMPUTE = ("none", "selective", "full")
+GRAD_REDUCE = ("fp32", "bf16", "fp16")  # precision of the data-parallel gradient reduction
+PRECISION = ("bf16", "fp16", "fp8")  # of the linear layers' matrix multiplies
+GRAD_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 MAX_GPUS = 1 << 20  # bounds the analysis' arrays (a few MB each)
 
 FIELDS: dict[str, Field] = {
@@ -44,7 +47,15 @@ FIELDS: dict[str, Field] = {
                        pattern_text="parallel dimensions joined by '-', fastest-varying first, e.g. tp-cp-ep-dp-pp",
                        hint="the rank order: tp, cp, ep, dp, pp, fastest-varying first (tp, dp and pp must appear)"),
         "recompute": Field("choice", default="selective", choices=RECOMPUTE, hint="activation recomputation"),
-        "dp_overlap": Field("number", default=0.0, min=0, max=1, hint="share of the DP gradient reduction hidden behind backward, 0 to 1"),
+        "cp": Field("int", default=1, min=1, max=1024, hint="context-parallel size: the sequence split over cp GPUs (ring attention)"),
+        "dp_overlap": Field("number", default=0.0, min=0, max=1, hint="share of the DP gradient reduction (and parameter all-gather) hidden behind compute, 0 to 1 (Megatron: --overlap-grad-reduce)"),
+        "tp_overlap": Field("number", default=0.0, min=0, max=1, hint="share of the TP collectives hidden behind GEMMs, 0 to 1 (Megatron: --tp-comm-overlap)"),
+        "pp_overlap": Field("number", default=0.0, min=0, max=1, hint="share of the pipeline sends hidden behind compute, 0 to 1 (Megatron: --overlap-p2p-communication)"),
+        "grad_reduce": Field("choice", default="fp32", choices=GRAD_REDUCE,
+                             hint="precision of the DP gradient reduction: fp32 (Megatron's default for bf16 training, 4 bytes), bf16 or fp16 (2 bytes)"),
+        "distributed_optimizer": Field("bool", default=False, hint="shard the optimizer over DP: reduce-scatter gradients, all-gather parameters (Megatron: --use-distributed-optimizer)"),
+        "precision": Field("choice", default="bf16", choices=PRECISION, hint="matrix-multiply precision: bf16, fp16 or fp8 (needs gpu.fp8_tflops)"),
+        "flash_attention": Field("bool", default=False, hint="fused (flash) attention: no s x s score matrix through memory; Megatron's --use-flash-attn, off by default"),
     }),
     "gpu": Field("section", required=True, hint="give gpu.preset (a100, h100, h200, gh200, b200) or gpu.tflops and gpu.memory_gb",
                  fields={"preset": Field("str", default=None, hint="a GPU preset: a100, h100, h200, gh200, b200 (or your own in --presets)"),
@@ -64,6 +75,23 @@ class Model:
     experts: int = 0  # 0: a dense model
     top_k: int = 1
     moe_every: int = 1
+    kv_heads: int = 0  # 0: as many as heads (no grouped-query attention)
+    mlp: str = "gelu"  # gelu | swiglu (gated: three matrices)
+    tied_embeddings: bool = True
+    shared_experts: int = 0  # experts every token passes through, beside the routed top_k
+
+    @property
+    def kv(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def qkv_width(self) -> int:
+        """Output width of the QKV projection: h for queries, 2 kv_heads x head size for keys and values."""
+        return self.hidden + 2 * self.kv * (self.hidden // self.heads)
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.mlp == "swiglu" else 2
 
     @property
     def is_moe(self) -> bool:
@@ -78,17 +106,31 @@ class Model:
         return self.layers // self.moe_every if self.is_moe else 0
 
     @property
-    def dense_params(self) -> int:
-        """Parameters outside the experts: attention, dense MLPs, norms, embedding."""
+    def attention_params(self) -> int:
+        """QKV and output projections with their biases, and the layer's two norms."""
         h = self.hidden
-        attn = 4 * h * h + 4 * h
-        mlp = 2 * h * self.ffn + self.ffn + h
+        return h * self.qkv_width + self.qkv_width + h * h + h + 4 * h
+
+    @property
+    def mlp_params(self) -> int:
+        """One MLP (or one expert) of inner size ffn, biases included."""
+        return self.mlp_matrices * self.hidden * self.ffn + (self.mlp_matrices - 1) * self.ffn + self.hidden
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def dense_params(self) -> int:
+        """Parameters outside the routed experts: attention, dense MLPs, shared experts, routers, embeddings."""
+        h = self.hidden
         dense_layers = self.layers - self.moe_layers
-        return self.layers * (attn + 4 * h) + dense_layers * mlp + self.moe_layers * h * self.experts + self.vocab * h
+        moe_extra = self.moe_layers * (h * self.experts + self.shared_experts * self.mlp_params)
+        return self.layers * self.attention_params + dense_layers * self.mlp_params + moe_extra + self.embedding_params
 
     @property
     def expert_params(self) -> int:
-        return self.moe_layers * self.experts * (2 * self.hidden * self.ffn + self.ffn + self.hidden)
+        return self.moe_layers * self.experts * self.mlp_params
 
     @property
     def params(self) -> int:
@@ -108,10 +150,21 @@ class Parallel:
     order: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
     recompute: str = "selective"
     dp_overlap: float = 0.0
+    cp: int = 1
+    tp_overlap: float = 0.0
+    pp_overlap: float = 0.0
+    grad_reduce: str = "fp32"
+    distributed_optimizer: bool = False
+    precision: str = "bf16"
+    flash_attention: bool = False
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def grad_bytes(self) -> int:
+        return GRAD_BYTES[self.grad_reduce]
 
     @property
     def micro_batches(self) -> int:
@@ -133,6 +186,10 @@ class Gpu:
     price_usd: float = GPU_FIELDS["price_usd"].default
     gemm_efficiency: float = GPU_FIELDS["gemm_efficiency"].default
     gemm_half_width: float = GPU_FIELDS["gemm_half_width"].default
+    gemm_half_tokens: float = GPU_FIELDS["gemm_half_tokens"].default
+    hbm_gbps: float = GPU_FIELDS["hbm_gbps"].default
+    memory_efficiency: float = GPU_FIELDS["memory_efficiency"].default
+    fp8_tflops: float | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +209,14 @@ class Job:
         return Problem(path, message, hint, Source(None, self.lines, self.file).line(path), self.file)
 
 
+def default_ffn(hidden: int, mlp: str) -> int:
+    """4 h for a GELU MLP; a SwiGLU MLP keeps about its parameters with three matrices: 8/3 h,
+    rounded up to a multiple of 256 (as Llama: 11,008 for h = 4,096)."""
+    if mlp == "swiglu":
+        return -(-(8 * hidden // 3) // 256) * 256
+    return 4 * hidden
+
+
 def parse_order(text: str) -> tuple[tuple[str, ...] | None, str]:
     """(dims, "") or (None, why): tp, dp and pp once each; cp and ep at most once."""
     dims = tuple(text.split("-"))
@@ -168,7 +233,8 @@ def parse_order(text: str) -> tuple[tuple[str, ...] | None, str]:
 
 
 def full_order(dims: tuple[str, ...]) -> tuple[str, ...]:
-    """The order with ep placed just before dp when the job leaves it out (ep is carved out of dp)."""
+    """The order with ep placed just before dp when the job leaves it out (ep is carved out of dp;
+    a missing cp sits just after tp, placement.with_cp)."""
     if "ep" in dims:
         return dims
     i = dims.index("dp")
@@ -225,9 +291,26 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
 
     # Checks across keys, with a fix that names a value that works (reported with any gpu problems).
     m, p = model_v, par
-    tp, pp, dp, ep, vpp = p["tp"], p["pp"], p["dp"], p["ep"], p["vpp"]
+    tp, pp, dp, ep, vpp, cp = p["tp"], p["pp"], p["dp"], p["ep"], p["vpp"], p["cp"]
     if m["heads"] % tp:
         bad("parallel.tp", f"must divide model.heads ({m['heads']}), got {tp}", f"use tp {_divisors_hint(m['heads'], tp)}")
+    kv = m.get("kv_heads")
+    if kv is not None:
+        if m["heads"] % kv:
+            bad("model.kv_heads", f"must divide model.heads ({m['heads']}): each key/value head serves a group of query heads, got {kv}",
+                f"use kv_heads {_divisors_hint(m['heads'], kv)}")
+        elif kv % tp:
+            bad("parallel.tp", f"must divide model.kv_heads ({kv}): each tensor-parallel rank holds whole key/value heads, got {tp}",
+                f"use tp {_divisors_hint(kv, tp)}")
+    if m["hidden"] % m["heads"]:
+        bad("model.hidden", f"must be a multiple of model.heads ({m['heads']}), got {m['hidden']}",
+            f"use hidden {m['hidden'] // m['heads'] * m['heads'] or m['heads']} (or change heads)")
+    if cp > 1 and m["seq"] % (2 * cp):
+        bad("parallel.cp", f"context parallelism splits model.seq ({m['seq']}) into 2 x cp chunks, which must divide it, got cp {cp}",
+            f"use cp {_divisors_hint(m['seq'] // 2, cp)} or cp: 1")
+    if p["precision"] == "fp8" and gpu_v.get("fp8_tflops") is None:
+        bad("parallel.precision", "fp8 needs the GPU's FP8 peak, and gpu.fp8_tflops is not given",
+            "give gpu.fp8_tflops (e.g. 1979 for H100), use a preset that has it (h100, h200, gh200, b200), or precision: bf16")
     if m["layers"] % pp:
         bad("parallel.pp", f"must divide model.layers ({m['layers']}), got {pp}", f"use pp {_divisors_hint(m['layers'], pp)}")
     elif (m["layers"] // pp) % vpp:
@@ -235,8 +318,8 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
             f"use vpp {_divisors_hint(m['layers'] // pp, vpp)}")
     if vpp > 1 and pp == 1:
         bad("parallel.vpp", "interleaving needs pipeline parallelism (pp > 1)", "use vpp: 1, or pp of 2 or more")
-    if tp * pp * dp > MAX_GPUS:
-        bad("parallel.dp", f"the job would use tp x pp x dp = {tp * pp * dp:,} GPUs, more than the {MAX_GPUS:,} the analysis handles",
+    if tp * cp * pp * dp > MAX_GPUS:
+        bad("parallel.dp", f"the job would use tp x cp x pp x dp = {tp * cp * pp * dp:,} GPUs, more than the {MAX_GPUS:,} the analysis handles",
             f"use at most {MAX_GPUS:,} GPUs")
     per_step = p["micro_batch"] * dp
     if p["global_batch"] % per_step:
@@ -264,16 +347,23 @@ def job_from_source(src: Source, presets: Presets | None = None) -> Job:
     if problems:
         raise InputError(problems)
 
+    mlp = m.get("mlp") or "gelu"
     model = Model(
         name=mname or values["name"], layers=m["layers"], hidden=m["hidden"], heads=m["heads"], seq=m["seq"],
-        vocab=m["vocab"], ffn=m.get("ffn") or 4 * m["hidden"],
-        experts=moe["experts"] if moe else 0, top_k=moe["top_k"] if moe else 1, moe_every=moe["every"] if moe else 1)
+        vocab=m["vocab"], ffn=m.get("ffn") or default_ffn(m["hidden"], mlp),
+        experts=moe["experts"] if moe else 0, top_k=moe["top_k"] if moe else 1, moe_every=moe["every"] if moe else 1,
+        kv_heads=kv or 0, mlp=mlp, tied_embeddings=m.get("tied_embeddings", True) is not False,
+        shared_experts=moe.get("shared_experts", 0) if moe else 0)
     parallel = Parallel(tp=tp, pp=pp, dp=dp, ep=ep, sp=p["sp"], vpp=vpp, micro_batch=p["micro_batch"],
                         global_batch=p["global_batch"], order=full_order(order), recompute=p["recompute"],
-                        dp_overlap=float(p["dp_overlap"]))
+                        dp_overlap=float(p["dp_overlap"]), cp=cp, tp_overlap=float(p["tp_overlap"]),
+                        pp_overlap=float(p["pp_overlap"]), grad_reduce=p["grad_reduce"],
+                        distributed_optimizer=p["distributed_optimizer"], precision=p["precision"],
+                        flash_attention=p["flash_attention"])
     g = {k: (v if v is not None else GPU_FIELDS[k].default) for k, v in gpu_v.items()}
-    optional = ("power_w", "price_usd", "gemm_efficiency", "gemm_half_width")
+    optional = ("power_w", "price_usd", "gemm_efficiency", "gemm_half_width", "gemm_half_tokens", "hbm_gbps", "memory_efficiency")
     gpu = Gpu(name=gname or "custom", tflops=float(g["tflops"]), memory_gb=float(g["memory_gb"]),
+              fp8_tflops=float(g["fp8_tflops"]) if g.get("fp8_tflops") is not None else None,
               **{k: float(g[k]) for k in optional})
     return Job(values["name"], model, parallel, gpu, src.file, src.lines)
 

@@ -5,7 +5,9 @@ cross-rail). Each network maps the classes onto links, and a step takes the
 time of its most loaded link (bytes / rate, one direction):
 
   ideal           every GPU in one HB domain (the paper's K = N): all bytes at the HB rate
-                  (or the NIC's, were it faster, so the ideal bounds both from below)
+                  (or the NIC's, were it faster, so the ideal bounds both from below); a
+                  collective is a flat ring there, so traffic.Collective.ideal_time times it
+                  from its payload alone, independent of the fabric's K
   rail-optimized  hb bytes on NVLink; rail bytes on the NIC; cross-rail bytes on the NIC
                   and the spine (at NIC / oversub when the spine is oversubscribed)
   rail-only       like rail-optimized while no byte crosses rails (so the two are equal);
@@ -26,8 +28,7 @@ from dataclasses import dataclass
 NETWORKS = ("rail-only", "rail-optimized", "ideal")
 
 # Share of a link's nominal rate a collective achieves (NCCL bus bandwidth over
-# line rate on DGX A100 / H100, nccl-tests). Assumed, not fitted (docs/analyze.md: at 1.0
-# the Table 5 error grows from 1.5% to 2.4% unless the GEMM constants are refitted).
+# line rate on DGX A100 / H100, nccl-tests). Assumed, not fitted (docs/analyze-validation.md).
 LINK_EFFICIENCY = 0.8
 
 

@@ -34,13 +34,21 @@ NONE, HB, RAIL, GRID, CROSS = range(len(KINDS))  # their indices, as classify re
 
 def dim_sizes(job: Job) -> dict[str, int]:
     p = job.parallel
-    return {"tp": p.tp, "cp": 1, "ep": p.ep, "dp": p.dp // p.ep, "pp": p.pp}
+    return {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp // p.ep, "pp": p.pp}
+
+
+def with_cp(order: tuple[str, ...]) -> tuple[str, ...]:
+    """The order with cp just after tp when it leaves cp out (Megatron's place for it)."""
+    if "cp" in order:
+        return tuple(order)
+    i = order.index("tp") + 1
+    return tuple(order[:i]) + ("cp",) + tuple(order[i:])
 
 
 def strides(sizes: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
     """Rank distance between neighbours along each dimension (fastest-varying first)."""
     out, s = {}, 1
-    for d in order:
+    for d in with_cp(order):
         out[d] = s
         s *= sizes.get(d, 1)
     return out
@@ -48,7 +56,7 @@ def strides(sizes: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
 
 def rank_groups(sizes: dict[str, int], order: tuple[str, ...], vary: tuple[str, ...]) -> np.ndarray:
     """Ranks grouped by the dims in `vary` (groups x members, members ascending)."""
-    dims = [d for d in order if d in sizes]
+    dims = [d for d in with_cp(order) if d in sizes]
     shape = [sizes[d] for d in reversed(dims)]  # C order: slowest first
     ranks = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     axes = list(reversed(dims))
@@ -87,7 +95,7 @@ def pair_class(a: np.ndarray, b: np.ndarray, K: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PlacementProblem:
-    group: str  # tp | pp | dp | ep
+    group: str  # tp | cp | pp | dp | ep
     message: str
     fix: str
 
@@ -97,7 +105,7 @@ class Placement:
     job: Job
     cluster: Cluster
     order: tuple[str, ...]
-    groups: dict[str, np.ndarray]  # tp, dp, ep, edp (expert data parallel), pp (pipelines, stage order)
+    groups: dict[str, np.ndarray]  # tp, cp, dp (with cp), ep, edp (expert data parallel), pp (pipelines, stage order)
     kinds: dict[str, np.ndarray]  # group kind per group (KINDS index); pp: per neighbour pair
     problems: list[PlacementProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -131,7 +139,7 @@ class Placement:
         out = []
         for r in range(self.gpus):
             row = {"rank": r, "gpu": r, "node": gpu_node_name(r // K, r % K), "hb_domain": r // K, "local_rank": r % K}
-            for d in ("tp", "pp", "dp", "ep"):
+            for d in ("tp", "cp", "pp", "dp", "ep"):
                 row[f"{d}_rank"] = (r // step[d]) % sizes[d]
             row["dp_rank"] = row["dp_rank"] * sizes["ep"] + row["ep_rank"]
             out.append(row)
@@ -143,16 +151,19 @@ def layout(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None) -> 
     groups classified; verdict.place adds the problems and their fixes."""
     p = job.parallel
     if p.gpus > cluster.gpus:
-        raise InputError([job.problem("parallel", f"the job needs tp x pp x dp = {p.tp} x {p.pp} x {p.dp} = {p.gpus:,} GPUs, "
+        cp = f" x cp {p.cp}" if p.cp > 1 else ""
+        raise InputError([job.problem("parallel", f"the job needs tp x pp x dp{cp} = {p.tp} x {p.pp} x {p.dp} = {p.gpus:,} GPUs, "
                                       f"the fabric '{cluster.name}' has {cluster.gpus:,}",
-                                      f"lower dp to at most {max(1, cluster.gpus // (p.tp * p.pp))}, or use a larger design")])
+                                      f"lower dp to at most {max(1, cluster.gpus // (p.tp * p.pp * p.cp))}, or use a larger design")])
     order = order or p.order
     sizes = dim_sizes(job)
     groups = {
         "tp": rank_groups(sizes, order, ("tp",)),
-        "dp": rank_groups(sizes, order, ("ep", "dp")),
+        # gradients reduce over data and context parallelism together (each cp rank holds the same weights)
+        "dp": rank_groups(sizes, order, ("cp", "ep", "dp")),
         "ep": rank_groups(sizes, order, ("ep",)),
-        "edp": rank_groups(sizes, order, ("dp",)),
+        "edp": rank_groups(sizes, order, ("cp", "dp")),
+        "cp": rank_groups(sizes, order, ("cp",)),
     }
     pipes = rank_groups(sizes, order, ("pp",))
     # members of a pipeline sorted by rank are not necessarily in stage order: order by the pp coordinate

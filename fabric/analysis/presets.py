@@ -28,14 +28,19 @@ GPU_FIELDS: dict[str, Field] = {
     "memory_gb": Field("number", required=True, min=1, max=1e5, hint="HBM per GPU in GB, e.g. 80"),
     "power_w": Field("number", default=700, min=0, max=1e5, hint="board power in W"),
     "price_usd": Field("number", default=30000, min=0, max=1e8, hint="price of one GPU in USD (equal-budget view)"),
-    "gemm_efficiency": Field("number", default=0.90, min=0.01, max=1, hint="fraction of peak a large matrix multiply reaches"),
-    "gemm_half_width": Field("number", default=600, min=0, max=1e6, hint="per-GPU width h/tp where GEMMs reach half of gemm_efficiency"),
+    "gemm_efficiency": Field("number", default=0.80, min=0.01, max=1, hint="fraction of peak a large matrix multiply reaches"),
+    "gemm_half_width": Field("number", default=110, min=0, max=1e6, hint="per-GPU width h/tp where GEMMs reach half of gemm_efficiency"),
+    "gemm_half_tokens": Field("number", default=64, min=0, max=1e7, hint="GEMM rows (a micro-batch's tokens b s) at which a GEMM reaches half its rate; 0: rows do not matter"),
+    "hbm_gbps": Field("number", default=2039, min=1, max=1e6, hint="HBM bandwidth in GB/s (data sheet), e.g. 3350 for H100 SXM"),
+    "memory_efficiency": Field("number", default=0.8, min=0.01, max=1, hint="share of hbm_gbps that memory-bound kernels (norms, softmax, dropout, ...) reach"),
+    "fp8_tflops": Field("number", default=None, min=0.001, max=1e7, hint="dense FP8 peak in TFLOPS (no sparsity), e.g. 1979 for H100; needed for precision: fp8"),
 }
 
 MOE_FIELDS: dict[str, Field] = {
     "experts": Field("int", required=True, min=1, max=65536, hint="experts per MoE layer, e.g. 64"),
     "top_k": Field("int", default=2, min=1, max=64, hint="experts each token is routed to"),
     "every": Field("int", default=1, min=1, max=1024, hint="every N-th layer is an MoE layer (1: all)"),
+    "shared_experts": Field("int", default=0, min=0, max=64, hint="experts every token passes through besides the routed ones (DeepSeek style), each of size ffn"),
 }
 
 MODEL_FIELDS: dict[str, Field] = {
@@ -44,9 +49,12 @@ MODEL_FIELDS: dict[str, Field] = {
     "heads": Field("int", min=1, max=100_000, hint="attention heads, e.g. 96"),
     "seq": Field("int", min=1, max=10_000_000, hint="sequence length s, e.g. 2048"),
     "vocab": Field("int", min=1, max=10_000_000, hint="vocabulary size V, e.g. 51200"),
-    "ffn": Field("int", min=1, max=10_000_000, hint="MLP (or one expert's) inner size; default 4 x hidden"),
+    "kv_heads": Field("int", min=1, max=100_000, hint="key/value heads for grouped-query attention (default: heads), e.g. 8"),
+    "mlp": Field("choice", choices=("gelu", "swiglu"), hint="gelu: two matrices; swiglu: gated, three matrices (Llama)"),
+    "ffn": Field("int", min=1, max=10_000_000, hint="MLP (or one expert's) inner size; default 4 x hidden (gelu), 8/3 x hidden rounded up to 256 (swiglu)"),
+    "tied_embeddings": Field("bool", hint="true: the output layer reuses the input embedding (GPT); false: its own V x h matrix (Llama)"),
     # Checked against MOE_FIELDS by check_moe (a "section" would be filled in when absent).
-    "moe": Field("map", default=None, hint="{experts, top_k, every} for a mixture-of-experts model"),
+    "moe": Field("map", default=None, hint="{experts, top_k, every, shared_experts} for a mixture-of-experts model"),
 }
 
 FILE_FIELDS: dict[str, Field] = {

@@ -1,90 +1,30 @@
-"""Iteration time, MFU and HFU: one model for every network.
+"""Iteration time, MFU and HFU: one model for every network (docs/analyze.md, "Time").
 
-Compute (Korthikanti et al. 2022, eq. 7-8, generalised to any MLP width and
-MoE layers): a layer's forward pass costs 2 b s (4 h^2 + 2 h F k) + 4 b s^2 h
-FLOPs (k experts a token for MoE layers, 1 for dense), training 3x that; the
-logits 6 b s h V. Model FLOPs per iteration for F = 4h, k = 1:
-72 B L s h^2 (1 + s/(6h) + V/(12 h L)). Hardware FLOPs add recomputation:
-selective doubles the attention term (s/(3h) in place of s/(6h), as eq. 8),
-full adds a forward pass of every layer.
-
-A GPU runs its stage's FLOPs / tp at peak x e(w), the GEMM efficiency at the
-per-GPU width w = h / tp: e(w) = gemm_efficiency x w / (w + gemm_half_width)
-(two constants per GPU, fitted on Table 5; docs/analyze.md).
-
-Per micro-batch a stage takes t = compute + tp + ep + pp (Megatron of 2022
-overlaps none of them). A 1F1B pipeline with m micro-batches, p stages and v
-virtual stages runs m t + (p - 1) / v x t (the bubble); the data-parallel
-reduction adds its exposed share. The stage with the most work (the last one
-carries the logits) paces the pipeline.
+Per micro-batch the pacing stage takes t = compute + the exposed part of its tp,
+cp, ep and pp collectives (compute.py has what compute costs). The overlap
+settings hide a share of a collective behind compute, never more than the
+compute there is. A 1F1B pipeline with m micro-batches, p stages and v virtual
+stages runs m t + (p - 1) / v x t (the bubble); then the data-parallel
+reduction adds its exposed share (dp_overlap hides it behind at most one
+micro-batch's compute: the last backward pass, the next forward for the
+parameter all-gather), and the optimizer step its time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .compute import (attention_fwd_flops, gemm_efficiency, hardware_flops, layer_fwd_flops, logits_flops, model_flops,
+                      optimizer_s, stage_compute_s, stage_layers)
 from .job import Job
 from .network import NETWORKS, Rates
 from .placement import Placement
-from .traffic import Collective, collectives, stage_layers
+from .traffic import Collective, collectives, tp_passes
 
-PARTS = ("compute", "bubble", "tp", "pp", "dp", "ep")
+PARTS = ("compute", "bubble", "tp", "cp", "pp", "dp", "ep", "optimizer")
 
-
-def layer_fwd_flops(job: Job, moe: bool) -> float:
-    """Forward FLOPs of one layer for one micro-batch."""
-    m, b = job.model, job.parallel.micro_batch
-    s, h = m.seq, m.hidden
-    k = m.top_k if moe else 1
-    return 2 * b * s * (4 * h * h + 2 * h * m.ffn * k) + 4 * b * s * s * h
-
-
-def attention_fwd_flops(job: Job) -> float:
-    m = job.model
-    return 4 * job.parallel.micro_batch * m.seq * m.seq * m.hidden
-
-
-def logits_flops(job: Job) -> float:
-    m = job.model
-    return 6 * job.parallel.micro_batch * m.seq * m.hidden * m.vocab
-
-
-def model_flops(job: Job) -> float:
-    """Model FLOPs of one iteration (all GPUs): 72 B L s h^2 (1 + s/(6h) + V/(12hL)) for a dense GPT."""
-    m, p = job.model, job.parallel
-    per_mb = sum(3 * layer_fwd_flops(job, m.is_moe_layer(i)) for i in range(m.layers)) + logits_flops(job)
-    return per_mb * p.global_batch / p.micro_batch
-
-
-def hardware_flops(job: Job) -> float:
-    """FLOPs executed, recomputation included."""
-    m, p = job.model, job.parallel
-    extra = 0.0
-    if p.recompute == "selective":
-        extra = 3 * attention_fwd_flops(job) * m.layers
-    elif p.recompute == "full":
-        extra = sum(layer_fwd_flops(job, m.is_moe_layer(i)) for i in range(m.layers))
-    return model_flops(job) + extra * p.global_batch / p.micro_batch
-
-
-def gemm_efficiency(job: Job) -> float:
-    w = job.model.hidden / job.parallel.tp
-    return job.gpu.gemm_efficiency * w / (w + job.gpu.gemm_half_width)
-
-
-def stage_compute_s(job: Job) -> float:
-    """Seconds of compute per micro-batch on the slowest stage (the last: it adds the logits)."""
-    m, p = job.model, job.parallel
-    per, moe_most = stage_layers(job)
-    layer = 3 * layer_fwd_flops(job, False)
-    moe_layer = 3 * layer_fwd_flops(job, True)
-    flops = (per - moe_most) * layer + moe_most * moe_layer
-    if p.recompute == "selective":
-        flops += per * 3 * attention_fwd_flops(job)
-    elif p.recompute == "full":
-        flops += (per - moe_most) * layer / 3 + moe_most * moe_layer / 3
-    flops += logits_flops(job)
-    return flops / p.tp / (job.gpu.tflops * 1e12 * gemm_efficiency(job))
+__all__ = ["PARTS", "Result", "assemble", "attention_fwd_flops", "call_times", "evaluate", "gemm_efficiency", "hardware_flops",
+           "iteration", "layer_fwd_flops", "logits_flops", "model_flops", "stage_compute_s"]
 
 
 @dataclass(frozen=True)
@@ -101,24 +41,54 @@ class Result:
                 "breakdown_s": dict(self.breakdown_s)}
 
 
-def call_times(colls: list[Collective], network: str, rates: Rates) -> list[tuple[str, float, float]]:
-    """(parallelism, exposed share, seconds of one call) of every collective."""
-    return [(c.parallelism, c.exposed, c.time(network, rates)) for c in colls]
+def call_times(colls: list[Collective], network: str, rates: Rates) -> list[tuple[str, str, float, float]]:
+    """(parallelism, op, exposed share, seconds of one call) of every collective."""
+    return [(c.parallelism, c.op, c.exposed, c.time(network, rates)) for c in colls]
 
 
-def assemble(job: Job, times: list[tuple[str, float, float]], network: str, comp: float | None = None) -> Result:
+def calls_per_micro_batch(job: Job, parallelism: str, op: str) -> float:
+    """How often a per-micro-batch collective runs on the pacing stage (traffic.py counts the same)."""
+    p = job.parallel
+    per, moe_most = stage_layers(job)
+    if parallelism == "tp":
+        return per * tp_passes(job, op)
+    if parallelism == "cp":
+        return per * (3 if p.recompute == "none" else 4)
+    if parallelism == "ep":
+        return moe_most * (6 if p.recompute == "full" else 4)
+    return 2 * p.vpp  # pp
+
+
+def assemble(job: Job, times: list[tuple[str, str, float, float]], network: str, comp: float | None = None,
+             opt: float | None = None) -> Result:
     """The iteration from one call's time per collective (search reuses the times across variants)."""
     p = job.parallel
     m = p.micro_batches
     comp = stage_compute_s(job) if comp is None else comp
-    per, moe_most = stage_layers(job)
-    layer_calls = 6 if p.recompute == "full" else 4
-    tp = sum(t for par, _, t in times if par == "tp") * per * layer_calls
-    ep = sum(t for par, _, t in times if par == "ep") * moe_most * layer_calls
-    pp = sum(t for par, _, t in times if par == "pp") * 2 * p.vpp
-    dp = sum(e * t for par, e, t in times if par == "dp")
-    t_mb = comp + tp + ep + pp
-    parts = {"compute": m * comp, "bubble": (p.pp - 1) / p.vpp * t_mb, "tp": m * tp, "pp": m * pp, "dp": dp, "ep": m * ep}
+    opt = optimizer_s(job) if opt is None else opt
+    full = dict.fromkeys(("tp", "cp", "ep", "pp"), 0.0)
+    hide = dict.fromkeys(full, 0.0)
+    dp_total = dp_hide = 0.0
+    for par, op, exposed, t in times:
+        if par == "dp":
+            dp_total += t
+            dp_hide += (1 - exposed) * t
+        else:
+            n = calls_per_micro_batch(job, par, op)
+            full[par] += t * n
+            hide[par] += (1 - exposed) * t * n
+    # what overlap hides comes out of the compute it hides behind, never more than there is
+    room = comp
+    exposed_mb = {}
+    for par in ("tp", "cp", "ep", "pp"):
+        hidden = min(hide[par], room)
+        room -= hidden
+        exposed_mb[par] = full[par] - hidden
+    t_mb = comp + sum(exposed_mb.values())
+    dp = dp_total - min(dp_hide, comp)
+    parts = {"compute": m * comp, "bubble": (p.pp - 1) / p.vpp * t_mb, **{k: m * v for k, v in exposed_mb.items()},
+             "dp": dp, "optimizer": opt}
+    parts = {k: parts[k] for k in PARTS}
     total = sum(parts.values())
     peak = job.gpu.tflops * 1e12 * p.gpus
     return Result(network, total, parts, model_flops(job) / (total * peak), hardware_flops(job) / (total * peak),

@@ -1,16 +1,25 @@
 """An iteration's communication: collectives in schedule order, bytes by class.
 
-Bytes per GPU (bf16, 2 bytes an element; docs/analyze.md, from the Megatron papers):
+Bytes per GPU (activations and weights bf16, 2 bytes an element; docs/analyze.md,
+from the Megatron papers and Megatron's defaults):
 
   tp   per layer and micro-batch, 4 all-reduces of 2 b s h (6 with full recompute);
-       with sp the same bytes as all-gathers + reduce-scatters. Ring: 2 (n-1)/n S a GPU.
+       with sp as many all-gathers and reduce-scatters, and 2 more all-gathers (the
+       backward pass gathers the inputs again). Ring: 2 (n-1)/n S a GPU.
+  cp   ring attention: per layer and micro-batch, the keys and values (2 b s h kv/heads
+       / (tp cp)) pass round the cp ring forward, and again with their gradients backward.
   ep   per MoE layer and micro-batch, 4 all-to-alls of top_k 2 b s h / tp (6 with full
        recompute); a GPU sends (n-1)/n of it.
   pp   per micro-batch and virtual stage, one activation forward and one gradient
        backward of 2 b s h / tp between neighbouring stages.
-  dp   the GPU's dense gradient shard 2 P / (tp pp), ring all-reduce over dp (the
-       distributed optimizer's reduce-scatter + all-gather moves the same); expert
-       gradients over the expert-data-parallel group (dp / ep).
+  dp   the GPU's gradients P / (tp pp) at grad_reduce precision (fp32 by default, as
+       Megatron reduces bf16 training's gradients: 4 bytes each), ring all-reduce over
+       dp x cp; with the distributed optimizer a reduce-scatter of the gradients and an
+       all-gather of the updated bf16 parameters. Expert gradients over the
+       expert-data-parallel group (dp cp / ep).
+
+Overlap (tp_overlap, pp_overlap, dp_overlap; all 0 by default, as Megatron's
+flags are off) is the share of a collective's time hidden behind compute.
 
 A group that is a full grid of d domains x c rails reduces hierarchically: HB
 reduce-scatter, rail all-reduce of S / c, HB all-gather. A group that needs
@@ -23,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .compute import stage_layers
 from .job import Job
 from .network import Rates, Step, step_time
 from .placement import CLASSES, Placement, pair_class
@@ -58,7 +68,7 @@ class Collective:
     stage order. `exposed` is the share of its time not hidden behind compute.
     """
 
-    parallelism: str  # tp | ep | pp | dp
+    parallelism: str  # tp | cp | ep | pp | dp
     op: str  # all-reduce | all-gather | reduce-scatter | all-to-all | send-recv
     payload: float  # S, bytes per call (per GPU input)
     calls: float  # per GPU per iteration
@@ -77,7 +87,23 @@ class Collective:
 
     def time(self, network: str, rates: Rates) -> float:
         """Seconds of one call: the slowest group type paces it (groups run at once)."""
+        if network == "ideal":
+            return self.ideal_time(rates)
         return max((t.time(network, rates) for t in self.types), default=0.0)
+
+    def ideal_time(self, rates: Rates) -> float:
+        """One call on the ideal network (every GPU in one HB domain, the paper's K = N): a flat
+        ring (or all-to-all, or one send) at the HB rate, whatever the fabric's K."""
+        n = self.group_size
+        if self.parallelism == "pp":
+            moved = self.payload if self.types and any(t.steps for t in self.types) else 0.0
+        elif n <= 1:
+            return 0.0
+        elif self.op == "all-reduce":
+            moved = 2 * (n - 1) / n * self.payload
+        else:
+            moved = (n - 1) / n * self.payload
+        return moved / max(rates.hb, rates.nic)
 
     def bytes_per_gpu(self) -> np.ndarray:
         """Bytes a GPU sends per call by class (hb, rail, cross_rail), averaged over the job's GPUs."""
@@ -189,52 +215,62 @@ def p2p_types(pl: Placement, S: float) -> list[GroupType]:
     return [GroupType(1, senders, (Step("p2p", S, _share(counts.tolist())),), kind)]
 
 
-def stage_layers(job: Job) -> tuple[int, int]:
-    """(layers per stage, MoE layers of the stage with the most)."""
-    m, p = job.model, job.parallel
-    per = m.layers // p.pp
-    most = 0
-    for s in range(p.pp):
-        most = max(most, sum(1 for layer in range(s * per, (s + 1) * per) if m.is_moe_layer(layer)))
-    return per, most
+def tp_passes(job: Job, op: str) -> int:
+    """TP collectives of one op a layer runs per micro-batch: 2 forward, 2 backward, 2 more
+    with full recompute; with sequence parallelism the backward pass gathers the inputs of
+    the QKV and first MLP matrices again for their weight gradients (Megatron keeps them
+    scattered), 2 more all-gathers."""
+    p = job.parallel
+    n = 6 if p.recompute == "full" else 4
+    return n + 2 if p.sp and op == "all-gather" else n
 
 
 def collectives(job: Job, pl: Placement) -> list[Collective]:
-    """The iteration's collectives in schedule order: tp, ep, pp (per micro-batch), then dp."""
+    """The iteration's collectives in schedule order: tp, cp, ep, pp (per micro-batch), then dp."""
     m, p = job.model, job.parallel
     K = pl.cluster.hb_size
     b, s, h = p.micro_batch, m.seq, m.hidden
     mb = p.micro_batches
     layers, _ = stage_layers(job)
     moe_avg = m.moe_layers / p.pp
-    act = BYTES * b * s * h  # one activation tensor of a micro-batch
+    act = BYTES * b * s * h / p.cp  # one activation tensor of a micro-batch on one context-parallel rank
+    passes = 6 if p.recompute == "full" else 4  # collectives a layer runs per micro-batch (forward 2, backward 2, recompute 2)
     out: list[Collective] = []
 
-    tp_calls = mb * layers * (6 if p.recompute == "full" else 4)
     if p.tp > 1:
         g = pl.groups["tp"]
-        if p.sp:
-            for op in ("all-gather", "reduce-scatter"):
-                out.append(Collective("tp", op, act, tp_calls, g, ring_types(g, K, act, op)))
-        else:
-            out.append(Collective("tp", "all-reduce", act, tp_calls, g, ring_types(g, K, act, "all-reduce")))
+        for op in (("all-gather", "reduce-scatter") if p.sp else ("all-reduce",)):
+            out.append(Collective("tp", op, act, mb * layers * tp_passes(job, op), g, ring_types(g, K, act, op), exposed=1 - p.tp_overlap))
+    if p.cp > 1:
+        # ring attention: each rank passes its keys and values around the ring (cp - 1 hops, an
+        # all-gather's bytes) forward, and keys, values and their gradients backward
+        g = pl.groups["cp"]
+        kv = 2 * act * m.kv / m.heads / p.tp * p.cp  # every rank's keys and values: an all-gather's output
+        calls = mb * layers * (3 if p.recompute == "none" else 4)
+        out.append(Collective("cp", "all-gather", kv, calls, g, ring_types(g, K, kv, "all-gather"), exposed=1 - p.tp_overlap))
     if m.is_moe and p.ep > 1:
         g = pl.groups["ep"]
         payload = m.top_k * act / p.tp
-        calls = mb * moe_avg * (6 if p.recompute == "full" else 4)
+        calls = mb * moe_avg * passes
         out.append(Collective("ep", "all-to-all", payload, calls, g, a2a_types(g, K, payload)))
     if p.pp > 1:
         payload = act / p.tp
         calls = 2 * mb * p.vpp
-        out.append(Collective("pp", "send-recv", payload, calls, pl.groups["pp"], p2p_types(pl, payload)))
-    if p.dp > 1:
-        g = pl.groups["dp"]
-        grads = BYTES * m.dense_params / (p.tp * p.pp)
-        out.append(Collective("dp", "all-reduce", grads, 1, g, ring_types(g, K, grads, "all-reduce"), "dense", 1 - p.dp_overlap))
-    if m.is_moe and p.dp // p.ep > 1:
-        g = pl.groups["edp"]
-        grads = BYTES * m.expert_params / (p.tp * p.pp * p.ep)
-        out.append(Collective("dp", "all-reduce", grads, 1, g, ring_types(g, K, grads, "all-reduce"), "experts", 1 - p.dp_overlap))
+        out.append(Collective("pp", "send-recv", payload, calls, pl.groups["pp"], p2p_types(pl, payload), exposed=1 - p.pp_overlap))
+    exposed = 1 - p.dp_overlap
+    for params, key, count, split in (("dense", "dp", m.dense_params, p.tp * p.pp),
+                                      ("experts", "edp", m.expert_params, p.tp * p.pp * p.ep)):
+        g = pl.groups[key]
+        if not count or g.shape[1] == 1:
+            continue
+        shard = count / split  # parameters a GPU holds of this kind
+        grads = p.grad_bytes * shard
+        if p.distributed_optimizer:  # gradients reduce-scattered, updated bf16 parameters all-gathered
+            out.append(Collective("dp", "reduce-scatter", grads, 1, g, ring_types(g, K, grads, "reduce-scatter"), params, exposed))
+            weights = BYTES * shard
+            out.append(Collective("dp", "all-gather", weights, 1, g, ring_types(g, K, weights, "all-gather"), params, exposed))
+        else:
+            out.append(Collective("dp", "all-reduce", grads, 1, g, ring_types(g, K, grads, "all-reduce"), params, exposed))
     return out
 
 

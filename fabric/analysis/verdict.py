@@ -1,7 +1,7 @@
 """The placement verdict: problems worth reporting, each with a fix, and `--place auto`.
 
 Problems (docs/analyze.md): a TP group that leaves its HB domain; pipeline
-neighbours on different rails (rank stride not a multiple of K); DP or
+neighbours on different rails (rank stride not a multiple of K); CP, DP or
 expert-DP groups whose members need another rail. The fix names an order that
 keeps every byte on HB and rails when one exists (autoplace.py), else how much
 the best order cuts and a dp that would do it. EP groups that span rails are a
@@ -31,7 +31,7 @@ def place(job: Job, cluster: Cluster, order: tuple[str, ...] | None = None, prob
 
 
 def place_auto(job: Job, cluster: Cluster, rates: Rates | None = None) -> Placement:
-    """Place `job` in the order that keeps the most bytes off cross-rail paths."""
+    """Place `job` in the order with the fastest rail-only iteration (bytes break ties)."""
     return place(job, cluster, auto_order(job, cluster, rates))
 
 
@@ -66,6 +66,12 @@ def find_problems(pl: Placement) -> None:
             pl.problems.append(PlacementProblem(
                 "pp", f"{cross:.0%} of pipeline neighbours sit on different rails (rank stride {stride} is not a multiple of K = {K}): "
                       f"their activations cross rails", fix()))
+    if p.cp > 1:
+        cross = _share(pl.kinds["cp"], CROSS)
+        if cross:
+            pl.problems.append(PlacementProblem(
+                "cp", f"{cross:.0%} of context-parallel groups have members on different rails that no rail joins: "
+                      f"their ring attention crosses rails", fix()))
     for name, label in (("dp", "DP"), ("edp", "expert-DP")):
         if name == "edp" and p.ep == 1:
             continue

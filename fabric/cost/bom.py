@@ -14,7 +14,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 
-from ..design.physical import optic_code, tier_name
+from ..design.physical import ASSEMBLIES, optic_code, tier_name, tier_optic
 from .inventory import Inventory, from_design
 from .prices import PriceBook
 
@@ -89,7 +89,7 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
     rows: list[Row] = []
     models: dict[str, list] = {}
     for (tier, radix, gbps), n in sorted(inv.switches.items()):
-        part = book.switch(radix, gbps)
+        part = book.platform(inv.models[tier]) if inv.models else book.switch(radix, gbps)
         entry = models.setdefault(part.model, [part, 0, set()])
         entry[1] += n
         entry[2].add(tier)
@@ -100,25 +100,39 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
     switch_side: Counter = Counter()
     nic_side: Counter = Counter()
     cables: Counter = Counter()
+    assembly = tier_optic(1, inv.nic_optic).code in ASSEMBLIES  # NIC-leaf AOC/DAC: its ends are built in
     for (tier, gbps), n in inv.cables.items():
-        code = optic_code(gbps, tier)
-        switch_side[code] += n if tier == 1 else 2 * n  # a fabric cable has a switch at both ends
-        if tier == 1:
-            nic_side[code] += n
-        cables[tier] += n
+        code = optic_code(gbps, tier, inv.nic_optic)
+        if not inv.models:
+            switch_side[code] += n if tier == 1 else 2 * n  # a fabric cable has a switch at both ends
+        if tier == 1 and not assembly:
+            nic_side[_nic_optic(inv, gbps) if inv.models else code] += n
+        if tier > 1 or not assembly:
+            cables[tier] += n
     for code, n in sorted(switch_side.items()):
         p = book.transceiver(code)
-        rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w, f"switch side; {p.detail}"))
+        what = "NIC-leaf cable assembly, its ends built in" if code.endswith(ASSEMBLIES) else "switch side"
+        rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w, f"{what}; {p.detail}"))
+    for code, n in sorted(inv.cage_optics.items()):  # catalog switches: what each cage in use takes
+        p = book.transceiver(code)
+        est = "" if inv.cages_exact else " (estimated: full cages)"
+        rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w,
+                        f"switch side, one per cage ({inv.breakout}){est}; {p.detail}"))
     for code, n in sorted(nic_side.items()):
         p = book.transceiver(code)
         rows.append(Row(f"NIC transceiver {code}", "nic-optic", code, n, p.price_usd, p.power_w, f"GPU NIC side; {p.detail}"))
     for tier, n in sorted(cables.items()):
-        p = book.cable(tier)
+        p = book.fibre(tier, inv.nic_optic)
         length = inv.cable_length_m[tier]
         model = f"{p.model} {length}m"
         rows.append(Row(f"fibre {model}", "cable", model, n, p.price_usd, p.power_w,
                         f"{tier_name(tier)} cables; {p.detail}, {length} m each", length))
     return Bom(inv, rows)
+
+
+def _nic_optic(inv: Inventory, gbps: int) -> str:
+    """The optic at a NIC on a catalog leaf: the breakout's port optic of the NIC medium."""
+    return inv.models[1].breakouts[inv.breakout].port_optics[tier_optic(1, inv.nic_optic).code]
 
 
 def line_items(bom: Bom) -> list[dict]:

@@ -30,6 +30,11 @@ class Inventory:
     cables: Counter = field(default_factory=Counter)  # (cable tier, gbps) -> cables
     rails_per_leaf: int = 1  # rails packed onto one tier-1 switch (1: rail-pure leaves)
     cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
+    nic_optic: str = physical.NIC_OPTIC_DEFAULT  # the NIC-leaf medium
+    models: dict = field(default_factory=dict)  # switch tier -> catalog.Platform (empty: generic)
+    breakout: str | None = None
+    cage_optics: Counter = field(default_factory=Counter)  # catalog switches: item -> cages that take it
+    cages_exact: bool = True  # False: cage_optics estimated from port counts (from_design)
 
     @property
     def switch_count(self) -> int:
@@ -40,12 +45,22 @@ class Inventory:
         return sum(self.cables.values())
 
     @property
+    def assembly(self) -> bool:
+        """NIC-leaf cables are AOC/DAC assemblies (no transceiver at either end)."""
+        return physical.tier_optic(1, self.nic_optic).code in physical.ASSEMBLIES
+
+    @property
     def transceiver_count(self) -> int:
-        return 2 * self.link_count  # one at each end, the NIC's end included
+        """Optics and cable assemblies bought: one per cable end (the NIC's included), one per
+        NIC-leaf AOC/DAC; on catalog switches one per cage in use, not per port."""
+        tier1 = sum(n for (tier, _), n in self.cables.items() if tier == 1)
+        if self.models:
+            return sum(self.cage_optics.values()) + self.nic_optics
+        return 2 * self.link_count - (tier1 if self.assembly else 0)
 
     @property
     def nic_optics(self) -> int:
-        return sum(n for (tier, _), n in self.cables.items() if tier == 1)
+        return 0 if self.assembly else sum(n for (tier, _), n in self.cables.items() if tier == 1)
 
     def switches_by_tier(self) -> dict[int, int]:
         out: Counter = Counter()
@@ -73,16 +88,33 @@ class Inventory:
     def minus(self, earlier: "Inventory") -> "Inventory":
         """What this inventory adds to `earlier` (the build-out over what is built now)."""
         return Inventory(self.topology, self.tiers, self.gpus - earlier.gpus,
-                         self.switches - earlier.switches, self.cables - earlier.cables, self.rails_per_leaf)
+                         self.switches - earlier.switches, self.cables - earlier.cables, self.rails_per_leaf,
+                         dict(self.cable_length_m), self.nic_optic, self.models, self.breakout,
+                         self.cage_optics - earlier.cage_optics, self.cages_exact and earlier.cages_exact)
+
+
+def _catalog_fields(d: Design) -> dict:
+    return {"cable_length_m": dict(d.cable_length_m), "nic_optic": d.nic_optic, "models": dict(d.models), "breakout": d.breakout}
+
+
+def cage_item(d: Design, switch_tier: int, cable_tier: int) -> str:
+    """What one cage of a tier-`switch_tier` catalog switch takes for cables of `cable_tier`."""
+    code = physical.tier_optic(cable_tier, d.nic_optic).code
+    return d.model_of_tier(switch_tier).breakouts[d.breakout].cage_optics[code]
 
 
 def from_fabric(fab: Fabric) -> Inventory:
     d = fab.design
-    inv = Inventory(d.topology, fab.tiers, len(fab.gpus), cable_length_m=dict(d.cable_length_m))
+    inv = Inventory(d.topology, fab.tiers, len(fab.gpus), **_catalog_fields(d))
     for sw in fab.switches:
         inv.switches[(sw.tier, d.radix, d.nic_gbps)] += 1
         if sw.tier == 1:
             inv.rails_per_leaf = max(inv.rails_per_leaf, len(sw.rails))
+        if d.models:  # one optic per cage in use, whatever number of its ports is cabled
+            n = d.model_of_tier(sw.tier).breakouts[d.breakout].ports_per_cage
+            cages = {ep.index // n: fab.link_at(sw.name, ep.port).tier for ep in sw.ports.values()}
+            for cable_tier in cages.values():
+                inv.cage_optics[cage_item(d, sw.tier, cable_tier)] += 1
     for lk in fab.links:
         if lk.kind != "hb":
             inv.cables[(lk.tier, lk.gbps)] += 1
@@ -145,4 +177,11 @@ def from_design(d: Design) -> Inventory:
             leaves = K * clos.leaves_needed(n, k)
             sw[(1, k, g)] += leaves
             upper(leaves, clos.baseline_leaves(K, P, k), t, 1)
-    return Inventory(d.topology, t, K * n, sw, cab, per, dict(d.cable_length_m))
+    inv = Inventory(d.topology, t, K * n, sw, cab, per, **_catalog_fields(d))
+    if d.models:  # estimated: every cage full (exact where leaves are; from_fabric counts each cage)
+        inv.cages_exact = False
+        for (tier, _), cables in cab.items():
+            for switch_tier in ((1,) if tier == 1 else (tier - 1, tier)):
+                n = d.model_of_tier(switch_tier).breakouts[d.breakout].ports_per_cage
+                inv.cage_optics[cage_item(d, switch_tier, tier)] += -(-cables // n)
+    return inv

@@ -28,6 +28,9 @@ FIELDS: dict[str, Field] = {
                           "price_usd": _PRICE,
                           "power_w": _POWER,
                       })),
+    "platforms": Field("map", default={}, hint="catalog switch models by name (docs/platforms.md): {price_usd, power_w}; "
+                                               "a model not listed is priced from its catalog file",
+                       item=Field("section", fields={"price_usd": _PRICE, "power_w": _POWER})),
     "switch_ports": Field("map", required=True, key_kind="int",
                           hint="per-port price of switches with no model, by speed: {400: {price_usd: 1000, power_w: 19}}",
                           item=Field("section", fields={"price_usd": _PRICE, "power_w": _POWER})),
@@ -75,6 +78,14 @@ class PriceBook:
         return Part(f"switch_ports.{int(gbps)}", f"generic-{radix}x{gbps}G", radix * per["price_usd"], radix * per["power_w"],
                     f"{radix} x {gbps}G, priced per port")
 
+    def platform(self, model) -> Part:
+        """A catalog switch (catalog.Platform): this book's price for the model, else its file's."""
+        own = self.values.get("platforms", {}).get(model.model)
+        detail = f"{model.vendor} {model.name}, {model.cages} x {model.cage_gbps}G {model.form}"
+        if own is not None:
+            return Part(f"platforms.{model.model}", model.model, own["price_usd"], own["power_w"], detail)
+        return Part(model.file, model.model, model.price_usd, model.power_w, detail + " (catalog price)")
+
     def transceiver(self, code: str) -> Part:
         t = self.values["transceivers"].get(code)
         if t is None:
@@ -88,6 +99,18 @@ class PriceBook:
             raise self._missing(f"cables.{tier}", f"the design has tier-{tier} cables but the price book has no cables.{tier}",
                                 f"add cables.{tier}: {{type, price_usd, power_w}}")
         return Part(f"cables.{tier}", c["type"], c["price_usd"], c["power_w"], c["type"])
+
+    def fibre(self, tier: int, nic_optic: str) -> Part:
+        """The cable class of a tier as the design's media need it: NIC-leaf cables of a
+        single-mode NIC optic (DR) are priced as single-mode (cables.2); an AOC or DAC is
+        an assembly whose NetBox type says so (its price is the transceiver row's)."""
+        o = physical.tier_optic(tier, nic_optic)
+        if tier == 1 and o.code in physical.ASSEMBLIES:
+            kind = {"AOC": "aoc", "DAC": "dac-passive"}[o.code]
+            return Part(f"transceivers.{o.code}", kind, 0, 0, kind)
+        if tier == 1 and o.fibre == "SMF":
+            return self.cable(2)
+        return self.cable(tier)
 
     def _missing(self, path: str, message: str, hint: str) -> InputError:
         return InputError([Problem(path, message, hint, None, self.file)])

@@ -16,12 +16,28 @@ from dataclasses import dataclass, field
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
 from ..input.yamlsource import Source, load_yaml_file, parse_yaml
+from ..platforms import catalog
 from . import clos, physical
 
 NAME_PATTERN = r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?"
 PLATFORMS = ("sonic", "eos")
 SPEEDS_GBPS = (100, 200, 400, 800)
 LAB_NIC_MBPS_DEFAULT = 100  # the emulated NIC rate when a design gives no lab.nic_mbps
+
+def _cabling_fields(nic_optic: str) -> dict[str, Field]:
+    """The cabling keys, the NIC-leaf length bounded by the reach of the chosen NIC optic."""
+    out: dict[str, Field] = {}
+    for tier, (key, what, default) in physical.TIERS.items():
+        o = physical.NIC_OPTICS[nic_optic] if tier == 1 else physical.OPTICS[tier]
+        longer = [f"{c} ({x.reach_m:,} m)" for c, x in physical.NIC_OPTICS.items() if x.reach_m > o.reach_m]
+        more = f"; or cabling.nic_optic: {' or '.join(longer)}" if tier == 1 and nic_optic != physical.NIC_OPTIC_DEFAULT and longer else ""
+        out[key] = Field("int", default=default, min=1, max=o.reach_m,
+                         hint=f"length of every {what} cable in metres (sets CABLE_LENGTH, NetBox and the BOM); "
+                              f"at most the {o.reach_m:,} m reach of its {o.code} {o.fibre} optic{more}")
+    out["nic_optic"] = Field("choice", default=physical.NIC_OPTIC_DEFAULT, choices=tuple(physical.NIC_OPTICS),
+                             hint="the NIC-leaf medium: " + ", ".join(f"{c} ({o.fibre}, {o.reach_m:,} m)" for c, o in physical.NIC_OPTICS.items()))
+    return out
+
 
 FIELDS: dict[str, Field] = {
     "name": Field(
@@ -50,6 +66,15 @@ FIELDS: dict[str, Field] = {
         "platform": Field("choice", default="sonic", choices=PLATFORMS, hint="network OS of the switches"),
         "platform_by_tier": Field("map", key_kind="int", item=Field("choice", choices=PLATFORMS), default={},
                                   hint="per-tier override, e.g. {2: eos}"),
+        "model": Field("str", default=catalog.GENERIC, pattern=catalog.MODEL_PATTERN, pattern_text="a platform model name such as nvidia-sn5600",
+                       hint="switch platform from the catalog (docs/platforms.md): generic (radix only), nvidia-sn5600, dell-z9864f, "
+                            "dell-z9664f, arista-7060x6-64pe, arista-7060dx5-64s, or your own from switch.platform_files"),
+        "breakout": Field("str", default=None, pattern=r"[1-8]x\d{2,3}G", pattern_text="ports per cage, x, Gbit/s and G, e.g. 2x400G",
+                          hint="how each cage is split, e.g. 1x800G, 2x400G, 4x200G, 8x100G (default: the one at nic.gbps)"),
+        "model_by_tier": Field("map", key_kind="int", item=Field("str", pattern=catalog.MODEL_PATTERN, pattern_text="a platform model name"),
+                               default={}, hint="per-tier platform model, e.g. {2: arista-7060x6-64pe}"),
+        "platform_files": Field("list", default=[], item=Field("str", pattern=r"[^\x00-\x1f]{1,255}", pattern_text="a file path"),
+                                hint="your own platform YAML files (docs/platforms.md), paths relative to the design file"),
         "share_rails": Field("bool", default=False, hint="true lets small one-tier rails share a physical switch as separate partitions"),
         "mtu": Field("int", default=9100, min=1500, max=9216, hint="switch port MTU in bytes (at least nic.mtu)"),
     }),
@@ -76,13 +101,7 @@ FIELDS: dict[str, Field] = {
         "ecn_max_kbytes": Field("int", default=1500, min=1, max=100_000, hint="queue depth where marking reaches ecn_probability"),
         "ecn_probability": Field("int", default=100, min=0, max=100, hint="marking probability in percent at ecn_max_kbytes"),
     }),
-    "cabling": Field("section", hint="one length per cable tier, in whole metres", fields={
-        key: Field("int", default=default, min=1, max=physical.OPTICS[tier].reach_m,
-                   hint=f"length of every {what} cable in metres (sets CABLE_LENGTH, NetBox and the BOM); "
-                        f"at most the {physical.OPTICS[tier].reach_m:,} m reach of its "
-                        f"{physical.OPTICS[tier].code} {physical.OPTICS[tier].fibre} optic")
-        for tier, (key, what, default) in physical.TIERS.items()
-    }),
+    "cabling": Field("section", hint="one length per cable tier, in whole metres", fields=_cabling_fields(physical.NIC_OPTIC_DEFAULT)),
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
                          hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
@@ -122,6 +141,10 @@ class Design:
     lab_nic_mbps: float
     hb_planned: int | None = None  # HB domains at build-out (None: hb_count)
     cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
+    nic_optic: str = physical.NIC_OPTIC_DEFAULT  # the NIC-leaf medium (physical.NIC_OPTICS)
+    switch_model: str = catalog.GENERIC
+    breakout: str | None = None  # with a catalog model: how each cage is split
+    models: dict = field(default_factory=dict, repr=False)  # tier -> catalog.Platform (empty: generic)
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
@@ -146,6 +169,10 @@ class Design:
 
     def platform_of_tier(self, tier: int) -> str:
         return self.platform_by_tier.get(tier, self.platform)
+
+    def model_of_tier(self, tier: int):
+        """The catalog platform of a tier's switches (catalog.Platform), None for generic."""
+        return self.models.get(tier)
 
 
 _ABSENT = object()
@@ -236,8 +263,19 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
     return out
 
 
+def _fields(src: Source) -> dict[str, Field]:
+    """FIELDS, with the NIC-leaf length bounded by the NIC optic the file chooses."""
+    cab = src.data.get("cabling") if isinstance(src.data, dict) else None
+    optic = cab.get("nic_optic") if isinstance(cab, dict) else None
+    if optic not in physical.NIC_OPTICS or optic == physical.NIC_OPTIC_DEFAULT:
+        return FIELDS
+    return {**FIELDS, "cabling": Field("section", hint=FIELDS["cabling"].hint, fields=_cabling_fields(optic))}
+
+
 def design_from_source(src: Source, text: str = "") -> Design:
-    values, problems = check(FIELDS, src)
+    values, problems = check(_fields(src), src)
+    resolved, more = catalog.resolve(values, src)  # fills radix, nic.gbps, platform from the model
+    problems += more
     problems += _semantic(values, src)  # all at once: cross-key checks whose keys are valid run too
     if problems:
         raise InputError(problems)
@@ -263,6 +301,10 @@ def design_from_source(src: Source, text: str = "") -> Design:
         lab_nic_mbps=values["lab"]["nic_mbps"],
         hb_planned=values["hb_domain"]["planned"],
         cable_length_m={tier: values["cabling"][key] for tier, (key, _, _) in physical.TIERS.items()},
+        nic_optic=values["cabling"]["nic_optic"],
+        switch_model=values["switch"]["model"],
+        breakout=resolved.breakout,
+        models=resolved.by_tier,
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
         file=src.file,

@@ -27,6 +27,7 @@ import copy
 import dataclasses
 
 from ..input.problems import InputError, Problem
+from ..platforms.catalog import GENERIC
 from .design import Design
 
 WHOLE_MAX_GPUS = 64  # labs up to this size run the whole design
@@ -43,16 +44,27 @@ def lab_domains(design: Design) -> int:
     return min(SLICE_DEFAULT, design.hb_count)
 
 
+def lab_names_ok(design: Design) -> bool:
+    """False when a catalog model gives EOS ports breakout names (`Ethernet1/5`): a Linux
+    interface name cannot hold '/', so such a lab runs under generic port names (lab/)."""
+    return all(design.platform_of_tier(t) != "eos" for t in design.models)
+
+
 def is_slice(design: Design) -> bool:
-    return lab_domains(design) < design.hb_count
+    return lab_domains(design) < design.hb_count or not lab_names_ok(design)
 
 
 def sliced(design: Design) -> Design:
     """The design the lab runs: the first lab_domains() domains, all rails."""
     n = lab_domains(design)
-    if n == design.hb_count:
+    if n == design.hb_count and lab_names_ok(design):
         return design
     values = copy.deepcopy(design.values)
+    if not lab_names_ok(design):  # the same Clos and radix, ports named as generic switches name them
+        values["switch"].update(model=GENERIC, breakout=None, model_by_tier={})
+        design = dataclasses.replace(design, switch_model=GENERIC, breakout=None, models={})
+        if n == design.hb_count:
+            return dataclasses.replace(design, values=values)
     values.setdefault("hb_domain", {})["count"] = n
     values["hb_domain"]["planned"] = None  # the lab's Clos is the one its N domains need
     values.setdefault("lab", {})["domains"] = n
@@ -76,6 +88,9 @@ def with_lab_domains(design: Design, n: int | None) -> Design:
 def describe(design: Design) -> str:
     """One summary line for `railonly compile`."""
     n = lab_domains(design)
+    if not lab_names_ok(design):
+        return (f"  lab       {n} of {design.hb_count:,} HB domains in {design.name}.clab.yml and {SLICE_DIR}/, "
+                "EOS ports under generic names (Linux interface names cannot hold '/')")
     if n == design.hb_count:
         return f"  lab       whole design ({design.gpus:,} GPUs) in {design.name}.clab.yml"
     return (f"  lab       a slice: {n} of {design.hb_count:,} HB domains, all {design.rails} rails "

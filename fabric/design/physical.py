@@ -42,6 +42,14 @@ class Optic:
 # crosses the hall (single-mode, 500 m), spine-core may cross buildings (2 km).
 OPTICS = {1: Optic("SR", "MMF", 50), 2: Optic("DR", "SMF", 500), 3: Optic("FR", "SMF", 2000)}
 
+# The NIC-leaf medium is the design's choice (`cabling.nic_optic`); its reach bounds
+# cabling.nic_leaf_m. AOC and DAC are cable assemblies with their ends built in:
+# AOC to 30 m (e.g. Arista's 800G AOC, 1-30 m), passive DAC to 3 m (NVIDIA's twin-port
+# 800G-to-2x400G OSFP splitter DAC, 1-3 m); sources in docs/platforms.md.
+NIC_OPTICS = {"SR": OPTICS[1], "DR": Optic("DR", "SMF", 500), "AOC": Optic("AOC", "MMF", 30), "DAC": Optic("DAC", "copper", 3)}
+NIC_OPTIC_DEFAULT = "SR"
+ASSEMBLIES = ("AOC", "DAC")  # media whose cable is the optic: no transceiver at either end
+
 
 def key_of(tier: int) -> str:
     """The design key path of a tier's length, for messages: 'cabling.nic_leaf_m'."""
@@ -61,18 +69,41 @@ def cable_length_m(design, tier: int) -> int:
     return design.cable_length_m[tier]
 
 
-def optic_code(gbps: float, tier: int) -> str:
-    """Transceiver type of a cable tier: speed, reach code and lanes, e.g. '400G-DR4'."""
-    o = OPTICS.get(tier, OPTICS[3])
+def tier_optic(tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> Optic:
+    """The medium of a cable tier: the design's NIC optic for NIC-leaf, fixed above."""
+    return NIC_OPTICS[nic_optic] if tier == 1 else OPTICS.get(tier, OPTICS[3])
+
+
+def optic_code(gbps: float, tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> str:
+    """Transceiver type of a cable tier: speed, reach code and lanes, e.g. '400G-DR4';
+    an AOC or DAC is named by speed and kind ('400G-AOC')."""
+    o = tier_optic(tier, nic_optic)
+    if o.code in ASSEMBLIES:
+        return f"{int(gbps)}G-{o.code}"
     lanes = {100: 4, 200: 4, 400: 4, 800: 8}.get(int(gbps), 4)
     if o.code == "SR" and int(gbps) == 400:
         lanes = 8  # 400G-SR8: eight multimode pairs
     return f"{int(gbps)}G-{o.code}{lanes}"
 
 
-def media(gbps: float, tier: int) -> str:
+def media(gbps: float, tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> str:
     """Optic and fibre of a cable, e.g. '400G-DR4 SMF' (its length is a column of its own)."""
-    return f"{optic_code(gbps, tier)} {OPTICS.get(tier, OPTICS[3]).fibre}"
+    return f"{optic_code(gbps, tier, nic_optic)} {tier_optic(tier, nic_optic).fibre}"
+
+
+def port_optic(design, gbps: float, tier: int) -> str:
+    """The optic one port of a cable of `tier` takes (a NIC's, at tier 1): the catalog
+    platform's port optic for the medium when the design names a model."""
+    o = tier_optic(tier, design.nic_optic)
+    model = design.model_of_tier(tier)  # the cable's upper end: a NIC-leaf cable's leaf
+    if model is None or o.code in ASSEMBLIES:
+        return optic_code(gbps, tier, design.nic_optic)
+    return model.breakouts[design.breakout].port_optics[o.code]
+
+
+def cable_media(design, gbps: float, tier: int) -> str:
+    """cabling.csv's media of a cable: its port optic and fibre, e.g. '400G-SR4 MMF'."""
+    return f"{port_optic(design, gbps, tier)} {tier_optic(tier, design.nic_optic).fibre}"
 
 
 # -- names on the floor --------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..design.physical import cable_length_m, naming
 from ..graph.model import Fabric, Node
-from ..platforms.ports import switch_port
+from ..platforms.ports import fabric_port
 
 MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number
 
@@ -72,7 +72,7 @@ def switch_view(fab: Fabric, sw: Node) -> SwitchView:
     ports = []
     neighbors = []
     for i in range(d.radix):
-        name = switch_port(sw.platform, i, d.nic_gbps)
+        name = fabric_port(d, sw.tier, sw.platform, i)
         ep = own.get(name)
         if ep is None:
             ports.append(Port(i, name))

@@ -42,7 +42,8 @@ def _interface_qos(q: qosmod.QosPlan) -> dict:
 def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     d = fab.design
     sw = view.node
-    speed = speed_form(d.nic_gbps)
+    model = d.model_of_tier(sw.tier)
+    speed = model.breakouts[d.breakout].eos_speed if model else speed_form(d.nic_gbps)  # the platform's lanes per port
     iqos = _interface_qos(q)
     ethernets = []
     for p in view.ports:

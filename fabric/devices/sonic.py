@@ -21,6 +21,7 @@ from json import encoder as _enc
 from ..graph.model import Fabric, Node
 from ..platforms.ports import lanes
 from . import qos as qosmod
+from . import sonic_platform
 from .device import SwitchView, advertised_pools, switch_view
 from .render import template
 
@@ -83,9 +84,11 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         "hostname": sw.name, "hwsku": hwsku(d.radix, d.nic_gbps), "mac": system_mac(sw.name),
         "type": SWITCH_TYPE[sw.tier], "docker_routing_config_mode": ROUTING_CONFIG_MODE,
     }
+    meta.update(sonic_platform.metadata(d, sw.tier) or {})
     if view.routed:
         meta["bgp_asn"] = str(sw.asn)
     doc: dict = {"DEVICE_METADATA": {"localhost": meta}}
+    published = sonic_platform.port_rows(d, sw.tier)  # None: generic, lanes from the radix
     nl = lanes(d.nic_gbps)
     speed, mtu = str(d.nic_gbps * 1000), str(d.switch_mtu)
     port_t, neigh_t, intf_t, qmap_t, queue_t, wd_t, cable = {}, {}, {}, {}, {}, {}, {}
@@ -96,12 +99,15 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     qmap = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
             "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
     for p in view.ports:
-        first = p.index * nl
-        entry = {
-            "lanes": ",".join(str(x) for x in range(first, first + nl)), "speed": speed, "mtu": mtu, "fec": "rs",
-            "alias": f"etp{p.index + 1}", "index": str(p.index + 1),
-            "admin_status": "up" if p.cabled else "down",
-        }
+        if published is None:
+            first = p.index * nl
+            entry = {
+                "lanes": ",".join(str(x) for x in range(first, first + nl)), "speed": speed, "mtu": mtu, "fec": "rs",
+                "alias": f"etp{p.index + 1}", "index": str(p.index + 1),
+                "admin_status": "up" if p.cabled else "down",
+            }
+        else:
+            entry = {**published[p.name], "mtu": mtu, "admin_status": "up" if p.cabled else "down"}
         port_t[p.name] = entry
         if not p.cabled:
             continue
@@ -117,7 +123,11 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
             queue_t[f"{p.name}|{r}"] = {"scheduler": "scheduler.lossy"}
         wd_t[p.name] = wd
         cable[p.name] = f"{p.length_m}m"  # buffermgrd sizes this port's PFC headroom from it
+    for name, fields in (published or {}).items():  # the platform's other ports, as it defines them
+        port_t.setdefault(name, {**fields, "mtu": mtu, "admin_status": "down"})
     doc["PORT"] = port_t
+    if (brk := sonic_platform.breakout_cfg(d, sw.tier)) is not None:
+        doc["BREAKOUT_CFG"] = brk
     doc["DEVICE_NEIGHBOR"] = neigh_t
     doc["FEATURE"] = {
         "lldp": {"state": "enabled", "auto_restart": "enabled"},

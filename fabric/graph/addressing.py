@@ -4,6 +4,12 @@ Every pool is cut into as many equal blocks as there are rails, plus one for
 switches that join rails (baseline spines). Block sizes depend only on the
 pool and the rail count, never on how many servers there are, so adding a
 server never renumbers existing GPUs or switches.
+
+Within a block each switch tier (and each tier of /31 links) has a slot of
+its own, a fixed fraction of the block (:data:`SWITCH_SLOTS`,
+:data:`LINK_SLOTS`): a spine's loopback is the spine's index in the spine
+slot, not "after the last leaf", so growing past the planned size (more
+leaves) leaves every existing spine's loopback and ASN where it was.
 """
 
 from __future__ import annotations
@@ -18,6 +24,12 @@ def _pow2_at_least(n: int) -> int:
 def prefix_for(hosts: int) -> int:
     """Prefix length of the smallest subnet with room for `hosts` addresses."""
     return 32 - max(0, math.ceil(math.log2(max(1, hosts))))
+
+
+# Slot of a tier inside a block, in quarters of the block: (first quarter, quarters).
+SWITCH_SLOTS = {1: (0, 2), 2: (2, 1), 3: (3, 1)}  # leaves, spines, cores
+LINK_SLOTS = {2: (0, 2), 3: (2, 2)}  # leaf-spine /31s, spine-core /31s
+WHOLE = (0, 4)
 
 
 class BlockPool:
@@ -40,29 +52,35 @@ class BlockPool:
         self.cross_size = total - self.rail_area
         self.block_size = self.rail_area // _pow2_at_least(rails)
         self.base = int(net.network_address)
-        self.need: dict[int | None, int] = {}  # block (None: cross) -> offsets used
+        self.need: dict[tuple[int | None, tuple[int, int]], int] = {}  # (block (None: cross), slot) -> offsets used
 
-    def addr(self, block: int | None, offset: int) -> int:
-        if offset + 1 > self.need.get(block, 0):
-            self.need[block] = offset + 1
+    def room(self, block: int | None, slot: tuple[int, int] = WHOLE) -> int:
+        return (self.cross_size if block is None else self.block_size) * slot[1] // 4
+
+    def addr(self, block: int | None, offset: int, slot: tuple[int, int] = WHOLE) -> int:
+        if offset + 1 > self.need.get((block, slot), 0):
+            self.need[(block, slot)] = offset + 1
+        start = (self.cross_size if block is None else self.block_size) * slot[0] // 4
         if block is None:
-            return self.base + offset
-        return self.rail_base + block * self.block_size + offset
+            return self.base + start + offset
+        return self.rail_base + block * self.block_size + start + offset
 
     def problems(self) -> list[tuple[str, str, str]]:
-        """(key path, message, hint) for every block that overflowed."""
-        factor = 1
-        for block, used in self.need.items():
-            room = self.cross_size if block is None else self.block_size
-            if used > room:
-                factor = max(factor, math.ceil(used / max(1, room)))
-        if factor == 1:
+        """(key path, message, hint) for every block (or slot of one) that overflowed."""
+        factor, worst = 1, None
+        for (block, slot), used in self.need.items():
+            room = self.room(block, slot)
+            if used > room and math.ceil(used / max(1, room)) >= factor:
+                factor, worst = math.ceil(used / max(1, room)), (block, slot, used)
+        if worst is None:
             return []
         plen = self.net.prefixlen - math.ceil(math.log2(factor))
-        per = "the spine tiers" if None in self.need and self.need[None] > self.cross_size else "one rail"
+        block, slot, used = worst
+        per = "the spine tiers" if block is None else "one rail"
+        part = "" if slot == WHOLE else f" (one tier's share, {slot[1]}/4 of the block)"
         return [(
             f"addressing.{self.key}",
-            f"{self.net} is too small: {self.what} of {per} need {max(self.need.values()):,} addresses",
+            f"{self.net} is too small: {self.what} of {per} need {used:,} addresses{part}",
             f"use a /{plen} or larger private pool (for example inside 10.0.0.0/8 or 100.64.0.0/10)",
         )]
 

@@ -19,6 +19,15 @@ port d % (ports down), a leaf's uplinks go to the spines of the build-out,
 and switch indexes, /31s, subnets and cable ids are those of the build-out.
 So any count up to the planned size is a subset of it: growing only adds
 cables. Past the planned size the spine tier is re-sized and uplinks move.
+
+Numbers never depend on how many there are of something: a switch is
+numbered within its rail and tier (its loopback in its tier's slot of the
+rail's block, its ASN in its tier's range of the rail's 65,536), a /31 and a
+cable by their position (rail, tier, GPU or uplink). So growing past the
+planned size keeps every existing switch's ASN, loopback and name, and every
+cable that does not move keeps its id; only the uplinks that move change.
+(Three tiers: the cores of a plane are sized by the number of pods, so
+growth past the planned size renames them; see docs/push.md.)
 """
 
 from __future__ import annotations
@@ -28,12 +37,21 @@ import math
 from ..design import clos
 from ..design.design import Design
 from ..input.problems import InputError
-from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, hb_port, switch_port
-from .addressing import BlockPool, ip, prefix_for
+from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, fabric_port, hb_port
+from .addressing import LINK_SLOTS, SWITCH_SLOTS, BlockPool, ip, prefix_for
 from .model import Endpoint, Fabric, Link, Node, Vlan
 
 VLAN_BASE = 1000  # rail r's partition is VLAN 1000 + r
 ASN_MAX = 4_294_967_294  # last private 32-bit ASN (RFC 6996)
+ASN_BLOCK = 65536  # ASNs per rail (and one block for switches that join rails)
+ASN_TIER_BASE = {1: 0, 2: 32768, 3: 49152}  # a tier's range in its block: leaves, spines, cores
+
+
+def cable_label(rail: int | None, tier: int, position: int) -> str:
+    """A cable's id from what it connects, never from a running count: rail (X: the
+    switches that join rails), cable tier, and 1-based position in that rail and tier
+    (the GPU's place on the rail; the lower switch's uplink)."""
+    return f"{'X' if rail is None else f'R{rail}'}-T{tier}-{position + 1:05d}"
 
 
 def gpu_node_name(domain: int, rank: int) -> str:
@@ -61,9 +79,7 @@ class _Builder:
         self.hb_pool = BlockPool("hb_pool", design.pools.hb, 1, "HB-domain subnets")
         self.hb_plen = prefix_for(K + 2)
         self.routed = design.rail_mode == "routed"
-        self.switch_count: dict[int | None, int] = {}  # block -> switches so far
-        self.fabric_links: dict[int | None, int] = {}  # block -> /31s so far
-        self.cables = 0  # cable numbers taken so far (the build-out's order)
+        self.switch_count: dict[tuple[int | None, int], int] = {}  # (block, tier) -> switches so far
         self.asn_overflow = False
 
     # -- nodes -------------------------------------------------------------
@@ -74,35 +90,34 @@ class _Builder:
     def switch(self, name: str, tier: int, rails: list[int], present: bool = True) -> Node | None:
         """The next switch of its block; None (its index still taken) when it is not built yet."""
         block = rails[0] if len(rails) == 1 or (rails and self.d.topology == "rail-only") else self.cross_block
-        index = self.switch_count.get(block, 0)
-        self.switch_count[block] = index + 1
-        loopback = self.lo_pool.addr(block, index + 1) if self.routed else None  # reserved either way
+        index = self.switch_count.get((block, tier), 0)  # within its rail and tier: no other count moves it
+        self.switch_count[(block, tier)] = index + 1
+        loopback = self.lo_pool.addr(block, index + 1, SWITCH_SLOTS[tier]) if self.routed else None  # reserved either way
         if not present:
             return None
         sw = Node(name=name, role="switch", tier=tier, rails=rails, platform=self.d.platform_of_tier(tier))
         if self.routed:
-            # 65,536 ASNs per rail; cross-rail switches after the last rail.
-            sw.asn = self.d.asn_base + (self.d.rails if block is None else block) * 65536 + index + 1
-            if sw.asn > ASN_MAX:
+            # 65,536 ASNs per rail, a fixed range per tier; cross-rail switches after the last rail.
+            offset = ASN_TIER_BASE[tier] + index + 1
+            sw.asn = self.d.asn_base + (self.d.rails if block is None else block) * ASN_BLOCK + offset
+            if sw.asn > ASN_MAX or offset >= ASN_TIER_BASE.get(tier + 1, ASN_BLOCK):
                 self.asn_overflow = True
             sw.loopback = ip(loopback, 32)
         self.fab.switches.append(sw)
         return self.add(sw)
 
     def port(self, sw: Node, index: int, ip_addr: str | None = None) -> Endpoint:
-        ep = Endpoint(sw.name, switch_port(sw.platform, index, self.d.nic_gbps), ip_addr, index)
+        ep = Endpoint(sw.name, fabric_port(self.d, sw.tier, sw.platform, index), ip_addr, index)
         if ep.port in sw.ports:
             raise AssertionError(f"port {ep.port} of {sw.name} assigned twice")
         sw.ports[ep.port] = ep
         return ep
 
-    def cable_id(self) -> str:
-        self.cables += 1
-        return f"C{self.cables:06d}"
-
     # -- links -------------------------------------------------------------
-    def rail_link(self, gpu: Node | None, sw: Node | None, port_index: int, vlan: Vlan | None, host_offset: int) -> None:
-        cable_id = self.cable_id()
+    def rail_link(self, gpu: Node | None, sw: Node | None, port_index: int, vlan: Vlan | None, host_offset: int,
+                  rail: int, position: int) -> None:
+        """The NIC cable of GPU `position` of `rail` (its cable id is that place's)."""
+        cable_id = cable_label(rail, 1, position)
         if gpu is None or sw is None or vlan is None:
             return  # a GPU of the build-out: its cable number and port stay reserved
         plen = int(vlan.subnet.rsplit("/", 1)[1])
@@ -114,14 +129,13 @@ class _Builder:
         self.fab.links.append(Link("rail", gpu.rail, self.d.nic_gbps, a, b, 1, cable_id))
 
     def fabric_link(self, lower: Node | None, lower_index: int, upper: Node | None, upper_index: int,
-                    tier: int, rail: int | None) -> None:
-        cable_id = self.cable_id()
+                    tier: int, rail: int | None, n: int) -> None:
+        """Uplink `n` of `rail`'s (None: the cross-rail block's) `tier`: (index of the lower
+        switch in its tier) * ports up + uplink. Its /31 and cable id are that place's."""
+        cable_id = cable_label(rail, tier, n)
         a_ip = b_ip = None
         if self.routed:
-            block = rail  # None: the cross-rail block
-            n = self.fabric_links.get(block, 0)
-            self.fabric_links[block] = n + 1
-            base = self.fabric_pool.addr(block, 2 * n + 1) - 1
+            base = self.fabric_pool.addr(rail, 2 * n + 1, LINK_SLOTS[tier]) - 1
             b_ip, a_ip = ip(base, 31), ip(base + 1, 31)  # upper tier takes the even address
         if lower is None or upper is None:
             return
@@ -175,7 +189,7 @@ class _Builder:
             v = self.vlan(sw, r, 0, width)
             for pos in range(self.planned):
                 gpu = rails[r][pos] if pos < self.n else None
-                self.rail_link(gpu, sw, q * width + pos, v, self.host_offset(pos))
+                self.rail_link(gpu, sw, q * width + pos, v, self.host_offset(pos), r, pos)
 
     # -- Clos tiers ------------------------------------------------------------
     def leaves_for_rail(self, r: int, gpus: list[Node], name: str) -> list[Node | None]:
@@ -187,7 +201,7 @@ class _Builder:
             v = self.vlan(sw, r, li, half)
             for pos in range(min(half, self.planned - li * half)):
                 g = li * half + pos
-                self.rail_link(gpus[g] if g < self.n else None, sw, pos, v, self.host_offset(pos))
+                self.rail_link(gpus[g] if g < self.n else None, sw, pos, v, self.host_offset(pos), r, g)
             leaves.append(sw)
         return leaves
 
@@ -204,7 +218,7 @@ class _Builder:
             for li, leaf in enumerate(leaves):
                 for j in range(half):
                     t = li * half + j
-                    self.fabric_link(leaf, half + j, spines[t % S], t // S, 2, rail)
+                    self.fabric_link(leaf, half + j, spines[t % S], t // S, 2, rail, t)
             return
         # Three tiers: pods of `half` leaves, one spine per leaf in the pod; a pod
         # is built with its first leaf.
@@ -216,11 +230,11 @@ class _Builder:
             for i, leaf in enumerate(pod):
                 for j in range(half):
                     t = i * half + j
-                    self.fabric_link(leaf, half + j, spines[t % m], t // m, 2, rail)
+                    self.fabric_link(leaf, half + j, spines[t % m], t // m, 2, rail, (p * half + i) * half + j)
             for a, sp in enumerate(spines):
                 planes[a].append(sp)
         core_index = 0
-        for plane in planes:
+        for a, plane in enumerate(planes):
             if not plane:
                 continue
             C = math.ceil(len(plane) * half / k)
@@ -229,7 +243,8 @@ class _Builder:
             for pi, sp in enumerate(plane):
                 for j in range(half):
                     t = pi * half + j
-                    self.fabric_link(sp, half + j, cores[t % C], t // C, 3, rail)
+                    # spine a of pod pi is spine pi * half + a of its tier
+                    self.fabric_link(sp, half + j, cores[t % C], t // C, 3, rail, (pi * half + a) * half + j)
 
     def rail_only(self, rails: list[list[Node]]) -> int:
         d = self.d
@@ -285,10 +300,15 @@ class _Builder:
             problems += [self.d.problem(*p) for p in pool.problems()]
         if self.asn_overflow:
             top = max(sw.asn for sw in self.fab.switches)
-            problems.append(self.d.problem(
-                "bgp.asn_base", f"ASNs run past {ASN_MAX:,} (the highest switch would get {top:,})",
-                f"lower bgp.asn_base to at most {self.d.asn_base - (top - ASN_MAX):,}",
-            ))
+            if top > ASN_MAX:
+                problems.append(self.d.problem(
+                    "bgp.asn_base", f"ASNs run past {ASN_MAX:,} (the highest switch would get {top:,})",
+                    f"lower bgp.asn_base to at most {self.d.asn_base - (top - ASN_MAX):,}",
+                ))
+            else:
+                problems.append(self.d.problem(
+                    "hb_domain.planned", "one rail's tier has more switches than its ASN range holds (32,767 leaves, 16,383 spines or cores)",
+                    "plan fewer HB domains per fabric, or use a larger switch.radix"))
         if problems:
             raise InputError(problems)
         self.fab.links.extend(self._hb_links)

@@ -9,17 +9,24 @@ hostile-input reader) and :func:`plan` compares them, purely:
   are one cable moved (its other end changes); the rest are added or removed;
 * devices (configs/<switch>/) and hosts (hosts/<hb-domain>/): added, removed,
   changed, with a unified diff per device;
-* the BOM: quantity, cost and power per item and in total.
+* the BOM: quantity, cost and power per item and in total;
+* every other file its MANIFEST.json lists (the clab file, fabric.json, the
+  clabernetes manifest, docs...): added, removed or changed by its content
+  (read and hashed: an edited file shows even when MANIFEST.json was left as
+  it was), and every file present but not listed, named as unknown.
 
 Output is sorted and contains no paths or times: the same two OUTDIRs give
-byte-identical plans.
+byte-identical plans. The text plan escapes every non-printable character
+(a hostile OUTDIR cannot send terminal escapes through it).
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from .reader import OutdirReader, UntrustedFile, parse_json
@@ -41,6 +48,8 @@ class Cable:
     b: End
     media: str = ""  # cabling.csv's optic and fibre, e.g. "400G-SR8 MMF"
     length_m: str = ""  # as cabling.csv writes it (whole metres)
+    rail: str = ""  # cabling.csv's rail ("" for a cable that joins rails)
+    tier: str = ""  # cable tier: 1 NIC-leaf, 2 leaf-spine, 3 spine-core
 
     def ends(self) -> tuple[End, End]:
         return tuple(sorted((self.a, self.b)))  # a cable is its two ends, whichever is written first
@@ -62,6 +71,10 @@ class Snapshot:
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # HB domain -> {file: text}
     bom: dict[str, BomItem] = field(default_factory=dict)  # item -> figures
     design_sha256: str = ""
+    switches: dict[str, dict] = field(default_factory=dict)  # switch -> {"tier": int, "rails": [int]} (fabric.json)
+    files: dict[str, str] = field(default_factory=dict)  # every other listed file -> sha256 of its content
+    missing: list[str] = field(default_factory=list)  # listed in MANIFEST.json, absent
+    unknown: list[str] = field(default_factory=list)  # present, not listed in MANIFEST.json
 
 
 # -- reading (hostile input) ---------------------------------------------------------
@@ -97,20 +110,60 @@ def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
 def read_snapshot(outdir: str) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
     :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file)."""
+    from .reader import walk
+    from .writer import MANIFEST
+
     r = _Budget(OutdirReader(outdir))
-    snap = Snapshot(design_sha256=_manifest_design(r.text("MANIFEST.json", FILE_LIMIT), r.reader.where("MANIFEST.json")))
+    design, listed = _manifest(r.text(MANIFEST, FILE_LIMIT), r.reader.where(MANIFEST))
+    snap = Snapshot(design_sha256=design)
     snap.cables = parse_cabling(r.text("cabling.csv", FILE_LIMIT), r.reader.where("cabling.csv"))
     snap.bom = parse_bom(r.text("bom.csv", FILE_LIMIT), r.reader.where("bom.csv"))
     snap.devices = read_configs(r, "configs")
     snap.hosts = read_configs(r, "hosts")
+    snap.switches = _switches(r.text("fabric.json", FILE_LIMIT), r.reader.where("fabric.json"))
+    found = walk(r.reader.root)
+    snap.unknown = sorted(p for p, kind in found.items() if p not in listed)
+    for rel in sorted(listed):
+        if rel.startswith(("configs/", "hosts/")):
+            continue  # compared file by file above
+        if found.get(rel) != "file":
+            snap.missing.append(rel)
+            continue
+        data = r.reader.read_bytes(rel, FILE_LIMIT)
+        r.used += len(data or b"")
+        if r.used > TOTAL_LIMIT:
+            raise UntrustedFile(r.reader.where(rel), f"the OUTDIR holds more than {TOTAL_LIMIT:,} bytes", _RECOMPILE)
+        snap.files[rel] = hashlib.sha256(data or b"").hexdigest()
     return snap
 
 
-def _manifest_design(text: str, where: str) -> str:
+def _switches(text: str, where: str) -> dict[str, dict]:
+    """Tier and rails of every switch in fabric.json (what the rollout groups by)."""
+    doc = parse_json(text, where)
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if not isinstance(nodes, list):
+        raise UntrustedFile(where, "has no 'nodes' list", _RECOMPILE)
+    out = {}
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or n.get("role") != "switch":
+            continue
+        name, tier, rails = n.get("name"), n.get("tier"), n.get("rails") or []
+        if not (isinstance(name, str) and name.isprintable() and len(name) <= 200 and isinstance(tier, int)
+                and not isinstance(tier, bool) and isinstance(rails, list)
+                and all(isinstance(r, int) and not isinstance(r, bool) for r in rails)):
+            raise UntrustedFile(where, f"nodes[{i}]: a switch needs a printable name, an integer tier and a list of rails", _RECOMPILE)
+        out[name] = {"tier": tier, "rails": rails}
+    return out
+
+
+def _manifest(text: str, where: str) -> tuple[str, set[str]]:
     doc = parse_json(text, where)
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict) or not isinstance(doc.get("design_sha256"), str):
         raise UntrustedFile(where, "is not a railonly manifest (needs 'files' and 'design_sha256')", _RECOMPILE)
-    return doc["design_sha256"]
+    listed = doc["files"]
+    if not all(isinstance(k, str) and len(k) <= 1024 for k in listed):
+        raise UntrustedFile(where, "lists a path that is not a string of at most 1024 characters", _RECOMPILE)
+    return doc["design_sha256"], set(listed)
 
 
 def _rows(text: str, where: str, required: tuple[str, ...]) -> list[dict[str, str]]:
@@ -145,8 +198,11 @@ def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
             raise UntrustedFile(where, f"line {line}: {bad} has control characters or more than 200 characters", _RECOMPILE)
         if row["cable_id"] in out:
             raise UntrustedFile(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
+        rail, tier = row.get("rail", ""), row.get("tier", "")
+        if not (rail == "" or rail.isdigit()) or not (tier == "" or tier.isdigit()) or len(rail) > 9 or len(tier) > 9:
+            raise UntrustedFile(where, f"line {line}: rail and tier must be whole numbers (rail may be empty)", _RECOMPILE)
         out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]),
-                                     row.get("media", ""), row.get("length_m", ""))
+                                     row.get("media", ""), row.get("length_m", ""), rail, tier)
     return out
 
 
@@ -173,7 +229,10 @@ def _end(e: End) -> dict:
 
 
 def _cable(c: Cable) -> dict:
-    return {"cable_id": c.cable_id, "a": _end(c.a), "b": _end(c.b)}
+    out = {"cable_id": c.cable_id, "a": _end(c.a), "b": _end(c.b)}
+    if c.rail or c.tier:
+        out["rail"], out["tier"] = c.rail, c.tier
+    return out
 
 
 def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, list]:
@@ -217,8 +276,8 @@ def _refitted(old: Cable, new: Cable) -> bool:
 
 
 def _id_key(cable_id: str) -> tuple:
-    digits = cable_id.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-    return (cable_id[: len(cable_id) - len(digits)], int(digits) if digits.isdigit() else -1, cable_id)
+    """Natural order: R2-T1-00007 before R10-T1-00001 (numbers compare as numbers)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", cable_id) if p) + (cable_id,)
 
 
 def _order(c: Cable) -> tuple:
@@ -281,6 +340,18 @@ def bom_changes(old: dict[str, BomItem], new: dict[str, BomItem]) -> dict:
     return {"items": items, "quantity": total("quantity"), "cost_usd": total("cost_usd"), "power_w": total("power_w")}
 
 
+def file_changes(old: Snapshot, new: Snapshot) -> dict[str, list[str]]:
+    """Every listed file outside configs/ and hosts/ by content; files listed but absent
+    (missing) and present but unlisted (unknown), each as OLD:path or NEW:path."""
+    return {
+        "added": sorted(new.files.keys() - old.files.keys()),
+        "removed": sorted(old.files.keys() - new.files.keys()),
+        "changed": sorted(f for f in old.files.keys() & new.files.keys() if old.files[f] != new.files[f]),
+        "missing": [f"old:{p}" for p in old.missing] + [f"new:{p}" for p in new.missing],
+        "unknown": [f"old:{p}" for p in old.unknown] + [f"new:{p}" for p in new.unknown],
+    }
+
+
 def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
     """The change plan document (`railonly diff --json`)."""
     return {
@@ -289,13 +360,23 @@ def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
         "devices": device_changes("configs", old.devices, new.devices, "device", diffs),
         "hosts": device_changes("hosts", old.hosts, new.hosts, "host", diffs),
         "bom": bom_changes(old.bom, new.bom),
+        "files": file_changes(old, new),
     }
 
 
 def has_changes(doc: dict) -> bool:
     return bool(any(doc["cables"][k] for k in ("added", "removed", "moved", "relabelled", "changed"))
                 or any(doc[part][k] for part in ("devices", "hosts") for k in ("added", "removed", "changed"))
-                or doc["bom"]["items"])
+                or doc["bom"]["items"] or any(doc.get("files", {}).values()))
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every non-printable character but newline and tab escaped (\x1b, \u202e...)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else
+                   (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000
+                    else f"\\U{ord(ch):08x}") for ch in text)
 
 
 def devices_to_push(doc: dict) -> list[str]:
@@ -333,7 +414,8 @@ def render_text(doc: dict, diffs: bool = True) -> str:
         out.append(f"  - cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}")
     for x in c["moved"]:
         o, n = x["old"], x["new"]
-        out.append(f"  ~ cable {o['cable_id']} -> {n['cable_id']}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
+        ids = o["cable_id"] if o["cable_id"] == n["cable_id"] else f"{o['cable_id']} -> {n['cable_id']}"
+        out.append(f"  ~ cable {ids}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
     for x in c["relabelled"]:
         out.append(f"  = cable {x['old_cable_id']} -> {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])} (same ends, new id)")
     for x in c["changed"]:
@@ -346,7 +428,15 @@ def render_text(doc: dict, diffs: bool = True) -> str:
     for x in b["items"]:
         q = x["quantity"]
         out.append(f"  bom {x['item']}: {q['old']:,} -> {q['new']:,} ({q['delta']:+,}), cost {x['cost_usd']:+,} USD, power {x['power_w']:+,} W")
+    f = doc.get("files") or {}
+    if any(f.values()):
+        out.append(f"files: {len(f['added']):,} added, {len(f['removed']):,} removed, {len(f['changed']):,} changed,"
+                   f" {len(f['missing']):,} missing, {len(f['unknown']):,} not in MANIFEST.json")
+        for sign, k, note in (("+", "added", ""), ("-", "removed", ""), ("~", "changed", ""),
+                              ("!", "missing", " (listed in MANIFEST.json, absent)"),
+                              ("?", "unknown", " (not in MANIFEST.json: not written by the compiler)")):
+            out += [f"  {sign} file {p}{note}" for p in f[k]]
     text = "\n".join(out) + "\n"
     if diffs:
         text += "".join(x.get("diff", "") for part in (dv, h) for x in part["changed"])
-    return text
+    return printable(text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ..design.physical import cable_length_m, media, naming
+from ..design.physical import cable_length_m, cable_media, naming
 from ..graph.model import Fabric
 from ..platforms.ports import GPU_RAIL_PORT
 
@@ -28,7 +28,7 @@ def rows(fab: Fabric) -> list[list]:
         a_dev, a_port, gpu = names.floor_end(lk.a.node, lk.a.port)
         b_dev, b_port, _ = names.floor_end(lk.b.node, lk.b.port)
         out.append([lk.cable_id, a_dev, a_port, b_dev, b_port, "" if lk.rail is None else lk.rail, lk.tier,
-                    _num(lk.gbps), media(lk.gbps, lk.tier), cable_length_m(d, lk.tier), gpu])
+                    _num(lk.gbps), cable_media(d, lk.gbps, lk.tier), cable_length_m(d, lk.tier), gpu])
     return out
 
 

@@ -87,6 +87,8 @@ def _summary(fab: Fabric, add) -> None:
         ["rails", f"{d.rails} (rail r = the GPUs of local rank r)"],
         ["switches", f"radix {d.radix} at {d.nic_gbps}G, {d.platform}"
                      + (f", per tier {', '.join(f'{t}: {p}' for t, p in d.platform_by_tier.items())}" if d.platform_by_tier else "")],
+        *([["switch model", ", ".join(sorted({f"{m.vendor} {m.name} (`{m.model}`)" for m in d.models.values()}))
+            + f", every cage {d.breakout} (docs/platforms.md)"]] if d.models else []),
         ["tiers", f"{fab.tiers} {scope}"],
         ["rail sharing", "small rails share a switch as separate partitions" if d.share_rails else "off"],
     ]
@@ -196,9 +198,9 @@ def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
     add("")
     rows = []
     for (tier, gbps), n in sorted(inv.cables.items()):
-        o = physical.OPTICS.get(tier, physical.OPTICS[3])
+        o = physical.tier_optic(tier, d.nic_optic)
         rows.append([f"{tier} ({physical.tier_name(tier)})", f"{n:,}",
-                     f"{physical.optic_code(gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.cable(tier).model,
+                     f"{physical.port_optic(d, gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.fibre(tier, d.nic_optic).model,
                      f"{physical.cable_length_m(d, tier):,} m", f"`{physical.key_of(tier)}`"])
     _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
     gpu = fab.gpus[0]

@@ -60,8 +60,8 @@ def render_cables(fab: Fabric, book: PriceBook | None = None) -> str:
     w.writerow(CABLE_COLUMNS)
     for lk in fab.cables():
         if lk.tier not in kinds:
-            book.cable(lk.tier)  # a clear error when the tier has no cable class
-            kinds[lk.tier] = (book.values["cables"][lk.tier]["type"], cable_length_m(d, lk.tier))
+            # a clear error when the tier has no cable class; NIC-leaf as the NIC optic needs it
+            kinds[lk.tier] = (book.fibre(lk.tier, d.nic_optic).model, cable_length_m(d, lk.tier))
         ctype, length = kinds[lk.tier]
         a_dev, a_port, _ = names.floor_end(lk.a.node, lk.a.port)
         b_dev, b_port, _ = names.floor_end(lk.b.node, lk.b.port)
@@ -79,7 +79,9 @@ def render_devices(fab: Fabric) -> str:
                     f"HB domain {hb.hb_domain}: {d.hb_size} GPUs, NIC rail<r> for GPU r"])
     for sw in fab.switches:
         rails = ",".join(map(str, sw.rails)) if sw.rails else "all (joins rails)"
-        w.writerow([sw.name, SWITCH_ROLES[sw.tier], MANUFACTURER, switch_type(d.radix, d.nic_gbps), sw.platform,
+        model = d.model_of_tier(sw.tier)  # a catalog platform: its vendor and model name
+        maker, kind = (model.vendor, model.model) if model else (MANUFACTURER, switch_type(d.radix, d.nic_gbps))
+        w.writerow([sw.name, SWITCH_ROLES[sw.tier], maker, kind, sw.platform,
                     "planned", d.name, f"tier {sw.tier}, rails {rails}"])
     return buf.getvalue()
 

@@ -22,6 +22,15 @@ def switch_port(platform: str, index: int, gbps: int) -> str:
     return f"Ethernet{index + 1}"
 
 
+def fabric_port(design, tier: int, platform: str, index: int) -> str:
+    """Port `index` of a tier-`tier` switch: the catalog platform's breakout name when the
+    design names a model (catalog.Platform.port_name), otherwise :func:`switch_port`."""
+    model = design.model_of_tier(tier)
+    if model is None:
+        return switch_port(platform, index, design.nic_gbps)
+    return model.port_name(design.breakout, platform, index)
+
+
 GPU_RAIL_PORT = "eth1"  # the GPU's NIC (eth0 is containerlab's management port)
 GPU_HB_PORT = "hb0"  # the GPU's HB (NVLink) port
 

@@ -47,7 +47,7 @@ def test_json_contract_6(tmp_path, capsys):
     for net in ("rail-only", "rail-optimized", "ideal"):
         r = doc["networks"][net]
         assert set(r) >= {"iteration_s", "mfu", "hfu", "tokens_per_s", "breakdown_s"}
-        assert set(r["breakdown_s"]) == parts
+        assert set(r["breakdown_s"]) >= parts  # cp and optimizer follow (more keys may follow)
         assert sum(r["breakdown_s"].values()) == pytest.approx(r["iteration_s"], rel=1e-5)
     assert doc["moe_all_to_all_overhead"] == pytest.approx(0.112, abs=0.003)
     for net in ("rail-only", "rail-optimized"):
@@ -65,7 +65,7 @@ def test_every_example_job_validates_against_the_contract_6_schema(tmp_path, cap
     schema = json.loads((REPO / "fabric" / "analysis" / "data" / "analysis.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     designs = {"table5": "dgx-a100", "moe-a100": "dgx-a100", "nvl72": "nvl72", "gpt-small": "mini-routed",
-               "gpt-1t-32k": "dgx-h100-32k"}
+               "gpt-1t-32k": "dgx-h100-32k", "heldout": "dgx-h100-32k"}
     for job in sorted((LABS / "jobs").rglob("*.yml")):
         design = next((d for k, d in designs.items() if k in str(job)), "dgx-h100-1k")
         rc, out, _ = run(capsys, LABS / f"{design}.yml", job, "--json", "-")
@@ -115,8 +115,8 @@ def test_place_auto_and_launcher(tmp_path, capsys):
     env = launcher.with_suffix(".env").read_text()
     assert "export NCCL_CROSS_NIC=0\n" in env and "# rails share no switch" in env
     assert "launcher: NCCL_CROSS_NIC=0" in out
-    assert rows[73] == {"rank": "73", "gpu": "73", "node": "hb1-gpu1", "hb_domain": "1", "local_rank": "1", "tp_rank": "1", "pp_rank": "1",
-                        "dp_rank": "0", "ep_rank": "0"}  # 73 = tp 1 + 8 x (dp 0 + 9 x pp 1)
+    assert rows[73] == {"rank": "73", "gpu": "73", "node": "hb1-gpu1", "hb_domain": "1", "local_rank": "1", "tp_rank": "1", "cp_rank": "0",
+                        "pp_rank": "1", "dp_rank": "0", "ep_rank": "0"}  # 73 = tp 1 + 8 x (dp 0 + 9 x pp 1)
 
 
 def test_given_order_problems_in_json(tmp_path, capsys):
@@ -219,4 +219,4 @@ def test_quiet_prints_nothing_on_success_and_small_jobs_get_readable_units(capsy
     rc, out, err = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "-q")
     assert rc == 0 and out == "" and err == ""
     rc, out, _ = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml")
-    assert rc == 0 and "HB 1.61 GB" in out and "cross-rail 0 B" in out
+    assert rc == 0 and "HB 2.01 GB" in out and "cross-rail 0 B" in out

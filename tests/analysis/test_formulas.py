@@ -9,6 +9,7 @@ from railonly.fabric.analysis import Cluster, Rates, parse_job, place
 from railonly.fabric.analysis.memory import activation_bytes_per_layer, estimate
 from railonly.fabric.analysis.network import Step, step_time
 from railonly.fabric.analysis.placement import classify, rank_groups
+from railonly.fabric.analysis.compute import token_efficiency
 from railonly.fabric.analysis.timing import gemm_efficiency, hardware_flops, iteration, model_flops
 from railonly.fabric.analysis.traffic import a2a_types, class_bytes, collectives, ring_types
 
@@ -37,8 +38,11 @@ def test_hardware_flops_selective_and_full_recompute():
 
 
 def test_gemm_efficiency_curve():
-    j = job()  # h / tp = 1536, a100: 0.90 x 1536 / (1536 + 600)
-    assert gemm_efficiency(j) == pytest.approx(0.90 * 1536 / 2136)
+    j = job()  # h / tp = 1536, a100 (fitted on Table 5): 0.80 x 1536 / (1536 + 110)
+    assert gemm_efficiency(j) == pytest.approx(0.80 * 1536 / 1646)
+    assert gemm_efficiency(j, 128) == pytest.approx(0.80 * 128 / 238)  # one head's products
+    # rows: a micro-batch of 2,048 tokens runs at 2048 / (2048 + 64) of the rate
+    assert token_efficiency(j) == pytest.approx(2048 / 2112)
 
 
 def test_ring_all_reduce_moves_2_n_minus_1_over_n():
@@ -130,16 +134,25 @@ def test_bytes_per_iteration_by_hand():
     assert b["hb"] == pytest.approx(tp)
     pp = 16 * m * 2 * S / 8  # 16 pipeline hops forward, activation and gradient each micro-batch
     params = j.model.dense_params
-    dp = 32 * 2 * 1 / 2 * 2 * params / 16  # every GPU: ring all-reduce over 2 of its 2 P/(tp pp) bytes
+    dp = 32 * 2 * 1 / 2 * 4 * params / 16  # every GPU: ring all-reduce over 2 of its P/(tp pp) fp32 gradients
     assert b["rail"] == pytest.approx(pp + dp)
     assert b["cross_rail"] == 0
+    # bf16 reduction halves the DP bytes; the distributed optimizer reduce-scatters fp32 gradients
+    # and all-gathers bf16 parameters: (n-1)/n x (4 + 2) bytes a parameter
+    j16 = job("tp: 8, pp: 2, dp: 2, global_batch: 8, sp: false, grad_reduce: bf16", model="layers: 4, hidden: 1024, heads: 8, seq: 512, vocab: 1000")
+    assert class_bytes(collectives(j16, place(j16, c)))["rail"] == pytest.approx(pp + dp / 2)
+    jd = job("tp: 8, pp: 2, dp: 2, global_batch: 8, sp: false, distributed_optimizer: true", model="layers: 4, hidden: 1024, heads: 8, seq: 512, vocab: 1000")
+    assert class_bytes(collectives(jd, place(jd, c)))["rail"] == pytest.approx(pp + 32 * 1 / 2 * 6 * params / 16)
 
 
 def test_activation_memory_korthikanti_table2():
     s, b, h, a, t = 2048, 1, 12288, 96, 8
     assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: selective")) == 34 * s * b * h / t
-    assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: none")) == pytest.approx(
+    assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: none, flash_attention: false")) == pytest.approx(
         s * b * h * (34 + 5 * a * s / h) / t)
+    # flash attention keeps no s x s scores
+    assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: none, flash_attention: true")) == pytest.approx(
+        34 * s * b * h / t)
     assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, recompute: full")) == 2 * s * b * h / t
     assert activation_bytes_per_layer(job("tp: 8, pp: 8, dp: 1, global_batch: 64, sp: false")) == pytest.approx(s * b * h * (10 + 24 / t))
 

@@ -116,7 +116,7 @@ def test_job_keys_override_the_preset():
 
 def test_order_defaults_and_ep_inserted_before_dp():
     job = parse_job("name: t\nmodel: {preset: gpt-1t}\nparallel: {tp: 8, pp: 8, global_batch: 8, order: tp-pp-dp}\ngpu: {preset: a100}\n")
-    assert job.parallel.order == ("tp", "pp", "ep", "dp")
+    assert job.parallel.order == ("tp", "pp", "ep", "dp")  # cp (size 1 here) sits after tp when placed
     job = parse_job("name: t\nmodel: {preset: gpt-1t}\nparallel: {global_batch: 8}\ngpu: {preset: a100}\n")
     assert job.parallel.order == ("tp", "cp", "ep", "dp", "pp") and job.parallel.recompute == "selective"
 
@@ -134,3 +134,17 @@ def test_job_size_is_bounded():
     with pytest.raises(InputError) as exc:
         parse_job("name: t\nmodel: {preset: deepseek-style}\nparallel: {ep: 2048, dp: 2048, global_batch: 2048}\ngpu: {preset: a100}\n")
     assert any(p.path == "parallel.ep" and "1,024" in p.message for p in exc.value.problems)
+
+
+def test_user_presets_validate_the_new_gpu_and_model_keys(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("gpus:\n  g: {tflops: 100, memory_gb: 80, hbm_gbps: 0, memory_efficiency: 2, fp8_tflops: -5, gemm_half_tokens: x}\n"
+                   "models:\n  m: {layers: 2, hidden: 128, heads: 2, seq: 64, vocab: 100, kv_heads: 0, mlp: relu, tied_embeddings: 3,\n"
+                   "      moe: {experts: 4, shared_experts: 99}}\n")
+    with pytest.raises(InputError) as exc:
+        load_presets(str(bad))
+    where = {(p.path, p.line) for p in exc.value.problems}
+    for path in ("gpus.g.hbm_gbps", "gpus.g.memory_efficiency", "gpus.g.fp8_tflops", "gpus.g.gemm_half_tokens"):
+        assert (path, 2) in where, (path, sorted(where))
+    for path in ("models.m.kv_heads", "models.m.mlp", "models.m.tied_embeddings", "models.m.moe.shared_experts"):
+        assert path in {p for p, _ in where}, (path, sorted(where))

@@ -60,7 +60,7 @@ EMULATION_ROOMS: dict[str, set[str]] = {
 # The runtime's doors: the only modules of railonly.emulation.runtime another room may
 # import. Checks, traffic, replay, faults and push reach nodes through the Runtime
 # protocol; the netns runtime's internals (setns, frr, pids, sshd ...) are its own.
-RUNTIME_DOORS = {f"railonly.emulation.runtime.{m}" for m in ("protocol", "registry", "lock", "outdir_writer")}
+RUNTIME_DOORS = {f"railonly.emulation.runtime.{m}" for m in ("protocol", "registry", "lock", "outdir_writer", "rundir")}
 RUNTIME_DOORS.add("railonly.emulation.runtime")
 PROCESS_GATEWAY = "railonly.proc"
 FABRIC_TOOL_USERS = {"railonly.fabric.validate.frr_syntax"}  # the compiler's one outside tool (vtysh -C)

@@ -85,7 +85,8 @@ def test_baseline_past_three_tiers_is_a_clear_error(tmp_path, capsys):
 
 def test_baseline_that_outgrows_a_pool_names_the_variant(tmp_path, capsys):
     path = tmp_path / "d.yml"
-    path.write_text(design_text(8, 512, 64) + "addressing: {loopback_pool: 10.255.0.0/24}\n")
+    # a /23 holds rail-only's loopbacks (64 per rail: 16 leaves in a 32-address leaf slot, 8 spines) but not the baseline's
+    path.write_text(design_text(8, 512, 64) + "addressing: {loopback_pool: 10.255.0.0/23}\n")
     code, out, err = run_cli(["bom", str(path), "--compare"], capsys)
     assert code == 2 and out == ""
     assert "addressing.loopback_pool" in err and "rail-optimized variant" in err

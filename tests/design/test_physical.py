@@ -54,7 +54,7 @@ def _port_lengths(files: dict[str, bytes]) -> dict[tuple[str, str], int]:
             for line in data.decode().splitlines():
                 if line.startswith("interface "):
                     iface = line.split()[1]
-                elif iface and (m := re.fullmatch(r"   description \S+ C\d+ (\d+)m", line)):
+                elif iface and (m := re.fullmatch(r"   description \S+ \S+ (\d+)m", line)):
                     out[(sw, iface)] = int(m.group(1))
     return out
 
@@ -82,7 +82,7 @@ def test_every_cable_has_one_length_everywhere(make):
         for end in (lk.a, lk.b):  # both ends that are switch ports
             if fab.node(end.node).role == "switch":
                 assert ports[(end.node, end.port)] == metres, (cid, end.node, end.port)
-        assert r["media"] == physical.media(lk.gbps, lk.tier)  # the optic type, no length in it
+        assert r["media"] == physical.cable_media(design, lk.gbps, lk.tier)  # the optic type, no length in it
     # the BOM's fibre lines count exactly these lengths
     fibre = Counter()
     for r in _csv(files, "bom.csv"):

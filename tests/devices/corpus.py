@@ -112,13 +112,17 @@ def designs() -> dict[str, str]:
     sys.path.insert(0, str(REPO / "tests" / "devices"))
     from cases import CASES
 
+    from railonly.fabric.platforms import catalog
+
     out = {}
     for path in sorted((REPO / "labs").glob("*.yml")):
         if path.stem in SKIP_EXAMPLES:
             continue
         text = path.read_text()
         out[f"labs/{path.stem}"] = text
-        out[f"labs/{path.stem}+eos"] = _design(text, "eos")
+        model = (yaml.safe_load(text).get("switch") or {}).get("model", "generic")
+        if model == "generic" or "eos" in catalog.shipped()[model].os:  # a catalog model runs the OSes it lists
+            out[f"labs/{path.stem}+eos"] = _design(text, "eos")
     out.update({f"case/{k}": v for k, v in CASES.items()})
     out.update({f"extra/{k}": v for k, v in EXTRA.items()})
     return out

@@ -42,7 +42,7 @@ def test_sonic_ports_cover_the_radix_and_unused_are_down():
     assert ports["Ethernet24"]["admin_status"] == "down"
     assert ports["Ethernet0"]["admin_status"] == "up" and ports["Ethernet0"]["alias"] == "etp1"
     assert "description" not in ports["Ethernet24"]  # a free port names no peer
-    assert ports["Ethernet0"]["description"] == "hb0:rail0 C000001 30m"  # far end as on the floor, cable, length
+    assert ports["Ethernet0"]["description"] == "hb0:rail0 R0-T1-00001 30m"  # far end as on the floor, cable, length
     assert ports["Ethernet0"]["lanes"] == "0,1,2,3,4,5,6,7" and ports["Ethernet0"]["speed"] == "400000"
     assert ports["Ethernet0"]["fec"] == "rs" and ports["Ethernet0"]["mtu"] == "9100"
 
@@ -97,7 +97,7 @@ def test_eos_sections_and_indentation():
                                       "ip prefix-list RAIL_ROUTES\n   seq 10 ", "qos map dscp", "route-map RAIL_EXPORT",
                                       "router bgp")]
     assert order == sorted(order)
-    assert "   description hb0:rail0 C000001 30m\n" in text and "   speed 400g-8\n" in text
+    assert "   description hb0:rail0 R0-T1-00001 30m\n" in text and "   speed 400g-8\n" in text
     assert "   switchport access vlan 1000\n   qos trust dscp\n" in text
     assert "   no switchport\n   qos trust dscp\n   ip address 10.128.0.1/31\n" in text
     gpu = text[text.index("interface Ethernet1\n"):text.index("interface Ethernet2\n")]
@@ -105,7 +105,7 @@ def test_eos_sections_and_indentation():
     uplink = text[text.index("interface Ethernet3\n"):text.index("interface Ethernet4\n")]
     assert "spanning-tree" not in uplink  # routed fabric links run no STP
     assert "   maximum-paths 2 ecmp 2\n" in text
-    assert "   neighbor 10.128.0.0 peer group FABRIC\n   neighbor 10.128.0.0 remote-as 4200000004\n" in text
+    assert "   neighbor 10.128.0.0 peer group FABRIC\n   neighbor 10.128.0.0 remote-as 4200032769\n" in text
 
 
 def test_hosts_rail_only_routes_stay_on_their_nic():

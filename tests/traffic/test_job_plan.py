@@ -224,3 +224,10 @@ def test_nft_ruleset_counts_each_class_range():
     assert "rx_staged" in gpu and "rx_hb" not in gpu
     sw = replay.ruleset(False)
     assert "hook forward" in sw and "hook output" not in sw
+
+
+def test_a_context_parallel_job_scales_to_the_lab_without_cp():
+    job = load_job(str(JOBS / "llama3-70b-h100.yml"))
+    s = jp.scale_job(job, Cluster(2, 6, 100, 900), 100)
+    assert s.job.parallel.cp == 1 and "cp 2 -> 1" in s.changes
+    assert s.job.parallel.gpus <= 12

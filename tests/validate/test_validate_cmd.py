@@ -138,15 +138,15 @@ def test_eos_tampered(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["eos-routed"], tmp_path)
     cfg = out / "configs/rail0-leaf0/startup-config"
     text = cfg.read_text()
-    text = text.replace("   neighbor 10.128.0.0 remote-as 4200000004", "   neighbor 10.128.0.0 remote-as 4200000005")
-    old = "interface Ethernet3\n   description rail0-spine0:Ethernet1 C000007 100m\n   mtu 9100"
+    text = text.replace("   neighbor 10.128.0.0 remote-as 4200032769", "   neighbor 10.128.0.0 remote-as 4200032799")
+    old = "interface Ethernet3\n   description rail0-spine0:Ethernet1 R0-T2-00001 100m\n   mtu 9100"
     assert old in text
     text = text.replace(old, old.replace("mtu 9100", "mtu 9000"))
     cfg.write_text(text)
     rc, out_text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
     fails = _failures(doc)
-    assert "neighbor 10.128.0.0 remote-as 4200000005, rail0-spine0 has ASN 4200000004" in fails
+    assert "neighbor 10.128.0.0 remote-as 4200032799, rail0-spine0 has ASN 4200032769" in fails
     assert "mtu/rail0-leaf0" in fails
 
 

@@ -290,6 +290,8 @@ class _Problems:
         self.tok(what, dev)
         if len(dev) > IFNAME_MAX:
             self.add(f"{what}: interface name {dev!r} longer than {IFNAME_MAX}")
+        if "/" in dev:  # an EOS breakout name (Ethernet1/5): Linux refuses it
+            self.add(f"{what}: interface name {dev!r} contains '/'")
         if ns in self.devs:
             if dev in self.devs[ns]:
                 self.add(f"{what}: {dev} defined twice in {ns}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 
 MAX_SWEEP_POINTS = 64
 
@@ -21,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("job", metavar="JOB.yml")
     p.add_argument("--json", metavar="FILE", help="write the analysis (docs/reference/outdir.md) to FILE ('-' for standard output)")
     p.add_argument("--place", choices=("given", "auto"), default="given",
-                   help="auto: the rank order that keeps the most bytes off cross-rail paths (default: the job's order)")
+                   help="auto: the rank order with the fastest rail-only iteration, fewest cross-rail bytes breaking ties (default: the job's order)")
     p.add_argument("--oversub", type=float, default=1.0, metavar="X",
                    help="oversubscription of the rail-optimized spine, e.g. 2 (default 1: non-blocking)")
     p.add_argument("--traffic", metavar="FILE.csv", help="write the HB-domain traffic matrix as CSV and a heat map beside it (FILE.png)")
@@ -65,20 +64,10 @@ def parse_sweep(text: str) -> tuple[str, list[float]]:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    """Write via a temporary file beside `path`, then rename: a link at `path` is replaced, never followed."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".railonly-", dir=d)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """railonly.reportfile: a link at `path` is replaced, never followed."""
+    from railonly.reportfile import write_report
+
+    write_report(path, data)
 
 
 def _check_target(flag: str, path: str) -> None:
@@ -100,7 +89,8 @@ def run(args) -> int:
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
     from railonly.fabric.analysis.analysis_report import analyze, contract, text
-    from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep
+    from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
+    from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep, why_empty, would_fit
     from railonly.fabric.analysis.traffic import class_bytes
     from railonly.fabric.cost.prices import load_prices
     from railonly.fabric.design.design import load_design
@@ -149,11 +139,18 @@ def run(args) -> int:
     pl = place_auto(job, cluster, rates) if args.place == "auto" else place(job, cluster)
     a = analyze(job, cluster, pl, rates, network_boms(design, book) or {})  # {}: no price, said so
     outputs: dict[str, bytes] = {}
+    failed = False  # exit 1: the job does not fit, or the search found nothing feasible
     if args.search:
         found, counts = search(job, cluster, rates)
         a.search = {n: {"parallel": parallel_dict(b.job), **b.result.as_dict(), "memory_gb": round(b.memory_gb, 3)}
                     for n, b in found.items()}
         a.search["evaluated"] = counts
+        if not any(n != "ideal" for n in found):
+            a.search["empty"] = why_empty(job, cluster, counts)
+            failed = True
+    if not a.memory["fits"]:
+        a.extra["would_fit"] = would_fit(job, cluster, rates)
+        failed = True
     cross = class_bytes(a.collectives)["cross_rail"]
     a.extra["launcher"] = nccl_settings(design.topology, cross, job.parallel.sp and job.parallel.tp > 1)
     if sweep_spec:
@@ -187,4 +184,12 @@ def run(args) -> int:
         print(text(a, design.name))
         for path in outputs:
             print(f"wrote {path}")
+    if failed:
+        mem = a.memory
+        if not mem["fits"]:
+            print(f"error: {job.name} needs {mem['total_gb']:.1f} GB per GPU, {job.gpu.name} has {mem['capacity_gb']:g} GB; "
+                  f"would fit: {a.extra['would_fit']['text']}", file=sys.stderr)
+        if a.search is not None and a.search.get("empty"):
+            print(f"error: --search found nothing feasible: {a.search['empty']}", file=sys.stderr)
+        return 1
     return 0

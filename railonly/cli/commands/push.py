@@ -1,4 +1,10 @@
-"""`railonly push OUTDIR`: push the generated switch configs over SSH (netmiko), or diff them.
+"""`railonly push OUTDIR`: roll the generated switch configs out over SSH (netmiko), or diff them.
+
+A rollout (docs/push.md): a canary switch, then waves with at most
+--max-per-group switches of one rail and tier at once; each switch drained
+before a disruptive change, applied (EOS: configure session + commit timer,
+confirmed after verify; SONiC: a config DB patch and vtysh, a reload only
+where needed), verified, undrained. The first failure stops the rollout.
 
 Exit codes: 0 every device ok (and, with --dry-run, in sync); 1 a device
 failed, or --dry-run found a difference; 2 invalid input (inventory,
@@ -25,7 +31,17 @@ def register(sub) -> None:
     p.add_argument("--key", metavar="FILE", help="SSH private key (default: RAILONLY_SSH_KEY; the lab's own key for a lab)")
     p.add_argument("--insecure-no-host-key-check", action="store_true",
                    help="accept any host key (default: check against known_hosts, or the lab's known_hosts)")
-    p.add_argument("--workers", type=int, default=8, metavar="N", help="devices pushed at once (default 8)")
+    p.add_argument("--max-per-group", type=int, default=1, metavar="N",
+                   help="switches of one rail and tier changed at once (default 1); a canary switch goes first")
+    p.add_argument("--workers", type=int, default=64, metavar="N", help="at most N switches of a wave pushed at once (default 64)")
+    p.add_argument("--verify-timeout", type=float, default=60.0, metavar="S",
+                   help="seconds for BGP, interfaces and BFD to be as before the change (default 60)")
+    p.add_argument("--drain-wait", type=float, default=3.0, metavar="S",
+                   help="seconds after a drain or undrain for traffic to move (default 3)")
+    p.add_argument("--commit-timer", default="00:05:00", metavar="HH:MM:SS",
+                   help="EOS: a committed session rolls back unless confirmed within this (default 00:05:00)")
+    p.add_argument("--probe", action="store_true",
+                   help="lab only: ping across the spines of every rail during the rollout and count lost probes per wave")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
     p.set_defaults(func=run)
 
@@ -54,8 +70,17 @@ def run(args) -> int:
     from railonly.emulation.push import targets as push_inventory
     from railonly.emulation.push import pusher as push
 
-    if args.workers < 1:
-        raise InputError([Problem("--workers", f"must be at least 1, got {args.workers}", "", None, "command line")])
+    import re
+
+    for flag, value in (("--workers", args.workers), ("--max-per-group", args.max_per_group)):
+        if value < 1:
+            raise InputError([Problem(flag, f"must be at least 1, got {value}", "", None, "command line")])
+    if not re.fullmatch(r"\d\d:[0-5]\d:[0-5]\d", args.commit_timer):
+        raise InputError([Problem("--commit-timer", f"must be hh:mm:ss, got {args.commit_timer!r}", "for example 00:05:00",
+                                  None, "command line")])
+    for flag, value in (("--verify-timeout", args.verify_timeout), ("--drain-wait", args.drain_wait)):
+        if not 0 <= value <= 3600:
+            raise InputError([Problem(flag, f"must be from 0 to 3600 seconds, got {value}", "", None, "command line")])
     outdir = Path(args.outdir)
     lab = load_lab(outdir)
     lock = contextlib.nullcontext()
@@ -64,9 +89,11 @@ def run(args) -> int:
     else:
         from railonly.emulation.runtime.netns.runtime import check_state_dir
         from railonly.emulation.runtime import lock as lab_lock
+        from railonly.emulation.runtime import rundir
 
-        check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there
-        devices = push_inventory.lab_devices(outdir)
+        lab = rundir.bind(lab)  # the name it was deployed under; refused when deployed from another OUTDIR
+        check_state_dir(lab)  # its key and known_hosts: root's run dir, no symlink on the way
+        devices = push_inventory.lab_devices(lab)
         if os.geteuid() == 0:  # shared: the switch shells' reloads take it shared too; deploy/destroy wait
             lock = lab_lock.hold(lab.name, shared=True)
     if args.device:
@@ -102,15 +129,32 @@ def run(args) -> int:
             pass  # a missing file: that device's result says so
     if problems:
         raise InputError(problems)
+    from railonly.emulation.push import rollout
+
     progress = push.Progress(len(devices), enabled=not args.quiet)
+    opts = push.Options(drain_wait=args.drain_wait, verify_timeout=args.verify_timeout, commit_timer=args.commit_timer)
+    prober = None
+    if args.probe:
+        if args.inventory:
+            raise InputError([Problem("--probe", "probes run only in a lab (no --inventory)", "leave out --probe", None, "command line")])
+        streams = rollout.lab_streams(lab)
+        if not streams:
+            raise InputError([Problem("--probe", f"lab {lab.name} has no rail with two leaves to probe across",
+                                      "use a design with spines (two tiers)", None, "command line")])
+        from railonly.emulation.lab import run_dir as lab_run
+
+        prober = rollout.Prober(streams, f"{lab_run(lab.name)}/probes")
+    targets = rollout.lab_targets(lab)
     with lock:
-        results = push.push_all(devices, lab.configs_dir, creds, dry_run=args.dry_run, workers=args.workers,
-                                progress=progress, timeout=args.timeout)
+        rep = rollout.run(devices, targets, lab.configs_dir, creds, max_per_group=args.max_per_group, workers=args.workers,
+                          dry_run=args.dry_run, timeout=args.timeout, opts=opts, progress=progress, prober=prober)
+    results = rep.results
     failed = not all(r.ok for r in results) or (args.dry_run and any(r.changed for r in results))
     if failed or not args.quiet:  # -q: nothing on success, as every command
         for r in results:
             if r.diff:  # dry run: what would change; push: what was applied
                 sys.stdout.write(r.diff)
+        sys.stdout.write(rollout.report_text(rep, args.dry_run))
         console.out(push.summary_table(results, args.dry_run).rstrip("\n"))
     if not all(r.ok for r in results):
         return 1
