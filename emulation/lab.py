@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT
+from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT, NIC_GBPS_DEFAULT
 from railonly.fabric.design.lab_slice import SLICE_DIR
 from railonly.fabric.input.problems import InputError, Problem
 from railonly.fabric.outputs import clab_exec
@@ -206,13 +206,20 @@ def target(node: "str | LabNode") -> str:
     return node.netns if isinstance(node, LabNode) else str(node)
 
 
-def link_rates(lab: Lab) -> tuple[float, float]:
-    """The emulated (NIC, HB) link rates in Mbit/s: ``lab.nic_mbps``, and HB scaled by hb_gbps/nic_gbps."""
+def link_mbps(lab: Lab, gbps: float | None = None) -> float:
+    """The one formula of an emulated link rate in Mbit/s: the lab's NIC rate (``lab.nic_mbps``)
+    scaled by gbps / nic_gbps, so every link keeps its ratio to the NIC (None: the NIC itself)."""
     fab = lab.fabric
     nic_mbps = float(fab.get("lab_nic_mbps") or (fab.get("lab") or {}).get("nic_mbps") or DEFAULT_NIC_MBPS)
-    nic_gbps = float(fab.get("nic_gbps") or 400)
-    hb_gbps = float(fab.get("hb_gbps") or nic_gbps)
-    return nic_mbps, nic_mbps * hb_gbps / nic_gbps
+    if gbps is None:
+        return nic_mbps
+    return nic_mbps * float(gbps) / float(fab.get("nic_gbps") or NIC_GBPS_DEFAULT)
+
+
+def link_rates(lab: Lab) -> tuple[float, float]:
+    """The emulated (NIC, HB) link rates in Mbit/s (:func:`link_mbps` of the NIC and of hb_gbps)."""
+    fab = lab.fabric
+    return link_mbps(lab), link_mbps(lab, fab.get("hb_gbps") or fab.get("nic_gbps") or NIC_GBPS_DEFAULT)
 
 
 def _unsafe_below(out: Path) -> None:

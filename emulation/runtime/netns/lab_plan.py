@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from ...lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_rates, netns_name, run_dir
+from ...lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_mbps, link_rates, netns_name, run_dir
 from railonly.fabric.devices.readback import eos, sonic
 from railonly.fabric.outputs import clab_exec
 from railonly.fabric.devices.readback.intent import ConfigReadError, SwitchIntent
@@ -140,7 +140,7 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
     if shaping:
         for lk in lab.links:
             kind = "htb" if lk.kind == "hb" else "tbf"
-            mbit = float(lk.gbps) * nic_mbps / float(lab.fabric.get("nic_gbps") or 400) if lk.gbps else nic_mbps
+            mbit = link_mbps(lab, lk.gbps) if lk.gbps else nic_mbps
             for end in (lk.a, lk.b):
                 b.add(nsplan.Shaping(lab.netns(end.node), end.port, round(mbit, 3), kind=kind))
     # the neighbour table is shared by every namespace: size it by the L3
