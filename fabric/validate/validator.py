@@ -3,7 +3,7 @@
 Sources are anything that maps a relative path to text: an OUTDIR on disk
 (`validate`) or the files compile is about to write. Every SONiC ConfigDB
 document goes through the YANG models, every frr.conf through `vtysh -C`,
-every EOS config through the parser in :mod:`facts`, then the cross-check.
+every EOS config through the parser in :mod:`railonly.fabric.devices.readback.facts`, then the cross-check.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def test_rail_nic_cannot_reach_another_rail(routed):
     try:
         assert not ping(lab, "hb0-gpu0", dst, "-I", "eth1")
     finally:
-        assert sh(ns, *other_rail).ok
+        assert sh(ns, *str(other_rail).split()).ok
     # and the rail's own switch has no route to the other rail at all
     got = sh(lab.netns("rail0-leaf0"), "ip", "route", "get", dst)
     assert not got.ok and "unreachable" in (got.stderr + got.stdout).lower(), got
