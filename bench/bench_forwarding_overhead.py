@@ -49,10 +49,10 @@ def _stats(xs: list[float]) -> dict:
 def run_design(tmp: Path, design: str, runs: list[tuple[str, str, bool, int]], nbytes: int) -> dict:
     """runs: (label, schedule, ideal, reps); shaped runs first, then the fabric is unshaped."""
     from railonly.cli import main
-    from railonly.emulation.checks import plan as checks_plan
+    from railonly.emulation.checks import check_plan as checks_plan
     from railonly.emulation.lab import load_lab
     from railonly.emulation.runtime.registry import get_runtime
-    from railonly.emulation.traffic import iperf3, model, patterns
+    from railonly.emulation.traffic import iperf3, completion as model, patterns
 
     d = yaml.safe_load((ROOT / "labs" / f"{design}.yml").read_text())
     d["name"] = f"bfo{os.getpid() % 10000}{design[-1]}"

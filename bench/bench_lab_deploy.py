@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import engine, lab_plan
-from railonly.emulation.netns.runtime import NetnsRuntime
+from railonly.emulation.runtime.netns import engine, lab_plan
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design.design import parse_design
 from railonly.fabric.outdir.writer import write_outdir

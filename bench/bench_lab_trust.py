@@ -30,8 +30,8 @@ from pathlib import Path
 
 from railonly.cli import main as cli
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import lab_plan, sshd, statefile
-from railonly.emulation.netns.runtime import check_lab_files, owner
+from railonly.emulation.runtime.netns import lab_plan, sshd, statefile
+from railonly.emulation.runtime.netns.runtime import check_lab_files, owner
 
 L2 = "name: {name}\nhb_domain: {{size: 8, count: {n}}}\nswitch: {{radix: {radix}, platform: eos}}\nrail: {{mode: l2}}\nlab: {{domains: {n}}}\n"
 ROUTED64 = "name: {name}\nhb_domain: {{size: 8, count: 20}}\nswitch: {{radix: 8, platform: sonic}}\nrail: {{mode: routed}}\nlab: {{domains: 20}}\n"

@@ -25,8 +25,8 @@ import tempfile
 import time
 
 from railonly import proc
-from railonly.emulation.netns import engine, setns
-from railonly.emulation.netns import plan as nsplan
+from railonly.emulation.runtime.netns import engine, setns
+from railonly.emulation.runtime.netns import ns_plan as nsplan
 
 
 def chain_plan(lab: str, n: int, addresses: bool = True) -> nsplan.Plan:

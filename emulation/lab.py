@@ -2,7 +2,7 @@
 
 A :class:`Lab` is read from an OUTDIR (``<name>.clab.yml`` + the lab's
 ``fabric.json``) and is plain data: node names, roles, the namespace of each
-node (``clab-<name>-<node>``, docs/reference/outdir.md), its exec commands as argv lists,
+node (``clab-<name>-<node>``, docs/reference/outdir.md), its exec commands as typed items (fabric/outputs/clab_exec.py),
 and every link with both the topology interface (``eth3``) and the
 ``fabric.json`` port name (``Ethernet16``). Runtimes deploy a Lab; checks and
 traffic talk to nodes only through ``Runtime.exec``.
@@ -15,13 +15,13 @@ one. Runtimes never recompile.
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT
+from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT, NIC_GBPS_DEFAULT
 from railonly.fabric.design.lab_slice import SLICE_DIR
 from railonly.fabric.input.problems import InputError, Problem
+from railonly.fabric.outputs import clab_exec
 
 RUN_ROOT = "/run/railonly"  # per-lab run dirs; must be searchable by user frr (not under a 0700 tmp)
 STATE_SUBDIR = "state"  # the lab's private records (root, 0700) inside its run dir; never in OUTDIR
@@ -98,7 +98,7 @@ class LabNode:
     kind: str  # containerlab kind: linux, sonic-vs, arista_ceos
     netns: str  # clab-<lab>-<node>
     image: str | None
-    exec: tuple[tuple[str, ...], ...] = ()  # post-deploy commands, each an argv
+    exec: tuple = ()  # post-deploy commands, each a typed clab_exec item (str() is its line)
     binds: tuple[str, ...] = ()  # host:container, host paths relative to the clab file
     startup_config: str | None = None  # relative to the clab file
     info: dict = field(default_factory=dict, compare=False, hash=False)  # the fabric.json node
@@ -206,13 +206,20 @@ def target(node: "str | LabNode") -> str:
     return node.netns if isinstance(node, LabNode) else str(node)
 
 
-def link_rates(lab: Lab) -> tuple[float, float]:
-    """The emulated (NIC, HB) link rates in Mbit/s: ``lab.nic_mbps``, and HB scaled by hb_gbps/nic_gbps."""
+def link_mbps(lab: Lab, gbps: float | None = None) -> float:
+    """The one formula of an emulated link rate in Mbit/s: the lab's NIC rate (``lab.nic_mbps``)
+    scaled by gbps / nic_gbps, so every link keeps its ratio to the NIC (None: the NIC itself)."""
     fab = lab.fabric
     nic_mbps = float(fab.get("lab_nic_mbps") or (fab.get("lab") or {}).get("nic_mbps") or DEFAULT_NIC_MBPS)
-    nic_gbps = float(fab.get("nic_gbps") or 400)
-    hb_gbps = float(fab.get("hb_gbps") or nic_gbps)
-    return nic_mbps, nic_mbps * hb_gbps / nic_gbps
+    if gbps is None:
+        return nic_mbps
+    return nic_mbps * float(gbps) / float(fab.get("nic_gbps") or NIC_GBPS_DEFAULT)
+
+
+def link_rates(lab: Lab) -> tuple[float, float]:
+    """The emulated (NIC, HB) link rates in Mbit/s (:func:`link_mbps` of the NIC and of hb_gbps)."""
+    fab = lab.fabric
+    return link_mbps(lab), link_mbps(lab, fab.get("hb_gbps") or fab.get("nic_gbps") or NIC_GBPS_DEFAULT)
 
 
 def _unsafe_below(out: Path) -> None:
@@ -336,11 +343,10 @@ def load_lab(outdir: str | Path) -> Lab:
         info = infos.get(nname)
         if info is None:
             raise LabError(str(topo_file), f"node {nname!r} is not in {fabric_file}", "recompile the design")
-        try:
-            exec_ = tuple(tuple(shlex.split(c)) for c in spec.get("exec") or ())
-        except ValueError as exc:
-            raise LabError(str(topo_file), f"node {nname}: an exec line does not split into words ({exc})",
-                           "recompile the design") from None
+        try:  # check_clab allowed each line: it parses (the one exec grammar, outputs/clab_exec.py)
+            exec_ = tuple(clab_exec.parse(c) for c in spec.get("exec") or ())
+        except clab_exec.ExecLineError as exc:
+            raise LabError(str(topo_file), f"node {nname}: an exec line {exc}", "recompile the design") from None
         nodes[nname] = LabNode(
             name=nname, role=info["role"], kind=kind, netns=netns_name(name, nname),
             image=spec.get("image") or (kinds.get(kind) or {}).get("image"),

@@ -72,6 +72,6 @@ def read_outdir(outdir: str) -> OutdirReader:
 
 def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     """`railonly validate OUTDIR`: every artifact read back and judged, as results."""
-    from .validate.run import validate_outdir as validate
+    from .validate.validator import validate_outdir as validate
 
     return validate(outdir, manifest)

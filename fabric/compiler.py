@@ -96,10 +96,10 @@ def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
     to be written (full cross-check; YANG and `vtysh -C` on one switch per
     shape, since switches of a shape come from the same code). Returns the
     failed results; the caller writes nothing when there are any."""
-    from .validate import run
+    from .validate import validator
 
-    read = run.memory_reader(files)
-    results = run.validate(read, run.load_fabric(read, "<compile>"), run.sample_per_shape(), frr=frr)
+    read = validator.memory_reader(files)
+    results = validator.validate(read, validator.load_fabric(read, "<compile>"), validator.sample_per_shape(), frr=frr)
     return [r for r in results if not r.passed]
 
 

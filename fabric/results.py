@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 @dataclass(frozen=True)
 class Result:
     id: str  # unique, also the JUnit test name
-    check: str  # validate: yang | frr | eos | hostname | cabling | ...; lab check: one of checks.plan.CHECKS
+    check: str  # validate: yang | frr | eos | hostname | cabling | ...; lab check: one of checks.check_plan.CHECKS
     passed: bool
     detail: str
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from railonly.emulation.runtime.protocol import Runtime
+
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"
 
@@ -75,7 +77,7 @@ def repo() -> Path:
     return REPO
 
 
-class FakeRuntime:
+class FakeRuntime(Runtime):
     """A Runtime that starts nothing: ``exec`` answers from handlers and records every call.
 
     For the logic above Runtime.exec (the checks' table reads, traffic, faults)
@@ -96,7 +98,7 @@ class FakeRuntime:
         self.handlers.append((tuple(prefix), answer))
         return self
 
-    def deploy(self, lab) -> None:
+    def deploy(self, lab, hook=None) -> None:
         self.state = "running"
 
     def exec(self, node, argv, timeout: float = 30.0) -> tuple[int, str]:

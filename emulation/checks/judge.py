@@ -12,7 +12,7 @@ import ipaddress
 
 from railonly.fabric.results import Result
 
-from .plan import CheckPlan, Gpu, PathSpec
+from .check_plan import CheckPlan, Gpu, PathSpec
 
 
 def _end(g: Gpu) -> str:

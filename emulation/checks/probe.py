@@ -2,7 +2,7 @@
 
 One process probes the whole lab. Sockets are opened inside each node's
 namespace from a short-lived thread that has entered it with setns
-(:func:`railonly.emulation.setns.call_in`): a socket belongs to the
+(the runtime's :class:`~railonly.emulation.runtime.protocol.NodeDoor`): a socket belongs to the
 namespace it was opened in, so after that the main thread sends and receives
 on thousands of them with one selector, without a process per namespace and
 without scapy's per-packet build cost (docs/lab/index.md: ~1,100 packets/s built,
@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..netns import setns
+from ..runtime.protocol import NodeDoor
 
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
@@ -221,10 +221,6 @@ def _arp() -> dict[str, str]:
     return out
 
 
-def _devs() -> list[str]:
-    return sorted(setns.link_states())
-
-
 @dataclass
 class Evidence:
     """What the probes showed (plain data, judged by checks.judge)."""
@@ -242,8 +238,9 @@ class Evidence:
 class Agent:
     """Sockets of one lab, opened once, probed in rounds, closed at the end."""
 
-    def __init__(self, lab: str, netns: dict[str, str]):
+    def __init__(self, lab: str, netns: dict[str, str], door: NodeDoor):
         self.lab = lab
+        self.door = door  # the runtime's way into a node's namespace
         self.netns = netns  # node -> namespace
         self.sel = selectors.DefaultSelector()
         self.socks: list[socket.socket] = []
@@ -258,7 +255,7 @@ class Agent:
 
     # opening
     def open_gpu(self, node: str) -> None:
-        udp, raw, icmp = setns.call_in(self.netns[node], _gpu_socks)
+        udp, raw, icmp = self.door.call_in(self.netns[node], _gpu_socks)
         self.raw[node] = raw
         for s, what in ((udp, "udp"), (icmp, "icmp")):
             self.sel.register(s, selectors.EVENT_READ, (what, node, None))
@@ -272,7 +269,7 @@ class Agent:
         def job(is_gpu: bool, ports: list[tuple[str, str | None]]):
             def run():
                 gpu = _gpu_socks() if is_gpu else None
-                devs = _devs()
+                devs = sorted(self.door.link_states())
                 got = []
                 for port, iface in ports:
                     dev = port if port in devs else iface if iface in devs else None
@@ -281,7 +278,7 @@ class Agent:
             return run
 
         names = list(wants)
-        res = setns.call_many([(self.netns[n], job(*wants[n])) for n in names], workers)
+        res = self.door.call_many([(self.netns[n], job(*wants[n])) for n in names], workers)
         absent: set[tuple[str, str]] = set()
         first_error: BaseException | None = None
         for node, r in zip(names, res):
@@ -312,7 +309,7 @@ class Agent:
 
     def devices(self, node: str) -> list[str]:
         if node not in self.ev.devices:
-            self.ev.devices[node] = setns.call_in(self.netns[node], _devs)
+            self.ev.devices[node] = self.door.call_in(self.netns[node], lambda: sorted(self.door.link_states()))
         return self.ev.devices[node]
 
     def open_port(self, node: str, port: str, iface: str | None = None) -> bool:
@@ -321,7 +318,7 @@ class Agent:
         dev = port if port in devs else iface if iface in devs else None
         if dev is None:
             return False
-        s, mac = setns.call_in(self.netns[node], lambda: _packet_sock(dev))
+        s, mac = self.door.call_in(self.netns[node], lambda: _packet_sock(dev))
         self.pkt[(node, port)] = s
         self.dev_of[(node, port)] = dev
         self.ev.macs[(node, port)] = mac.hex(":")
@@ -330,7 +327,7 @@ class Agent:
         return True
 
     def arp(self, node: str) -> dict[str, str]:
-        return setns.call_in(self.netns[node], _arp)
+        return self.door.call_in(self.netns[node], _arp)
 
     def close(self, threads: int = 64) -> None:
         packet = []

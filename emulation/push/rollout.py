@@ -23,8 +23,8 @@ from pathlib import Path
 
 from railonly.fabric.outdir.rollout import Target, target_of, waves as plan_waves
 
-from .inventory import Device
-from .run import Credentials, DeviceResult, Options, Progress, push_device
+from .targets import Device
+from .pusher import Credentials, DeviceResult, Options, Progress, push_device
 
 PROBE_INTERVAL = 0.01  # seconds between probes of one stream (100 per second)
 

@@ -2,5 +2,8 @@
 what every runtime shares: one lock per lab (lock), the lab's run directory with its identity and
 records (rundir), writing below a directory without following a symlink (outdir_writer).
 
-May import: railonly.emulation.lab, railonly.proc; never netns (registered by name, imported on use).
+The netns runtime lives in runtime/netns/ (its internals: setns, frr, pids, sshd, the engine); only
+this room imports them. Other rooms import the doors: protocol, registry, lock, outdir_writer.
+
+May import: railonly.emulation.lab, railonly.fabric, railonly.proc.
 """

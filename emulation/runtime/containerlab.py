@@ -22,7 +22,7 @@ from typing import Sequence
 from railonly import proc
 
 from ..lab import Lab, LabNode, netns_prefix, target
-from .protocol import LabStatus, RuntimeProblem
+from .protocol import LabStatus, NoDoor, NodeDoor, Runtime, RuntimeProblem
 
 INSTALL_HINT = ('install it (https://containerlab.dev/install/, e.g. bash -c "$(curl -sL https://get.containerlab.dev)"), '
                 "or use the embedded runtime: --runtime netns")
@@ -64,7 +64,7 @@ def parse_inspect(text: str, lab: str) -> dict[str, str]:
     return out
 
 
-class ContainerlabRuntime:
+class ContainerlabRuntime(Runtime):
     name = "containerlab"
 
     def __init__(self, binary: str = "containerlab", exec_via: str | None = None, sudo: bool = False):
@@ -110,7 +110,10 @@ class ContainerlabRuntime:
         return res
 
     # -- the protocol -------------------------------------------------------------------
-    def deploy(self, lab: Lab) -> None:
+    def dry_run(self, lab: Lab) -> str:
+        return " ".join(self.deploy_argv(lab)) + "\n"
+
+    def deploy(self, lab: Lab, hook=None) -> None:  # one containerlab run: no phases to report
         self.check_environment()
         res = self._run(self.deploy_argv(lab), DEPLOY_TIMEOUT, "deploy")
         if not res.ok:
@@ -136,6 +139,15 @@ class ContainerlabRuntime:
         except ValueError as exc:
             raise RuntimeProblem(f"cannot read `containerlab inspect` output: {exc}") from None
         return status_of(lab, found)
+
+    def door(self) -> NodeDoor:
+        """containerlab links each container's namespace as /run/netns/clab-<lab>-<node>:
+        root enters it like a netns node; without root there is no way in."""
+        if self.exec_via != "netns":
+            return NoDoor(self.name)
+        from .netns import setns
+
+        return setns
 
     def exec(self, node: "str | LabNode", argv: Sequence[str], timeout: float = 30.0) -> tuple[int, str]:
         res = proc.run(self.exec_argv(node, argv), timeout=timeout)

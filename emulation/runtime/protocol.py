@@ -1,14 +1,18 @@
 """The one narrow Runtime protocol: what every runtime does, and what it reports.
 
-Runtimes deploy a :class:`~railonly.emulation.lab.Lab`; checks and traffic
-talk to nodes only through :meth:`Runtime.exec`. Everything else is an
-implementation detail of a runtime.
+Runtimes deploy a :class:`~railonly.emulation.lab.Lab`; checks, traffic,
+replay, faults and push reach nodes only through a :class:`Runtime`: ``exec``,
+and the few capabilities they need beyond it (entering a node's network
+namespace, a daemon's control client, waiting for links to settle, the FRR
+daemons of a switch, the lab's SSH endpoints, processes the lab started).
+Everything else is an implementation detail of a runtime; nothing above this
+module branches on which runtime it has (tests/core/test_layers.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from ..lab import Lab, LabNode
 
@@ -41,6 +45,33 @@ class LabStatus:
         return self.state == "running"
 
 
+T = TypeVar("T")
+
+
+@runtime_checkable
+class NodeDoor(Protocol):
+    """Entering nodes' network namespaces from this process (threads that setns):
+    a socket belongs to the namespace of the thread that creates it."""
+
+    def call_in(self, node: str, fn: Callable[[], T]) -> T: ...
+
+    def call_many(self, jobs: list[tuple[str, Callable[[], T]]], workers: int) -> list: ...
+
+    def link_states(self) -> dict[str, tuple[int, int]]: ...
+
+
+class NoDoor:
+    """The door of a runtime whose nodes this process cannot enter: every use is a RuntimeProblem."""
+
+    def __init__(self, runtime: str):
+        self.runtime = runtime
+
+    def _refuse(self, *_args, **_kw):
+        raise RuntimeProblem(f"the {self.runtime} runtime gives no way into a node's network namespace")
+
+    call_in = call_many = link_states = _refuse
+
+
 @runtime_checkable
 class Runtime(Protocol):
     """What every runtime does; everything else is an implementation detail.
@@ -54,13 +85,70 @@ class Runtime(Protocol):
 
     name: str
 
-    def deploy(self, lab: Lab) -> None: ...
+    def deploy(self, lab: Lab, hook: Callable[[str, object], None] | None = None) -> object: ...
 
     def exec(self, node: "str | LabNode", argv: Sequence[str], timeout: float = 30.0) -> tuple[int, str]: ...
 
     def destroy(self, lab: Lab) -> None: ...
 
     def status(self, lab: Lab) -> LabStatus: ...
+
+    # -- capabilities beyond exec (a runtime that has no such thing keeps these defaults) --
+
+    def bind_lab(self, lab: Lab, name: str | None = None, deploying: bool = False) -> Lab:
+        """The lab under the name it was deployed under (where the runtime records deployed labs)."""
+        return lab
+
+    def lab_to_destroy(self, outdir: str | None, name: str | None) -> object | None:
+        """What ``destroy`` removes, whatever became of the OUTDIR (the netns runtime: the recorded
+        identity); None: the Lab loaded from OUTDIR."""
+        return None
+
+    def dry_run(self, lab: Lab) -> str:
+        """What deploy would do, printed by ``lab deploy --dry-run`` (no root needed)."""
+        return f"{self.name}: deploy lab {lab.name} ({len(lab.nodes)} nodes)\n"
+
+    def door(self) -> NodeDoor:
+        """Enter the nodes' network namespaces (the probe agent's sockets, push's SSH sockets)."""
+        return NoDoor(self.name)
+
+    def daemon_argv(self, lab: Lab, node: str, daemon: str = "vtysh") -> list[str]:
+        """The argv prefix of a node daemon's control client (vtysh: its FRR's socket)."""
+        return [daemon]
+
+    def settle_links(self, lab: Lab, timeout: float = 3.0) -> list[str]:
+        """Wait until the kernel has acted on every link carrier; the nodes still pending."""
+        return []
+
+    def neighbour_table_size(self) -> int | None:
+        """Entries of the neighbour table the lab's nodes share (None: each node has its own)."""
+        return None
+
+    def frr_daemons(self, lab: Lab, node: str, running: bool = False) -> list[list[str]]:
+        """argv of the FRR daemons the runtime itself starts for a switch (``running``: only
+        those running now; []: the node's image runs them)."""
+        return []
+
+    def stop_frr(self, lab: Lab, node: str) -> list[str]:
+        """Stop the FRR daemons the runtime started for a switch; the names that survived."""
+        return []
+
+    def ssh_endpoints(self, lab: Lab) -> dict[str, Any] | None:
+        """How push reaches the lab's switches (user, keys, per switch host/port), None: no switch sshd."""
+        return None
+
+    def ssh_state_dir(self, lab: Lab) -> str:
+        """Where the lab's switch sshd state lives (named in messages)."""
+        return str(lab.ssh_dir)
+
+    def pid_of(self, pidfile: str) -> int | None:
+        """The pid a process of the lab wrote to ``pidfile`` (None: not (yet) written)."""
+        return None
+
+    def stop_recorded(self, records: list[dict], grace: float = 3.0) -> int:
+        """Stop processes the lab recorded ({netns, argv, pidfile}), each only if provably
+        that process; the number stopped."""
+        return 0
 
 
 def deployed_status(rt: Runtime, lab: Lab) -> LabStatus:

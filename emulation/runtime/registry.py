@@ -13,7 +13,7 @@ from ..lab import LabError
 from .protocol import Runtime, RuntimeProblem
 
 RUNTIMES: dict[str, "str | Callable[[], Runtime]"] = {
-    "netns": "railonly.emulation.netns.runtime:NetnsRuntime",
+    "netns": "railonly.emulation.runtime.netns.runtime:NetnsRuntime",
     "containerlab": "railonly.emulation.runtime.containerlab:ContainerlabRuntime",
 }
 DEFAULT_RUNTIME = "netns"

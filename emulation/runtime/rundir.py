@@ -35,7 +35,7 @@ from ..lab import LabError, run_dir, run_root, state_dir
 from .outdir_writer import OutdirWriter, UnsafePath
 
 IDENTITY = "identity.json"
-LAB_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")  # netns.plan.LAB_RE: one rule for lab names
+LAB_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")  # netns.ns_plan.LAB_RE: one rule for lab names
 NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 MAX_RECORD_BYTES = 64 << 20
 MAX_NODES_RECORDED = 100_000

@@ -1,4 +1,5 @@
 """Load on a deployed lab: collective patterns and their model (pure), the iperf3 runner, and faults.
 
-May import: lab, runtime.protocol, checks, netns (pids, frr), railonly.proc; never push.
+May import: lab, the runtime's doors (runtime.protocol, outdir_writer: processes and FRR daemons through
+the Runtime protocol), checks, railonly.proc; never push.
 """

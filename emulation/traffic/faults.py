@@ -26,7 +26,6 @@ from railonly import proc
 from railonly.fabric.design.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
-from ..netns import frr
 from ..runtime import rundir
 from ..runtime.protocol import Runtime
 
@@ -75,19 +74,19 @@ def _route_problem(words: object) -> str | None:
     return None
 
 
-def _load(lab: Lab) -> list[dict]:
+def _load(lab: Lab, rt: Runtime) -> list[dict]:
     sd = rundir.open_state(lab.name, create=False)
     data = sd.read_json(FAULTS, limit=16 * 1024 * 1024) if sd else None  # exit 2 naming it if malformed
     if data is None:
         return []
-    problems = _problems(lab, data)
+    problems = _problems(lab, rt, data)
     if problems:
         raise LabError(_file(lab), "holds what railonly never records:\n  " + "\n  ".join(problems[:10]),
                        "remove the file and redeploy the lab; nothing was run")
     return data
 
 
-def _problems(lab: Lab, data: object) -> list[str]:
+def _problems(lab: Lab, rt: Runtime, data: object) -> list[str]:
     """Why restore must not act on ``data`` (empty: every entry is one the lab would write)."""
     if not isinstance(data, list):
         return ["not a list of faults"]
@@ -117,7 +116,7 @@ def _problems(lab: Lab, data: object) -> list[str]:
             if f["kind"] != "node" or node is None or node.role != "switch":
                 out.append(f"{where}.frr: FRR daemons of {f['what'][:40]!r}, which is not a switch of the lab")
                 continue
-            allowed = [list(p.argv) for p in frr.daemon_processes(frr.instance(run_dir(lab.name), node.name, node.netns))]
+            allowed = rt.frr_daemons(lab, node.name)
             bad = [a for a in argvs if a not in allowed]
             if bad:
                 out.append(f"{where}.frr: {str(bad[0])[:80]} is not a daemon the lab runs on {node.name}")
@@ -164,7 +163,7 @@ def _down(rt: Runtime, lab: Lab, ends: list[tuple[str, str]], fault: dict) -> No
     nss = sorted({lab.netns(n) for n, _ in ends})
     fault["routes"] = {ns: _static_routes(rt, ns) for ns in nss}
     fault["ends"] = [{"node": n, "port": p, "netns": lab.netns(n), "dev": _dev(rt, lab, n, p)} for n, p in ends]
-    faults = _load(lab) + [fault]
+    faults = _load(lab, rt) + [fault]
     _save(lab, faults)  # intent first
     for e in fault["ends"]:
         rt.exec(e["netns"], ["ip", "link", "set", "dev", e["dev"], "down"], timeout=10)
@@ -187,22 +186,18 @@ def node_down(lab: Lab, rt: Runtime, switch: str) -> str:
         raise LabError(switch, f"{switch} is a {n.role}, not a switch", "--node takes a switch")
     fault = {"kind": "node", "what": switch, "frr": []}
     ends = [(p.node, p.port) for p in lab.ports(switch)]
-    if rt.name == "netns":
-        inst = frr.instance(run_dir(lab.name), switch, n.netns)
-        live = frr.running(inst)
-        fault["frr"] = [list(p.argv) for p in frr.daemon_processes(inst) if live.get(p.name.split("/")[-1])]
-        _down(rt, lab, ends, fault)
-        left = frr.stop(inst)
-        if left:
-            return f"switch {switch}: ports down, but FRR daemons survived: {', '.join(left)}"
-    else:
-        _down(rt, lab, ends, fault)
+    # the runtime's own FRR daemons (none where the node's image runs them) stop after the ports
+    fault["frr"] = rt.frr_daemons(lab, switch, running=True)
+    _down(rt, lab, ends, fault)
+    left = rt.stop_frr(lab, switch)
+    if left:
+        return f"switch {switch}: ports down, but FRR daemons survived: {', '.join(left)}"
     return f"switch {switch} down: {len(ends)} ports down" + (", FRR stopped" if fault["frr"] else "")
 
 
 def restore(lab: Lab, rt: Runtime) -> list[str]:
     done = []
-    faults = _load(lab)
+    faults = _load(lab, rt)
     for f in reversed(faults):
         for e in f.get("ends", []):
             rt.exec(e["netns"], ["ip", "link", "set", "dev", e["dev"], "up"], timeout=10)

@@ -31,13 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ..checks import plan as checks_plan
+from ..checks import check_plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
-from ..netns import pids, setns
 from ..runtime import rundir
 from ..runtime.protocol import Runtime, deployed_status
 from . import host
-from .model import default_bytes, model, placed_step
+from .completion import default_bytes, model, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
@@ -50,7 +49,7 @@ def _run_dir(lab: Lab) -> str:
     return f"{run_dir(lab.name)}/iperf3"
 
 
-def stop_servers(lab: Lab) -> int:
+def stop_servers(lab: Lab, rt: Runtime | None = None) -> int:
     """Stop every recorded iperf3 server by pid (checked against its command line).
 
     The record is root's (the lab's state directory), still checked: an entry is used only when it is
@@ -73,14 +72,9 @@ def stop_servers(lab: Lab) -> int:
     if not ok:
         raise LabError(str(lab.traffic_state_file), "is not a record of the lab's iperf3 servers (refused: nothing"
                        " was stopped or removed)", "remove the file; railonly lab destroy stops every process of the lab")
-    targets = []
-    for s in servers:
-        pid = pids.read_pidfile(s["pidfile"])
-        ino = setns.inode(s["netns"])
-        pi = pids.matches(pid, s["argv"], netns_inode=ino) if pid and ino else None
-        if pi is not None:
-            targets.append(pi)
-    pids.terminate(targets, 3.0)
+    from ..runtime.registry import get_runtime
+
+    stopped = (rt or get_runtime()).stop_recorded(servers, 3.0)
     for s in servers:
         try:
             os.unlink(s["pidfile"])
@@ -92,7 +86,7 @@ def stop_servers(lab: Lab) -> int:
             os.rmdir(d)
         except OSError:
             break
-    return len(targets)
+    return stopped
 
 
 # NCCL: channels per network peer (src/graph/paths.cc, ncclTopoGetNchannels, NVIDIA/nccl commit
@@ -189,13 +183,13 @@ class Agents:
         with ThreadPoolExecutor(max_workers=min(len(new), 16)) as ex:
             list(ex.map(start, new))
         deadline = time.monotonic() + 10
-        while any(pids.read_pidfile(s["pidfile"]) is None for s in new) and time.monotonic() < deadline:
+        while any(self.rt.pid_of(s["pidfile"]) is None for s in new) and time.monotonic() < deadline:
             time.sleep(0.02)
         self.start_s += time.monotonic() - t0
 
     def stop(self) -> None:
         t0 = time.monotonic()
-        stop_servers(self.lab)
+        stop_servers(self.lab, self.rt)
         self.servers.clear()
         self.stop_s += time.monotonic() - t0
 
@@ -522,12 +516,12 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
              f" {streams} streams each; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
     if converge:
         # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
-        from ..checks import run as checks_run
+        from ..checks import checker as checks_run
 
         pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
         if pre.failed:
             progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
-    stop_servers(lab)  # leftovers of an interrupted run
+    stop_servers(lab, rt)  # leftovers of an interrupted run
     dls, rated = placement(lab, rt, nic)
     cpu = host.CpuMeter(cpu_sampler or host.proc_stat_sample)
     t_run = time.monotonic()

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from railonly.fabric.input.problems import InputError, Problem
-from ..checks.plan import CheckPlan
+from ..checks.check_plan import CheckPlan
 
 PATTERNS = ("ring-allreduce", "all-to-all")
 SCHEDULES = ("phased", "concurrent", "two-phase")

@@ -39,13 +39,13 @@ from typing import Callable
 from railonly.fabric.analysis import Cluster, Job
 from railonly.fabric.analysis.traffic import all_to_all_overhead, collectives
 
-from ..checks import plan as checks_plan
+from ..checks import check_plan as checks_plan
 from ..lab import Lab, link_rates
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
 from .iperf3 import (Agents, LinkCounters, ecmp_finding, judge, why, nccl_streams, placement, port_bytes, run_steps,
                      shaped_rates, slot_ports, stop_servers)
-from .model import placed_step
+from .completion import placed_step
 
 TABLE = "railonly_replay"
 BYTE_SLACK_REL = 0.10  # counted bytes include TCP/IP headers (a few %) and iperf3's control messages
@@ -190,7 +190,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
                f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
                f" model {model_iter:.2f} s an iteration")
     if converge:
-        from ..checks import run as checks_run
+        from ..checks import checker as checks_run
 
         pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
         if pre.failed:
@@ -201,7 +201,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     ports = _ports(cp)
     want = {g: set(p.values()) for g, p in ports.items()}
     per_phase: list[list[dict]] = [[] for _ in phases]
-    stop_servers(lab)  # leftovers of an interrupted run
+    stop_servers(lab, rt)  # leftovers of an interrupted run
     dls, rated = placement(lab, rt, nic)
     run_ctx = {"agents": Agents(lab, rt, cp), "links": LinkCounters(lab, rt, dls), "rated": rated,
                "cpu": host.CpuMeter(cpu_sampler or host.proc_stat_sample), "streams": streams}

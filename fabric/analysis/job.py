@@ -17,7 +17,7 @@ from ..input.problems import InputError, Problem, did_you_mean
 from ..input.schema import Field, check
 from ..input.yamlsource import Source
 from .presets import GPU_FIELDS, MODEL_FIELDS, Presets, check_moe, load_presets
-from .untrusted import load_untrusted, parse_untrusted
+from .job_files import load_untrusted, parse_untrusted
 
 ORDER_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # Megatron's default, fastest-varying first

@@ -19,7 +19,7 @@ from importlib import resources
 from ..input.problems import InputError, Problem
 from ..input.schema import Checker, Field, check
 from ..input.yamlsource import Source
-from .untrusted import load_untrusted, parse_untrusted
+from .job_files import load_untrusted, parse_untrusted
 
 PRESET_NAME = r"[a-z0-9][a-z0-9._-]{0,39}"
 

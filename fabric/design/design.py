@@ -22,6 +22,7 @@ from . import clos, physical
 NAME_PATTERN = r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?"
 PLATFORMS = ("sonic", "eos")
 SPEEDS_GBPS = (100, 200, 400, 800)
+NIC_GBPS_DEFAULT = 400  # the per-GPU NIC speed when a design gives no nic.gbps
 LAB_NIC_MBPS_DEFAULT = 100  # the emulated NIC rate when a design gives no lab.nic_mbps
 
 def _cabling_fields(nic_optic: str) -> dict[str, Field]:
@@ -58,7 +59,7 @@ FIELDS: dict[str, Field] = {
         "gbps": Field("number", default=3600, min=1, max=1_000_000, hint="per-GPU HB (NVLink) bandwidth in Gbit/s, one direction"),
     }),
     "nic": Field("section", fields={
-        "gbps": Field("int", default=400, min=1, max=1600, hint=f"per-GPU NIC speed in Gbit/s, one of {', '.join(map(str, SPEEDS_GBPS))}"),
+        "gbps": Field("int", default=NIC_GBPS_DEFAULT, min=1, max=1600, hint=f"per-GPU NIC speed in Gbit/s, one of {', '.join(map(str, SPEEDS_GBPS))}"),
         "mtu": Field("int", default=9000, min=1280, max=9216, hint="host NIC MTU in bytes"),
     }),
     "switch": Field("section", fields={

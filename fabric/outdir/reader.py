@@ -89,6 +89,7 @@ from ..design.design import NAME_PATTERN
 from ..design.lab_slice import SLICE_DIR
 from ..input.problems import InputError, Problem, short
 from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
+from ..outputs import clab_exec
 from ..outputs.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
@@ -104,9 +105,6 @@ HOSTNAME = NODE_NAME
 PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}")
 IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
-_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-_V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"  # a valid IPv4 address, by regex: this runs per exec line
-_CIDR = _V4 + r"/(?:3[0-2]|[12]?\d)"
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
 CLAB_KINDS = ("linux", "sonic-vs", "arista_ceos")
 CLAB_NODE_KEYS = {"kind", "exec", "binds", "startup-config", "image"}
@@ -114,30 +112,8 @@ CLAB_TOP_KEYS = {"name", "prefix", "mgmt", "topology"}
 CLAB_TOPOLOGY_KEYS = {"kinds", "nodes", "links"}
 SONIC_BIND_TARGETS = {"config_db.json": SONIC_CONFIG_DB, "frr.conf": SONIC_FRR_CONF}
 
-# Per-namespace sysctls a clab exec line may set: key pattern -> allowed values.
-# Only net.* keys, which the kernel scopes to the network namespace; nothing
-# host-global (kernel.*, vm.*, fs.*) can ever be written from an OUTDIR.
-SYSCTL_ALLOWED: tuple[tuple[re.Pattern, frozenset[str]], ...] = (
-    (re.compile(r"net\.ipv4\.ip_forward"), frozenset({"0", "1"})),
-    (re.compile(r"net\.ipv4\.conf\.(all|default|[A-Za-z0-9][A-Za-z0-9_-]{0,14})\.rp_filter"), frozenset({"0", "1", "2"})),
-    (re.compile(r"net\.ipv4\.conf\.(all|default|[A-Za-z0-9][A-Za-z0-9_-]{0,14})\.forwarding"), frozenset({"0", "1"})),
-    (re.compile(r"net\.ipv6\.conf\.(all|default|[A-Za-z0-9][A-Za-z0-9_-]{0,14})\.disable_ipv6"), frozenset({"0", "1"})),
-    (re.compile(r"net\.ipv4\.fib_multipath_hash_policy"), frozenset({"0", "1", "2"})),
-)
-SYSCTL_ALLOWED_TEXT = ("net.ipv4.ip_forward, net.ipv4.conf.<if>.rp_filter, net.ipv4.conf.<if>.forwarding, "
-                       "net.ipv6.conf.<if>.disable_ipv6, net.ipv4.fib_multipath_hash_policy, small numbers only")
-
-# The exact clab exec forms the compiler emits (fabric/outputs/clab.py).
-_IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"
-EXEC_FORMS: tuple[tuple[str, re.Pattern], ...] = (
-    ("ip link set dev IF mtu N", re.compile(rf"ip link set dev {_IF} mtu \d{{3,5}}")),
-    ("ip link set dev IF up", re.compile(rf"ip link set dev {_IF} up")),
-    ("ip link set dev IF master BRIDGE", re.compile(rf"ip link set dev {_IF} master {_IF}")),
-    ("ip link add name BRIDGE type bridge", re.compile(rf"ip link add name {_IF} type bridge")),
-    ("ip addr add CIDR dev IF", re.compile(rf"ip addr add {_CIDR} dev {_IF}")),
-    ("ip route add CIDR via IP dev IF [src IP]", re.compile(rf"ip route add {_CIDR} via {_V4} dev {_IF}( src {_V4})?")),
-    ("sysctl -w KEY=VALUE", re.compile(r"sysctl -w ([a-z0-9_.-]{1,80})=(\d{1,3})")),
-)
+# The clab exec lines: one grammar, defined with the compiler's renderer (outputs/clab_exec.py).
+SYSCTL_ALLOWED, SYSCTL_ALLOWED_TEXT, sysctl_allowed = clab_exec.SYSCTL_ALLOWED, clab_exec.SYSCTL_ALLOWED_TEXT, clab_exec.sysctl_allowed
 
 # frr.conf: command keywords (first word of a line) the compiler emits or that
 # only shape routing; anything else (dump, script, agentx, rpki, line, password
@@ -405,26 +381,17 @@ def _text_problems(text: str, file: str) -> list[Problem]:
     return out
 
 
-def sysctl_allowed(key: str, value: str) -> bool:
-    return any(p.fullmatch(key) and value in values for p, values in SYSCTL_ALLOWED)
-
-
 def check_exec_line(command: object) -> str | None:
     """None when `command` is an exec form the compiler emits, else why not."""
     if not isinstance(command, str):
         return f"must be text, got {short(repr(command))}"
-    for form, pattern in EXEC_FORMS:
-        m = pattern.fullmatch(command)
-        if not m:
-            continue
-        if form.startswith("sysctl"):
-            key, value = m.group(1), m.group(2)
-            if not sysctl_allowed(key, value):
-                return f"sysctl {key}={value} is not on the allow-list ({SYSCTL_ALLOWED_TEXT})"
-            return None
-        return None
-    return (f"{short(repr(command), 120)} is not a command the compiler emits "
-            "(only ip link/addr/route, a bridge, and allowed net.* sysctls, in its exact forms)")
+    try:
+        clab_exec.parse(command)
+    except clab_exec.ExecLineError as exc:
+        if str(exc).startswith("sysctl "):
+            return str(exc)
+        return f"{short(repr(command), 120)} is {exc}"
+    return None
 
 
 def _clab_line(lines: dict | None, path: str) -> int | None:

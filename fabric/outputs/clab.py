@@ -42,6 +42,7 @@ import yaml
 from ..graph.addressing import BlockPool
 from ..graph.model import Fabric, Node
 from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT
+from . import clab_exec
 
 # Default images; change them in one place in the generated file (topology.kinds).
 IMAGES = {
@@ -99,34 +100,34 @@ def _gpu_exec(fab: Fabric, gpu: Node, blocks: list[str], gateways: dict, hb_ip: 
     nic = gpu.ports[GPU_RAIL_PORT].ip
     hb = gpu.ports[GPU_HB_PORT].ip
     src = nic.split("/", 1)[0]
-    cmds = [
-        f"ip link set dev {GPU_RAIL_PORT} mtu {d.nic_mtu}",
-        f"ip addr add {nic} dev {GPU_RAIL_PORT}",
-        f"ip addr add {hb} dev {GPU_HB_PORT}",
-        "sysctl -w net.ipv4.ip_forward=1",
-        "sysctl -w net.ipv4.conf.all.rp_filter=0",
-        f"sysctl -w net.ipv4.conf.{GPU_RAIL_PORT}.rp_filter=0",
-        f"sysctl -w net.ipv4.conf.{GPU_HB_PORT}.rp_filter=0",
+    cmds: list[clab_exec.ExecItem] = [
+        clab_exec.LinkMtu(GPU_RAIL_PORT, d.nic_mtu),
+        clab_exec.AddrAdd(nic, GPU_RAIL_PORT),
+        clab_exec.AddrAdd(hb, GPU_HB_PORT),
+        clab_exec.Sysctl("net.ipv4.ip_forward", "1"),
+        clab_exec.Sysctl("net.ipv4.conf.all.rp_filter", "0"),
+        clab_exec.Sysctl(f"net.ipv4.conf.{GPU_RAIL_PORT}.rp_filter", "0"),
+        clab_exec.Sysctl(f"net.ipv4.conf.{GPU_HB_PORT}.rp_filter", "0"),
     ]
     peer = fab.peer(gpu.name, GPU_RAIL_PORT)
     gw = gateways.get((peer.node, peer.port)) if peer else None
     if d.topology == "rail-optimized":
         # The baseline carries cross-rail traffic through its spine.
         if gw:
-            cmds.append(f"ip route add {d.pools.gpu} via {gw} dev {GPU_RAIL_PORT}")
-        return cmds
+            cmds.append(clab_exec.RouteAdd(d.pools.gpu, gw, GPU_RAIL_PORT))
+        return [str(c) for c in cmds]
     if gw:  # other leaves of the own rail
-        cmds.append(f"ip route add {blocks[gpu.rail]} via {gw} dev {GPU_RAIL_PORT}")
+        cmds.append(clab_exec.RouteAdd(blocks[gpu.rail], gw, GPU_RAIL_PORT))
     for r, block in enumerate(blocks):
         if r != gpu.rail:
-            cmds.append(f"ip route add {block} via {hb_ip[(gpu.hb_domain, r)]} dev {GPU_HB_PORT} src {src}")
-    return cmds
+            cmds.append(clab_exec.RouteAdd(block, hb_ip[(gpu.hb_domain, r)], GPU_HB_PORT, src))
+    return [str(c) for c in cmds]
 
 
 def _hb_exec(hb: Node) -> list[str]:
-    cmds = [f"ip link add name {HB_BRIDGE} type bridge", f"ip link set dev {HB_BRIDGE} up"]
-    cmds += [f"ip link set dev {p} master {HB_BRIDGE}" for p in sorted(hb.ports, key=lambda p: hb.ports[p].index)]
-    return cmds
+    cmds: list[clab_exec.ExecItem] = [clab_exec.BridgeAdd(HB_BRIDGE), clab_exec.LinkUp(HB_BRIDGE)]
+    cmds += [clab_exec.LinkMaster(p, HB_BRIDGE) for p in sorted(hb.ports, key=lambda p: hb.ports[p].index)]
+    return [str(c) for c in cmds]
 
 
 def _switch_node(sw: Node, configs: str) -> dict:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from .facts import DeviceFacts
-from .report import Result
+from ..devices.readback.facts import DeviceFacts
+from .validate_report import Result
 
 
 _NETS: dict[str, tuple[int, int] | None] = {}

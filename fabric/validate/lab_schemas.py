@@ -18,7 +18,7 @@ from typing import Callable
 
 import yaml
 
-from .report import Result
+from .validate_report import Result
 
 DATA = Path(__file__).resolve().parent / "data"
 CLAB_SCHEMA = DATA / "clab.schema.json"

@@ -14,7 +14,7 @@ import json
 import os
 
 from ..outdir.reader import walk
-from .report import Result
+from .validate_report import Result
 
 MANIFEST = "MANIFEST.json"
 MAX_MANIFEST_BYTES = 64 << 20  # 17,000 files take ~1.5 MB

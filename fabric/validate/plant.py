@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Callable
 
 from ..design.physical import Naming
-from .report import Result
+from .validate_report import Result
 
 MAX_SHOWN = 20  # problems listed per file; the rest are counted
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Iterator
 
 from ..outputs import clabernetes
-from .report import Result
+from .validate_report import Result
 from ..outdir.reader import OutdirReader, UntrustedFile, lab_files
 
 

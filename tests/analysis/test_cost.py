@@ -6,7 +6,7 @@ import pytest
 
 from railonly.fabric.analysis import Cluster, Rates, place
 from railonly.fabric.analysis.cost import cost_view, network_boms
-from railonly.fabric.analysis.report import analyze
+from railonly.fabric.analysis.analysis_report import analyze
 from railonly.fabric.cost.compare import compare
 from railonly.fabric.cost.prices import default_prices
 from railonly.fabric.design.design import load_design, parse_design

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from railonly.fabric.analysis import Rates, evaluate, place, place_auto
-from railonly.fabric.analysis.report import analyze
+from railonly.fabric.analysis.analysis_report import analyze
 from railonly.fabric.analysis.timing import hardware_flops, model_flops
 from railonly.fabric.analysis.traffic import class_bytes, collectives
 from railonly.fabric.analysis.matrix import silent_pair_share

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from railonly.cli import main
 from railonly.fabric.analysis import Cluster, Rates, evaluate, parse_job, place, place_auto
 from railonly.fabric.analysis.autoplace import auto_order
-from railonly.fabric.analysis.report import _t
+from railonly.fabric.analysis.analysis_report import _t
 from railonly.fabric.analysis.timing import iteration
 from railonly.fabric.analysis.traffic import collectives
 

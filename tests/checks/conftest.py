@@ -12,7 +12,7 @@ import yaml
 
 from railonly.cli import main
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import setns
+from railonly.emulation.runtime.netns import setns
 from railonly.emulation.runtime.registry import get_runtime
 
 from ..conftest import skip_reason as shared_skip_reason

@@ -15,8 +15,8 @@ import pytest
 from railonly.cli import main
 from railonly.emulation import lab as lab_facts
 from railonly.emulation.checks import judge
-from railonly.emulation.checks import plan as checks_plan
-from railonly.emulation.checks import run as checks_run
+from railonly.emulation.checks import check_plan as checks_plan
+from railonly.emulation.checks import checker as checks_run
 from railonly.emulation.lab import load_lab
 from railonly.emulation.runtime.protocol import NotDeployed
 from railonly.emulation.runtime.registry import RUNTIMES

@@ -120,7 +120,7 @@ def test_leaf_down_fails_reachability(routed, tmp_path):
 
 
 def test_bgp_session_shutdown_fails_bgp_naming_the_session(routed, tmp_path):
-    from railonly.emulation.checks.run import vtysh_argv
+    from railonly.emulation.checks.checker import vtysh_argv
 
     conf = (routed.lab.configs_dir / "rail0-leaf0" / "frr.conf").read_text()
     asn = next(line.split()[2] for line in conf.splitlines() if line.startswith("router bgp"))

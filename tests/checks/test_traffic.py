@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from railonly.cli import main
-from railonly.emulation.checks import plan as checks_plan
-from railonly.emulation.traffic import model, patterns
+from railonly.emulation.checks import check_plan as checks_plan
+from railonly.emulation.traffic import completion as model, patterns
 
 pytestmark = pytest.mark.netns
 

@@ -20,6 +20,7 @@ modules and on an import that crosses a layer the wrong way:
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -51,13 +52,16 @@ LEAF_UTILITIES = {"railonly.proc", "railonly.console"}  # below the CLI and the 
 # emulation room -> rooms it may import (besides itself, railonly.fabric and railonly.proc)
 EMULATION_ROOMS: dict[str, set[str]] = {
     "lab": set(),
-    "switchcfg": set(),
     "runtime": {"lab"},
-    "netns": {"lab", "runtime", "switchcfg"},
-    "checks": {"lab", "runtime", "netns"},
-    "traffic": {"lab", "runtime", "netns", "checks"},
-    "push": {"lab", "runtime", "netns"},
+    "checks": {"lab", "runtime"},
+    "traffic": {"lab", "runtime", "checks"},
+    "push": {"lab", "runtime"},
 }
+# The runtime's doors: the only modules of railonly.emulation.runtime another room may
+# import. Checks, traffic, replay, faults and push reach nodes through the Runtime
+# protocol; the netns runtime's internals (setns, frr, pids, sshd ...) are its own.
+RUNTIME_DOORS = {f"railonly.emulation.runtime.{m}" for m in ("protocol", "registry", "lock", "outdir_writer", "rundir")}
+RUNTIME_DOORS.add("railonly.emulation.runtime")
 PROCESS_GATEWAY = "railonly.proc"
 FABRIC_TOOL_USERS = {"railonly.fabric.validate.frr_syntax"}  # the compiler's one outside tool (vtysh -C)
 
@@ -93,7 +97,7 @@ def imports_of(name: str, path: Path) -> set[str]:
 
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:
     """Project module -> the project modules it imports (a package's __init__ is not an edge
-    of its own children: importing railonly.emulation.netns.engine names the package too)."""
+    of its own children: importing railonly.emulation.runtime.netns.engine names the package too)."""
     mods = project_modules(root)
     graph = {}
     for name, path in mods.items():
@@ -199,10 +203,28 @@ def layer_violations(graph: dict[str, set[str]], external: dict[str, set[str]]) 
             src, dst = room_of(mod), room_of(t)
             if src and dst and src != dst and dst not in EMULATION_ROOMS.get(src, set()):
                 bad.append(f"{mod} imports {t}: room {src} may import only {sorted(EMULATION_ROOMS.get(src, set()))}")
+            elif src and src != "runtime" and dst == "runtime" and t not in RUNTIME_DOORS:
+                bad.append(f"{mod} imports {t}: the runtime's internals are its own; room {src} reaches nodes "
+                           f"through the Runtime protocol ({sorted(RUNTIME_DOORS)})")
     for mod, ext in sorted(external.items()):
         if "subprocess" in ext and mod != PROCESS_GATEWAY:
             bad.append(f"{mod} imports subprocess: processes start in {PROCESS_GATEWAY} alone")
     return bad
+
+
+# A branch on which runtime one has: the back door the Runtime protocol closes.
+RUNTIME_BRANCH = re.compile(r"\brt\.name\s*==|\bhasattr\(\s*rt\b|\bruntime\.name\s*==")
+
+
+def runtime_branches(root: Path = REPO) -> list[str]:
+    """file:line of every branch on a runtime's name or attributes in emulation/ and railonly/."""
+    out = []
+    for top in ("emulation", "railonly"):
+        for f in sorted((root / top).rglob("*.py")):
+            for i, line in enumerate(f.read_text().splitlines(), 1):
+                if RUNTIME_BRANCH.search(line):
+                    out.append(f"{f.relative_to(root)}:{i}: {line.strip()}")
+    return out
 
 
 # --- the house ---------------------------------------------------------------------------
@@ -210,10 +232,10 @@ def layer_violations(graph: dict[str, set[str]], external: dict[str, set[str]]) 
 
 def test_the_walk_sees_the_whole_house():
     graph = import_graph()
-    assert "railonly.emulation.netns.engine" in graph and "railonly.fabric.compiler" in graph
-    assert "railonly.emulation.netns.setns" in graph["railonly.emulation.netns.engine"]
+    assert "railonly.emulation.runtime.netns.engine" in graph and "railonly.fabric.compiler" in graph
+    assert "railonly.emulation.runtime.netns.setns" in graph["railonly.emulation.runtime.netns.engine"]
     # a lazy import inside a function is an edge too
-    assert "railonly.emulation.checks.run" in graph["railonly.emulation.traffic.iperf3"]
+    assert "railonly.emulation.checks.checker" in graph["railonly.emulation.traffic.iperf3"]
     assert set(EMULATION_ROOMS) == {room_of(m) for m in graph if room_of(m)}
     assert "railonly.fabric.graph.model" in graph["railonly.fabric.graph.build"]
     assert "railonly.cli.commands.compile" in graph
@@ -250,6 +272,10 @@ def test_layers_hold():
     assert layer_violations(graph, {m: external_imports(m) for m in graph}) == []
 
 
+def test_nothing_branches_on_the_runtime():
+    assert runtime_branches() == []
+
+
 def test_no_room_imports_the_facade():
     assert facade_names() >= {f"{FABRIC}.load_design", f"{FABRIC}.compile_design", f"{FABRIC}.validate_outdir"}
     assert facade_users() == []
@@ -275,9 +301,12 @@ def test_a_cycle_is_found():
     (("railonly.proc", "railonly.cli"), {}, "leaf utility"),
     (("railonly.console", "railonly.emulation.lab"), {}, "leaf utility"),
     (("railonly.fabric.compiler", "railonly.proc"), {}, "may ask a tool"),
-    (("railonly.emulation.netns.engine", "railonly.emulation.checks.plan"), {}, "room netns"),
+    (("railonly.emulation.runtime.netns.engine", "railonly.emulation.checks.check_plan"), {}, "room runtime"),
     (("railonly.emulation.lab", "railonly.emulation.runtime.protocol"), {}, "room lab"),
-    (("railonly.emulation.push.run", "railonly.cli"), {}, "never imports the CLI"),
+    (("railonly.emulation.push.pusher", "railonly.cli"), {}, "never imports the CLI"),
+    (("railonly.emulation.checks.probe", "railonly.emulation.runtime.netns.setns"), {}, "runtime's internals"),
+    (("railonly.emulation.traffic.faults", "railonly.emulation.runtime.netns.frr"), {}, "runtime's internals"),
+    (("railonly.emulation.push.targets", "railonly.emulation.runtime.containerlab"), {}, "runtime's internals"),
     (None, {"railonly.fabric.validate.frr_syntax": {"subprocess"}}, "subprocess"),
 ])
 def test_a_layer_violation_is_found(edge, external, word):
@@ -325,5 +354,21 @@ def test_the_real_walk_finds_a_circle_and_a_facade_user(tmp_path):
 def test_relative_imports_resolve(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("from . import a\nfrom ..lab import Lab\ndef g():\n    from .b import c\n")
-    got = imports_of("railonly.emulation.netns.x", f)
-    assert {"railonly.emulation.netns.a", "railonly.emulation.lab", "railonly.emulation.netns.b.c"} <= got
+    got = imports_of("railonly.emulation.checks.x", f)
+    assert {"railonly.emulation.checks.a", "railonly.emulation.lab", "railonly.emulation.checks.b.c"} <= got
+
+
+def test_the_real_walk_fails_on_a_back_door(tmp_path):
+    """A check that imports the netns runtime's internals, or branches on the runtime's name, fails."""
+    root = _copy_of_the_house(tmp_path)
+    assert runtime_branches(root) == []
+    checker = root / "emulation" / "checks" / "checker.py"
+    checker.write_text(checker.read_text() + "\n\ndef _late(rt):\n    from ..runtime.netns import setns\n"
+                       "    return setns if rt.name == \"netns\" else None\n")
+    graph = import_graph(root)
+    bad = layer_violations(graph, {m: external_imports(m, root) for m in graph})
+    assert bad and all("the runtime's internals" in b for b in bad)
+    assert any(b.startswith("railonly.emulation.checks.checker imports railonly.emulation.runtime.netns.setns:")
+               for b in bad)
+    assert runtime_branches(root) == ["emulation/checks/checker.py:" + str(len(checker.read_text().splitlines()))
+                                      + ': return setns if rt.name == "netns" else None']

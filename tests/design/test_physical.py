@@ -164,7 +164,7 @@ def test_overridden_lengths_reach_every_artifact():
 def test_any_design_and_lengths_pass_the_plant_check(size, count, radix, topology, nic, leaf, core):
     """Property: whatever the design and lengths, the files compile writes agree with each other
     (validate's plant check, the same reader `railonly validate` uses) and carry the lengths given."""
-    from railonly.fabric.validate import plant, run
+    from railonly.fabric.validate import plant, validator as run
 
     text = (f"name: p\ntopology: {topology}\nhb_domain: {{size: {size}, count: {count}}}\nswitch: {{radix: {radix}}}\n"
             f"cabling: {{nic_leaf_m: {nic}, leaf_spine_m: {leaf}, spine_core_m: {core}}}\n")

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from cases import CASES, compiled, config_files  # noqa: E402
 
-from railonly.fabric.validate import run  # noqa: E402
+from railonly.fabric.validate import validator as run
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "configs"

@@ -92,7 +92,7 @@ def test_validate_names_a_speed_without_lanes(outdir, tmp_path, capsys):
 
 
 def test_lab_reader_reads_the_printed_config_as_the_generated_one(outdir):
-    from railonly.emulation.switchcfg import eos as eos_reader
+    from railonly.fabric.devices.readback import eos as eos_reader
 
     for sw in PRINTED:
         gen = eos_reader.read_file(str(outdir / "configs" / sw / "startup-config"))
@@ -110,8 +110,8 @@ def test_lab_reader_reads_the_printed_config_as_the_generated_one(outdir):
 def test_portfast_ports_are_bridge_ports_that_forward_at_link_up(outdir):
     # the lab has no spanning tree: a VLAN is a Linux bridge with STP off, so its ports
     # forward as soon as they are up, which is what `spanning-tree portfast` asks of EOS
-    from railonly.emulation.netns import plan as nsplan, switch_plan
-    from railonly.emulation.switchcfg import eos as eos_reader
+    from railonly.emulation.runtime.netns import ns_plan as nsplan, switch_plan
+    from railonly.fabric.devices.readback import eos as eos_reader
 
     intent = eos_reader.read_file(str(FIXTURES / "rail0-leaf0.running-config"))
     items = switch_plan.switch_items(intent, "ns", ["Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4"],
@@ -121,7 +121,7 @@ def test_portfast_ports_are_bridge_ports_that_forward_at_link_up(outdir):
 
 
 def test_lab_reader_takes_the_one_line_prefix_list_too():
-    from railonly.emulation.switchcfg import eos as eos_reader
+    from railonly.fabric.devices.readback import eos as eos_reader
 
     conf, _ = eos_reader.bgp_to_frr("hostname a\nip prefix-list P seq 5 permit 10.0.0.0/8 le 32\n"
                                     "router bgp 1\n   router-id 1.1.1.1\nend\n")
@@ -159,7 +159,7 @@ def test_speed_forms(words, gbps):
 
 def test_validate_reader_survives_truncated_lines():
     # hostile input: a hand-edited config with half-written lines gives problems, not a traceback
-    from railonly.fabric.validate.facts import eos_facts
+    from railonly.fabric.devices.readback.facts import eos_facts
 
     text = ("hostname x\ninterface Ethernet1\n   speed\n   ip address\n   switchport access vlan\n   mtu\n"
             "interface Ethernet1.5\n   ip address 10.0.0.1/31\nrouter bgp\n   neighbor\n   neighbor 10.0.0.1\n"

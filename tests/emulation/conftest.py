@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from railonly.emulation.netns import engine, setns
+from railonly.emulation.runtime.netns import engine, setns
 
 from ..conftest import skip_reason
 

@@ -15,8 +15,8 @@ import pytest
 
 from railonly import proc
 from railonly.emulation.lab import netns_prefix
-from railonly.emulation.netns import engine, frr, pids, setns
-from railonly.emulation.netns import plan as nsplan
+from railonly.emulation.runtime.netns import engine, frr, pids, setns
+from railonly.emulation.runtime.netns import ns_plan as nsplan
 
 pytestmark = pytest.mark.netns
 
@@ -219,7 +219,7 @@ def test_keyboard_interrupt_in_hook_then_destroy(labs, lab_name, tmp_path):
 
 CHILD = r"""
 import sys, time, pathlib, pickle
-from railonly.emulation.netns import engine
+from railonly.emulation.runtime.netns import engine
 plan = pickle.loads(pathlib.Path(sys.argv[1]).read_bytes())
 def hook(phase, steps):
     if phase == "settle":  # after the namespaces, links and the process exist

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from railonly.emulation.netns import engine, frr
-from railonly.emulation.netns import plan as nsplan
+from railonly.emulation.runtime.netns import engine, frr
+from railonly.emulation.runtime.netns import ns_plan as nsplan
 
 
 def small_plan(**over) -> nsplan.Plan:

@@ -62,7 +62,7 @@ def test_checker_catches_a_packed_rail_split_across_leaves():
 def test_check_plan_routes_cross_rail_pairs_through_the_packed_leaf():
     # Two rails' VLANs on one baseline leaf: a cross-rail pair is routed once, by that leaf
     # (the path check expected a bridged pair, 0 hops, until packed leaves existed).
-    from railonly.emulation.checks import plan as checks_plan
+    from railonly.emulation.checks import check_plan as checks_plan
     from railonly.fabric.graph import fabric_json
 
     fab = build_fabric(design(5, 2, 8, topology="rail-optimized"))

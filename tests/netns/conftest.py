@@ -9,7 +9,7 @@ import os
 import pytest
 
 from railonly.emulation.lab import load_lab, netns_prefix, run_dir
-from railonly.emulation.netns import pids, setns
+from railonly.emulation.runtime.netns import pids, setns
 
 from ..conftest import skip_reason as shared_skip_reason
 
@@ -33,7 +33,7 @@ class Deployed:
     """Deploys through a NetnsRuntime and destroys every lab it touched at teardown."""
 
     def __init__(self):
-        from railonly.emulation.netns.runtime import NetnsRuntime
+        from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 
         self.rt = NetnsRuntime()
         self.labs = []

@@ -11,8 +11,9 @@ import time
 import pytest
 
 from railonly import proc
-from railonly.emulation.netns import frr, lab_plan, pids, setns
-from railonly.emulation.netns.reprogram import apply_switch_config
+from railonly.emulation.runtime.netns import frr, lab_plan, pids, setns
+from railonly.emulation.runtime.netns.reprogram import apply_switch_config
+from railonly.fabric.outputs import clab_exec
 
 from ..conftest import compile_to, design_text, unique
 from .conftest import EOS_ROUTED, leftovers, own_processes
@@ -96,12 +97,12 @@ def test_rail_nic_cannot_reach_another_rail(routed):
     lab, _ = routed
     ns = lab.netns("hb0-gpu0")
     dst = addr(lab, "hb5-gpu1")
-    other_rail = next(r for r in lab.nodes["hb0-gpu0"].exec if r[:3] == ("ip", "route", "add") and "hb0" in r)
-    assert sh(ns, "ip", "route", "del", other_rail[3]).ok
+    other_rail = next(r for r in lab.nodes["hb0-gpu0"].exec if isinstance(r, clab_exec.RouteAdd) and r.dev == "hb0")
+    assert sh(ns, "ip", "route", "del", other_rail.dst).ok
     try:
         assert not ping(lab, "hb0-gpu0", dst, "-I", "eth1")
     finally:
-        assert sh(ns, *other_rail).ok
+        assert sh(ns, *str(other_rail).split()).ok
     # and the rail's own switch has no route to the other rail at all
     got = sh(lab.netns("rail0-leaf0"), "ip", "route", "get", dst)
     assert not got.ok and "unreachable" in (got.stderr + got.stdout).lower(), got

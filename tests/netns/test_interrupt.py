@@ -12,8 +12,8 @@ import time
 import pytest
 
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import pids, setns
-from railonly.emulation.netns.runtime import NetnsRuntime, state_path
+from railonly.emulation.runtime.netns import pids, setns
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime, state_path
 
 from ..conftest import compile_to, design_text, unique
 from .conftest import leftovers, own_processes, skip_reason

@@ -6,10 +6,11 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.lab import LabError, link_rates, load_lab
-from railonly.emulation.netns import lab_plan
-from railonly.emulation.netns import plan as nsplan
-from railonly.emulation.netns.reprogram import reprogram_script
-from railonly.emulation.netns.runtime import NetnsRuntime
+from railonly.emulation.runtime.netns import lab_plan
+from railonly.emulation.runtime.netns import ns_plan as nsplan
+from railonly.emulation.runtime.netns.reprogram import reprogram_script
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
+from railonly.fabric.outputs import clab_exec
 
 from ..conftest import compile_to, design_text
 from .conftest import SONIC_L2
@@ -26,15 +27,10 @@ def labs(tmp_path_factory):
 
 
 def test_exec_translation():
-    items, sysctls = lab_plan.exec_items("ns", [
-        ("ip", "link", "set", "dev", "eth1", "mtu", "9000"),
-        ("ip", "addr", "add", "10.0.0.2/29", "dev", "eth1"),
-        ("sysctl", "-w", "net.ipv4.ip_forward=1"),
-        ("ip", "route", "add", "10.64.0.0/10", "via", "172.16.0.2", "dev", "hb0", "src", "10.0.0.2"),
-        ("ip", "link", "add", "name", "br0", "type", "bridge"),
-        ("ip", "link", "set", "dev", "br0", "up"),
-        ("ip", "link", "set", "dev", "gpu0", "master", "br0"),
-    ])
+    lines = ["ip link set dev eth1 mtu 9000", "ip addr add 10.0.0.2/29 dev eth1", "sysctl -w net.ipv4.ip_forward=1",
+             "ip route add 10.64.0.0/10 via 172.16.0.2 dev hb0 src 10.0.0.2", "ip link add name br0 type bridge",
+             "ip link set dev br0 up", "ip link set dev gpu0 master br0"]
+    items, sysctls = lab_plan.exec_items("ns", [clab_exec.parse(line) for line in lines])
     assert nsplan.Bridge("ns", "br0", ("gpu0",)) in items
     assert nsplan.Link("ns", "eth1", mtu=9000, up=True) in items
     assert nsplan.Address("ns", "eth1", "10.0.0.2/29") in items
@@ -42,11 +38,22 @@ def test_exec_translation():
     assert sysctls == [("net.ipv4.ip_forward", "1")]
 
 
-@pytest.mark.parametrize("cmd", [("sh", "-c", "reboot"), ("ip", "link", "add", "x", "type", "vlan"),
-                                 ("ip", "route", "add", "default", "table", "5", "via", "1.1.1.1")])
-def test_exec_refuses_what_it_cannot_translate(cmd):
+@pytest.mark.parametrize("line", ["sh -c reboot", "ip link add x type vlan", "ip route add default table 5 via 1.1.1.1",
+                                  "sysctl -w kernel.panic=1", "ip link set dev eth1 down"])
+def test_exec_refuses_what_it_cannot_translate(line):
+    """One grammar: what the reader refuses the runtime cannot even be handed."""
+    with pytest.raises(clab_exec.ExecLineError):
+        clab_exec.parse(line)
     with pytest.raises(lab_plan.ExecError):
-        lab_plan.exec_items("ns", [cmd])
+        lab_plan.exec_items("ns", [tuple(line.split())])
+
+
+def test_each_exec_form_renders_what_it_parses():
+    for line in ["ip link set dev eth1 mtu 9000", "ip link set dev br0 up", "ip link set dev gpu0 master br0",
+                 "ip link add name br0 type bridge", "ip addr add 10.0.0.2/29 dev eth1",
+                 "ip route add 10.64.0.0/10 via 172.16.0.2 dev hb0", "ip route add 10.64.0.0/10 via 172.16.0.2 dev hb0 src 10.0.0.2",
+                 "sysctl -w net.ipv4.conf.all.rp_filter=0"]:
+        assert str(clab_exec.parse(line)) == line
 
 
 def test_routed_plan_shape(labs):

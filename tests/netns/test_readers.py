@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from railonly.emulation.switchcfg import eos, sonic
-from railonly.emulation.switchcfg.intent import ConfigReadError
+from railonly.fabric.devices.readback import eos, sonic
+from railonly.fabric.devices.readback.intent import ConfigReadError
 
 from ..conftest import compile_to, design_text
 from .conftest import EOS_ROUTED

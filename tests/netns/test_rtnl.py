@@ -3,7 +3,7 @@
 The same plan (veths, a bridge with an MTU, a port down, v4/v6 and loopback
 addresses, plain/metric/src/multipath/onlink/table routes, rules, tbf and
 htb with default and explicit bursts) is deployed with strategy "setns" (ip
-and tc processes) and "netlink" (the engine via emulation/netns/rtnetlink.py), and the
+and tc processes) and "netlink" (the engine via emulation/runtime/netns/rtnetlink.py), and the
 kernel's own view (``ip -d -j``, ``tc -d -j``) compared. Also: a refused
 request fails the deploy with the request named.
 """
@@ -16,8 +16,8 @@ import re
 import pytest
 
 from railonly import proc
-from railonly.emulation.netns import engine
-from railonly.emulation.netns import plan as nsplan
+from railonly.emulation.runtime.netns import engine
+from railonly.emulation.runtime.netns import ns_plan as nsplan
 
 from ..conftest import unique
 from .conftest import skip_reason

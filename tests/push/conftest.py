@@ -13,10 +13,10 @@ import pytest
 
 from railonly import proc
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import engine, pids, setns
-from railonly.emulation.netns import plan as nsplan
-from railonly.emulation.netns import sshd as lab_sshd
-from railonly.emulation.netns.runtime import NetnsRuntime
+from railonly.emulation.runtime.netns import engine, pids, setns
+from railonly.emulation.runtime.netns import ns_plan as nsplan
+from railonly.emulation.runtime.netns import sshd as lab_sshd
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 
 from ..conftest import compile_to, skip_reason
 from ..conftest import unique as shared_unique

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from railonly.emulation.push import run as push
-from railonly.emulation.push.inventory import Device
+from railonly.emulation.push import pusher as push
+from railonly.emulation.push.targets import Device
 
 pytestmark = pytest.mark.netns
 

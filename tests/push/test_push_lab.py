@@ -12,9 +12,9 @@ import pytest
 from railonly.cli import main
 from railonly import proc
 from railonly.emulation.lab import run_dir
-from railonly.emulation.netns import frr
-from railonly.emulation.push import inventory as push_inventory
-from railonly.emulation.push import run as push
+from railonly.emulation.runtime.netns import frr
+from railonly.emulation.push import targets as push_inventory
+from railonly.emulation.push import pusher as push
 
 pytestmark = pytest.mark.netns
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from railonly.cli import main
-from railonly.emulation.push import run as push
-from railonly.emulation.push.inventory import load_inventory
+from railonly.emulation.push import pusher as push
+from railonly.emulation.push.targets import load_inventory
 from railonly.fabric.input.problems import InputError
 
 
@@ -163,7 +163,7 @@ def test_missing_db_fields():
 
 
 def test_summary_table_and_failures_do_not_stop_others():
-    from railonly.emulation.push.inventory import Device
+    from railonly.emulation.push.targets import Device
 
     devs = [Device("a", "h", 22, "sonic"), Device("b", "h", 22, "eos")]
 

@@ -16,8 +16,8 @@ import pytest
 from railonly import proc
 from railonly.cli import main
 from railonly.emulation.lab import load_lab, run_dir
-from railonly.emulation.netns import frr, setns
-from railonly.emulation.netns.runtime import NetnsRuntime
+from railonly.emulation.runtime.netns import frr, setns
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 
 from ..conftest import REPO, compile_to
 from .conftest import root_skip_reason, settle_sessions, unique

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from railonly.emulation.netns.patch import PatchError, apply_ops, live_commands
+from railonly.emulation.runtime.netns.patch import PatchError, apply_ops, live_commands
 from railonly.fabric.outdir import rollout as ro
 
 DB = {"PORT": {"Ethernet0": {"mtu": "9100", "description": "a", "admin_status": "up"}},

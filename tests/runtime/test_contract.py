@@ -27,9 +27,9 @@ def _skip_reason(name: str) -> str | None:
             return "containerlab is installed but docker is not"
     if name == "netns":
         try:
-            importlib.import_module("railonly.emulation.netns.runtime")
+            importlib.import_module("railonly.emulation.runtime.netns.runtime")
         except ImportError as exc:
-            return f"railonly.emulation.netns.runtime is not importable yet ({exc})"
+            return f"railonly.emulation.runtime.netns.runtime is not importable yet ({exc})"
     if os.geteuid() != 0:
         return f"the {name} runtime needs root to create namespaces or containers"
     return None

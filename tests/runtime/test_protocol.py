@@ -12,7 +12,8 @@ from railonly.emulation.runtime.registry import RUNTIMES
 
 from ..conftest import FakeRuntime
 
-PROTOCOL_METHODS = ("deploy", "exec", "destroy", "status")
+# every method of the protocol: the four of a lab's life and the capabilities beyond exec
+PROTOCOL_METHODS = tuple(n for n, v in vars(Runtime).items() if callable(v) and not n.startswith("_"))
 
 
 def runtime_class(name: str) -> type:
@@ -20,11 +21,11 @@ def runtime_class(name: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
-def signature_problems(cls: type) -> list[str]:
+def signature_problems(cls: type, methods: tuple[str, ...] = PROTOCOL_METHODS) -> list[str]:
     """Each Protocol method must exist with the Protocol's parameters (names, kinds,
     defaults) in order; a runtime may add parameters only with defaults."""
     out = []
-    for meth in PROTOCOL_METHODS:
+    for meth in methods:
         if not callable(getattr(cls, meth, None)):
             out.append(f"{cls.__name__} has no {meth}")
             continue
@@ -51,6 +52,16 @@ def test_the_fake_runtime_honours_the_protocol_too():
     assert signature_problems(FakeRuntime) == []
 
 
+def test_the_protocol_has_its_capabilities():
+    assert {"deploy", "exec", "destroy", "status", "door", "daemon_argv", "settle_links",
+            "frr_daemons", "stop_frr", "ssh_endpoints", "stop_recorded"} <= set(PROTOCOL_METHODS)
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIMES))
+def test_each_runtime_is_a_runtime(name):
+    assert Runtime in runtime_class(name).__mro__ and Runtime in FakeRuntime.__mro__
+
+
 def test_a_mismatch_is_seen():
     class Wrong:
         name = "wrong"
@@ -61,6 +72,6 @@ def test_a_mismatch_is_seen():
 
         def status(self, lab): ...  # and no destroy
 
-    problems = signature_problems(Wrong)
+    problems = signature_problems(Wrong, ("deploy", "exec", "destroy", "status"))
     assert len(problems) == 3, problems
     assert any("force" in p for p in problems) and any("no destroy" in p for p in problems)

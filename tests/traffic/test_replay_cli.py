@@ -66,7 +66,7 @@ def test_pattern_and_job_are_one_or_the_other(routed, fake):
 
 
 def test_the_plan_of_a_compiled_lab_names_its_gpus_and_ports(routed, tmp_path):
-    from railonly.emulation.checks import plan as checks_plan
+    from railonly.emulation.checks import check_plan as checks_plan
     from railonly.emulation.traffic import replay
     from railonly.fabric.analysis import load_job
 

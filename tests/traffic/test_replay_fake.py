@@ -10,7 +10,7 @@ import os
 import pytest
 
 from railonly.emulation import lab as lab_facts
-from railonly.emulation.checks import plan as checks_plan
+from railonly.emulation.checks import check_plan as checks_plan
 from railonly.emulation.lab import load_lab
 from railonly.emulation.traffic import job_plan, replay
 from railonly.fabric.analysis import load_job

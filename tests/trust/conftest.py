@@ -21,7 +21,7 @@ import pytest
 
 from railonly import proc
 from railonly.cli import main
-from railonly.emulation.netns import pids, setns
+from railonly.emulation.runtime.netns import pids, setns
 
 RUN = os.getpid() % 10000
 

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from railonly.cli import main
-from railonly.emulation.netns import pids, setns
+from railonly.emulation.runtime.netns import pids, setns
 
 from .conftest import CANARY_TEXT, lab_name, lab_remains, railonly, wait_gone
 from .conftest import state_file as record
@@ -324,7 +324,7 @@ def test_destroy_leaves_the_namespaces_of_a_lab_with_a_longer_name(fresh, bystan
 def test_a_push_then_destroy_through_the_api_leaves_no_lock(fresh, capsys):
     pytest.importorskip("netmiko")
     from railonly.emulation.lab import load_lab
-    from railonly.emulation.netns.runtime import NetnsRuntime
+    from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 
     out = fresh()
     deploy_ok(capsys, out)

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from railonly.cli import main
-from railonly.emulation.netns import pids, setns
+from railonly.emulation.runtime.netns import pids, setns
 
 from .conftest import (CANARY_TEXT, ROUTED, compile_lab, lab_name, lab_remains, railonly, skip_reason, state_file,
                        unique)

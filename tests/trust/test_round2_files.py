@@ -13,7 +13,7 @@ import time
 import pytest
 
 from railonly.cli import main
-from railonly.emulation.netns import statefile
+from railonly.emulation.runtime.netns import statefile
 from railonly.fabric.outputs import clabernetes
 
 from .conftest import ROUTED, compile_lab, unique

@@ -14,8 +14,9 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.lab import load_lab
-from railonly.emulation.netns import sshd as lab_sshd
-from railonly.emulation.netns import statefile
+from railonly.emulation.runtime.netns import sshd as lab_sshd
+from railonly.emulation.runtime.netns import statefile
+from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 from railonly.emulation.runtime.outdir_writer import OutdirWriter, UnsafePath
 from railonly.emulation.traffic import faults
 from railonly.fabric.input.problems import InputError
@@ -240,7 +241,7 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
     lab = load_lab(outdir)
     sw = lab.switches[0]
     good = {"kind": "node", "what": sw.name, "ends": [], "routes": {}, "frr": []}
-    assert faults._problems(lab, [good]) == []
+    assert faults._problems(lab, NetnsRuntime(), [good]) == []
     cases = [
         {**good, "frr": [["/bin/sh", "-c", "touch /tmp/pwn"]]},
         {**good, "what": lab.gpus[0].name, "frr": [["/usr/lib/frr/zebra"]]},
@@ -258,12 +259,12 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
         "not a fault",
     ]
     for c in cases:
-        assert faults._problems(lab, [c]), c
-    assert faults._problems(lab, {"a": 1})
+        assert faults._problems(lab, NetnsRuntime(), [c]), c
+    assert faults._problems(lab, NetnsRuntime(), {"a": 1})
     # the forms _static_routes records pass
     ok = {**good, "routes": {sw.netns: [["10.9.0.0/24", "via", "10.0.0.1", "dev", "eth1", "proto", "boot", "metric",
                                          "20", "onlink"], ["default", "dev", "eth1", "scope", "link"]]}}
-    assert faults._problems(lab, [ok]) == []
+    assert faults._problems(lab, NetnsRuntime(), [ok]) == []
 
 
 def test_lab_ssh_json_cannot_point_push_elsewhere(copy, run_root):
@@ -331,8 +332,8 @@ def test_eos_lines_the_compiler_never_emits_stop_a_deploy(eos_outdir, tmp_path, 
 
 
 def test_push_sends_only_the_files_a_switch_reads(outdir):
-    from railonly.emulation.push import run as push
-    from railonly.emulation.push.inventory import Device
+    from railonly.emulation.push import pusher as push
+    from railonly.emulation.push.targets import Device
 
     d = outdir / "configs" / "rail0-leaf0"
     (d / "evil.sh").write_text("#!/bin/sh\n")

@@ -88,7 +88,7 @@ def run(args) -> int:
     from railonly.fabric.analysis.cost import network_boms
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
-    from railonly.fabric.analysis.report import analyze, contract, text
+    from railonly.fabric.analysis.analysis_report import analyze, contract, text
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep, why_empty, would_fit
     from railonly.fabric.analysis.traffic import class_bytes

@@ -40,9 +40,7 @@ def open_lab(args, deploying: bool = False):
     from railonly.emulation.runtime.registry import get_runtime
 
     rt, lab = get_runtime(args.runtime), load_lab(args.outdir)
-    if rt.name == "netns" and os.geteuid() == 0:  # labs are root's: a user's dry run reads none of them
-        lab = rundir.bind(lab, getattr(args, "lab_name", None), deploying=deploying)
-    return rt, lab
+    return rt, rt.bind_lab(lab, getattr(args, "lab_name", None), deploying=deploying)
 
 
 def with_lab(action: Callable) -> Callable:
@@ -52,7 +50,7 @@ def with_lab(action: Callable) -> Callable:
 
 def lab_exists(lab) -> bool:
     """Any namespace of the lab (what a deploy that failed early did not create)."""
-    from railonly.emulation.netns.runtime import lab_namespaces
+    from railonly.emulation.runtime.netns.runtime import lab_namespaces
 
     return bool(lab_namespaces(lab))
 
@@ -78,16 +76,12 @@ def deploy_args(p) -> None:
 def deploy(args) -> int:
     rt, lab = open_lab(args, deploying=True)
     if args.dry_run:
-        if hasattr(rt, "dry_run"):
-            sys.stdout.write(rt.dry_run(lab))
-        else:
-            print(" ".join(rt.deploy_argv(lab)))
+        sys.stdout.write(rt.dry_run(lab))
         return 0
     try:
         with locked(lab, remove=lambda: not lab_exists(lab)), console.reporter() as bar:
-            # The netns runtime reports each phase of its plan; other runtimes deploy in one go.
-            hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
-            res = rt.deploy(lab, **hook)
+            # a runtime that deploys in phases reports each; others deploy in one go
+            res = rt.deploy(lab, hook=lambda phase, _batch: bar.step(f"deploy: {phase}"))
     except KeyboardInterrupt:
         print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy --lab {lab.name}",
               file=sys.stderr)
@@ -140,10 +134,7 @@ def destroy(args) -> int:
         raise InputError([Problem("", "give the OUTDIR or --lab NAME", "e.g. railonly lab destroy OUTDIR", None,
                                   "command line")])
     rt = get_runtime(args.runtime)
-    if rt.name == "netns":
-        lab = rundir.for_destroy(args.outdir, args.lab)
-    else:
-        _, lab = open_lab(args)
+    lab = rt.lab_to_destroy(args.outdir, args.lab) or open_lab(args)[1]
     with locked(lab, remove=True):
         rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
     if rep is None:
@@ -173,7 +164,7 @@ def destroy(args) -> int:
 
 
 def check_args(p) -> None:
-    from railonly.emulation.checks.plan import CHECKS
+    from railonly.emulation.checks.check_plan import CHECKS
 
     p.add_argument("--json", metavar="FILE", help="write the results as JSON (docs/reference/outdir.md)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
@@ -182,9 +173,9 @@ def check_args(p) -> None:
 
 
 def check(args) -> int:
-    from railonly.emulation.checks import report
-    from railonly.emulation.checks import run as checks_run
-    from railonly.emulation.checks.plan import CHECKS
+    from railonly.emulation.checks import check_report as report
+    from railonly.emulation.checks import checker as checks_run
+    from railonly.emulation.checks.check_plan import CHECKS
 
     rt, lab = open_lab(args)
     with locked(lab, shared=True), console.reporter() as bar:
@@ -220,7 +211,7 @@ def traffic_args(p) -> None:
 
 
 def traffic(args) -> int:
-    from railonly.emulation.checks import report
+    from railonly.emulation.checks import check_report as report
     from railonly.emulation.traffic import iperf3
 
     _check_timing_options(args)
@@ -267,7 +258,7 @@ def _flow_step(bar, message: str) -> None:
 def traffic_job(args) -> int:
     """--job: exit 0 pass, 1 a phase failed or communication is outside the tolerance, 2 a bad job (or one
     the lab cannot hold), 3 not deployed or the host was saturated (inconclusive)."""
-    from railonly.emulation.checks import report
+    from railonly.emulation.checks import check_report as report
     from railonly.emulation.lab import LabError
     from railonly.emulation.traffic import job_plan, replay
     from railonly.fabric.analysis import load_job

@@ -46,7 +46,7 @@ def _processes(rt, recorded, node) -> list[dict]:
 
 
 def _bgp(rt, lab, node) -> dict | None:
-    from railonly.emulation.checks.run import bgp_peers
+    from railonly.emulation.checks.checker import bgp_peers
 
     if node.role != "switch" or node.info.get("asn") is None:
         return None
@@ -146,7 +146,7 @@ def vtysh_args(p) -> None:
 
 
 def vtysh(args, rt, lab) -> int:
-    from railonly.emulation.checks.run import vtysh_argv
+    from railonly.emulation.checks.checker import vtysh_argv
     from railonly.fabric.input.problems import InputError, Problem
 
     node = _node(lab, args.switch, "switch")

@@ -67,8 +67,8 @@ def run(args) -> int:
     except ImportError:
         raise EnvironmentProblem("netmiko is not installed (pip install netmiko)") from None
     from railonly.emulation.lab import load_lab
-    from railonly.emulation.push import inventory as push_inventory
-    from railonly.emulation.push import run as push
+    from railonly.emulation.push import targets as push_inventory
+    from railonly.emulation.push import pusher as push
 
     import re
 
@@ -87,7 +87,7 @@ def run(args) -> int:
     if args.inventory:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
-        from railonly.emulation.netns.runtime import check_state_dir
+        from railonly.emulation.runtime.netns.runtime import check_state_dir
         from railonly.emulation.runtime import lock as lab_lock
         from railonly.emulation.runtime import rundir
 
@@ -115,7 +115,7 @@ def run(args) -> int:
                                   None, "command line")])
     # every file a push would send, judged by the checks `validate` runs, before any connection
     from railonly.emulation.lab import run_dir as lab_run_dir
-    from railonly.emulation.netns.runtime import switch_file_problems
+    from railonly.emulation.runtime.netns.runtime import switch_file_problems
     from railonly.fabric.outdir.reader import check_outdir
 
     run_dir = None if args.inventory else lab_run_dir(lab.name)  # a lab's FRR may log below its run dir

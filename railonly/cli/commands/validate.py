@@ -18,8 +18,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from railonly import console
     from railonly.fabric.input.problems import InputError
-    from railonly.fabric.validate import report
-    from railonly.fabric.validate.run import OutdirError, validate_outdir
+    from railonly.fabric.validate import validate_report as report
+    from railonly.fabric.validate.validator import OutdirError, validate_outdir
 
     try:
         results = validate_outdir(args.outdir, manifest=not args.no_manifest)

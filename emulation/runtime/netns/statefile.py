@@ -28,8 +28,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..lab import netns_prefix, run_dir, run_root
-from .plan import LAB_RE, ROOT_SYSCTL_RE
+from ...lab import netns_prefix, run_dir, run_root
+from .ns_plan import LAB_RE, ROOT_SYSCTL_RE
 
 STATE_VERSION = 1
 PHASES = ("deploying", "deployed", "destroy-incomplete")

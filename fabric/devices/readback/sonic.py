@@ -16,6 +16,8 @@ import re
 from .intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, checked_cidr
 
 SPLIT_FILES = ("zebra.conf", "staticd.conf", "bgpd.conf")
+# Every file a SONiC switch reads from its configs/<switch>/ folder (what push sends).
+SWITCH_FILES = ("config_db.json", "frr.conf", *SPLIT_FILES)
 # Tables the emulation cannot express (LAGs, VRFs): reported, not silently dropped.
 UNSUPPORTED = ("PORTCHANNEL", "PORTCHANNEL_MEMBER", "VRF", "VXLAN_TUNNEL")
 

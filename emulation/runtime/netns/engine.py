@@ -11,7 +11,7 @@ State file: every namespace, process, root sysctl and directory is written to
 the state file *before* it is created, so :func:`destroy` works from the file
 alone after a deploy that failed or was interrupted (Ctrl-C) at any point.
 The file is untrusted input all the same (it sits in OUTDIR): it is checked
-against its schema and an :class:`~railonly.emulation.netns.statefile.Owner`
+against its schema and an :class:`~railonly.emulation.runtime.netns.statefile.Owner`
 (statefile), read and written without following a symlink, and a process is
 only signalled when its network namespace is one of the lab's.
 
@@ -37,7 +37,7 @@ from typing import Callable
 from railonly import proc
 
 from . import pids, rtnetlink, setns, statefile
-from .plan import Plan, Process, Step, config_ops, render, shaping_ops
+from .ns_plan import Plan, Process, Step, config_ops, render, shaping_ops
 from .statefile import STATE_VERSION, Owner
 
 MAX_STATE_BYTES = 64 * 1024 * 1024

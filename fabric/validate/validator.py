@@ -3,7 +3,7 @@
 Sources are anything that maps a relative path to text: an OUTDIR on disk
 (`validate`) or the files compile is about to write. Every SONiC ConfigDB
 document goes through the YANG models, every frr.conf through `vtysh -C`,
-every EOS config through the parser in :mod:`facts`, then the cross-check.
+every EOS config through the parser in :mod:`railonly.fabric.devices.readback.facts`, then the cross-check.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from ..input.problems import InputError
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
 from .crosscheck import crosscheck
-from .facts import DeviceFacts, eos_facts, sonic_facts
+from ..devices.readback.facts import DeviceFacts, eos_facts, sonic_facts
 from .manifest import check_manifest
 from .plant import plant
-from .report import Result
+from .validate_report import Result
 
 Reader = Callable[[str], "str | None"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from railonly import proc
 
 from . import pids
-from .plan import Process
+from .ns_plan import Process
 
 FRR_LIBDIR = "/usr/lib/frr"
 DAEMONS = ("zebra", "staticd", "bgpd")

@@ -46,7 +46,7 @@ from typing import Callable
 
 from railonly.fabric.outdir.rollout import frr_statements  # noqa: F401  (re-exported: tests and callers)
 
-from .inventory import Device
+from .targets import Device
 
 STAGE = "/tmp/railonly-push"
 MAX_CONFIG = 64 * 1024 * 1024  # one switch's config file
@@ -116,7 +116,7 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     if not tree.exists("config_db.json"):
         raise PushFailed(f"{d / 'config_db.json'} is missing (is {device.name} a SONiC switch?)")
     # only the files a SONiC switch reads (never whatever else the folder holds)
-    from ..netns.sshd import SWITCH_FILES
+    from railonly.fabric.devices.readback.sonic import SWITCH_FILES
 
     return {name: text for name in sorted(SWITCH_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
@@ -210,11 +210,18 @@ def connect(device: Device, creds: Credentials, timeout: float = 10.0):
 
 
 def _open_socket(device: Device, timeout: float) -> socket.socket:
-    from ..netns.sshd import connect_socket
-
     if device.netns and not os.path.exists(f"/run/netns/{device.netns}"):
         raise PushFailed(f"cannot connect to {device.where}: namespace {device.netns} does not exist (is the lab deployed?)")
-    return connect_socket(device.netns, device.host, device.port, timeout)
+
+    def make() -> socket.socket:
+        return socket.create_connection((device.host, device.port), timeout=timeout)
+
+    if not device.netns:
+        return make()
+    # a switch in a namespace: the socket is created inside it (and keeps it), through the runtime's door
+    from ..runtime.registry import get_runtime
+
+    return (device.door or get_runtime().door()).call_in(device.netns, make)
 
 
 # --- SONiC -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..platforms.eos_speeds import accepted_forms, parse_speed
+from ...platforms.eos_speeds import accepted_forms, parse_speed
 
 
 @dataclass

@@ -13,9 +13,9 @@ import os
 import zlib
 from dataclasses import dataclass, field
 
-from ..switchcfg.intent import SwitchIntent
+from railonly.fabric.devices.readback.intent import SwitchIntent
 from . import frr
-from . import plan as nsplan
+from . import ns_plan as nsplan
 
 
 @dataclass

@@ -14,7 +14,7 @@ rest of the lab's run directory. Each sshd listens on 127.0.0.1:22 *inside its n
 no address of the fabric is needed (a push that changes the switch's
 addresses cannot cut its own session), and a controller reaches it by opening
 the socket inside the namespace. Its ``ForceCommand`` is the railonly switch
-shell (railonly.emulation.netns.switch_shell), a tiny SONiC-like CLI whose
+shell (railonly.emulation.runtime.netns.switch_shell), a tiny SONiC-like CLI whose
 ``config reload`` calls the same apply function as deploy.
 
 The sshd processes are plan processes (:func:`processes`): the engine starts
@@ -40,10 +40,10 @@ from pathlib import Path
 
 from railonly import proc
 
-from ..lab import run_dir
-from ..switchcfg.sonic import SPLIT_FILES
+from ...lab import run_dir
+from railonly.fabric.devices.readback.sonic import SPLIT_FILES, SWITCH_FILES  # noqa: F401 (re-exported)
 from . import setns
-from .plan import Process
+from .ns_plan import Process
 
 SSHD = "/usr/sbin/sshd"
 USER = "root"  # the sshd checks system accounts; the lab creates none
@@ -51,7 +51,6 @@ PORT = 22
 ADDRESS = "127.0.0.1"
 INFO = "lab-ssh.json"
 # what a SONiC switch reads from its config folder, and so all that push sends
-SWITCH_FILES = ("config_db.json", "frr.conf", *SPLIT_FILES)
 
 
 def ssh_dir(lab) -> Path:
@@ -79,7 +78,7 @@ def _keygen(path: Path, comment: str) -> None:
     proc.require("ssh-keygen", "openssh-client")
     res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], timeout=30)
     if not res.ok:  # a full disk, a read-only /run: exit 3 naming the path
-        from ..runtime.protocol import RuntimeProblem
+        from ..protocol import RuntimeProblem
 
         raise RuntimeProblem(f"ssh-keygen {path}: {res.stderr.strip()}")
     os.chmod(path, 0o600)
@@ -94,7 +93,7 @@ def _config_paths(lab, switch: str) -> str:
     outdir = str(Path(lab.outdir).resolve())
     for path, what in ((switch_dir(lab, switch), "the lab's run directory"), (outdir, "the OUTDIR path")):
         if not SAFE_PATH_RE.match(str(path)):
-            from ..lab import LabError
+            from ...lab import LabError
 
             raise LabError(str(path), f"{what} has a character sshd_config cannot carry (space, quote, '#',"
                            " newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
@@ -104,9 +103,9 @@ def _config_paths(lab, switch: str) -> str:
 def sshd_config(lab, switch: str) -> str:
     d = switch_dir(lab, switch)
     outdir = _config_paths(lab, switch)
-    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", outdir, switch, lab.name]
+    shell = [sys.executable, "-m", "railonly.emulation.runtime.netns.switch_shell", outdir, switch, lab.name]
     return "\n".join([
-        "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.netns.sshd)",
+        "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.runtime.netns.sshd)",
         f"Port {PORT}",
         f"ListenAddress {ADDRESS}",
         f"HostKey {d / 'ssh_host_ed25519_key'}",
@@ -142,7 +141,7 @@ def prepare(lab) -> dict:
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
     # Everything goes through the lab's state directory (root's, 0700): no symlink is followed.
-    from ..runtime import rundir
+    from .. import rundir
 
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     tree = reader = rundir.state(lab.name)
@@ -233,8 +232,8 @@ def load_info(lab) -> dict | None:
     switch sshd. The file is only a marker: every path and address is derived
     here from the lab (a hostile file cannot point push at another key, host
     or known_hosts); a file of the wrong shape is exit 2 naming it."""
-    from ..lab import LabError
-    from ..runtime import rundir
+    from ...lab import LabError
+    from .. import rundir
 
     path = ssh_dir(lab) / INFO
     sd = rundir.open_state(lab.name, create=False)

@@ -6,7 +6,7 @@ import json
 
 from railonly.fabric.results import junit
 
-from .plan import CHECKS
+from .check_plan import CHECKS
 
 
 def as_json(lab: str, results, timings: dict | None = None, notes: list | None = None) -> dict:

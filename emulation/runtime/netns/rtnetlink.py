@@ -22,7 +22,7 @@ import os
 import socket
 import struct
 
-from . import plan as nsplan
+from . import ns_plan as nsplan
 
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE, NLM_F_REPLACE = 0x1, 0x4, 0x200, 0x400, 0x100
 NLM_F_DUMP = 0x300

@@ -20,7 +20,7 @@ route from the root namespace).
 
 Without an inventory, the devices are the SONiC switches of the lab deployed
 from OUTDIR: each has an sshd on 127.0.0.1:22 inside its own namespace
-(railonly.emulation.netns.sshd), a per-lab client key and a known_hosts file
+(railonly.emulation.runtime.netns.sshd), a per-lab client key and a known_hosts file
 in the lab's root-owned state directory (/run/railonly/<lab>/state/ssh/), so host
 keys are checked with no extra flags.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from railonly.fabric.input.problems import InputError, Problem, did_you_mean
@@ -59,6 +59,7 @@ class Device:
     known_hosts: str | None = None  # lab file; None: ~/.ssh/known_hosts
     key_file: str | None = None  # lab client key; None: from the environment / --key
     host_alias: str | None = None  # name host keys are recorded under (the lab: the namespace name)
+    door: object | None = field(default=None, compare=False, repr=False)  # the lab runtime's NodeDoor (netns)
 
     @property
     def where(self) -> str:
@@ -123,20 +124,21 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> 
     return devices
 
 
-def lab_devices(outdir: "str | os.PathLike | object") -> list[Device]:
+def lab_devices(outdir: "str | os.PathLike | object", rt=None) -> list[Device]:
     """The SONiC switches of the lab deployed from OUTDIR (or of a loaded, bound Lab),
     reached through their namespaces.
 
     Raises RuntimeProblem (exit 3) when the lab has no switch sshd (not deployed,
     or deployed without it)."""
     from ..lab import Lab, load_lab
-    from ..netns import sshd as lab_sshd
     from ..runtime import rundir
     from ..runtime.protocol import RuntimeProblem
+    from ..runtime.registry import get_runtime
 
     lab = outdir if isinstance(outdir, Lab) else rundir.bind(load_lab(outdir))
     outdir = lab.outdir
-    info = lab_sshd.load_info(lab)
+    rt = rt or get_runtime()
+    info = rt.ssh_endpoints(lab)
     if info is None:
         if lab.switches and all(sw.platform == "eos" for sw in lab.switches):
             raise RuntimeProblem(
@@ -144,7 +146,7 @@ def lab_devices(outdir: "str | os.PathLike | object") -> list[Device]:
                 f"(its switches are programmed from their startup-config at deploy): give --inventory FILE "
                 f"for real devices, or re-deploy the lab (railonly lab deploy {outdir}) to apply new configs")
         raise RuntimeProblem(
-            f"lab {lab.name} has no switch sshd state in {lab_sshd.ssh_dir(lab)}: deploy it first "
+            f"lab {lab.name} has no switch sshd state in {rt.ssh_state_dir(lab)}: deploy it first "
             f"(railonly lab deploy {outdir}) or give --inventory FILE")
     out = []
     for sw in lab.switches:
@@ -152,7 +154,7 @@ def lab_devices(outdir: "str | os.PathLike | object") -> list[Device]:
         if ent is None:
             continue  # EOS switches of a lab have no sshd (no EOS CLI in the emulation)
         out.append(Device(sw.name, ent["host"], int(ent["port"]), "sonic", sw.netns, info["user"],
-                          info["known_hosts"], info["client_key"], ent.get("alias")))
+                          info["known_hosts"], info["client_key"], ent.get("alias"), rt.door()))
     if not out:
         raise RuntimeProblem(f"lab {lab.name} has no SONiC switch with an sshd to push to")
     return out

@@ -26,12 +26,12 @@ from typing import Sequence
 
 from railonly import proc
 
-from ..lab import Lab, LabError, LabNode, run_dir, run_root, target
-from ..runtime import rundir
-from ..runtime.protocol import LabStatus, RuntimeProblem
-from . import engine, frr, lab_plan, setns, statefile
+from ...lab import Lab, LabError, LabNode, run_dir, run_root, target
+from .. import rundir
+from ..protocol import LabStatus, Runtime, RuntimeProblem
+from . import engine, frr, lab_plan, pids, setns, statefile
 from . import sshd as lab_sshd
-from .plan import dump
+from .ns_plan import dump
 
 
 STATE_FILE = "netns-state.json"  # in the lab's state directory
@@ -68,7 +68,7 @@ def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None
     a symlink; malformed is UntrustedFile (exit 2)."""
     from railonly.fabric.outdir import reader as U
 
-    from ..switchcfg.sonic import SPLIT_FILES
+    from railonly.fabric.devices.readback.sonic import SPLIT_FILES
 
     reader = U.OutdirReader(config_dir)
     if platform == "eos":
@@ -140,7 +140,7 @@ def check_environment(lp: lab_plan.LabPlan | None = None, shaping: bool = True) 
             raise RuntimeProblem("user 'frr' does not exist (install the Debian package frr)") from None
 
 
-class NetnsRuntime:
+class NetnsRuntime(Runtime):
     name = "netns"
 
     def __init__(self, shaping: bool = True, wait_bgp: float = 90.0, workers: int | None = None,
@@ -265,7 +265,7 @@ class NetnsRuntime:
                     rep.leftovers.append(f"directory {rdir} could not be removed")
                 else:
                     rep.deleted.append(rdir)
-            from ..runtime import lock
+            from .. import lock
 
             lock.remove_unheld(lab.name)  # a command holding the lab lock removes it itself
             try:
@@ -276,6 +276,61 @@ class NetnsRuntime:
             raise RuntimeProblem(f"destroy of lab {lab.name} left {len(rep.leftovers)} things behind "
                                  f"(still listed in {path or 'no state file'}):\n  " + "\n  ".join(rep.leftovers))
         return rep
+
+    # -- capabilities beyond exec (the Runtime protocol) --------------------------------
+    def bind_lab(self, lab: Lab, name: str | None = None, deploying: bool = False) -> Lab:
+        if os.geteuid() != 0:  # labs are root's: a user's dry run reads none of them
+            return lab
+        return rundir.bind(lab, name, deploying=deploying)
+
+    def lab_to_destroy(self, outdir: str | None, name: str | None) -> Lab | None:
+        return rundir.for_destroy(outdir, name)
+
+    def door(self):
+        return setns  # call_in / call_many / link_states: threads that enter a namespace
+
+    def daemon_argv(self, lab: Lab, node: str, daemon: str = "vtysh") -> list[str]:
+        if daemon != "vtysh":
+            return [daemon]
+        return ["vtysh", "--vty_socket", frr.instance(run_dir(lab.name), node, lab.netns(node)).rundir]
+
+    def settle_links(self, lab: Lab, timeout: float = 3.0) -> list[str]:
+        return wait_links_settled([n.netns for n in lab.nodes.values()], timeout)
+
+    def neighbour_table_size(self) -> int | None:
+        try:
+            return int(setns.read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
+        except (OSError, ValueError):
+            return None
+
+    def frr_daemons(self, lab: Lab, node: str, running: bool = False) -> list[list[str]]:
+        inst = frr.instance(run_dir(lab.name), node, lab.netns(node))
+        live = frr.running(inst) if running else None
+        return [list(p.argv) for p in frr.daemon_processes(inst)
+                if live is None or live.get(p.name.split("/")[-1])]
+
+    def stop_frr(self, lab: Lab, node: str) -> list[str]:
+        return frr.stop(frr.instance(run_dir(lab.name), node, lab.netns(node)))
+
+    def ssh_endpoints(self, lab: Lab) -> dict | None:
+        return lab_sshd.load_info(lab)
+
+    def ssh_state_dir(self, lab: Lab) -> str:
+        return str(lab_sshd.ssh_dir(lab))
+
+    def pid_of(self, pidfile: str) -> int | None:
+        return pids.read_pidfile(pidfile)
+
+    def stop_recorded(self, records: list[dict], grace: float = 3.0) -> int:
+        targets = []
+        for r in records:
+            pid = pids.read_pidfile(r["pidfile"])
+            ino = setns.inode(r["netns"])
+            pi = pids.matches(pid, r["argv"], netns_inode=ino) if pid and ino else None
+            if pi is not None:
+                targets.append(pi)
+        pids.terminate(targets, grace)
+        return len(targets)
 
     def status(self, lab: Lab) -> LabStatus:
         st = engine.status(state_path(lab), owner(lab))
@@ -298,3 +353,24 @@ class NetnsRuntime:
             bad = [f"{n}: {s}" for n, s in nodes.items() if s != "running"]
             detail = f"state {st.phase}; " + (", ".join(bad[:8]) or "nothing of it runs")
         return LabStatus(lab.name, state, nodes, detail, dict(st.processes))
+
+
+def wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
+    """Wait until no device has a carrier the kernel has not yet acted on.
+
+    Carrier changes are handled by linkwatch up to ~1 s later; until then a
+    bridge port does not forward. Probing sooner misses a cable (or a stray
+    link) that came up just before the check. Returns namespaces still pending."""
+    def pending() -> bool:
+        # IFF_UP with IFF_LOWER_UP (carrier) but operstate not yet UP (6) or UNKNOWN (0)
+        return any(f & 0x1 and f & 0x10000 and oper not in (0, 6) for f, oper in setns.link_states().values())
+
+    deadline = time.monotonic() + timeout
+    todo = list(netns)
+    while todo:
+        res = setns.call_many([(n, pending) for n in todo], 4)
+        todo = [n for n, r in zip(todo, res) if r is True]  # a missing namespace is judged by the checks
+        if not todo or time.monotonic() > deadline:
+            return todo
+        time.sleep(0.05)
+    return todo

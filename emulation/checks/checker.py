@@ -19,8 +19,8 @@ from typing import Callable
 from ..lab import Lab, run_dir
 from ..runtime.protocol import Runtime, deployed_status
 from . import judge, probe
-from . import plan as checks_plan
-from .plan import CHECKS, CheckPlan
+from . import check_plan as checks_plan
+from .check_plan import CHECKS, CheckPlan
 
 
 @dataclass
@@ -43,11 +43,7 @@ class CheckRun:
 
 
 def vtysh_argv(rt: Runtime, lab: Lab, switch: str) -> list[str]:
-    if rt.name == "netns":
-        from ..netns.frr import instance
-
-        return ["vtysh", "--vty_socket", instance(run_dir(lab.name), switch, lab.netns(switch)).rundir]
-    return ["vtysh"]
+    return rt.daemon_argv(lab, switch, "vtysh")
 
 
 def bgp_peers(rt: Runtime, lab: Lab, switch: str) -> dict | None:
@@ -127,29 +123,6 @@ def _rounds(agent: probe.Agent, send: Callable[[], int], timeout: float, settle:
         settle = min(settle * 1.5, 1.0)
 
 
-def _wait_links_settled(netns: list[str], timeout: float = 3.0) -> list[str]:
-    """Wait until no device has a carrier the kernel has not yet acted on.
-
-    Carrier changes are handled by linkwatch up to ~1 s later; until then a
-    bridge port does not forward. Probing sooner misses a cable (or a stray
-    link) that came up just before the check. Returns namespaces still pending."""
-    from ..netns.setns import call_many, link_states
-
-    def pending() -> bool:
-        # IFF_UP with IFF_LOWER_UP (carrier) but operstate not yet UP (6) or UNKNOWN (0)
-        return any(f & 0x1 and f & 0x10000 and oper not in (0, 6) for f, oper in link_states().values())
-
-    deadline = time.monotonic() + timeout
-    todo = list(netns)
-    while todo:
-        res = call_many([(n, pending) for n in todo], 4)
-        todo = [n for n, r in zip(todo, res) if r is True]  # a missing namespace is judged by the checks
-        if not todo or time.monotonic() > deadline:
-            return todo
-        time.sleep(0.05)
-    return todo
-
-
 def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         progress: Callable[[str], None] = lambda s: None) -> CheckRun:
     """Run ``checks`` on a deployed lab: the switches' tables, then one probe agent
@@ -167,15 +140,14 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         progress(f"bgp: waiting up to {timeout:g} s for {len(cp.bgp)} sessions")
         peers, routes = collect_bgp(rt, lab, cp, timeout)
         out.timings["bgp"] = time.perf_counter() - t0
-    out.notes += _neighbour_table_notes(cp)
+    out.notes += _neighbour_table_notes(cp, rt)
 
     netns = {n.name: n.netns for n in lab.nodes.values()}
-    with probe.Agent(lab.name, netns) as ag:
+    with probe.Agent(lab.name, netns, rt.door()) as ag:
         t = time.perf_counter()
-        if rt.name == "netns":
-            late = _wait_links_settled([ns for ns in netns.values()])
-            if late:
-                out.notes.append(f"links still settling in {len(late)} namespaces, e.g. {late[0]}")
+        late = rt.settle_links(lab)
+        if late:
+            out.notes.append(f"links still settling in {len(late)} namespaces, e.g. {late[0]}")
         absent = _open_sockets(ag, lab, cp)
         out.timings["open"] = time.perf_counter() - t
         if "cabling" in checks:
@@ -218,14 +190,11 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
     return out
 
 
-def _neighbour_table_notes(cp: CheckPlan) -> list[str]:
+def _neighbour_table_notes(cp: CheckPlan, rt: Runtime) -> list[str]:
     """A note when an L2 lab needs more ARP entries than the shared neighbour table holds."""
     need = sum(len(m) - 1 for m in cp.rails.values() for _ in m) if cp.mode == "l2" else 0
-    try:
-        from ..netns.setns import read_sysctl
-
-        gc3 = int(read_sysctl("net.ipv4.neigh.default.gc_thresh3"))
-    except (OSError, ValueError):
+    gc3 = rt.neighbour_table_size()
+    if gc3 is None:
         return []
     if need > gc3:
         return [f"{need} ARP entries are needed for all L2 pairs but the shared neighbour table holds"

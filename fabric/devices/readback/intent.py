@@ -1,6 +1,6 @@
 """What a switch's config files ask of the emulation: a neutral, vendor-free record.
 
-The SONiC and EOS readers (switchcfg.sonic, switchcfg.eos) produce a
+The SONiC and EOS readers (readback.sonic, readback.eos) produce a
 :class:`SwitchIntent` from the generated files alone; switch_plan turns it
 into netns plan items. Keeping the readers pure lets a config push re-apply
 pushed files to a live switch namespace through the same code.

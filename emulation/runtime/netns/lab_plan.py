@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from ..lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_rates, netns_name, run_dir
-from ..switchcfg import eos, sonic
-from ..switchcfg.intent import ConfigReadError, SwitchIntent
+from ...lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_mbps, link_rates, netns_name, run_dir
+from railonly.fabric.devices.readback import eos, sonic
+from railonly.fabric.outputs import clab_exec
+from railonly.fabric.devices.readback.intent import ConfigReadError, SwitchIntent
 from . import frr
-from . import plan as nsplan
+from . import ns_plan as nsplan
 from .switch_plan import switch_items
 
 
@@ -39,87 +40,34 @@ class ExecError(ValueError):
     pass
 
 
-def _opts(words: list[str], flags: tuple[str, ...] = ()) -> dict[str, str]:
-    out, i = {}, 0
-    while i < len(words):
-        if words[i] in flags:
-            out[words[i]] = ""
-            i += 1
-        elif i + 1 < len(words):
-            out[words[i]] = words[i + 1]
-            i += 2
-        else:
-            raise ExecError(f"dangling {words[i]!r}")
-    return out
-
-
-@dataclass
-class _NodeState:
-    mtu: dict[str, int] = field(default_factory=dict)
-    down: set[str] = field(default_factory=set)
-    bridges: dict[str, list[str]] = field(default_factory=dict)
-    items: list = field(default_factory=list)
-    sysctls: list[tuple[str, str]] = field(default_factory=list)
-
-
 def exec_items(netns: str, commands, dev_of=lambda d: d) -> tuple[list, list[tuple[str, str]]]:
-    """Translate a node's clab exec argv lists into (plan items, sysctls).
-
-    Understood: ``ip link set dev D mtu N|up|down|master B``, ``ip link add
-    name B type bridge``, ``ip addr add CIDR dev D``, ``ip route add DST
-    [via X] [dev D] [src S] [metric N] [onlink]``, ``sysctl -w k=v``.
-    ``dev_of`` maps topology interface names to the port names the
-    namespace uses. Anything else raises ExecError (nothing runs a shell)."""
-    st = _NodeState()
-    for argv in commands:
-        w = list(argv)
-        try:
-            if w[:3] == ["ip", "link", "set"]:
-                rest = w[3:]
-                if rest[:1] == ["dev"]:
-                    rest = rest[1:]
-                dev, rest = dev_of(rest[0]), rest[1:]
-                while rest:
-                    if rest[0] in ("up", "down"):
-                        (st.down.add if rest[0] == "down" else st.down.discard)(dev)
-                        rest = rest[1:]
-                    elif rest[0] == "mtu":
-                        st.mtu[dev] = int(rest[1])
-                        rest = rest[2:]
-                    elif rest[0] == "master":
-                        st.bridges.setdefault(rest[1], []).append(dev)
-                        rest = rest[2:]
-                    else:
-                        raise ExecError(f"unsupported 'ip link set' option {rest[0]!r}")
-            elif w[:3] == ["ip", "link", "add"]:
-                o = _opts(w[3:])
-                if o.get("type") != "bridge" or "name" not in o:
-                    raise ExecError("only 'ip link add name B type bridge' is supported")
-                st.bridges.setdefault(o["name"], [])
-            elif w[:2] == ["ip", "addr"] or w[:2] == ["ip", "address"]:
-                if w[2] != "add" or len(w) != 6 or w[4] != "dev":
-                    raise ExecError("only 'ip addr add CIDR dev D' is supported")
-                st.items.append(nsplan.Address(netns, dev_of(w[5]), w[3]))
-            elif w[:3] == ["ip", "route", "add"]:
-                o = _opts(w[4:], flags=("onlink",))
-                unknown = set(o) - {"via", "dev", "src", "metric", "onlink"}
-                if unknown:
-                    raise ExecError(f"unsupported route options {sorted(unknown)}")
-                st.items.append(nsplan.Route(
-                    netns, w[3], via=o.get("via"), dev=dev_of(o["dev"]) if "dev" in o else None,
-                    src=o.get("src"), metric=int(o["metric"]) if "metric" in o else None, onlink="onlink" in o,
-                ))
-            elif w[:2] == ["sysctl", "-w"] and len(w) == 3 and "=" in w[2]:
-                k, _, v = w[2].partition("=")
-                st.sysctls.append((k, v))
-            else:
-                raise ExecError("not a command the netns runtime translates")
-        except (IndexError, ValueError) as exc:
-            raise ExecError(f"{' '.join(w)!r}: {exc}") from None
-    items = [nsplan.Bridge(netns, b, tuple(ports)) for b, ports in st.bridges.items()]
-    for dev in sorted(set(st.mtu) | st.down):
-        items.append(nsplan.Link(netns, dev, mtu=st.mtu.get(dev), up=dev not in st.down))
-    return items + st.items, st.sysctls
+    """Translate a node's clab exec items (fabric/outputs/clab_exec.py, parsed by load_lab)
+    into (plan items, sysctls). ``dev_of`` maps topology interface names to the port names
+    the namespace uses. Anything else raises ExecError (nothing runs a shell)."""
+    mtu: dict[str, int] = {}
+    bridges: dict[str, list[str]] = {}
+    items: list = []
+    sysctls: list[tuple[str, str]] = []
+    for c in commands:
+        if isinstance(c, clab_exec.LinkMtu):
+            mtu[dev_of(c.dev)] = c.mtu
+        elif isinstance(c, clab_exec.LinkUp):
+            pass  # a device the plan creates comes up (a bridge, a veth end)
+        elif isinstance(c, clab_exec.LinkMaster):
+            bridges.setdefault(c.bridge, []).append(dev_of(c.dev))
+        elif isinstance(c, clab_exec.BridgeAdd):
+            bridges.setdefault(c.name, [])
+        elif isinstance(c, clab_exec.AddrAdd):
+            items.append(nsplan.Address(netns, dev_of(c.dev), c.cidr))
+        elif isinstance(c, clab_exec.RouteAdd):
+            items.append(nsplan.Route(netns, c.dst, via=c.via, dev=dev_of(c.dev), src=c.src))
+        elif isinstance(c, clab_exec.Sysctl):
+            sysctls.append((c.key, c.value))
+        else:
+            raise ExecError(f"{c!r}: not a command the netns runtime translates")
+    out = [nsplan.Bridge(netns, b, tuple(ports)) for b, ports in bridges.items()]
+    out += [nsplan.Link(netns, dev, mtu=m, up=True) for dev, m in sorted(mtu.items())]
+    return out + items, sysctls
 
 
 # --- switches -----------------------------------------------------------------------------
@@ -192,7 +140,7 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
     if shaping:
         for lk in lab.links:
             kind = "htb" if lk.kind == "hb" else "tbf"
-            mbit = float(lk.gbps) * nic_mbps / float(lab.fabric.get("nic_gbps") or 400) if lk.gbps else nic_mbps
+            mbit = link_mbps(lab, lk.gbps) if lk.gbps else nic_mbps
             for end in (lk.a, lk.b):
                 b.add(nsplan.Shaping(lab.netns(end.node), end.port, round(mbit, 3), kind=kind))
     # the neighbour table is shared by every namespace: size it by the L3

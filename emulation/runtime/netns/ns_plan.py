@@ -19,7 +19,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from ..lab import netns_prefix
+from ...lab import netns_prefix
 
 LAB_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:@/+=,-]+$")  # one safe batch-script word

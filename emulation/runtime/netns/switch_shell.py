@@ -2,7 +2,7 @@
 
 Started by the switch's sshd (``ForceCommand``) inside the switch namespace::
 
-    python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH LAB
+    python -m railonly.emulation.runtime.netns.switch_shell OUTDIR SWITCH LAB
 
 It understands exactly what `railonly push` sends to a real SONiC switch's
 bash (so push has one code path for both), and answers with the same shapes:
@@ -57,8 +57,8 @@ ETC_PREFIX = "/etc/sonic/"
 
 class Shell:
     def __init__(self, outdir: str, switch: str, lab_name: str | None = None, out=None):
-        from ..lab import load_lab
-        from ..runtime import rundir
+        from ...lab import load_lab
+        from .. import rundir
         from .runtime import check_state_dir
 
         # refuses a symlink anywhere in OUTDIR; the name the lab was deployed under (--lab-name)
@@ -217,7 +217,7 @@ class Shell:
         # pushes run one shell per switch. The lab lock is held shared (a push
         # holds it shared too; deploy and destroy wait), the reload lock
         # exclusive; both live in /run/railonly, not in the untrusted OUTDIR.
-        from ..runtime import lock as lab_lock
+        from .. import lock as lab_lock
 
         with lab_lock.hold(self.lab.name, shared=True), lab_lock.hold(self.lab.name, what="reload.lock"):
             return self._reload()
@@ -319,7 +319,7 @@ class Shell:
     # --- the session -------------------------------------------------------------------
     def interact(self, stdin=None) -> int:
         stdin = stdin or sys.stdin
-        self.say(f"railonly lab switch {self.switch} (lab {self.lab.name}): SONiC-like shell, see railonly.emulation.netns.switch_shell")
+        self.say(f"railonly lab switch {self.switch} (lab {self.lab.name}): SONiC-like shell, see railonly.emulation.runtime.netns.switch_shell")
 
         def more():
             line = stdin.readline()
@@ -338,7 +338,7 @@ class Shell:
 
 
 def lab_lock_shared(lab):
-    from ..runtime import lock as lab_lock
+    from .. import lock as lab_lock
 
     return lab_lock.hold(lab.name, shared=True)
 
@@ -362,7 +362,7 @@ def _split_semicolons(line: str) -> list[str]:
 
 
 def _frr_rundir(lab, switch: str) -> str:
-    from ..lab import run_dir
+    from ...lab import run_dir
     from . import frr
 
     return frr.instance(run_dir(lab.name), switch, lab.netns(switch)).rundir
@@ -371,7 +371,7 @@ def _frr_rundir(lab, switch: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (2, 3):
-        print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH [LAB]", file=sys.stderr)
+        print("usage: python -m railonly.emulation.runtime.netns.switch_shell OUTDIR SWITCH [LAB]", file=sys.stderr)
         return 2
     from railonly.fabric.input.problems import InputError
 

@@ -21,7 +21,7 @@ add up:
 
 from __future__ import annotations
 
-from ..checks.plan import CheckPlan
+from ..checks.check_plan import CheckPlan
 from .patterns import Flow, plan_flows, steps_of
 
 

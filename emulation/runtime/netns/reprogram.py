@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from railonly import proc
 from railonly.fabric.input.problems import InputError
 
-from ..lab import Lab, LabError, run_dir
-from ..runtime.protocol import NotDeployed, RuntimeProblem
-from ..switchcfg.intent import ConfigReadError
+from ...lab import Lab, LabError, run_dir
+from ..protocol import NotDeployed, RuntimeProblem
+from railonly.fabric.devices.readback.intent import ConfigReadError
 from . import engine, frr, lab_plan, setns
-from . import plan as nsplan
+from . import ns_plan as nsplan
 from .runtime import check_environment, check_state_dir, owner, state_path, switch_file_problems
 from .switch_plan import switch_items
 
