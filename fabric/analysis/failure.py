@@ -74,7 +74,7 @@ def parse_spec(spec: str, fab: Fabric) -> Fault:
     kind = kind.strip().lower()
     name = name.strip()
     if not sep or kind not in ("nic", "cable", "switch", "domain") or not name:
-        return _raise(_bad_spec(spec, "not a failure", [n.name for n in fab.nodes()]))
+        raise _bad_spec(spec, "not a failure SPEC", [n.name for n in fab.nodes])
     if kind == "nic":
         names = [g.name for g in fab.gpus]
     elif kind == "cable":
@@ -84,12 +84,8 @@ def parse_spec(spec: str, fab: Fabric) -> Fault:
     else:
         names = [h.name for h in fab.hbs]
     if name not in names:
-        return _raise(_bad_spec(spec, f"no {kind} named {name!r} in the fabric", names))
+        raise _bad_spec(spec, f"no {kind} named {name!r} in the fabric", names)
     return Fault(kind, name, spec)
-
-
-def _raise(exc: Exception):
-    raise exc
 
 
 def _nic_link(fab: Fabric, gpu: str) -> Link:
@@ -149,10 +145,14 @@ def impact(fab: Fabric, faults: list[Fault], network: str | None = None) -> Impa
         ra, rb = find(lk.a.node), find(lk.b.node)
         if ra != rb:
             parent[ra] = rb
-    # the rail's network is the component holding most of its GPUs
+    # the rail's network is the component holding most of its GPUs, among those with a live
+    # switch (a GPU alone behind its dead leaf is a component too); with spines, one holding a
+    # live spine or core (a leaf cut off from every spine only joins its own GPUs)
+    top = 2 if any(s.tier >= 2 for s in fab.switches) else 1
+    switched = {find(s.name) for s in fab.switches if s.name not in dead_nodes and s.tier >= top}
     by_rail: dict = {}
     for g in fab.gpus:
-        if g.name not in gone:
+        if g.name not in gone and find(g.name) in switched:
             by_rail.setdefault(g.rail, {}).setdefault(find(g.name), []).append(g.name)
     main = {r: max(comps.values(), key=len)[0] for r, comps in by_rail.items()}
     off = [g.name for g in fab.gpus if g.name in gone or g.rail not in main or find(g.name) != find(main[g.rail])]
