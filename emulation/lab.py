@@ -23,8 +23,8 @@ from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT
 from railonly.fabric.design.lab_slice import SLICE_DIR
 from railonly.fabric.input.problems import InputError, Problem
 
-STATE_DIR = ".lab"  # runtime state inside OUTDIR, kept across recompiles by the writer
 RUN_ROOT = "/run/railonly"  # per-lab run dirs; must be searchable by user frr (not under a 0700 tmp)
+STATE_SUBDIR = "state"  # the lab's private records (root, 0700) inside its run dir; never in OUTDIR
 DEFAULT_NIC_MBPS = float(LAB_NIC_MBPS_DEFAULT)  # for a fabric.json without lab_nic_mbps
 
 
@@ -48,15 +48,27 @@ def netns_name(lab: str, node: str) -> str:
     return netns_prefix(lab) + node
 
 
+def run_root() -> str:
+    """Where every lab's run directory lives (read at call time: tests point it elsewhere)."""
+    return RUN_ROOT
+
+
 def run_dir(lab: str) -> str:
     """The lab's directory under /run: its FRR instances (frr/<switch>) and iperf3 servers."""
-    return os.path.join(RUN_ROOT, lab)
+    return os.path.join(run_root(), lab)
+
+
+def state_dir(lab: str) -> str:
+    """The lab's runtime records (identity, netns state, faults, traffic, SSH material):
+    root-owned, 0700, inside its run dir (runtime/rundir.py writes it). Never in the OUTDIR,
+    which a pull request may have written."""
+    return os.path.join(run_dir(lab), STATE_SUBDIR)
 
 
 def lock_path(lab: str, what: str = "lock") -> str:
     """The lab's lock files (runtime/lock.py): beside its run dir, not in it (destroy removes
     that), and not in OUTDIR (untrusted, and shared by every checkout of the lab)."""
-    return os.path.join(RUN_ROOT, f"{lab}.{what}")
+    return os.path.join(run_root(), f"{lab}.{what}")
 
 
 # --- the lab ----------------------------------------------------------------------
@@ -115,9 +127,9 @@ class Lab:
 
     @property
     def state_dir(self) -> Path:
-        return self.outdir / STATE_DIR
+        return Path(state_dir(self.name))
 
-    # Runtime state files, all under state_dir (OUTDIR/.lab):
+    # Runtime state files, all under state_dir (/run/railonly/<lab>/state, never the OUTDIR):
     @property
     def netns_state_file(self) -> Path:
         """The netns engine's intent-first record of what it created."""
@@ -135,6 +147,14 @@ class Lab:
     def ssh_dir(self) -> Path:
         """The lab sshd's keys, known_hosts and per-switch state."""
         return self.state_dir / "ssh"
+
+    def renamed(self, name: str) -> "Lab":
+        """The same lab deployed under another name (``lab deploy --lab-name``): every
+        namespace follows the name; the OUTDIR's files are unchanged."""
+        from dataclasses import replace
+
+        nodes = {k: replace(n, netns=netns_name(name, k)) for k, n in self.nodes.items()}
+        return replace(self, name=name, nodes=nodes)
 
     def node(self, name: str) -> LabNode:
         try:
@@ -196,13 +216,11 @@ def link_rates(lab: Lab) -> tuple[float, float]:
 
 
 def _unsafe_below(out: Path) -> None:
-    """InputError naming every symlink or special file below OUTDIR, except in
-    ``.lab`` (runtime state: the commands that use it check it, and destroy
-    must work whatever it holds)."""
+    """InputError naming every symlink or special file below OUTDIR (runtime state never
+    lives there, so nothing is exempt)."""
     from railonly.fabric.outdir.reader import unsafe_entries
 
-    state = str(out / STATE_DIR)
-    bad = [p for p in unsafe_entries(str(out)) if p.file != state and not (p.file or "").startswith(state + "/")]
+    bad = unsafe_entries(str(out))
     if bad:
         raise InputError(bad)
 
@@ -266,8 +284,7 @@ def load_lab(outdir: str | Path) -> Lab:
     """Read the lab of an OUTDIR. Raises LabError (exit 2) with a hint when it is not one.
 
     OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
-    absolute paths), no symlink or special file below it is accepted (``.lab``
-    is checked by the commands that use it), every file is read through
+    absolute paths), no symlink or special file below it is accepted, every file is read through
     railonly.fabric.outdir.reader.OutdirReader (bounded, no symlink
     followed, no YAML alias), and a file of the wrong shape is exit 2 naming
     it, never a traceback."""
@@ -287,6 +304,14 @@ def load_lab(outdir: str | Path) -> Lab:
     clab, lines = reader.read_yaml(topo_file.name)
     if not isinstance(clab, dict):
         raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
+    from railonly.fabric.input import limits
+
+    n = len((clab.get("topology") or {}).get("nodes") or {}) if isinstance(clab.get("topology"), dict) else 0
+    if n > limits.LAB_NODES.value:  # before any per-node work: planning 12,480 namespaces is not a lab
+        raise InputError([Problem(
+            "topology.nodes", f"has {n:,} nodes, more than the cap of {limits.LAB_NODES.value:,} lab nodes"
+            f" ({limits.LAB_NODES.env})", "compile a smaller lab slice (railonly compile --lab-domains N), or raise"
+            f" the cap for this run: {limits.LAB_NODES.env}={n}", None, str(topo_file))])
     shape = _shape_problems(clab, fabric)
     if shape:
         raise InputError([Problem("", what, "recompile the design", None,

@@ -103,7 +103,31 @@ def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
     return [r for r in results if not r.passed]
 
 
+def check_caps(design: Design) -> None:
+    """InputError (exit 2) when the design is over a cap (input.limits): counts only, nothing built."""
+    from .cost.inventory import from_design
+    from .input import limits
+    from .input.problems import InputError
+
+    problems = []
+    if design.gpus > limits.GPUS.value:
+        problems.append(design.problem("hb_domain.count", *limits.GPUS.message(design.gpus)))
+    else:
+        try:
+            switches = sum(from_design(design).switches.values())
+        except ValueError:
+            switches = 0  # over three tiers: the design check says so
+        if switches > limits.SWITCHES.value:
+            problems.append(design.problem("switch.radix", *limits.SWITCHES.message(switches)))
+        files = limits.estimated_files(switches, design.hb_count)
+        if files > limits.FILES.value:
+            problems.append(design.problem("hb_domain.count", *limits.FILES.message(files)))
+    if problems:
+        raise InputError(problems)
+
+
 def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
+    check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)

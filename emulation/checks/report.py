@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 from railonly.fabric.results import junit
 
@@ -51,14 +49,10 @@ def table(lab: str, results, timings: dict | None = None, notes: list | None = N
 
 
 def write_text(path: str, text: str) -> None:
-    """Atomic write (temp file + rename) of a report file."""
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    """Atomic write of a report file, never through a link (railonly.reportfile)."""
+    from railonly.reportfile import write_report
+
+    write_report(path, text)
 
 
 def write_json(path: str, doc: dict) -> None:

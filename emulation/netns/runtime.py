@@ -2,12 +2,14 @@
 
 Deploys an OUTDIR's ``<name>.clab.yml`` as namespaces ``clab-<name>-<node>``:
 lab_plan turns the lab into a pure Plan (switches programmed from their own
-config files), the engine applies it with intent-first state in
-``OUTDIR/.lab/netns-state.json`` and destroys what that file lists, as far as
-it is provably the lab's (statefile.Owner: its namespace prefix, processes in
-those namespaces, paths under /run/railonly/<lab> and OUTDIR/.lab). Destroy
-also finds the lab's namespaces by name, so a lab whose state file is
-missing, corrupt or hostile is still removed completely.
+config files), the engine applies it with intent-first state in the lab's
+root-owned state directory (``/run/railonly/<lab>/state/netns-state.json``,
+runtime/rundir.py; never the OUTDIR) and destroys what that file lists, as far
+as it is provably the lab's (statefile.Owner: the namespaces of its recorded
+nodes, processes in those namespaces, paths under /run/railonly/<lab>).
+Destroy needs only the lab's identity (name and recorded nodes), not its
+OUTDIR, and finds the lab's namespaces by exact name, so a lab whose state
+file is missing or corrupt is still removed completely.
 
 A deployed switch is re-programmed by :mod:`.reprogram`.
 """
@@ -24,38 +26,38 @@ from typing import Sequence
 
 from railonly import proc
 
-from ..lab import RUN_ROOT, STATE_DIR, Lab, LabError, LabNode, netns_prefix, run_dir, target
-from ..runtime.outdir_writer import UnsafePath
+from ..lab import Lab, LabError, LabNode, run_dir, run_root, target
+from ..runtime import rundir
 from ..runtime.protocol import LabStatus, RuntimeProblem
 from . import engine, frr, lab_plan, setns, statefile
 from . import sshd as lab_sshd
 from .plan import dump
 
 
-def state_path(lab: Lab) -> str:
-    return str(lab.netns_state_file)
+STATE_FILE = "netns-state.json"  # in the lab's state directory
 
 
-def owner(lab: Lab) -> statefile.Owner:
-    """What this lab may touch: its namespaces, its run directory, OUTDIR/.lab."""
-    return statefile.Owner.for_lab(lab.name, str(lab.state_dir))
+def state_path(lab: "Lab | rundir.Identity") -> str:
+    return os.path.join(rundir.state_dir(lab.name), STATE_FILE)
 
 
-def check_state_dir(lab: Lab) -> None:
-    """UnsafePath (exit 2) when OUTDIR/.lab is a symlink or holds one (or a FIFO,
-    a device...): a root process would read or write through it."""
-    from railonly.fabric.outdir.reader import unsafe_entries
+def _identity(lab: "Lab | rundir.Identity") -> rundir.Identity:
+    return lab if isinstance(lab, rundir.Identity) else rundir.identity_of(lab)
 
-    try:
-        st = os.lstat(lab.state_dir)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode):  # lstat first: unsafe_entries(under=) would list a link's target
-        raise UnsafePath(lab.state_dir, "is a symlink or not a directory: the lab's runtime state is never"
-                         " read or written through it")
-    bad = unsafe_entries(str(lab.outdir), under=STATE_DIR)
-    if bad:
-        raise UnsafePath(bad[0].file, bad[0].message + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+
+def owner(lab: "Lab | rundir.Identity", also: "rundir.Identity | None" = None) -> statefile.Owner:
+    """What this lab may touch: the namespaces of its own nodes (less any another lab's
+    recorded nodes also name), its run directory. ``also``: the identity of the previous
+    deploy of the same lab (a recompiled OUTDIR may have dropped nodes it still runs)."""
+    others = rundir.claims_of_others(lab.name)
+    mine = _identity(lab).namespaces | (also.namespaces if also is not None and also.name == lab.name else frozenset())
+    return statefile.Owner.for_lab(lab.name, {n for n in mine if n not in others})
+
+
+def check_state_dir(lab: "Lab | rundir.Identity") -> None:
+    """RunDirUnsafe (exit 2) when a directory of the lab's run dir chain is a symlink or
+    not root's alone: its records are never read or written through it."""
+    rundir.open_state(lab.name, create=False)
 
 
 def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None) -> list:
@@ -99,20 +101,13 @@ def check_lab_files(lab: Lab) -> None:
         raise InputError(problems)
 
 
-def lab_namespaces(lab: Lab) -> list[str]:
-    """The lab's namespaces that exist, found by name (no state file needed): every
-    ``clab-<lab>-<node>`` of its topology, and every other name with its prefix
-    unless it carries the longer prefix of another lab this machine knows of
-    (``demo`` must not take ``demo-big``'s: run directories and lock files name them)."""
-    prefix = netns_prefix(lab.name)
-    try:
-        others = {e.split(".")[0] for e in os.listdir(RUN_ROOT)}
-    except OSError:
-        others = set()
-    foreign = tuple(netns_prefix(o) for o in others if o.startswith(lab.name + "-"))
-    mine = {n.netns for n in lab.nodes.values()}
-    return [n for n in setns.list_netns()
-            if n in mine or (n.startswith(prefix) and not (foreign and n.startswith(foreign)))]
+def lab_namespaces(lab: "Lab | rundir.Identity") -> list[str]:
+    """The lab's namespaces that exist, found by exact name (no state file needed): one
+    ``clab-<lab>-<node>`` per node of the lab, never a prefix match (lab ``a``'s prefix
+    ``clab-a-`` also starts lab ``a-b``'s namespaces), and none that another lab's
+    recorded nodes also name (:func:`owner`)."""
+    mine = owner(lab).namespaces or frozenset()
+    return [n for n in setns.list_netns() if n in mine]
 
 
 @dataclass
@@ -179,9 +174,26 @@ class NetnsRuntime:
     def deploy(self, lab: Lab, hook: engine.Hook | None = None) -> DeployResult:
         lp = self.plan(lab)
         check_environment(lp, self.shaping)
-        check_state_dir(lab)
+        ident = rundir.read_identity(lab.name)
+        if ident is not None and ident.outdir != str(lab.outdir):  # the command checked; under the lock again
+            raise LabError(str(lab.outdir), f"lab {lab.name} is deployed from {ident.outdir}: not touched",
+                           f"railonly lab deploy {lab.outdir} --lab-name {lab.name}-2")
+        # intent first: who the lab is, before anything of it exists (with the previous deploy's
+        # nodes until this deploy has replaced them: a recompile may have dropped some)
+        fresh = ident is None and not os.path.lexists(run_dir(lab.name))
+        rundir.record_identity(lab, also=ident)
+        try:
+            return self._deploy(lab, lp, ident, hook)
+        except (LabError, RuntimeProblem):
+            if fresh and not lab_namespaces(lab) and not os.path.exists(state_path(lab)):
+                shutil.rmtree(run_dir(lab.name), ignore_errors=True)  # refused before anything of it existed
+            raise
+
+    def _deploy(self, lab: Lab, lp: lab_plan.LabPlan, ident: "rundir.Identity | None",
+                hook: engine.Hook | None) -> DeployResult:
         path = state_path(lab)
-        checked = engine.check_state(path, owner(lab))
+        mine = owner(lab, also=ident)
+        checked = engine.check_state(path, mine)
         if checked.problems:  # before anything is written, the sshd keys too
             raise LabError(path, "the state file of the previous deploy is not usable:\n  "
                            + "\n  ".join(checked.problems[:10]),
@@ -191,13 +203,15 @@ class NetnsRuntime:
             if self.ssh and lab_sshd.sonic_switches(lab):
                 lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
             rep = engine.deploy(lp.plan, path, hook=hook, workers=self.workers, strategy=self.strategy,
-                                  owner=owner(lab))
+                                  owner=mine)
         except engine.StateRefused as exc:
             raise LabError(path, str(exc), f"remove what is provably the lab's with: railonly lab destroy {lab.outdir}"
                            " (it refuses the rest, by name)") from None
         except engine.DeployError as exc:
             raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
                                  f" remove it with: railonly lab destroy {lab.outdir}") from None
+        if ident is not None and set(ident.nodes) != set(lab.nodes):
+            rundir.record_identity(lab)  # the previous deploy is gone: exactly this lab's nodes
         res = DeployResult(lab.name, rep.noop, rep.seconds, dict(rep.phases), rep.namespaces,
                            rep.processes, warnings=list(lp.warnings))
         if self.ssh and lab_sshd.sonic_switches(lab):
@@ -221,41 +235,41 @@ class NetnsRuntime:
         res = proc.run(list(argv), netns=ns, timeout=timeout)
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
-    def destroy(self, lab: Lab) -> engine.DestroyReport:
+    def destroy(self, lab: "Lab | rundir.Identity") -> engine.DestroyReport:
         """Remove everything provably the lab's: what the state file lists (checked),
-        the lab's namespaces found by name and every process inside them, its run
-        directory. ``rep.refused`` names what was not touched; RuntimeProblem names
-        anything that stayed."""
+        the namespaces of its own nodes and every process inside them, its run
+        directory. Needs only the lab's identity (rundir.for_destroy), not its OUTDIR.
+        ``rep.refused`` names what was not touched; RuntimeProblem names anything that stayed."""
         refused: list[str] = []
         path: str | None = state_path(lab)
         try:
             check_state_dir(lab)
-        except UnsafePath as exc:
+        except rundir.RunDirUnsafe as exc:
             refused.append(f"{exc}: the state file there was not read")
             path = None
-        rundir = run_dir(lab.name)
+        rdir = run_dir(lab.name)
         found = lab_namespaces(lab)
-        if os.geteuid() != 0 and (found or os.path.isdir(rundir) or (path and os.path.exists(path))):
+        if os.geteuid() != 0 and (found or os.path.isdir(rdir)):
             raise RuntimeProblem("destroying a netns lab needs root")
         rep = engine.destroy(path, owner=owner(lab), extra_namespaces=tuple(found), kill_all_inside=True)
         rep.lab = lab.name
         rep.refused[:0] = refused
-        if rep.ok:
+        if rep.ok:  # rmtree unlinks a symlink inside, never follows it; a symlinked run dir is left (lstat)
             try:
-                st = os.lstat(rundir)
+                st = os.lstat(rdir)
             except FileNotFoundError:
                 st = None
             if st is not None and stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(rundir, ignore_errors=True)  # never follows a symlink inside
-                if os.path.lexists(rundir):
-                    rep.leftovers.append(f"directory {rundir} could not be removed")
+                shutil.rmtree(rdir, ignore_errors=True)  # never follows a symlink inside
+                if os.path.lexists(rdir):
+                    rep.leftovers.append(f"directory {rdir} could not be removed")
                 else:
-                    rep.deleted.append(rundir)
+                    rep.deleted.append(rdir)
             from ..runtime import lock
 
             lock.remove_unheld(lab.name)  # a command holding the lab lock removes it itself
             try:
-                os.rmdir(RUN_ROOT)  # only when no other lab uses it
+                os.rmdir(run_root())  # only when no other lab uses it
             except OSError:
                 pass
         if not rep.ok:
@@ -264,7 +278,6 @@ class NetnsRuntime:
         return rep
 
     def status(self, lab: Lab) -> LabStatus:
-        check_state_dir(lab)
         st = engine.status(state_path(lab), owner(lab))
         nodes: dict[str, str] = {}
         for n in lab.nodes.values():

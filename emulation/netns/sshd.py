@@ -1,6 +1,7 @@
 """A real sshd in each SONiC switch namespace of a netns lab, so `railonly push` works on the lab.
 
-Per lab, under OUTDIR/.lab/ssh/ (runtime state, never committed or compiled):
+Per lab, under its root-owned state directory /run/railonly/<lab>/state/ssh/
+(runtime/rundir.py; never in the OUTDIR, which a pull request may have written):
 
 - ``client_ed25519``: the lab's client key (authorized for every switch sshd);
 - ``known_hosts``: every switch's host key, recorded under the alias
@@ -8,8 +9,8 @@ Per lab, under OUTDIR/.lab/ssh/ (runtime state, never committed or compiled):
 - ``<switch>/ssh_host_ed25519_key``, ``<switch>/sshd_config``: one sshd each;
 - ``lab-ssh.json``: what push reads (user, key, known_hosts, address per switch).
 
-Keys survive redeploys (known_hosts stays valid); destroy leaves them with the
-rest of OUTDIR/.lab. Each sshd listens on 127.0.0.1:22 *inside its namespace*:
+Keys survive redeploys (known_hosts stays valid); destroy removes them with the
+rest of the lab's run directory. Each sshd listens on 127.0.0.1:22 *inside its namespace*:
 no address of the fabric is needed (a push that changes the switch's
 addresses cannot cut its own session), and a controller reaches it by opening
 the socket inside the namespace. Its ``ForceCommand`` is the railonly switch
@@ -77,22 +78,33 @@ def _keygen(path: Path, comment: str) -> None:
         p.unlink(missing_ok=True)  # a symlink is removed, never followed
     proc.require("ssh-keygen", "openssh-client")
     res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], timeout=30)
-    if not res.ok:
-        raise RuntimeError(f"ssh-keygen {path}: {res.stderr.strip()}")
+    if not res.ok:  # a full disk, a read-only /run: exit 3 naming the path
+        from ..runtime.protocol import RuntimeProblem
+
+        raise RuntimeProblem(f"ssh-keygen {path}: {res.stderr.strip()}")
     os.chmod(path, 0o600)
 
 
 SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+=,@:-]+$")  # one sshd_config word, no quoting needed
 
 
+def _config_paths(lab, switch: str) -> str:
+    """The absolute OUTDIR, once it and the switch's run dir are paths one sshd_config word
+    carries (a newline would start a directive of its own in a root sshd's config)."""
+    outdir = str(Path(lab.outdir).resolve())
+    for path, what in ((switch_dir(lab, switch), "the lab's run directory"), (outdir, "the OUTDIR path")):
+        if not SAFE_PATH_RE.match(str(path)):
+            from ..lab import LabError
+
+            raise LabError(str(path), f"{what} has a character sshd_config cannot carry (space, quote, '#',"
+                           " newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
+    return outdir
+
+
 def sshd_config(lab, switch: str) -> str:
     d = switch_dir(lab, switch)
-    if not SAFE_PATH_RE.match(str(d)):
-        from ..lab import LabError
-
-        raise LabError(str(lab.outdir), "the OUTDIR path has a character sshd_config cannot carry"
-                       " (space, quote, '#', newline...)", "move the OUTDIR to a plain path such as /tmp/lab")
-    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", str(Path(lab.outdir).resolve()), switch]
+    outdir = _config_paths(lab, switch)
+    shell = [sys.executable, "-m", "railonly.emulation.netns.switch_shell", outdir, switch, lab.name]
     return "\n".join([
         "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.netns.sshd)",
         f"Port {PORT}",
@@ -129,20 +141,18 @@ def prepare(lab) -> dict:
     (idempotent: existing keys are kept). Returns the info dict."""
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
-    # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
-    from railonly.fabric.outdir.reader import OutdirReader
-
-    from ..runtime.outdir_writer import OutdirWriter
+    # Everything goes through the lab's state directory (root's, 0700): no symlink is followed.
+    from ..runtime import rundir
 
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    tree, reader = OutdirWriter(lab.outdir), OutdirReader(str(lab.outdir))
+    tree = reader = rundir.state(lab.name)
     base = ssh_dir(lab)
-    rel = str(base.relative_to(lab.outdir))
+    rel = str(base.relative_to(lab.state_dir))
     tree.makedirs(rel, mode=0o700)
     tree.chmod_dir(rel, 0o700)
     client = base / "client_ed25519"
     _keygen(client, f"railonly-lab-{lab.name}")
-    pub = reader.read_text(f"{rel}/client_ed25519.pub", limit=4096).strip()
+    pub = reader.read_bytes(f"{rel}/client_ed25519.pub", limit=4096).decode("ascii", "replace").strip()
     # restrict: no forwarding of any kind; pty: netmiko drives an interactive shell
     tree.write_text(f"{rel}/authorized_keys", f"restrict,pty {pub}\n")
     known, switches = [], {}
@@ -150,7 +160,8 @@ def prepare(lab) -> dict:
         tree.makedirs(f"{rel}/{sw.name}")
         key = switch_dir(lab, sw.name) / "ssh_host_ed25519_key"
         _keygen(key, f"{sw.name}@{lab.name}")
-        host_pub = reader.read_text(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).split()
+        host_pub = reader.read_bytes(f"{rel}/{sw.name}/ssh_host_ed25519_key.pub", limit=4096).decode(
+            "ascii", "replace").split()
         known.append(f"{host_alias(lab, sw.name)} {host_pub[0]} {host_pub[1]}")
         tree.write_text(f"{rel}/{sw.name}/sshd_config", sshd_config(lab, sw.name))
         switches[sw.name] = {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
@@ -207,6 +218,7 @@ def processes(lab) -> tuple[Process, ...]:
     rundir = f"{run_dir(lab.name)}/sshd"
     out = []
     for sw in sonic_switches(lab):
+        _config_paths(lab, sw.name)  # refused while planning, before anything exists
         d = switch_dir(lab, sw.name)
         out.append(Process(
             name=f"{sw.name}/sshd", netns=sw.netns,
@@ -221,12 +233,12 @@ def load_info(lab) -> dict | None:
     switch sshd. The file is only a marker: every path and address is derived
     here from the lab (a hostile file cannot point push at another key, host
     or known_hosts); a file of the wrong shape is exit 2 naming it."""
-    from railonly.fabric.outdir.reader import OutdirReader
-
     from ..lab import LabError
+    from ..runtime import rundir
 
     path = ssh_dir(lab) / INFO
-    data = OutdirReader(str(lab.outdir)).read_json(str(path.relative_to(lab.outdir)), limit=16 * 1024 * 1024)
+    sd = rundir.open_state(lab.name, create=False)
+    data = sd.read_json(str(path.relative_to(lab.state_dir)), limit=16 * 1024 * 1024) if sd else None
     if data is None:
         return None
     if not isinstance(data, dict) or data.get("lab") != lab.name or not isinstance(data.get("switches"), dict):

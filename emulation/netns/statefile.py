@@ -1,17 +1,22 @@
 """The netns state file checked against its schema, and what a lab provably owns. Pure.
 
-The state file lives in ``OUTDIR/.lab``, which a pull request can edit, and
-``destroy`` runs as root. So the file is a hint, not an authority: each
-entry is kept only when it is provably the lab's (:class:`Owner`):
+The state file lives in the lab's root-owned state directory
+(``/run/railonly/<lab>/state``, runtime/rundir.py), never in the OUTDIR.
+``destroy`` runs as root, so the file is still checked as if it were hostile
+(defence in depth): each entry is kept only when it is provably the lab's
+(:class:`Owner`):
 
-- a namespace: a safe name carrying the lab's prefix ``clab-<lab>-``;
+- a namespace: one of the lab's own, ``clab-<lab>-<node>`` for a node of its
+  recorded identity (a runtime passes them; never a prefix match, which would
+  give lab ``a`` the namespaces of lab ``a-b``);
 - a process: recorded in one of those namespaces (the engine also checks, on
   the live process, that /proc/PID/ns/net is one of them before a signal);
 - a path (pid file, run directory): absolute, normalised, strictly below the
-  lab's run directory ``/run/railonly/<lab>`` or ``OUTDIR/.lab``; the shared
-  parent ``/run/railonly`` may only be rmdir'ed when empty;
-- a root sysctl: a neighbour ``gc_thresh`` with numeric values (the only
-  host-global setting a deploy raises).
+  lab's run directory ``/run/railonly/<lab>``; the shared parent
+  ``/run/railonly`` may only be rmdir'ed when empty;
+- a root sysctl: a neighbour ``gc_thresh`` key, its original and set values
+  numbers with original below set and set at most :data:`MAX_GC_THRESH` (the only
+  host-global setting a deploy raises, and only ever raises).
 
 Anything else is refused and named (:func:`check`), never acted on.
 """
@@ -23,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..lab import RUN_ROOT, netns_prefix, run_dir
+from ..lab import netns_prefix, run_dir, run_root
 from .plan import LAB_RE, ROOT_SYSCTL_RE
 
 STATE_VERSION = 1
@@ -32,28 +37,38 @@ NETNS_RE = re.compile(r"^[A-Za-z0-9_.:@+=,-]{1,200}$")  # one word, no '/' (ip n
 MAX_ENTRIES = 100_000
 MAX_ARGV = 64
 MAX_WORD = 4096
+MAX_GC_THRESH = 1 << 24  # far above what the largest lab a deploy accepts needs (plan.neighbour_need)
 
 
 @dataclass(frozen=True)
 class Owner:
     """What one lab may touch. ``roots`` None: any absolute path (engine tests with
-    their own temp dirs); a runtime always passes the lab's run dir and OUTDIR/.lab."""
+    their own temp dirs); a runtime always passes the lab's run dir. ``namespaces``
+    None: any name with the lab's prefix (the engine on its own, tests); a runtime
+    always passes exactly the lab's own (its recorded nodes')."""
 
     lab: str
     roots: tuple[str, ...] | None = None
-    shared_parents: tuple[str, ...] = (RUN_ROOT,)  # rmdir'ed only when empty
+    namespaces: frozenset[str] | None = None
 
     @classmethod
-    def for_lab(cls, lab: str, state_dir: str | None) -> "Owner":
-        return cls(lab, (run_dir(lab),) + ((os.path.abspath(state_dir),) if state_dir else ()))
+    def for_lab(cls, lab: str, namespaces: "frozenset[str] | set[str]") -> "Owner":
+        return cls(lab, (run_dir(lab),), frozenset(namespaces))
+
+    @property
+    def shared_parents(self) -> tuple[str, ...]:  # rmdir'ed only when empty
+        return (run_root(),)
 
     @property
     def prefix(self) -> str:
         return netns_prefix(self.lab)
 
     def namespace_ok(self, name: object) -> bool:
-        return (isinstance(name, str) and bool(NETNS_RE.match(name)) and name.startswith(self.prefix)
-                and len(name) > len(self.prefix))
+        if not isinstance(name, str) or not NETNS_RE.match(name):
+            return False
+        if self.namespaces is not None:
+            return name in self.namespaces
+        return name.startswith(self.prefix) and len(name) > len(self.prefix)
 
     def path_ok(self, path: object) -> bool:
         """Strictly below one of the roots (a root itself is not: it may hold other things)."""
@@ -140,7 +155,7 @@ def check(data: object, path: str, owner: Owner | None = None) -> Checked:
                 st["namespaces"].append(n)
         else:
             out.refused.append(f"{path}: namespaces[{i}] {_short(n)} is not a namespace of lab {lab}"
-                               f" (name must start with {owner.prefix!r}): not touched")
+                               f" ({owner.prefix}<node> for one of its own nodes): not touched")
     known = set(st["namespaces"])
     for i, e in enumerate(listed("processes")):
         why = _process_problem(e, owner, known)
@@ -153,17 +168,19 @@ def check(data: object, path: str, owner: Owner | None = None) -> Checked:
         })
     for i, r in enumerate(listed("root_sysctls")):
         if (isinstance(r, dict) and isinstance(r.get("key"), str) and ROOT_SYSCTL_RE.match(r["key"])
-                and all(isinstance(r.get(k), str) and r[k].isdigit() and len(r[k]) <= 12 for k in ("original", "set"))):
+                and all(isinstance(r.get(k), str) and r[k].isascii() and r[k].isdigit() and len(r[k]) <= 9
+                        for k in ("original", "set"))
+                and 0 <= int(r["original"]) < int(r["set"]) <= MAX_GC_THRESH):
             st["root_sysctls"].append({"key": r["key"], "original": r["original"], "set": r["set"]})
         else:
-            out.refused.append(f"{path}: root_sysctls[{i}] {_short(r)}: only numeric neighbour gc_thresh values"
-                               " are ever restored: not written")
+            out.refused.append(f"{path}: root_sysctls[{i}] {_short(r)}: only a neighbour gc_thresh the deploy raised"
+                               f" (0 <= original < set <= {MAX_GC_THRESH}) is ever restored: not written")
     for i, d in enumerate(listed("dirs")):
         if owner.rmdir_ok(d):
             st["dirs"].append(d)
         else:
             out.refused.append(f"{path}: dirs[{i}] {_short(d)} is not below the lab's run directory"
-                               f" {run_dir(lab)} or OUTDIR/.lab: not removed")
+                               f" {run_dir(lab)}: not removed")
     return out
 
 

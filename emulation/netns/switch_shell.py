@@ -2,7 +2,7 @@
 
 Started by the switch's sshd (``ForceCommand``) inside the switch namespace::
 
-    python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH
+    python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH LAB
 
 It understands exactly what `railonly push` sends to a real SONiC switch's
 bash (so push has one code path for both), and answers with the same shapes:
@@ -15,7 +15,7 @@ bash (so push has one code path for both), and answers with the same shapes:
     sudo config apply-patch FILE    sudo config save -y    show interfaces status
     CMD; echo RAILONLY_RC=$?    hostname              exit
 
-Files live in the switch's lab state (OUTDIR/.lab/ssh/<switch>/): ``etc/``
+Files live in the switch's lab state (/run/railonly/<lab>/state/ssh/<switch>/): ``etc/``
 stands for /etc/sonic (the startup files ``config reload`` reads) and
 ``tmp/`` for /tmp/railonly-push; nothing else is reachable. ``running/``
 holds the files last applied: the emulation has no redis, so
@@ -54,12 +54,14 @@ ETC_PREFIX = "/etc/sonic/"
 
 
 class Shell:
-    def __init__(self, outdir: str, switch: str, out=None):
+    def __init__(self, outdir: str, switch: str, lab_name: str | None = None, out=None):
         from ..lab import load_lab
+        from ..runtime import rundir
         from .runtime import check_state_dir
 
-        self.lab = load_lab(outdir)  # refuses a symlink anywhere in OUTDIR
-        check_state_dir(self.lab)  # ... and in OUTDIR/.lab, where this root shell writes
+        # refuses a symlink anywhere in OUTDIR; the name the lab was deployed under (--lab-name)
+        self.lab = rundir.bind(load_lab(outdir), lab_name)
+        check_state_dir(self.lab)  # the run dir chain, where this root shell writes: root's alone
         self.switch = switch
         self.node = self.lab.node(switch)
         self.dir = switch_dir(self.lab, switch)
@@ -365,13 +367,13 @@ def _frr_rundir(lab, switch: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH", file=sys.stderr)
+    if len(argv) not in (2, 3):
+        print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH [LAB]", file=sys.stderr)
         return 2
     from railonly.fabric.input.problems import InputError
 
     try:
-        shell = Shell(argv[0], argv[1])
+        shell = Shell(argv[0], argv[1], argv[2] if len(argv) == 3 else None)
     except InputError as exc:  # a hostile OUTDIR: say which file, no traceback
         print(str(exc), file=sys.stderr)
         return 2

@@ -21,7 +21,12 @@ route from the root namespace).
 Without an inventory, the devices are the SONiC switches of the lab deployed
 from OUTDIR: each has an sshd on 127.0.0.1:22 inside its own namespace
 (railonly.emulation.netns.sshd), a per-lab client key and a known_hosts file
-under OUTDIR/.lab/ssh/, so host keys are checked with no extra flags.
+in the lab's root-owned state directory (/run/railonly/<lab>/state/ssh/), so host
+keys are checked with no extra flags.
+
+The inventory is read like a design file (fabric/yamlsource.py): a symlink is
+refused (its target is never read or quoted), a FIFO or device is refused at
+once (never a hang), the size and YAML shape are bounded.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ from pathlib import Path
 
 from railonly.fabric.input.problems import InputError, Problem, did_you_mean
 from railonly.fabric.input.schema import Field, check
-from railonly.fabric.input.yamlsource import parse_yaml
+from railonly.fabric.input.yamlsource import Limits, load_yaml_file
 
 PLATFORMS = ("sonic", "eos")
+# ~60 bytes and ~7 YAML nodes a device: room for 100,000 devices, far from a runaway file
+INVENTORY_LIMITS = Limits(max_bytes=16 << 20, max_nodes=1_000_000)
 _HOST_RE = r"[A-Za-z0-9_.:-]{1,253}"
 _NAME_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 _NETNS_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
@@ -81,11 +88,7 @@ SCHEMA = {
 def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> list[Device]:
     """Devices of an inventory file. Raises InputError (exit 2) naming every bad key."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError([Problem("", f"cannot read the inventory: {exc.strerror}", "give --inventory FILE", None, file)]) from None
-    src = parse_yaml(text, file)
+    src = load_yaml_file(file, INVENTORY_LIMITS, what="an inventory YAML file")
     data, problems = check(SCHEMA, src)
     devices: list[Device] = []
     if not problems:
@@ -120,16 +123,19 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> 
     return devices
 
 
-def lab_devices(outdir: str | os.PathLike) -> list[Device]:
-    """The SONiC switches of the lab deployed from OUTDIR, reached through their namespaces.
+def lab_devices(outdir: "str | os.PathLike | object") -> list[Device]:
+    """The SONiC switches of the lab deployed from OUTDIR (or of a loaded, bound Lab),
+    reached through their namespaces.
 
     Raises RuntimeProblem (exit 3) when the lab has no switch sshd (not deployed,
     or deployed without it)."""
-    from ..lab import load_lab
+    from ..lab import Lab, load_lab
     from ..netns import sshd as lab_sshd
+    from ..runtime import rundir
     from ..runtime.protocol import RuntimeProblem
 
-    lab = load_lab(outdir)
+    lab = outdir if isinstance(outdir, Lab) else rundir.bind(load_lab(outdir))
+    outdir = lab.outdir
     info = lab_sshd.load_info(lab)
     if info is None:
         if lab.switches and all(sw.platform == "eos" for sw in lab.switches):

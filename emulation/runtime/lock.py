@@ -14,13 +14,16 @@ takes the lock again on the new file, so two holders never coexist.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..lab import RUN_ROOT, lock_path
+from ..lab import lock_path
+from .protocol import RuntimeProblem
 
 
 def path_of(lab: str, what: str = "lock") -> str:
@@ -33,13 +36,23 @@ def _open_locked(path: str, shared: bool, wait_note: str | None) -> int | None:
     """The locked fd; None for a shared lock on a lab with no lock file (nothing
     deployed: a deploy creates the file and leaves it while the lab exists)."""
     if not shared:
-        os.makedirs(RUN_ROOT, mode=0o755, exist_ok=True)
+        from .rundir import ensure_root
+
+        ensure_root()  # /run/railonly: a real directory, root's, writable by root only
     op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | (0 if shared else os.O_CREAT) | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | (0 if shared else os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
             return None
+        except OSError as exc:  # a symlink (ELOOP), a directory, no room...: never followed, never a traceback
+            raise RuntimeProblem(f"lab lock {path}: {_why(path, exc)}; remove it (as root) once no railonly"
+                                 " command runs on the lab") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RuntimeProblem(f"lab lock {path}: is not a regular file; remove it (as root) once no railonly"
+                                 " command runs on the lab")
         try:
             try:
                 fcntl.flock(fd, op | fcntl.LOCK_NB)
@@ -58,6 +71,12 @@ def _open_locked(path: str, shared: bool, wait_note: str | None) -> int | None:
             os.close(fd)
             raise
         os.close(fd)  # removed by a destroy while we waited: lock the new file
+
+
+def _why(path: str, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "is a symlink (a lock is never taken through one)"
+    return exc.strerror or str(exc)
 
 
 @contextmanager

@@ -1,12 +1,12 @@
-"""Writing below an untrusted OUTDIR as root without following a symlink.
+"""Writing below a directory as root without following a symlink.
 
-An OUTDIR is whatever a pull request made it, and the lab commands run as
-root. Reading it is railonly.fabric.outdir.reader's job (OutdirReader,
-unsafe_entries: the same checks `validate` runs); this is the writing half,
-for the lab's runtime state in ``OUTDIR/.lab``: every path is walked one
+Used for a lab's records in its run directory (runtime/rundir.py; never the
+OUTDIR, which a pull request may have written): every path is walked one
 directory fd at a time with ``O_NOFOLLOW`` (a symlink on the way is refused,
 named), files are written to a temp file and renamed inside that directory
-fd (a rename replaces a symlink, it never writes through one).
+fd (a rename replaces a symlink, it never writes through one). A write the
+file system refuses (disk full, read-only) is a RuntimeProblem (exit 3)
+naming the path.
 
 Every refusal is an :class:`UnsafePath` (exit 2) naming the path.
 """
@@ -103,13 +103,23 @@ class OutdirWriter:
                 os.unlink(tmp, dir_fd=dfd)
             except FileNotFoundError:
                 pass
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), mode)  # exactly mode, whatever the umask
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                             dir_fd=dfd)
+                with os.fdopen(fd, "wb") as f:
+                    os.fchmod(f.fileno(), mode)  # exactly mode, whatever the umask
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+            except OSError as exc:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                from .protocol import RuntimeProblem
+
+                raise RuntimeProblem(f"cannot write {self.path(rel)}: {exc.strerror or exc}") from None
         finally:
             os.close(dfd)
 

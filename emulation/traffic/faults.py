@@ -1,17 +1,20 @@
 """Fault injection on a deployed lab: a link down, a switch down, and restore.
 
-Every fault is recorded (intent first) in ``OUTDIR/.lab/faults.json`` with what
+Every fault is recorded (intent first) in the lab's state directory
+(``/run/railonly/<lab>/state/faults.json``, runtime/rundir.py) with what
 restore needs: the devices set down, the static routes the kernel flushes
 when a link goes down (re-added on restore; routes of FRR come back by
 themselves), and the argv of FRR daemons stopped (restarted with the same
 argv, so the runtime's destroy still recognises them). Commands go through
 ``Runtime.exec``; FRR daemons are stopped by their pid files.
 
-The file sits in the untrusted OUTDIR: it is read and written without
-following a symlink, and restore acts only on what the lab itself would
-have recorded (its own nodes, namespaces and devices, route words, and FRR
-argv equal to the daemons the lab plans for that switch); anything else is
-exit 2 naming the file, before any command runs.
+The file is root's, read and written without following a symlink, and still
+checked as if hostile: restore acts only on what the lab itself would have
+recorded (its own nodes, namespaces and devices, routes of exactly the forms
+:func:`_route_problem` allows, and FRR argv equal to the daemons the lab plans
+for that switch); anything else is exit 2 naming the file, before any
+command runs. No route word can load code (``encap bpf obj FILE`` would make
+iproute2 load a BPF object into the kernel).
 """
 
 from __future__ import annotations
@@ -24,23 +27,57 @@ from railonly.fabric.design.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
 from ..netns import frr
-from ..runtime.outdir_writer import OutdirWriter
+from ..runtime import rundir
 from ..runtime.protocol import Runtime
+
+FAULTS = "faults.json"  # in the lab's state directory
 
 
 def _file(lab: Lab) -> str:
     return str(lab.faults_file)
 
 
-def _rel(lab: Lab) -> str:
-    return str(lab.faults_file.relative_to(lab.outdir))
-_WORD = re.compile(r"^[A-Za-z0-9_.:/@-]{1,64}$")  # a route word or a device name, as ip prints them
+_WORD = re.compile(r"^[A-Za-z0-9_.:/@-]{1,64}$")  # a device name, as ip prints them
+_V4 = r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_DEST = re.compile(rf"^(?:default|{_V4}(?:/(?:3[0-2]|[12]?\d))?)$")
+_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,14}$")
+# key -> value form: the only keys `ip -4 route show` prints for the single-line
+# routes _static_routes records (no encap, no nexthop groups, nothing that loads code)
+_ROUTE_KEYS = {
+    "via": re.compile(rf"^{_V4}$"), "dev": _IFNAME, "src": re.compile(rf"^{_V4}$"),
+    "proto": re.compile(r"^(?:boot|dhcp|ra|redirect|[0-9]{1,3})$"),
+    "scope": re.compile(r"^(?:global|link|host|site|[0-9]{1,3})$"), "metric": re.compile(r"^[0-9]{1,10}$"),
+    "table": re.compile(r"^(?:main|[0-9]{1,10})$"),
+}
+_ROUTE_FLAGS = {"onlink", "linkdown"}
+
+
+def _route_problem(words: object) -> str | None:
+    """None when ``words`` is a route exactly as _static_routes records it: a destination,
+    then key/value pairs of _ROUTE_KEYS (each once) and the flags ip prints."""
+    if not isinstance(words, list) or not 1 <= len(words) <= 24 or not all(isinstance(w, str) for w in words):
+        return "not a list of route words"
+    if not _DEST.match(words[0]):
+        return f"destination {words[0][:40]!r} is not an IPv4 prefix or default"
+    seen, i = set(), 1
+    while i < len(words):
+        w = words[i]
+        if w in _ROUTE_FLAGS:
+            i += 1
+            continue
+        form = _ROUTE_KEYS.get(w)
+        if form is None or w in seen:
+            return f"word {w[:40]!r} is not one railonly records (allowed: {', '.join(sorted(_ROUTE_KEYS))})"
+        if i + 1 >= len(words) or not form.match(words[i + 1]):
+            return f"{w} {words[i + 1][:40] if i + 1 < len(words) else ''!r} is not of the form railonly records"
+        seen.add(w)
+        i += 2
+    return None
 
 
 def _load(lab: Lab) -> list[dict]:
-    from railonly.fabric.outdir.reader import OutdirReader
-
-    data = OutdirReader(str(lab.outdir)).read_json(_rel(lab), limit=16 * 1024 * 1024)  # exit 2 naming it if malformed
+    sd = rundir.open_state(lab.name, create=False)
+    data = sd.read_json(FAULTS, limit=16 * 1024 * 1024) if sd else None  # exit 2 naming it if malformed
     if data is None:
         return []
     problems = _problems(lab, data)
@@ -66,10 +103,14 @@ def _problems(lab: Lab, data: object) -> list[str]:
                 out.append(f"{where}.ends[{j}]: not a port of a node of lab {lab.name}")
         routes = f.get("routes") or {}
         nss = {n.netns for n in lab.nodes.values()}
-        if not isinstance(routes, dict) or not all(
-                ns in nss and isinstance(ws, list) and all(isinstance(w, list) and all(
-                    isinstance(x, str) and _WORD.match(x) for x in w) for w in ws) for ns, ws in routes.items()):
+        if not isinstance(routes, dict) or not all(ns in nss and isinstance(ws, list) for ns, ws in routes.items()):
             out.append(f"{where}.routes: not routes of the lab's namespaces")
+        else:
+            for ns, ws in routes.items():
+                for j, w in enumerate(ws):
+                    why = _route_problem(w)
+                    if why:
+                        out.append(f"{where}.routes[{ns}][{j}]: {why}")
         argvs = f.get("frr") or []
         if argvs:
             node = lab.nodes.get(f["what"])
@@ -84,7 +125,7 @@ def _problems(lab: Lab, data: object) -> list[str]:
 
 
 def _save(lab: Lab, faults: list[dict]) -> None:
-    OutdirWriter(lab.outdir).write_text(_rel(lab), json.dumps(faults, indent=1))
+    rundir.state(lab.name).write_text(FAULTS, json.dumps(faults, indent=1), mode=0o600)
 
 
 def _dev(rt: Runtime, lab: Lab, node: str, port: str) -> str:
@@ -106,7 +147,8 @@ def _static_routes(rt: Runtime, ns: str) -> list[list[str]]:
             continue
         if "proto" in w and w[w.index("proto") + 1] in ("kernel", "bgp", "zebra", "static"):
             continue
-        keep.append(w)
+        if _route_problem(w) is None:  # a form restore would refuse is not recorded (and not flushed by us)
+            keep.append(w)
     return keep
 
 
@@ -170,5 +212,7 @@ def restore(lab: Lab, rt: Runtime) -> list[str]:
         for argv in f.get("frr", []):  # zebra first: the order they were planned in
             proc.run(argv, netns=lab.netns(f["what"]), timeout=20)
         done.append(f"{f['kind']} {f['what']}")
-    OutdirWriter(lab.outdir).unlink(_rel(lab))
+    sd = rundir.open_state(lab.name, create=False)
+    if sd is not None:
+        sd.unlink(FAULTS)
     return done

@@ -2,7 +2,7 @@
 
 iperf3 servers run one per flow (``-1``: one test, then exit) in the
 destination namespace, daemonized with a pid file, recorded in
-``OUTDIR/.lab/traffic.json`` and stopped by pid in a ``finally``. A step's
+the lab's state directory (``/run/railonly/<lab>/state/traffic.json``) and stopped by pid in a ``finally``. A step's
 time (``steps[].seconds``, summed in ``steps_completion_s``) is its slowest
 flow's ``seconds_at_rate``: the planned bytes at the rate iperf3's receiver
 measured, so neither process start (tens of ms with 2 CPUs) nor the tail a
@@ -23,12 +23,15 @@ from typing import Callable
 from ..checks import plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
 from ..netns import pids, setns
-from ..runtime.outdir_writer import OutdirWriter
+from ..runtime import rundir
 from ..runtime.protocol import Runtime, deployed_status
 from .model import default_bytes, model
 from .patterns import Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
+
+
+TRAFFIC = "traffic.json"  # in the lab's state directory
 
 
 def _run_dir(lab: Lab) -> str:
@@ -38,14 +41,13 @@ def _run_dir(lab: Lab) -> str:
 def stop_servers(lab: Lab) -> int:
     """Stop every recorded iperf3 server by pid (checked against its command line).
 
-    The record sits in the untrusted OUTDIR: an entry is used only when it is
+    The record is root's (the lab's state directory), still checked: an entry is used only when it is
     one this module writes (an iperf3 server argv, a pid file in the lab's
     iperf3 run dir, a lab namespace), and a process is signalled only when it
     runs in that namespace; anything else is exit 2 naming the file."""
-    from railonly.fabric.outdir.reader import OutdirReader
-
-    rel = str(lab.traffic_state_file.relative_to(lab.outdir))
-    rec = OutdirReader(str(lab.outdir)).read_json(rel, limit=16 * 1024 * 1024)
+    rel = TRAFFIC
+    sd = rundir.open_state(lab.name, create=False)
+    rec = sd.read_json(rel, limit=16 * 1024 * 1024) if sd else None
     if rec is None:
         return 0
     servers = rec.get("servers") if isinstance(rec, dict) and rec.get("lab") == lab.name else None
@@ -72,7 +74,7 @@ def stop_servers(lab: Lab) -> int:
             os.unlink(s["pidfile"])
         except OSError:
             pass
-    OutdirWriter(lab.outdir).unlink(rel)
+    sd.unlink(rel)
     for d in (_run_dir(lab), os.path.dirname(_run_dir(lab))):  # only when empty (FRR's run dir is the parent)
         try:
             os.rmdir(d)
@@ -89,16 +91,16 @@ def _dst_ip(cp, f: Flow) -> str:
 
 
 def _start_servers(lab: Lab, rt: Runtime, cp, flows: list[Flow]) -> None:
-    rundir = _run_dir(lab)
-    os.makedirs(rundir, exist_ok=True)
+    piddir = _run_dir(lab)
+    os.makedirs(piddir, exist_ok=True)
     servers = []
     for f in flows:
-        pidfile = f"{rundir}/{f.dst}-{f.port}.pid"
+        pidfile = f"{piddir}/{f.dst}-{f.port}.pid"
         argv = ["iperf3", "-s", "-1", "-D", "-p", str(f.port), "-B", _dst_ip(cp, f), "--pidfile", pidfile]
         servers.append({"netns": lab.netns(f.dst), "argv": argv, "pidfile": pidfile})
     # intent first: the record exists before any server does
-    OutdirWriter(lab.outdir).write_text(str(lab.traffic_state_file.relative_to(lab.outdir)),
-                                        json.dumps({"lab": lab.name, "servers": servers}, indent=1))
+    rundir.state(lab.name).write_text(TRAFFIC, json.dumps({"lab": lab.name, "servers": servers}, indent=1),
+                                      mode=0o600)
     for s in servers:  # -D: each forks away and writes its pid file
         rc, out = rt.exec(s["netns"], s["argv"], timeout=10)
         if rc != 0:

@@ -69,7 +69,7 @@ FIELDS: dict[str, Field] = {
         "model": Field("str", default=catalog.GENERIC, pattern=catalog.MODEL_PATTERN, pattern_text="a platform model name such as nvidia-sn5600",
                        hint="switch platform from the catalog (docs/platforms.md): generic (radix only), nvidia-sn5600, dell-z9864f, "
                             "dell-z9664f, arista-7060x6-64pe, arista-7060dx5-64s, or your own from switch.platform_files"),
-        "breakout": Field("str", default=None, pattern=r"[1-8]x\d{2,3}G", pattern_text="<ports per cage>x<Gbit/s>G",
+        "breakout": Field("str", default=None, pattern=r"[1-8]x\d{2,3}G", pattern_text="ports per cage, x, Gbit/s and G, e.g. 2x400G",
                           hint="how each cage is split, e.g. 1x800G, 2x400G, 4x200G, 8x100G (default: the one at nic.gbps)"),
         "model_by_tier": Field("map", key_kind="int", item=Field("str", pattern=catalog.MODEL_PATTERN, pattern_text="a platform model name"),
                                default={}, hint="per-tier platform model, e.g. {2: arista-7060x6-64pe}"),

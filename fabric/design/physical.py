@@ -46,7 +46,7 @@ OPTICS = {1: Optic("SR", "MMF", 50), 2: Optic("DR", "SMF", 500), 3: Optic("FR", 
 # cabling.nic_leaf_m. AOC and DAC are cable assemblies with their ends built in:
 # AOC to 30 m (e.g. Arista's 800G AOC, 1-30 m), passive DAC to 3 m (NVIDIA's twin-port
 # 800G-to-2x400G OSFP splitter DAC, 1-3 m); sources in docs/platforms.md.
-NIC_OPTICS = {"SR": OPTICS[1], "DR": Optic("DR", "SMF", 500), "AOC": Optic("AOC", "AOC", 30), "DAC": Optic("DAC", "copper", 3)}
+NIC_OPTICS = {"SR": OPTICS[1], "DR": Optic("DR", "SMF", 500), "AOC": Optic("AOC", "MMF", 30), "DAC": Optic("DAC", "copper", 3)}
 NIC_OPTIC_DEFAULT = "SR"
 ASSEMBLIES = ("AOC", "DAC")  # media whose cable is the optic: no transceiver at either end
 

@@ -9,16 +9,22 @@ hostile-input reader) and :func:`plan` compares them, purely:
   are one cable moved (its other end changes); the rest are added or removed;
 * devices (configs/<switch>/) and hosts (hosts/<hb-domain>/): added, removed,
   changed, with a unified diff per device;
-* the BOM: quantity, cost and power per item and in total.
+* the BOM: quantity, cost and power per item and in total;
+* every other file its MANIFEST.json lists (the clab file, fabric.json, the
+  clabernetes manifest, docs...): added, removed or changed by its content
+  (read and hashed: an edited file shows even when MANIFEST.json was left as
+  it was), and every file present but not listed, named as unknown.
 
 Output is sorted and contains no paths or times: the same two OUTDIRs give
-byte-identical plans.
+byte-identical plans. The text plan escapes every non-printable character
+(a hostile OUTDIR cannot send terminal escapes through it).
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -66,6 +72,9 @@ class Snapshot:
     bom: dict[str, BomItem] = field(default_factory=dict)  # item -> figures
     design_sha256: str = ""
     switches: dict[str, dict] = field(default_factory=dict)  # switch -> {"tier": int, "rails": [int]} (fabric.json)
+    files: dict[str, str] = field(default_factory=dict)  # every other listed file -> sha256 of its content
+    missing: list[str] = field(default_factory=list)  # listed in MANIFEST.json, absent
+    unknown: list[str] = field(default_factory=list)  # present, not listed in MANIFEST.json
 
 
 # -- reading (hostile input) ---------------------------------------------------------
@@ -101,13 +110,30 @@ def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
 def read_snapshot(outdir: str) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
     :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file)."""
+    from .reader import walk
+    from .writer import MANIFEST
+
     r = _Budget(OutdirReader(outdir))
-    snap = Snapshot(design_sha256=_manifest_design(r.text("MANIFEST.json", FILE_LIMIT), r.reader.where("MANIFEST.json")))
+    design, listed = _manifest(r.text(MANIFEST, FILE_LIMIT), r.reader.where(MANIFEST))
+    snap = Snapshot(design_sha256=design)
     snap.cables = parse_cabling(r.text("cabling.csv", FILE_LIMIT), r.reader.where("cabling.csv"))
     snap.bom = parse_bom(r.text("bom.csv", FILE_LIMIT), r.reader.where("bom.csv"))
     snap.devices = read_configs(r, "configs")
     snap.hosts = read_configs(r, "hosts")
     snap.switches = _switches(r.text("fabric.json", FILE_LIMIT), r.reader.where("fabric.json"))
+    found = walk(r.reader.root)
+    snap.unknown = sorted(p for p, kind in found.items() if p not in listed)
+    for rel in sorted(listed):
+        if rel.startswith(("configs/", "hosts/")):
+            continue  # compared file by file above
+        if found.get(rel) != "file":
+            snap.missing.append(rel)
+            continue
+        data = r.reader.read_bytes(rel, FILE_LIMIT)
+        r.used += len(data or b"")
+        if r.used > TOTAL_LIMIT:
+            raise UntrustedFile(r.reader.where(rel), f"the OUTDIR holds more than {TOTAL_LIMIT:,} bytes", _RECOMPILE)
+        snap.files[rel] = hashlib.sha256(data or b"").hexdigest()
     return snap
 
 
@@ -130,11 +156,14 @@ def _switches(text: str, where: str) -> dict[str, dict]:
     return out
 
 
-def _manifest_design(text: str, where: str) -> str:
+def _manifest(text: str, where: str) -> tuple[str, set[str]]:
     doc = parse_json(text, where)
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict) or not isinstance(doc.get("design_sha256"), str):
         raise UntrustedFile(where, "is not a railonly manifest (needs 'files' and 'design_sha256')", _RECOMPILE)
-    return doc["design_sha256"]
+    listed = doc["files"]
+    if not all(isinstance(k, str) and len(k) <= 1024 for k in listed):
+        raise UntrustedFile(where, "lists a path that is not a string of at most 1024 characters", _RECOMPILE)
+    return doc["design_sha256"], set(listed)
 
 
 def _rows(text: str, where: str, required: tuple[str, ...]) -> list[dict[str, str]]:
@@ -311,6 +340,18 @@ def bom_changes(old: dict[str, BomItem], new: dict[str, BomItem]) -> dict:
     return {"items": items, "quantity": total("quantity"), "cost_usd": total("cost_usd"), "power_w": total("power_w")}
 
 
+def file_changes(old: Snapshot, new: Snapshot) -> dict[str, list[str]]:
+    """Every listed file outside configs/ and hosts/ by content; files listed but absent
+    (missing) and present but unlisted (unknown), each as OLD:path or NEW:path."""
+    return {
+        "added": sorted(new.files.keys() - old.files.keys()),
+        "removed": sorted(old.files.keys() - new.files.keys()),
+        "changed": sorted(f for f in old.files.keys() & new.files.keys() if old.files[f] != new.files[f]),
+        "missing": [f"old:{p}" for p in old.missing] + [f"new:{p}" for p in new.missing],
+        "unknown": [f"old:{p}" for p in old.unknown] + [f"new:{p}" for p in new.unknown],
+    }
+
+
 def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
     """The change plan document (`railonly diff --json`)."""
     return {
@@ -319,13 +360,23 @@ def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
         "devices": device_changes("configs", old.devices, new.devices, "device", diffs),
         "hosts": device_changes("hosts", old.hosts, new.hosts, "host", diffs),
         "bom": bom_changes(old.bom, new.bom),
+        "files": file_changes(old, new),
     }
 
 
 def has_changes(doc: dict) -> bool:
     return bool(any(doc["cables"][k] for k in ("added", "removed", "moved", "relabelled", "changed"))
                 or any(doc[part][k] for part in ("devices", "hosts") for k in ("added", "removed", "changed"))
-                or doc["bom"]["items"])
+                or doc["bom"]["items"] or any(doc.get("files", {}).values()))
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every non-printable character but newline and tab escaped (\x1b, \u202e...)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else
+                   (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000
+                    else f"\\U{ord(ch):08x}") for ch in text)
 
 
 def devices_to_push(doc: dict) -> list[str]:
@@ -377,7 +428,15 @@ def render_text(doc: dict, diffs: bool = True) -> str:
     for x in b["items"]:
         q = x["quantity"]
         out.append(f"  bom {x['item']}: {q['old']:,} -> {q['new']:,} ({q['delta']:+,}), cost {x['cost_usd']:+,} USD, power {x['power_w']:+,} W")
+    f = doc.get("files") or {}
+    if any(f.values()):
+        out.append(f"files: {len(f['added']):,} added, {len(f['removed']):,} removed, {len(f['changed']):,} changed,"
+                   f" {len(f['missing']):,} missing, {len(f['unknown']):,} not in MANIFEST.json")
+        for sign, k, note in (("+", "added", ""), ("-", "removed", ""), ("~", "changed", ""),
+                              ("!", "missing", " (listed in MANIFEST.json, absent)"),
+                              ("?", "unknown", " (not in MANIFEST.json: not written by the compiler)")):
+            out += [f"  {sign} file {p}{note}" for p in f[k]]
     text = "\n".join(out) + "\n"
     if diffs:
         text += "".join(x.get("diff", "") for part in (dv, h) for x in part["changed"])
-    return text
+    return printable(text)

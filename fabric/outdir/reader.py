@@ -341,11 +341,20 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
         if not stat.S_ISDIR(st.st_mode):
             return [Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
                             os.path.join(outdir, stack[0]))]
+    from ..input import limits
+
+    cap, seen = limits.FILES.value, 0
     while stack:
         rel = stack.pop()
         try:
             with os.scandir(os.path.join(root, rel) if rel else root) as it:
                 entries = sorted(it, key=lambda e: e.name)
+            seen += len(entries)
+            if seen > cap:  # a tree no compile writes: refused before anything of it is read
+                return [Problem(
+                    "", f"holds more than {cap:,} files and folders, the cap of an OUTDIR ({limits.FILES.env})",
+                    f"recompile the design into a fresh OUTDIR, or raise the cap: {limits.FILES.env}={seen * 2}",
+                    None, outdir)]
         except FileNotFoundError:
             continue
         except NotADirectoryError:
@@ -731,3 +740,26 @@ def lab_files(reader: OutdirReader) -> tuple[str, str]:
         what = "no <name>.clab.yml" if not names else f"{len(names)} .clab.yml files"
         raise UntrustedFile(reader.given, f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
     return (f"{SLICE_DIR}/fabric.json" if reader.exists(f"{SLICE_DIR}/fabric.json") else "fabric.json"), names[0]
+
+
+def walk(outdir: str) -> dict[str, str]:
+    """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but MANIFEST.json,
+    by lstat only (a symlink is named, never followed or descended into)."""
+    found: dict[str, str] = {}
+    for root, dirs, files in os.walk(outdir, followlinks=False):
+        rel_root = os.path.relpath(root, outdir)
+        for name in dirs + files:
+            full = os.path.join(root, name)
+            rel = os.path.normpath(os.path.join(rel_root, name))
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:  # gone since the directory was listed
+                continue
+            if stat.S_ISLNK(mode):
+                found[rel] = "symlink"  # os.walk does not descend into it
+            elif stat.S_ISREG(mode):
+                found[rel] = "file"
+            elif not stat.S_ISDIR(mode):
+                found[rel] = "other"
+    found.pop("MANIFEST.json", None)  # compared, never listed as an artifact of itself
+    return found

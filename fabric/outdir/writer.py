@@ -4,8 +4,9 @@ railonly may write.
 Artifacts are rendered into a sibling staging directory, then swapped into
 place with renameat2(RENAME_EXCHANGE) so readers never see a half-written
 OUTDIR, and a failed or interrupted compile leaves the previous one intact.
-A lab's runtime state (`.lab/`) in the old OUTDIR is carried over, so
-recompiling a deployed lab does not orphan it.
+The OUTDIR holds only what the compiler wrote: a lab's runtime records live
+in its root-owned run directory (/run/railonly/<lab>), which names the
+OUTDIR's path, so recompiling a deployed lab does not orphan it.
 
 Never destroy what railonly did not write (:func:`prepare`): an existing
 directory is replaced only when it is empty or a railonly OUTDIR, which its
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
 
-STATE_DIR = ".lab"  # runtime state kept across recompiles
 MANIFEST = "MANIFEST.json"
 GENERATOR = "railonly"  # MANIFEST.json "generator" is "railonly <version>": the marker of our OUTDIRs
 _GENERATOR_RE = re.compile(r"railonly( [^\s]{1,40})?")
@@ -321,36 +321,11 @@ def discard(tmp: str) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _copy_state(old: str, new: str) -> None:
-    """Carry `.lab/` over: real directories and regular files only, links copied
-    as links (never followed), FIFOs and devices left behind."""
-    try:
-        if not stat.S_ISDIR(os.lstat(old).st_mode):
-            return
-    except FileNotFoundError:
-        return
-
-    def special(d: str, names: list[str]) -> set[str]:
-        out = set()
-        for n in names:
-            try:
-                m = os.lstat(os.path.join(d, n)).st_mode
-            except OSError:
-                out.add(n)
-                continue
-            if not (stat.S_ISDIR(m) or stat.S_ISREG(m) or stat.S_ISLNK(m)):
-                out.add(n)
-        return out
-
-    shutil.copytree(old, new, symlinks=True, ignore=special)
-
-
 def commit(tmp: str, outdir: "str | Target") -> None:
-    """Swap a staged tree into OUTDIR (keeping the lab state of the old one)."""
+    """Swap a staged tree into OUTDIR."""
     target = _target(outdir)
     path = target.path
     try:
-        _copy_state(os.path.join(path, STATE_DIR), os.path.join(tmp, STATE_DIR))
         _unmark(tmp, unlink=True)  # the marker must not land in OUTDIR
         if os.path.isdir(path) and not os.path.islink(path):
             if not _exchange(tmp, path):

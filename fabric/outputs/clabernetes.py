@@ -39,6 +39,10 @@ _OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
+class TooLarge(ValueError):
+    """A switch's files do not fit one ConfigMap: the lab cannot run on clabernetes as one."""
+
+
 def filename(lab: str) -> str:
     return f"{lab}.clabernetes.yaml"
 
@@ -83,8 +87,10 @@ def manifests(clab_text: str, files: Mapping[str, bytes | str]) -> list[dict]:
         mounts[node] = [{"configMapName": name, "configMapPath": k, "filePath": p, "mode": "read"}
                         for k, p in zip(data, paths)]
         size = sum(len(k) + len(v.encode()) for k, v in data.items())
-        if size > CONFIGMAP_MAX_BYTES or not _OBJECT_NAME.match(name):
-            raise AssertionError(f"clabernetes: ConfigMap {name!r} ({size:,} bytes) exceeds Kubernetes limits")
+        if not _OBJECT_NAME.match(name):
+            raise AssertionError(f"clabernetes: {name!r} is not a Kubernetes object name")
+        if size > CONFIGMAP_MAX_BYTES:  # a radix-1024 switch's config_db.json alone is ~1.4 MB
+            raise TooLarge(f"ConfigMap {name!r} would hold {size:,} bytes, above Kubernetes' 1 MiB object limit")
         docs.append({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": name, "labels": {**MANAGED_BY, "railonly.lab": lab}},
                      "data": data})
@@ -130,7 +136,11 @@ def render(clab_text: str, files: Mapping[str, bytes | str]) -> str:
 
 def too_large(lab: str, files: Mapping[str, bytes | str]) -> str | None:
     """A note when the lab's Topology is larger than etcd's default request limit
-    (it holds the whole containerlab file), else None."""
+    (it holds the whole containerlab file) or was not written (a switch's files exceed
+    one ConfigMap), else None."""
+    if filename(lab) not in files:
+        return (f"{filename(lab)} not written: a switch's startup files exceed one Kubernetes ConfigMap (1 MiB);"
+                " compile a smaller lab (--lab-domains N) or fewer ports per switch to run it on clabernetes")
     size = len(files[f"{lab}.clab.yml"])
     if size <= OBJECT_MAX_BYTES - 64 * 1024:  # room for the rest of the Topology
         return None
@@ -140,8 +150,12 @@ def too_large(lab: str, files: Mapping[str, bytes | str]) -> str | None:
 
 
 def produce(lab: str, files: Mapping[str, bytes | str]) -> dict[str, str]:
-    """The producer: reads `<lab>.clab.yml` and its switch files from the compiled `files`."""
+    """The producer: reads `<lab>.clab.yml` and its switch files from the compiled `files`.
+    Nothing when a switch's files exceed one ConfigMap (:func:`too_large` says so)."""
     clab_text = files[f"{lab}.clab.yml"]
     if isinstance(clab_text, bytes):
         clab_text = clab_text.decode()
-    return {filename(lab): render(clab_text, files)}
+    try:
+        return {filename(lab): render(clab_text, files)}
+    except TooLarge:
+        return {}

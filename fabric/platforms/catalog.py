@@ -283,7 +283,7 @@ def load_platform_file(path: str) -> Platform:
 def shipped() -> dict[str, Platform]:
     """The catalog that ships with railonly: model -> Platform."""
     out = {}
-    folder = resources.files("railonly.fabric.platforms.data").joinpath(SHIPPED_DIR)
+    folder = resources.files(f"railonly.fabric.platforms.data.{SHIPPED_DIR}")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
             name = f"railonly/fabric/platforms/data/{SHIPPED_DIR}/{entry.name}"

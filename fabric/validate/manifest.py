@@ -2,7 +2,9 @@
 
 The manifest's paths are only compared, never opened: what is read is what
 the walk finds under OUTDIR, without following a symlink (a symlink is
-reported, not read). The lab's runtime state (`.lab/`) is not an artifact.
+reported, not read). Every other file is an artifact: a lab's runtime records
+never live in an OUTDIR (they are in /run/railonly/<lab>), so a `.lab/` there is
+an extra file like any other.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 
-from ..outdir.writer import STATE_DIR
+from ..outdir.reader import walk
 from .report import Result
 
 MANIFEST = "MANIFEST.json"
@@ -27,30 +28,6 @@ def _sha256(path: str) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _walk(outdir: str) -> dict[str, str]:
-    """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but .lab/ and the manifest."""
-    found: dict[str, str] = {}
-    for root, dirs, files in os.walk(outdir, followlinks=False):
-        rel_root = os.path.relpath(root, outdir)
-        if rel_root == ".":
-            dirs[:] = [d for d in dirs if d != STATE_DIR]
-        for name in dirs + files:
-            full = os.path.join(root, name)
-            rel = os.path.normpath(os.path.join(rel_root, name))
-            try:
-                mode = os.lstat(full).st_mode
-            except OSError:  # gone since the directory was listed
-                continue
-            if stat.S_ISLNK(mode):
-                found[rel] = "symlink"  # os.walk does not descend into it
-            elif stat.S_ISREG(mode):
-                found[rel] = "file"
-            elif not stat.S_ISDIR(mode):
-                found[rel] = "other"
-    found.pop(MANIFEST, None)
-    return found
 
 
 def check_manifest(outdir: str) -> list[Result]:
@@ -71,7 +48,7 @@ def check_manifest(outdir: str) -> list[Result]:
     if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
         return [Result(rid, "manifest", False, f"{MANIFEST}: needs \"files\": {{path: sha256}}")]
 
-    found = _walk(outdir)
+    found = walk(outdir)
     probs = []
     for rel in sorted(set(listed) | set(found)):
         kind = found.get(rel)

@@ -132,8 +132,9 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     """Every result for an OUTDIR on disk. Symlinks, special files and malformed
     JSON/YAML raise InputError (exit 2); what the compiler never emits (exec
     lines, FRR/EOS commands, odd names) fails a `trust/<file>` result.
-    `manifest=False` skips only the MANIFEST.json hashes: for configs taken back
-    from devices, which print the same intent in other bytes."""
+    `manifest=False` skips the byte-for-byte checks (the MANIFEST.json hashes and the
+    clabernetes manifest rendered again): for configs taken back from devices, which
+    print the same intent in other bytes."""
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
     unsafe = outdir_reader.unsafe_entries(outdir)
@@ -149,10 +150,15 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
                     "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
              for f, msgs in sorted(by_file.items())]
+    from .rendered import check_clabernetes, check_inert
+
     # The lab files against their published schemas: here, not in compile's self-check,
     # since on a 32k-GPU design parsing 40 MB of YAML is ~10% of the compile.
     schemas = lab_schemas.check(fabric, read)
-    return trust + validate(read, fabric) + schemas + (check_manifest(outdir) if manifest else [])
+    # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
+    # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
+    return (trust + check_inert(outdir) + (check_clabernetes(outdir) if manifest else []) + validate(read, fabric)
+            + schemas + (check_manifest(outdir) if manifest else []))
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

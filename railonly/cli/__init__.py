@@ -74,6 +74,8 @@ def _completion_hints(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from railonly.reportfile import ReportNotWritten
+
     parser = build_parser()
     args = parser.parse_args(argv)
     from railonly import console
@@ -91,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         n = len(exc.problems)
         print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
         return EXIT_INPUT
+    except ReportNotWritten as exc:
+        print(f"error: {exc}\n  fix: give a writable file path for the report", file=sys.stderr)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -101,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except (EnvironmentProblem, *_environment_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENV
+    except OSError as exc:  # the file system refused (disk full, read-only, gone): name the path, no traceback
+        where = exc.filename or "a file"
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ENV
 
 

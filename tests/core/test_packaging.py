@@ -99,6 +99,6 @@ def test_wheel_has_the_templates_and_setuptools_warns_nothing(tmp_path):
     templates = sorted(p.relative_to(REPO / "templates").as_posix() for p in (REPO / "templates").rglob("*.j2"))
     assert templates and [t for t in templates if f"railonly/templates/{t}" not in names] == []
     # every data file of fabric's rooms (fabric/<room>/data/*.yaml|json) ships beside its room
-    data = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "fabric").glob("**/data/*")
+    data = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "fabric").glob("**/data/**/*")  # the catalog's switches/ too
                   if p.suffix in (".yaml", ".json"))
     assert data and [d for d in data if f"railonly/{d}" not in names] == []

@@ -26,7 +26,7 @@ from railonly.emulation.netns import pids, setns
 RUN = os.getpid() % 10000
 
 # sonic switches: every switch has FRR (routed) and an sshd, so the run dir, pid
-# files and OUTDIR/.lab/ssh all exist; 2 rails x 2 servers keeps a deploy ~1 s
+# files and the lab's state dir (ssh/) all exist; 2 rails x 2 servers keeps a deploy ~1 s
 ROUTED = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\n"
 L2 = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: l2}}\n"
 
@@ -170,12 +170,27 @@ def fresh(compiled, tmp_path):
     problems = []
     for out in made:
         name = lab_name(out)
-        # the OUTDIR may be wrecked by the test: destroy from a clean copy of the same lab
-        clean = tmp_path / f"clean-{out.name}"
-        shutil.copytree(compiled["routed" if name == unique("r") else "l2"], clean)
-        main(["lab", "destroy", str(clean)])
+        # the OUTDIR may be wrecked by the test: destroy by the lab's recorded identity
+        main(["lab", "destroy", "--lab", name])
         problems += lab_remains(name)
     assert not problems, f"left behind: {problems}"
+
+
+@pytest.fixture
+def run_root(tmp_path, monkeypatch):
+    """Labs' run directories under tmp (for tests that only read and write records)."""
+    from railonly.emulation import lab
+
+    root = tmp_path / "run" / "railonly"
+    root.parent.mkdir()
+    os.chmod(tmp_path, 0o755)
+    monkeypatch.setattr(lab, "RUN_ROOT", str(root))
+    return root
+
+
+def state_file(name: str, what: str = "netns-state.json") -> str:
+    """A record of a deployed lab: in its root-owned state directory, never the OUTDIR."""
+    return f"/run/railonly/{name}/state/{what}"
 
 
 def lab_name(outdir: Path) -> str:

@@ -19,6 +19,7 @@ from railonly.cli import main
 from railonly.emulation.netns import pids, setns
 
 from .conftest import CANARY_TEXT, lab_name, lab_remains, railonly, wait_gone
+from .conftest import state_file as record
 
 pytestmark = pytest.mark.netns
 
@@ -31,7 +32,7 @@ def run(capsys, *args) -> tuple[int, str, str]:
 
 
 def state_file(out) -> str:
-    return str(out / ".lab" / "netns-state.json")
+    return record(lab_name(out))
 
 
 def deploy_ok(capsys, out) -> None:
@@ -60,7 +61,7 @@ def test_exec_writing_a_host_sysctl_is_refused(fresh, bystanders, capsys, line):
     assert bystanders.problems() == []
 
 
-def test_authorized_keys_symlink_is_refused(fresh, bystanders, capsys):
+def test_a_symlink_anywhere_in_outdir_is_refused(fresh, bystanders, capsys):
     out = fresh()
     (out / ".lab" / "ssh").mkdir(parents=True)
     (out / ".lab" / "ssh" / "authorized_keys").symlink_to(bystanders.file)
@@ -78,6 +79,41 @@ def test_lab_dir_symlink_is_refused(fresh, bystanders, capsys):
     assert bystanders.problems() == []
 
 
+def test_a_deploy_writes_nothing_into_the_outdir(fresh, bystanders, capsys):
+    """Finding: the sshd seeding removed and copied under OUTDIR/.lab/ssh/<switch> on plain
+    paths, so a folder swapped for a symlink made root write outside the lab. Now every
+    record is in the lab's root-owned run dir: the OUTDIR is byte for byte what compile
+    wrote, before and after deploy, push and destroy."""
+    out = fresh()
+
+    def snapshot():
+        return {str(p.relative_to(out)): (p.is_symlink(), p.read_bytes() if p.is_file() else b"")
+                for p in sorted(out.rglob("*"))}
+
+    before = snapshot()
+    deploy_ok(capsys, out)
+    assert snapshot() == before and not (out / ".lab").exists()
+    st = os.stat(f"/run/railonly/{lab_name(out)}/state")
+    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700
+    for rel in ("identity.json", "netns-state.json", "ssh/known_hosts", "ssh/client_ed25519"):
+        assert os.path.isfile(record(lab_name(out), rel)), rel
+    rc, o, e = run(capsys, "lab", "destroy", str(out))
+    assert rc == 0 and snapshot() == before, o + e
+    assert bystanders.problems() == []
+
+
+def test_an_old_state_file_in_the_outdir_is_never_read(fresh, bystanders, capsys):
+    out = fresh()
+    (out / ".lab").mkdir()
+    (out / ".lab" / "netns-state.json").write_text(json.dumps({
+        "version": 1, "lab": lab_name(out), "prefix": f"clab-{lab_name(out)}-", "phase": "deployed",
+        "namespaces": [bystanders.ns], "processes": [], "root_sysctls": [], "dirs": [str(bystanders.sub)]}))
+    deploy_ok(capsys, out)
+    rc, o, e = run(capsys, "lab", "destroy", str(out))
+    assert rc == 0 and bystanders.ns not in o + e, o + e
+    assert lab_remains(lab_name(out)) == [] and bystanders.problems() == []
+
+
 def test_config_symlink_is_refused_and_not_disclosed(fresh, bystanders, capsys):
     out = fresh()
     conf = out / "configs" / "rail0-leaf0" / "frr.conf"
@@ -89,9 +125,11 @@ def test_config_symlink_is_refused_and_not_disclosed(fresh, bystanders, capsys):
 
 
 def test_a_hostile_state_file_before_deploy_is_refused(fresh, bystanders, capsys):
+    """Defence in depth: a record in the run dir (root's) is still checked before use."""
     out = fresh()
-    (out / ".lab").mkdir()
-    (out / ".lab" / "netns-state.json").write_text(json.dumps({
+    os.makedirs(os.path.dirname(state_file(out)), mode=0o700)
+    os.chmod(f"/run/railonly/{lab_name(out)}", 0o755)
+    open(state_file(out), "w").write(json.dumps({
         "version": 1, "lab": lab_name(out), "prefix": f"clab-{lab_name(out)}-", "phase": "deployed",
         "namespaces": [bystanders.ns], "processes": [], "root_sysctls": [], "dirs": [str(bystanders.sub)]}))
     rc, o, e = run(capsys, "lab", "deploy", str(out))
@@ -154,12 +192,13 @@ def test_a_lab_with_a_lost_or_corrupt_state_file_is_still_destroyed(fresh, bysta
         os.unlink(path)
         os.symlink(bystanders.file, path)
     elif damage == "lab-dir-symlink":
-        shutil.move(out / ".lab", out / "lab-moved")
-        os.symlink(bystanders.dir, out / ".lab")
+        state = os.path.dirname(path)
+        shutil.move(state, state + "-moved")
+        os.symlink(bystanders.dir, state)
     rc, o, e = run(capsys, "lab", "destroy", str(out))
     assert rc in (0, 2), o + e
     if damage not in ("delete",):
-        assert rc == 2 and ("netns-state.json" in e or ".lab" in e), e
+        assert rc == 2 and ("netns-state.json" in e or "state" in e), e
     assert "removed" in o
     assert lab_remains(name) == []
     assert all(wait_gone(p.pid, 1) for p in daemons)
@@ -172,7 +211,7 @@ def test_faults_json_cannot_run_a_command(fresh, bystanders, capsys):
     deploy_ok(capsys, out)
     pwn = bystanders.dir / "pwned"
     sw = "rail0-leaf0"
-    (out / ".lab" / "faults.json").write_text(json.dumps(
+    open(record(lab_name(out), "faults.json"), "w").write(json.dumps(
         [{"kind": "node", "what": sw, "ends": [], "routes": {}, "frr": [["/usr/bin/touch", str(pwn)]]}]))
     rc, o, e = run(capsys, "lab", "fault", str(out), "--restore")
     assert rc == 2 and "faults.json" in e, o + e
@@ -250,13 +289,12 @@ def test_status_names_a_corrupt_state_file_without_a_traceback(fresh, capsys):
     assert rc == 2 and lab_remains(lab_name(out)) == []
 
 
-def test_push_refuses_a_symlink_planted_in_lab_state_after_deploy(fresh, bystanders, capsys):
+def test_push_refuses_a_symlink_planted_in_the_outdir_after_deploy(fresh, bystanders, capsys):
     pytest.importorskip("netmiko")
     out = fresh()
     deploy_ok(capsys, out)
-    keys = out / ".lab" / "ssh" / "known_hosts"
-    keys.unlink()
-    keys.symlink_to(bystanders.file)
+    (out / ".lab" / "ssh").mkdir(parents=True)
+    (out / ".lab" / "ssh" / "known_hosts").symlink_to(bystanders.file)
     rc, o, e = run(capsys, "push", str(out), "-q")
     assert rc == 2 and "known_hosts" in e, o + e
     assert bystanders.problems() == []

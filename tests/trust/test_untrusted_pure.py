@@ -24,7 +24,7 @@ from railonly.fabric.outdir.reader import OutdirReader, UntrustedFile, unsafe_en
 from .conftest import ROUTED, compile_lab, unique
 
 LAB = "demo"
-OWNER = statefile.Owner.for_lab(LAB, "/tmp/out/.lab")
+OWNER = statefile.Owner.for_lab(LAB, {"clab-demo-leaf0", "clab-demo-gpu0"})
 
 
 def good_state(**over) -> dict:
@@ -248,17 +248,30 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
         {**good, "ends": [{"node": sw.name, "netns": sw.netns, "dev": "eth0 down; x"}]},
         {**good, "routes": {"railonly-canary-1": [["default"]]}},
         {**good, "routes": {sw.netns: [["default", "via", "1.2.3.4; reboot"]]}},
+        # iproute2 would load this BPF object into the kernel as root
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "encap", "bpf", "in", "obj", "/tmp/x.o", "section", "lwt_in",
+                                        "dev", "eth1"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "dev", "eth1", "encap", "seg6local", "action", "End"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "nhid", "7"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "via", "10.0.0.1", "via", "10.0.0.2"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "dev"]]}},
         "not a fault",
     ]
     for c in cases:
         assert faults._problems(lab, [c]), c
     assert faults._problems(lab, {"a": 1})
+    # the forms _static_routes records pass
+    ok = {**good, "routes": {sw.netns: [["10.9.0.0/24", "via", "10.0.0.1", "dev", "eth1", "proto", "boot", "metric",
+                                         "20", "onlink"], ["default", "dev", "eth1", "scope", "link"]]}}
+    assert faults._problems(lab, [ok]) == []
 
 
-def test_lab_ssh_json_cannot_point_push_elsewhere(copy):
+def test_lab_ssh_json_cannot_point_push_elsewhere(copy, run_root):
+    from railonly.emulation.runtime import rundir
+
     lab = load_lab(copy)
-    tree = OutdirWriter(copy)
-    tree.write_text(".lab/ssh/lab-ssh.json", json.dumps({
+    tree = rundir.state(lab.name)
+    tree.write_text("ssh/lab-ssh.json", json.dumps({
         "lab": lab.name, "user": "root", "client_key": "/etc/ssh/ssh_host_ed25519_key",
         "known_hosts": "/etc/passwd", "switches": {sw.name: {"host": "192.0.2.1", "port": 2222}
                                                    for sw in lab.switches}}))
@@ -266,7 +279,7 @@ def test_lab_ssh_json_cannot_point_push_elsewhere(copy):
     assert info["client_key"] == str(lab.state_dir / "ssh" / "client_ed25519")
     assert info["known_hosts"] == str(lab.state_dir / "ssh" / "known_hosts")
     assert {s["host"] for s in info["switches"].values()} == {"127.0.0.1"}
-    tree.write_text(".lab/ssh/lab-ssh.json", "{")
+    tree.write_text("ssh/lab-ssh.json", "{")
     with pytest.raises(InputError, match="lab-ssh.json"):
         lab_sshd.load_info(lab)
 
@@ -341,14 +354,15 @@ def test_push_refuses_a_hostile_outdir_before_connecting(copy, tmp_path, capsys)
     assert rc == 2 and "frr.conf" in err and "Traceback" not in err
 
 
-def test_traffic_json_cannot_name_foreign_pids_or_files(copy, tmp_path):
-    from railonly.emulation.lab import LabError
+def test_traffic_json_cannot_name_foreign_pids_or_files(copy, tmp_path, run_root):
+    from railonly.emulation.lab import LabError, run_dir
+    from railonly.emulation.runtime import rundir as lab_rundir
     from railonly.emulation.traffic import iperf3
 
     lab = load_lab(copy)
     victim = tmp_path / "victim.pid"
     victim.write_text("1\n")  # pid 1
-    rundir = f"/run/railonly/{lab.name}/iperf3"
+    rundir = f"{run_dir(lab.name)}/iperf3"
     cases = [
         {"lab": lab.name, "servers": [{"netns": lab.gpus[0].netns, "argv": ["/sbin/init"], "pidfile": str(victim)}]},
         {"lab": lab.name, "servers": [{"netns": "railonly-canary-1", "argv": ["iperf3", "-s", "-1"],
@@ -359,10 +373,10 @@ def test_traffic_json_cannot_name_foreign_pids_or_files(copy, tmp_path):
         [],
     ]
     for rec in cases:
-        OutdirWriter(copy).write_text(".lab/traffic.json", json.dumps(rec))
+        lab_rundir.state(lab.name).write_text("traffic.json", json.dumps(rec))
         with pytest.raises(LabError, match="traffic.json"):
             iperf3.stop_servers(lab)
         assert victim.exists()
-    OutdirWriter(copy).write_text(".lab/traffic.json", "{")
+    lab_rundir.state(lab.name).write_text("traffic.json", "{")
     with pytest.raises(InputError, match="traffic.json"):
         iperf3.stop_servers(lab)

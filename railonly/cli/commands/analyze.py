@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 
 MAX_SWEEP_POINTS = 64
 
@@ -68,20 +67,10 @@ def parse_sweep(text: str) -> tuple[str, list[float]]:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    """Write via a temporary file beside `path`, then rename: a link at `path` is replaced, never followed."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".railonly-", dir=d)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """railonly.reportfile: a link at `path` is replaced, never followed."""
+    from railonly.reportfile import write_report
+
+    write_report(path, data)
 
 
 def _check_target(flag: str, path: str) -> None:

@@ -29,7 +29,10 @@ def run(args) -> int:
     from railonly.fabric.outputs import clabernetes
     from railonly.fabric.progress import Silent
 
+    from railonly.fabric.compiler import check_caps
+
     design = load_design(args.design)
+    check_caps(design)  # caps on GPUs, switches and files, before any work
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)

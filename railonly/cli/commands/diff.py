@@ -46,12 +46,9 @@ def run(args) -> int:
             print(f"error: cannot write {args.runbook}: {exc.strerror}\n  fix: give a writable path for --runbook", file=sys.stderr)
             return 2
     if args.json:
-        try:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(to_json(doc))
-        except OSError as exc:
-            print(f"error: cannot write {args.json}: {exc.strerror}\n  fix: give a writable path for --json", file=sys.stderr)
-            return 2
+        from railonly.reportfile import write_report
+
+        write_report(args.json, to_json(doc))  # never through a link; ReportNotWritten: exit 2 naming the path
     changes = has_changes(doc)
     if changes or not args.quiet:  # -q: nothing to say when nothing changes
         sys.stdout.write(render_text(doc, diffs=not args.no_diffs))

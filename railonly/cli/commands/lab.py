@@ -20,22 +20,29 @@ from typing import Callable
 
 from railonly import console
 from railonly.cli.commands import lab_inspect, positive
+from railonly.fabric.input.problems import InputError, Problem
 
 
-def common(p) -> None:
+def common(p, optional: bool = False) -> None:
     from railonly.emulation.runtime.registry import DEFAULT_RUNTIME, RUNTIMES
 
-    p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
+    p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile", **({"nargs": "?"} if optional else {}))
     p.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=sorted(RUNTIMES),
                    help=f"emulation runtime (default {DEFAULT_RUNTIME}: network namespaces, needs root)")
 
 
-def open_lab(args):
-    """(runtime, lab) for an action; LabError (exit 2) / RuntimeProblem (exit 3) on failure."""
+def open_lab(args, deploying: bool = False):
+    """(runtime, lab) for an action; LabError (exit 2) / RuntimeProblem (exit 3) on failure.
+    The lab carries the name it was deployed under (rundir.bind): an OUTDIR whose lab
+    name is deployed from another OUTDIR is refused (exit 2), that lab untouched."""
     from railonly.emulation.lab import load_lab
+    from railonly.emulation.runtime import rundir
     from railonly.emulation.runtime.registry import get_runtime
 
-    return get_runtime(args.runtime), load_lab(args.outdir)
+    rt, lab = get_runtime(args.runtime), load_lab(args.outdir)
+    if rt.name == "netns" and os.geteuid() == 0:  # labs are root's: a user's dry run reads none of them
+        lab = rundir.bind(lab, getattr(args, "lab_name", None), deploying=deploying)
+    return rt, lab
 
 
 def with_lab(action: Callable) -> Callable:
@@ -64,10 +71,12 @@ def locked(lab, shared: bool = False, remove=False):
 
 def deploy_args(p) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the deploy plan and exit (no root needed)")
+    p.add_argument("--lab-name", metavar="NAME", help="deploy under this lab name (namespaces clab-NAME-*), e.g. a"
+                   " second OUTDIR of a design whose lab name is already deployed from another OUTDIR")
 
 
 def deploy(args) -> int:
-    rt, lab = open_lab(args)
+    rt, lab = open_lab(args, deploying=True)
     if args.dry_run:
         if hasattr(rt, "dry_run"):
             sys.stdout.write(rt.dry_run(lab))
@@ -80,7 +89,7 @@ def deploy(args) -> int:
             hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
             res = rt.deploy(lab, **hook)
     except KeyboardInterrupt:
-        print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
+        print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy --lab {lab.name}",
               file=sys.stderr)
         return 130
     rc = 1 if getattr(res, "bgp_converged", None) is False else 0
@@ -112,10 +121,29 @@ def format_deploy(lab, res) -> str:
 # --- destroy ------------------------------------------------------------------------------
 
 
+def destroy_args(p) -> None:
+    p.add_argument("--lab", metavar="NAME", help="the lab to destroy, by name (no OUTDIR needed: its identity is"
+                   " recorded under /run/railonly/NAME)")
+
+
 def destroy(args) -> int:
-    """Exit 0 when the lab is gone; 2 when it is gone but the OUTDIR asked for more
-    than is provably the lab's (each refusal named); 3 when something stayed."""
-    rt, lab = open_lab(args)
+    """Exit 0 when the lab is gone; 2 when it is gone but its records asked for more
+    than is provably the lab's (each refusal named), or the OUTDIR's lab name belongs to
+    a lab deployed from another OUTDIR (not touched); 3 when something stayed.
+
+    Needs only the lab's identity (rundir.for_destroy): whatever happened to the OUTDIR
+    since the deploy (edited, recompiled, removed), the recorded lab is removed."""
+    from railonly.emulation.runtime import rundir
+    from railonly.emulation.runtime.registry import get_runtime
+
+    if not args.outdir and not args.lab:
+        raise InputError([Problem("", "give the OUTDIR or --lab NAME", "e.g. railonly lab destroy OUTDIR", None,
+                                  "command line")])
+    rt = get_runtime(args.runtime)
+    if rt.name == "netns":
+        lab = rundir.for_destroy(args.outdir, args.lab)
+    else:
+        _, lab = open_lab(args)
     with locked(lab, remove=True):
         rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
     if rep is None:
@@ -282,7 +310,8 @@ ACTIONS: list[tuple[str, str, Callable | None, Callable]] = [
      lab_inspect.exec_args, with_lab(lab_inspect.exec_)),
     ("vtysh", "run vtysh commands in a routed switch (default: show bgp summary)", lab_inspect.vtysh_args,
      with_lab(lab_inspect.vtysh)),
-    ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy)", None, destroy),
+    ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy; OUTDIR or --lab NAME)",
+     destroy_args, destroy),
     ("check", "check reachability, isolation, paths, BGP and cabling (exit 1 on any failure)", check_args, check),
     ("traffic", "run ring all-reduce or all-to-all flows with iperf3 and compare with the model", traffic_args, traffic),
     ("fault", "inject a fault (a link or switch down) or restore", fault_args, fault),
@@ -294,7 +323,7 @@ def register(sub) -> None:
     actions = p.add_subparsers(dest="lab_action", metavar="ACTION", parser_class=type(p))
     for name, help_, add_args, run in ACTIONS:
         a = actions.add_parser(name, help=help_)
-        common(a)
+        common(a, optional=name == "destroy")
         if add_args:
             add_args(a)
         a.set_defaults(func=run)

@@ -89,9 +89,11 @@ def run(args) -> int:
     else:
         from railonly.emulation.netns.runtime import check_state_dir
         from railonly.emulation.runtime import lock as lab_lock
+        from railonly.emulation.runtime import rundir
 
-        check_state_dir(lab)  # OUTDIR/.lab holds the lab's key and known_hosts: no symlink there
-        devices = push_inventory.lab_devices(outdir)
+        lab = rundir.bind(lab)  # the name it was deployed under; refused when deployed from another OUTDIR
+        check_state_dir(lab)  # its key and known_hosts: root's run dir, no symlink on the way
+        devices = push_inventory.lab_devices(lab)
         if os.geteuid() == 0:  # shared: the switch shells' reloads take it shared too; deploy/destroy wait
             lock = lab_lock.hold(lab.name, shared=True)
     if args.device:

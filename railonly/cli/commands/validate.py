@@ -11,7 +11,7 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write results as JSON")
     p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
     p.add_argument("--no-manifest", action="store_true",
-                   help="skip the MANIFEST.json hash check (configs taken back from devices: same intent, other bytes)")
+                   help="skip the byte-for-byte checks: MANIFEST.json hashes and the clabernetes manifest (configs taken back from devices: same intent, other bytes)")
     p.set_defaults(func=run)
 
 
@@ -31,14 +31,11 @@ def run(args) -> int:
             print(p.format(), file=sys.stderr)
         print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
         return 2
+    from railonly.reportfile import write_report
+
     for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
         if path:
-            try:
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text(args.outdir, results))
-            except OSError as exc:
-                print(f"error: cannot write {path}: {exc}", file=sys.stderr)
-                return 2
+            write_report(path, text(args.outdir, results))  # ReportNotWritten: exit 2 naming the path
     out = report.text(results)
     if args.quiet:
         out = "\n".join(line for line in out.splitlines() if line.startswith("FAIL"))

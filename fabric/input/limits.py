@@ -1,0 +1,50 @@
+"""Size caps checked before any work: a design, an OUTDIR or a lab too large for this tool.
+
+Every input is hostile: a schema-valid design of 512 million GPUs would make
+compile allocate gigabytes before anything else could stop it, and a lab of
+12,480 nodes would be planned and deployed namespace by namespace. Each cap
+is checked from counts alone (:func:`railonly.fabric.compiler.check_caps`
+counts switches with cost.inventory.from_design, without building the graph),
+before building, and a design over a cap is exit 2 naming the cap, the count
+and how to raise it.
+
+A cap is raised by the operator, never by the input: an environment variable
+(a design key would let the design lift its own cap).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+
+@dataclass(frozen=True)
+class Cap:
+    env: str
+    default: int
+    what: str
+
+    @property
+    def value(self) -> int:
+        raw = os.environ.get(self.env, "")
+        return int(raw) if raw.isdigit() and int(raw) > 0 else self.default
+
+    def message(self, count: int) -> tuple[str, str]:
+        return (f"the design has {count:,} {self.what}, more than the cap of {self.value:,} ({self.env})",
+                f"split the design, or raise the cap for this run: {self.env}={count} railonly ...")
+
+
+# ~16x the largest design of the paper (32k GPUs): every artifact stays below a few GB
+GPUS = Cap("RAILONLY_MAX_GPUS", 1 << 20, "GPUs")
+SWITCHES = Cap("RAILONLY_MAX_SWITCHES", 1 << 16, "switches")
+# files of an OUTDIR (written by compile, walked by validate/diff/lab): two per switch,
+# three per HB domain, a few dozen more
+FILES = Cap("RAILONLY_MAX_FILES", 1 << 20, "files")
+# namespaces of one lab on one host (each GPU, HB domain and switch is one, with FRR per switch)
+LAB_NODES = Cap("RAILONLY_MAX_LAB_NODES", 4096, "lab nodes")
+
+
+def estimated_files(switches: int, hb_domains: int) -> int:
+    """An upper bound of an OUTDIR's files (configs/<switch>/ holds 2, hosts/<hb>/ 3)."""
+    return 2 * switches + 3 * hb_domains + 64
