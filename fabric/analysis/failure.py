@@ -231,9 +231,10 @@ def job_under(job, pl, rates: Rates, network: str, im: Impact, healthy: Result) 
         spare = [d for d in range(pl.cluster.hb_count) if d not in job_doms and d not in failed_doms
                  and not any(gpu_index(n, K) // K == d for n in im.gpus_off_rail)]
         spares = [f"hb{d}" for d in spare[:len(doms)]]
-        moved = ", ".join(f"hb{d}" for d in doms)
+        moved = ", ".join(f"hb{d}" for d in doms[:8]) + (f" and {len(doms) - 8} more HB domains" if len(doms) > 8 else "")
         if len(spares) >= len(doms):
-            remedy = f"migrate {moved} to spare HB domain{'s' if len(spares) > 1 else ''} {', '.join(spares)}"
+            shown = ", ".join(spares[:8]) + (f" and {len(spares) - 8} more" if len(spares) > 8 else "")
+            remedy = f"migrate {moved} to spare HB domain{'s' if len(spares) > 1 else ''} {shown}"
         else:
             remedy = (f"migrate {moved} to a spare HB domain: {len(doms) - len(spares)} more needed "
                       f"(add HB domains or run the job on fewer GPUs)")

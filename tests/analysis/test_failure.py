@@ -180,3 +180,46 @@ def test_fail_bad_spec_exit_2(capsys, spec, near):
     assert rc == 2 and spec in err and "nic:GPU" in err and "Traceback" not in err
     if near:
         assert near in err
+
+
+def test_fail_json_keeps_the_analysis_schema_and_is_deterministic(capsys):
+    import jsonschema
+
+    schema = json.loads((REPO / "fabric" / "analysis" / "data" / "analysis.schema.json").read_text())
+    argv = ["analyze", LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "--json", "-", "--fail", "nic:hb2-gpu0"]
+    rc, first, _ = run(capsys, *argv)
+    rc2, second, _ = run(capsys, *argv)
+    assert rc == rc2 == 0 and first == second
+    jsonschema.validate(json.loads(first), schema)
+
+
+def test_fail_with_spare_domains_names_them(tmp_path, capsys):
+    """A job on 4 of 6 HB domains: a dead leaf's domains move to the 2 the job leaves free."""
+    job = (LABS / "jobs" / "gpt-small.yml").read_text().replace("pp: 3", "pp: 2").replace("global_batch: 8", "global_batch: 4")
+    (tmp_path / "job.yml").write_text(job)
+    rc, out, err = run(capsys, "analyze", LABS / "mini-routed.yml", tmp_path / "job.yml", "--json", "-", "--fail", "switch:rail0-leaf0")
+    assert rc == 0, err
+    f = json.loads(out)["failure"]["rail-only"]
+    assert not f["runs"] and f["spare_domains"] == ["hb4", "hb5"] and "hb4, hb5" in f["remedy"]
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("target_availability: 0.99\ncomponents: {}\n", "components.gpu_nic"),
+    ("target_availability: 0.99\ncomponents:\n  leaf: {per_year: -1, repair_hours: 4, source: x}\n", "components.leaf.per_year"),
+    ("- a list\n", "rates.yml"),
+])
+def test_resilience_hostile_rates(tmp_path, capsys, body, needle):
+    bad = tmp_path / "rates.yml"
+    bad.write_text(body)
+    rc, out, err = run(capsys, "resilience", LABS / "mini-routed.yml", "--rates", bad)
+    assert rc == 2 and needle in err and "Traceback" not in err and out == ""
+
+
+def test_resilience_shipped_rates_have_sources():
+    from railonly.fabric.cost.failure_rates import CLASSES, load_rates
+
+    rates = load_rates()
+    assert set(rates.rates) == set(CLASSES)
+    text = (REPO / "fabric" / "cost" / "data" / "failure_rates.yaml").read_text()
+    for r in rates.rates.values():
+        assert r.per_year > 0 and f"{r.source}:" in text and r.note
