@@ -16,7 +16,7 @@ from railonly import __version__
 from railonly.fabric.input.problems import InputError
 
 # Subcommand modules, in help order. A module missing here is simply absent.
-COMMANDS = ["compile", "bom", "sweep", "analyze", "validate", "diff", "lab", "push", "demo", "completion"]
+COMMANDS = ["compile", "bom", "sweep", "analyze", "resilience", "validate", "diff", "lab", "push", "demo", "completion"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_ENV = 0, 1, 2, 3
 

@@ -30,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("--plot", metavar="FILE.png", default=None, help="where --sweep draws its PNG (default sweep.png), with FILE.csv beside it")
     p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default")
     p.add_argument("--presets", metavar="FILE", help="GPU and model presets YAML adding to the shipped ones")
+    p.add_argument("--fail", metavar="SPEC", action="append", default=[],
+                   help="the job with a failure (repeatable): nic:GPU, cable:CABLE_ID, switch:NAME or domain:NAME "
+                        "(docs/failures.md)")
     p.set_defaults(func=run)
 
 
@@ -151,6 +154,10 @@ def run(args) -> int:
     if not a.memory["fits"]:
         a.extra["would_fit"] = would_fit(job, cluster, rates)
         failed = True
+    if args.fail:
+        from railonly.fabric.analysis.failure_report import failures
+
+        a.extra["failure"] = failures(design, job, pl, rates, a.results, args.fail)
     cross = class_bytes(a.collectives)["cross_rail"]
     a.extra["launcher"] = nccl_settings(design.topology, cross, job.parallel.sp and job.parallel.tp > 1)
     if sweep_spec:
@@ -182,6 +189,10 @@ def run(args) -> int:
         sys.stdout.write(body.decode())
     elif not args.quiet:  # -q: nothing on success, as every command
         print(text(a, design.name))
+        if args.fail:
+            from railonly.fabric.analysis.failure_report import failure_text
+
+            print(failure_text(a.extra["failure"]))
         for path in outputs:
             print(f"wrote {path}")
     if failed:

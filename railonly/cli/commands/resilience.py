@@ -1,0 +1,63 @@
+"""`railonly resilience DESIGN [--job JOB] [--rates FILE] [--json FILE]`: failure blast radius per
+component class on rail-only and the rail-optimized baseline, with failure rates (docs/failures.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("resilience", help="blast radius of every component class on rail-only and the baseline; "
+                                          "affected GPUs per month and spare HB domains from failure rates")
+    p.add_argument("design", metavar="DESIGN.yml")
+    p.add_argument("--job", metavar="JOB.yml", help="size the spare HB domains for this job's GPUs (default: the whole cluster)")
+    p.add_argument("--rates", metavar="FILE", help="failure rates YAML replacing the default (fabric/cost/data/failure_rates.yaml)")
+    p.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE ('-' for standard output)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from railonly.cli.commands.analyze import _atomic_write, _check_target
+    from railonly.fabric.analysis import load_job, load_presets
+    from railonly.fabric.analysis.failure_report import fabrics
+    from railonly.fabric.analysis.resilience import resilience, text
+    from railonly.fabric.cost.failure_rates import load_rates
+    from railonly.fabric.design.design import load_design
+    from railonly.fabric.input.problems import InputError
+
+    if args.json and args.json != "-":
+        _check_target("--json", args.json)
+    problems: list = []
+
+    def read(load, *a):
+        try:
+            return load(*a)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            return None
+
+    design = read(load_design, args.design)
+    rates = read(load_rates, args.rates)
+    job = None
+    if args.job:
+        presets = read(load_presets, None)
+        job = read(load_job, args.job, presets) if presets is not None else None
+    if problems:
+        raise InputError(problems)
+    if job is not None and job.parallel.gpus > design.gpus:
+        raise InputError([design.problem("", f"job {job.name} needs {job.parallel.gpus:,} GPUs, the design has {design.gpus:,}",
+                                         "give a smaller job or a larger design")])
+    doc = {"design": design.name, "rates": rates.file,
+           "networks": resilience(fabrics(design), rates, job.parallel.gpus if job else None)}
+    body = json.dumps(doc, indent=2) + "\n"
+    if args.json == "-":
+        sys.stdout.write(body)
+        return 0
+    if args.json:
+        _atomic_write(args.json, body.encode())
+    if not args.quiet:
+        print(text(doc["networks"], design.name))
+        if args.json:
+            print(f"wrote {args.json}")
+    return 0
