@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from railonly.emulation.checks import run as checks_run
+from railonly.emulation.checks import checker as checks_run
 
 from .conftest import _deploy
 

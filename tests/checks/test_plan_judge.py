@@ -222,7 +222,7 @@ def test_fault_link_spec_takes_the_floor_name():
 
 
 def test_a_lost_probe_is_retried_past_the_deadline_before_its_pair_fails():
-    from railonly.emulation.checks import run as checks_run
+    from railonly.emulation.checks import checker as checks_run
 
     class Agent:
         pumped = 0

@@ -12,12 +12,12 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation import lab as lab_facts
-from railonly.emulation.checks import plan as checks_plan
-from railonly.emulation.checks import run as checks_run
+from railonly.emulation.checks import check_plan as checks_plan
+from railonly.emulation.checks import checker as checks_run
 from railonly.emulation.lab import load_lab
 from railonly.emulation.runtime.registry import RUNTIMES
 from railonly.emulation.traffic import host, iperf3, patterns
-from railonly.emulation.traffic.model import placed_step
+from railonly.emulation.traffic.completion import placed_step
 
 from ..conftest import FakeRuntime, compile_to, cpu_sampler, design_text
 

@@ -143,8 +143,8 @@ def test_rollout_stops_after_the_wave_that_failed():
     """Planning logic only (the real thing: test_rollout_lab.py): read all, push the changed in
     waves, stop after the first failed wave; in-sync switches are not in any wave."""
     from railonly.emulation.push import rollout
-    from railonly.emulation.push import run as push
-    from railonly.emulation.push.inventory import Device
+    from railonly.emulation.push import pusher as push
+    from railonly.emulation.push.targets import Device
 
     devices = [Device(f"rail{r}-spine{i}", "h", 22, "sonic") for r in range(2) for i in range(3)]
     applied = []
