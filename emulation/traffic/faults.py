@@ -211,3 +211,17 @@ def restore(lab: Lab, rt: Runtime) -> list[str]:
     if sd is not None:
         sd.unlink(FAULTS)
     return done
+
+
+def dead_nics(lab: Lab, rt: Runtime, nic_ports: dict[str, str]) -> dict[str, str]:
+    """{GPU: the recorded fault} for every GPU whose rail NIC a recorded fault set down
+    (``nic_ports``: GPU node -> its rail NIC port, as check_plan names them). A switch
+    fault takes GPUs off their rail with no detour; it is not a dead NIC."""
+    out: dict[str, str] = {}
+    for f in _load(lab, rt):
+        if f.get("kind") != "link":
+            continue
+        for e in f.get("ends") or []:
+            if nic_ports.get(e["node"]) in (e.get("port"), e.get("dev")):
+                out.setdefault(e["node"], f["what"])
+    return out

@@ -205,6 +205,9 @@ def traffic_args(p) -> None:
                    help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
     p.add_argument("--tolerance", type=float, default=0.10,
                    help="measured network time passes within this share of the placement-aware model (default 0.10)")
+    p.add_argument("--reroute", action="store_true",
+                   help="--job: send the flows of GPUs whose rail NIC is down (lab fault --link) through an HB"
+                        " sibling's NIC, as NCCL's PXN does, and put the slowdown beside analyze --fail's")
     p.add_argument("--streams", type=int, default=None,
                    help="parallel TCP streams per transfer (default: NCCL's channels per network peer for the"
                         " design's NIC, 4 at 400G), each hashed by ECMP on its own")
@@ -215,6 +218,10 @@ def traffic(args) -> int:
     from railonly.emulation.traffic import iperf3
 
     _check_timing_options(args)
+    if getattr(args, "reroute", False) and not args.job:
+        from railonly.emulation.lab import LabError
+
+        raise LabError("command line", "--reroute replays a job's flows through HB siblings", "add --job JOB.yml")
     if args.job:
         return traffic_job(args)
     rt, lab = open_lab(args)
@@ -275,7 +282,8 @@ def traffic_job(args) -> int:
     try:
         with locked(lab, shared=True):
             rep = replay.run(lab, rt, job, iterations=args.iterations, time_scale=args.time_scale,
-                             tolerance=args.tolerance, streams=args.streams, progress=say, detail=detail)
+                             tolerance=args.tolerance, streams=args.streams,
+                             reroute=args.reroute, progress=say, detail=detail)
     except job_plan.ScaleError as exc:
         raise LabError(args.job, str(exc), "use a job whose tensor-parallel group fits the lab's HB domain") from None
     if rep["verdict"] == "fail" or not quiet:
