@@ -81,3 +81,9 @@ def test_the_plan_of_a_compiled_lab_names_its_gpus_and_ports(routed, tmp_path):
     assert replay.joining_switches(routed) == []  # rail-only: no switch joins rails
     base = load_lab(compile_to(design_text("labs/mini-baseline.yml", "fakerb"), tmp_path / "b"))
     assert replay.joining_switches(base) and all("spine" in s or "core" in s for s in replay.joining_switches(base))
+
+
+def test_reroute_without_a_job_is_exit_2(routed, fake, capsys):
+    assert main(["lab", "traffic", str(routed.outdir), "--runtime", "fake", "--pattern", "all-to-all", "--reroute"]) == 2
+    assert "--reroute" in capsys.readouterr().err
+    assert not fake.calls
