@@ -55,6 +55,7 @@ def test_a_nic_cable_fault_is_rerouted_and_costs_what_analyze_fail_predicts(rout
     assert "analyze --fail nic:hb0-gpu0 predicts" in text
     measured = rep["measured_iteration_s"] / healthy["measured_iteration_s"]
     predicted = r["prediction"]["slowdown"]
+    print("\n".join(ln for ln in text.splitlines() if "rerouted" in ln or "slowdown:" in ln or "verdict:" in ln))
     print(f"slowdown measured x{measured:.3f} (healthy {healthy['measured_iteration_s']:.2f} s,"
           f" rerouted {rep['measured_iteration_s']:.2f} s), predicted x{predicted:.3f};"
           f" host CPU saturated: {rep['host_cpu']['saturated'] or healthy['host_cpu']['saturated']}")
