@@ -65,24 +65,32 @@ class _Builder:
         self.fabric_links: dict[int | None, int] = {}  # block -> /31s so far
         self.cables = 0  # cable numbers taken so far (the build-out's order)
         self.asn_overflow = False
+        self.asn_groups: dict[tuple, int] = {}  # (block, group) -> the group's shared ASN (rfc7938)
 
     # -- nodes -------------------------------------------------------------
     def add(self, node: Node) -> Node:
         self.fab.by_name[node.name] = node
         return node
 
-    def switch(self, name: str, tier: int, rails: list[int], present: bool = True) -> Node | None:
-        """The next switch of its block; None (its index still taken) when it is not built yet."""
+    def switch(self, name: str, tier: int, rails: list[int], present: bool = True,
+               asn_group: str | None = None) -> Node | None:
+        """The next switch of its block; None (its index still taken) when it is not built yet.
+        Under `bgp.asn_scheme: rfc7938` the switches of one `asn_group` (in one block) share
+        the ASN its first switch would have had on its own."""
         block = rails[0] if len(rails) == 1 or (rails and self.d.topology == "rail-only") else self.cross_block
         index = self.switch_count.get(block, 0)
         self.switch_count[block] = index + 1
         loopback = self.lo_pool.addr(block, index + 1) if self.routed else None  # reserved either way
+        # 65,536 ASNs per rail; cross-rail switches after the last rail.
+        own_asn = self.d.asn_base + (self.d.rails if block is None else block) * 65536 + index + 1
+        if asn_group is not None and self.d.asn_scheme == "rfc7938":
+            own_asn = self.asn_groups.setdefault((block, asn_group), own_asn)
         if not present:
             return None
-        sw = Node(name=name, role="switch", tier=tier, rails=rails, platform=self.d.platform_of_tier(tier))
+        sw = Node(name=f"{self.d.site}-{name}" if self.d.site else name, role="switch", tier=tier, rails=rails,
+                  platform=self.d.platform_of_tier(tier))
         if self.routed:
-            # 65,536 ASNs per rail; cross-rail switches after the last rail.
-            sw.asn = self.d.asn_base + (self.d.rails if block is None else block) * 65536 + index + 1
+            sw.asn = own_asn
             if sw.asn > ASN_MAX:
                 self.asn_overflow = True
             sw.loopback = ip(loopback, 32)
@@ -199,7 +207,7 @@ class _Builder:
         half = k // 2
         rails = [] if rail is None else [rail]
         if tiers == 2:
-            spines = [self.switch(f"{prefix}spine{i}", 2, rails) for i in range(math.ceil(len(leaves) / 2))]
+            spines = [self.switch(f"{prefix}spine{i}", 2, rails, asn_group="spines") for i in range(math.ceil(len(leaves) / 2))]
             S = len(spines)
             for li, leaf in enumerate(leaves):
                 for j in range(half):
@@ -212,7 +220,8 @@ class _Builder:
         planes: list[list[Node | None]] = [[] for _ in range(half)]  # plane a: spine a of every pod
         for p, pod in enumerate(pods):
             m = len(pod)
-            spines = [self.switch(f"{prefix}pod{p}-spine{a}", 2, rails, present=pod[0] is not None) for a in range(m)]
+            spines = [self.switch(f"{prefix}pod{p}-spine{a}", 2, rails, present=pod[0] is not None,
+                                  asn_group=f"pod{p}") for a in range(m)]
             for i, leaf in enumerate(pod):
                 for j in range(half):
                     t = i * half + j
@@ -224,7 +233,7 @@ class _Builder:
             if not plane:
                 continue
             C = math.ceil(len(plane) * half / k)
-            cores = [self.switch(f"{prefix}core{core_index + c}", 3, rails) for c in range(C)]
+            cores = [self.switch(f"{prefix}core{core_index + c}", 3, rails, asn_group="cores") for c in range(C)]
             core_index += C
             for pi, sp in enumerate(plane):
                 for j in range(half):

@@ -13,7 +13,7 @@ import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 
-from . import clos, physical
+from . import clos, physical, routing
 from .problems import InputError, Problem
 from .schema import Field, check
 from .yamlsource import Source, load_yaml_file, parse_yaml
@@ -28,6 +28,11 @@ FIELDS: dict[str, Field] = {
         "str", required=True, pattern=NAME_PATTERN,
         pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
         hint="e.g. name: demo (it prefixes every lab namespace and hostname)",
+    ),
+    "site": Field(
+        "str", default=None, pattern=NAME_PATTERN,
+        pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
+        hint="e.g. site: ams1 (default: the design's name); it prefixes every switch hostname, so two clusters never share one",
     ),
     "topology": Field(
         "choice", default="rail-only", choices=("rail-only", "rail-optimized"),
@@ -66,6 +71,8 @@ FIELDS: dict[str, Field] = {
     "bgp": Field("section", fields={
         "asn_base": Field("int", default=4_200_000_000, min=4_200_000_000, max=4_294_967_294,
                           hint="first private 32-bit ASN (RFC 6996: 4200000000-4294967294)"),
+        "asn_scheme": Field("choice", default="rfc7938", choices=routing.ASN_SCHEMES,
+                            hint="rfc7938: unique leaf ASNs, one ASN per spine group and for the cores; per-switch: one ASN each"),
     }),
     "qos": Field("section", fields={
         "roce_dscp": Field("int", default=26, min=0, max=63, hint="DSCP of RoCEv2 data traffic"),
@@ -122,6 +129,8 @@ class Design:
     lab_nic_mbps: float
     hb_planned: int | None = None  # HB domains at build-out (None: hb_count)
     cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
+    site: str = ""  # prefixes every switch name (hostname): unique across clusters
+    asn_scheme: str = "rfc7938"  # routing.ASN_SCHEMES
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
@@ -263,6 +272,8 @@ def design_from_source(src: Source, text: str = "") -> Design:
         lab_nic_mbps=values["lab"]["nic_mbps"],
         hb_planned=values["hb_domain"]["planned"],
         cable_length_m={tier: values["cabling"][key] for tier, (key, _, _) in physical.TIERS.items()},
+        site=values["site"] or values["name"],
+        asn_scheme=values["bgp"]["asn_scheme"],
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
         file=src.file,

@@ -14,13 +14,13 @@ indentation. Every line form is checked against public EOS configs
 from __future__ import annotations
 
 from . import qos as qosmod
+from . import routing
 from .device import SwitchView, advertised_pools, switch_view
 from .eos_speeds import speed_form
 from .model import Fabric, Node
 from .render import template
 
-PEER_GROUP = "FABRIC"
-PREFIX_LIST = "RAIL_ROUTES"
+PREFIX_LIST = routing.PREFIX_LIST
 
 
 def _qos(q: qosmod.QosPlan) -> dict:
@@ -67,8 +67,10 @@ def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         cfg["prefix_list"] = {"name": PREFIX_LIST, "pools": advertised_pools(d)}
         cfg["bgp"] = {
             "asn": sw.asn, "router_id": view.router_id, "maximum_paths": view.maximum_paths,
-            "peer_group": PEER_GROUP,
-            "neighbors": [{"ip": n.ip, "asn": n.asn, "description": f"{n.name}:{n.port}"} for n in view.neighbors],
+            "groups": routing.peer_groups([n.up for n in view.neighbors]), "max_prefix": view.max_prefix,
+            "from_above": routing.FROM_ABOVE, "from_above_list": routing.FROM_ABOVE_LIST,
+            "neighbors": [{"ip": n.ip, "asn": n.asn, "group": routing.UP_GROUP if n.up else routing.DOWN_GROUP,
+                           "description": f"{n.name}:{n.port}"} for n in view.neighbors],
             "networks": view.networks,
         }
     return cfg

@@ -19,6 +19,7 @@ import hashlib
 from json import encoder as _enc
 
 from . import qos as qosmod
+from . import routing
 from .device import SwitchView, advertised_pools, switch_view
 from .model import Fabric, Node
 from .ports import lanes
@@ -30,7 +31,6 @@ LOSSLESS_PROFILE = "AZURE_LOSSLESS"
 SWITCH_TYPE = {1: "BackEndToRRouter", 2: "BackEndLeafRouter", 3: "SpineRouter"}
 # Known SKUs per (radix, Gbit/s); others get a descriptive name to replace.
 HWSKU = {(32, 400): "Accton-AS9716-32D", (64, 400): "DellEMC-Z9664f-O64", (64, 800): "Mellanox-SN5600"}
-PEER_GROUP = "FABRIC"
 
 
 def hwsku(radix: int, gbps: int) -> str:
@@ -157,12 +157,16 @@ def frr_config(fab: Fabric, view: SwitchView) -> dict:
         "hostname": sw.name,
         "asn": sw.asn,
         "router_id": view.router_id,
-        "peer_group": PEER_GROUP,
-        "prefix_list": "RAIL_ROUTES",
+        "prefix_list": routing.PREFIX_LIST,
+        "from_above": routing.FROM_ABOVE,
+        "from_above_list": routing.FROM_ABOVE_LIST,
+        "groups": routing.peer_groups([n.up for n in view.neighbors]),
         "pools": advertised_pools(fab.design),
-        "neighbors": [{"ip": n.ip, "asn": n.asn, "description": f"{n.name}:{n.port}"} for n in view.neighbors],
+        "neighbors": [{"ip": n.ip, "asn": n.asn, "group": routing.UP_GROUP if n.up else routing.DOWN_GROUP,
+                       "description": f"{n.name}:{n.port}"} for n in view.neighbors],
         "networks": view.networks,
         "maximum_paths": view.maximum_paths,
+        "max_prefix": view.max_prefix,
     }
 
 
