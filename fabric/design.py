@@ -32,7 +32,7 @@ FIELDS: dict[str, Field] = {
     "site": Field(
         "str", default=None, pattern=NAME_PATTERN,
         pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
-        hint="e.g. site: ams1 (default: the design's name); it prefixes every switch hostname, so two clusters never share one",
+        hint="e.g. site: ams1; it prefixes every switch name and hostname (and the MACs derived from them), so two clusters never share one",
     ),
     "topology": Field(
         "choice", default="rail-only", choices=("rail-only", "rail-optimized"),
@@ -272,7 +272,7 @@ def design_from_source(src: Source, text: str = "") -> Design:
         lab_nic_mbps=values["lab"]["nic_mbps"],
         hb_planned=values["hb_domain"]["planned"],
         cable_length_m={tier: values["cabling"][key] for tier, (key, _, _) in physical.TIERS.items()},
-        site=values["site"] or values["name"],
+        site=values["site"] or "",
         asn_scheme=values["bgp"]["asn_scheme"],
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,

@@ -163,7 +163,7 @@ def check(args) -> int:
 
     rt, lab = open_lab(args)
     if args.failover:
-        from railonly.emulation.checks import failover
+        from railonly.emulation.traffic import failover
 
         with locked(lab), console.reporter() as bar:  # exclusive: it changes the lab, as fault does
             run = failover.measure(lab, rt, args.failover, timeout=args.timeout, progress=bar.step)

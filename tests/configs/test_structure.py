@@ -105,7 +105,7 @@ def test_eos_sections_and_indentation():
     uplink = text[text.index("interface Ethernet3\n"):text.index("interface Ethernet4\n")]
     assert "spanning-tree" not in uplink  # routed fabric links run no STP
     assert "   maximum-paths 2 ecmp 2\n" in text
-    assert "   neighbor 10.128.0.0 peer group FABRIC\n   neighbor 10.128.0.0 remote-as 4200000004\n" in text
+    assert "   neighbor 10.128.0.0 peer group FABRIC_UP\n   neighbor 10.128.0.0 remote-as 4200000004\n" in text
 
 
 def test_hosts_rail_only_routes_stay_on_their_nic():

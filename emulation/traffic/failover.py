@@ -15,11 +15,11 @@ import time
 from typing import Callable
 
 from ..lab import Lab, LabError
+from ..checks import judge, probe
+from ..checks import plan as checks_plan
+from ..checks.run import CheckRun, _open_sockets, _reach, collect_bfd, collect_bgp
 from ..runtime.protocol import Runtime
-from ..traffic import faults
-from . import judge, probe
-from . import plan as checks_plan
-from .run import CheckRun, _open_sockets, _reach, collect_bfd, collect_bgp
+from . import faults
 
 ROUND_S = 0.1  # one probe round: the resolution of the failover time
 MAX_ROUNDS = 255  # round numbers ride in one byte of the probe
