@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from . import clos
+from . import clos, management
 from .addressing import BlockPool, ip, prefix_for
 from .design import Design
 from .model import Endpoint, Fabric, Link, Node, Vlan
@@ -298,8 +298,13 @@ class _Builder:
                 "bgp.asn_base", f"ASNs run past {ASN_MAX:,} (the highest switch would get {top:,})",
                 f"lower bgp.asn_base to at most {self.d.asn_base - (top - ASN_MAX):,}",
             ))
+        m = self.d.management
+        if m is not None:
+            management.problems({"pool": m.pool}, set(), len(self.fab.switches),
+                                lambda path, msg, hint: problems.append(self.d.problem(path, msg, hint)))
         if problems:
             raise InputError(problems)
+        management.assign(self.fab)
         self.fab.links.extend(self._hb_links)
         return self.fab
 

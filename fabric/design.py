@@ -13,7 +13,7 @@ import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 
-from . import clos, physical, routing
+from . import clos, management, physical, routing
 from .problems import InputError, Problem
 from .schema import Field, check
 from .yamlsource import Source, load_yaml_file, parse_yaml
@@ -90,6 +90,8 @@ FIELDS: dict[str, Field] = {
                         f"{physical.OPTICS[tier].code} {physical.OPTICS[tier].fibre} optic")
         for tier, (key, what, default) in physical.TIERS.items()
     }),
+    "management": Field("section", optional=True, fields=management.FIELDS,
+                        hint="the switches' management plane: pool, gateway, vrf, ntp, syslog, dns, users (docs/management.md)"),
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
                          hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
@@ -131,6 +133,7 @@ class Design:
     cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
     site: str = ""  # prefixes every switch name (hostname): unique across clusters
     asn_scheme: str = "rfc7938"  # routing.ASN_SCHEMES
+    management: management.Management | None = None  # the `management:` section, if given
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
@@ -212,6 +215,18 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
             if pools[a].overlaps(pools[b]):
                 bad(f"addressing.{b}", f"{pools[b]} overlaps addressing.{a} ({pools[a]})",
                     "give every pool its own address range")
+    if isinstance(v.get("management"), dict):
+        used = set()
+        if have("switch.platform"):
+            used.add(v["switch"]["platform"])
+        if have("switch.platform_by_tier"):
+            used |= set(v["switch"]["platform_by_tier"].values())
+        management.problems(v["management"], used, None, bad)
+        if isinstance(v["management"].get("pool"), ipaddress.IPv4Network):
+            for name, pool in sorted(pools.items()):
+                if pool.overlaps(v["management"]["pool"]):
+                    bad("management.pool", f"{v['management']['pool']} overlaps addressing.{name} ({pool})",
+                        "the management network must be apart from the fabric's pools")
     lab_domains = _get(v, "lab.domains")
     if have("lab.domains", "hb_domain.count") and lab_domains is not None and lab_domains > count:
         bad("lab.domains", f"must be at most hb_domain.count ({count}), got {lab_domains}", f"use lab.domains: {min(count, 4)}")
@@ -274,6 +289,7 @@ def design_from_source(src: Source, text: str = "") -> Design:
         cable_length_m={tier: values["cabling"][key] for tier, (key, _, _) in physical.TIERS.items()},
         site=values["site"] or "",
         asn_scheme=values["bgp"]["asn_scheme"],
+        management=management.from_values(values.get("management")),
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
         file=src.file,

@@ -19,7 +19,7 @@ import hashlib
 from json import encoder as _enc
 
 from . import qos as qosmod
-from . import routing
+from . import management, routing
 from .device import SwitchView, advertised_pools, switch_view
 from .model import Fabric, Node
 from .ports import lanes
@@ -147,7 +147,36 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     doc["QUEUE"] = queue_t
     doc["PFC_WD"].update(wd_t)
     doc["CABLE_LENGTH"] = {QOS_MAP: cable}
+    if d.management is not None:
+        doc.update(management_tables(d.management, sw))
     return doc
+
+
+MGMT_SERVICE_PORTS = {"syslog": "514", "gnmi": "50052"}
+
+
+def management_tables(m, sw: Node) -> dict:
+    """The management plane in ConfigDB (docs/management.md): eth0 in SONiC's one
+    management VRF ('mgmt'), NTP/syslog/DNS reached through it. Users are Linux
+    accounts on SONiC, not ConfigDB: see docs/management.md."""
+    port = management.SONIC_MGMT_PORT
+    out = {
+        "MGMT_PORT": {port: {"alias": port, "admin_status": "up", "description": "Management port"}},
+        "MGMT_INTERFACE": {f"{port}|{sw.mgmt_ip}": {"gwaddr": m.gateway}},
+        "MGMT_VRF_CONFIG": {"vrf_global": {"mgmtVrfEnabled": "true"}},
+    }
+    if m.ntp:
+        out["NTP"] = {"global": {"vrf": management.SONIC_MGMT_VRF}}
+        out["NTP_SERVER"] = {a: {"association_type": "server", "iburst": "on"} for a in m.ntp}
+    if m.syslog:
+        out["SYSLOG_SERVER"] = {a: {"vrf": management.SONIC_MGMT_VRF, "port": MGMT_SERVICE_PORTS["syslog"]} for a in m.syslog}
+    if m.dns:
+        out["DNS_NAMESERVER"] = {a: {} for a in m.dns}
+    if m.tacacs:  # AAA stays local until the shared key is installed on the switch (never in these files)
+        out["TACPLUS_SERVER"] = {a: {"vrf": management.SONIC_MGMT_VRF} for a in m.tacacs}
+    if m.gnmi:
+        out["GNMI"] = {"gnmi": {"port": MGMT_SERVICE_PORTS["gnmi"], "client_auth": "true", "vrf": management.SONIC_MGMT_VRF}}
+    return out
 
 
 def frr_config(fab: Fabric, view: SwitchView) -> dict:
