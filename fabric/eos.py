@@ -14,7 +14,7 @@ indentation. Every line form is checked against public EOS configs
 from __future__ import annotations
 
 from . import qos as qosmod
-from . import routing
+from . import management, routing
 from .device import SwitchView, advertised_pools, switch_view
 from .eos_speeds import speed_form
 from .model import Fabric, Node
@@ -62,6 +62,7 @@ def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         "qos": _qos(q),
         "ip_routing": view.routed,
         "bgp": None,
+        "mgmt": management_config(d.management, sw) if d.management is not None else None,
     }
     if view.routed:
         cfg["prefix_list"] = {"name": PREFIX_LIST, "pools": advertised_pools(d)}
@@ -74,6 +75,17 @@ def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
             "networks": view.networks,
         }
     return cfg
+
+
+def management_config(m, sw: Node) -> dict:
+    """The management plane in EOS's words (docs/management.md): Management1 in its VRF,
+    services reached through it, users with a SHA-512 secret or an SSH key only."""
+    return {
+        "port": management.EOS_MGMT_PORT, "description": "management", "vrf": m.vrf, "ip": sw.mgmt_ip,
+        "gateway": m.gateway, "ntp": m.ntp, "syslog": m.syslog, "dns": m.dns, "tacacs": m.tacacs, "gnmi": m.gnmi,
+        "users": [{"name": u.name, "role": u.role, "privilege": 15 if u.role == "network-admin" else 1,
+                   "sha512": u.sha512, "ssh_key": u.ssh_key} for u in m.users],
+    }
 
 
 def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[str, str]]:

@@ -79,6 +79,8 @@ def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent
         elif words[0] == "vlan" and len(words) == 2:
             for vid in _vlan_ids(words[1], where):
                 declared[vid] = f"Vlan{vid}"
+        elif words[0] == "interface" and len(words) == 2 and words[1].startswith("Management"):
+            continue  # the management port: the lab gives it its own address (netns/mgmt), not from here
         elif words[0] == "interface" and len(words) == 2:
             name = words[1]
             mtu, up, routed, addrs, vid = None, True, False, [], 1
