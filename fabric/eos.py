@@ -33,10 +33,25 @@ def _qos(q: qosmod.QosPlan) -> dict:
 def _interface_qos(q: qosmod.QosPlan) -> dict:
     return {
         "lossless": q.lossless,
-        "ecn_queue": q.roce_priority,
+        "tx_queues": _tx_queues(q),
         "ecn": f"minimum-threshold {q.ecn_min_kbytes} kbytes maximum-threshold {q.ecn_max_kbytes} kbytes "
                f"max-mark-probability {q.ecn_probability}",
     }
+
+
+def _tx_queues(q: qosmod.QosPlan) -> list[dict]:
+    """The scheduling SONiC's SCHEDULER table gives (fabric/qos.py): the RoCE queue and
+    best effort share by weight (`no priority` puts a queue in EOS's round-robin group),
+    CNPs go strict. Only queues that carry traffic are listed (the DSCP map fills no other)."""
+    out = [{"id": 0, "priority": "no priority", "bandwidth": qosmod.SCHEDULER_WEIGHTS["lossy"], "ecn": False},
+           {"id": q.roce_priority, "priority": "no priority", "bandwidth": qosmod.SCHEDULER_WEIGHTS["lossless"], "ecn": True},
+           {"id": q.cnp_priority, "priority": "priority strict", "bandwidth": None, "ecn": False}]
+    return sorted(out, key=lambda t: t["id"])
+
+
+def _pfc_watchdog() -> dict:
+    ms = qosmod.PFC_WATCHDOG_MS
+    return {"timeout": ms / 1000, "recovery": ms / 1000, "polling": qosmod.PFC_WATCHDOG_POLL_MS / 1000}
 
 
 def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
@@ -60,6 +75,7 @@ def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         "loopback": sw.loopback,
         "svis": [{"name": f"Vlan{v.vlan}", "mtu": d.switch_mtu, "ip": v.gateway} for v in view.vlans if v.gateway],
         "qos": _qos(q),
+        "pfc_watchdog": _pfc_watchdog(),
         "ip_routing": view.routed,
         "bgp": None,
         "mgmt": management_config(d.management, sw) if d.management is not None else None,

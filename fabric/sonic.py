@@ -61,8 +61,8 @@ def _qos_globals(q: qosmod.QosPlan, doc: dict) -> None:
     doc["TC_TO_QUEUE_MAP"] = {QOS_MAP: {str(k): str(v) for k, v in q.tc_to_queue().items()}}
     doc["MAP_PFC_PRIORITY_TO_QUEUE"] = {QOS_MAP: {str(p): str(p) for p in range(8)}}
     doc["SCHEDULER"] = {
-        "scheduler.lossy": {"type": "DWRR", "weight": "5"},
-        "scheduler.lossless": {"type": "DWRR", "weight": "95"},
+        "scheduler.lossy": {"type": "DWRR", "weight": str(qosmod.SCHEDULER_WEIGHTS["lossy"])},
+        "scheduler.lossless": {"type": "DWRR", "weight": str(qosmod.SCHEDULER_WEIGHTS["lossless"])},
         "scheduler.cnp": {"type": "STRICT"},
     }
     mn, mx, pr = str(q.ecn_min_bytes), str(q.ecn_max_bytes), str(q.ecn_probability)
@@ -72,7 +72,7 @@ def _qos_globals(q: qosmod.QosPlan, doc: dict) -> None:
         "yellow_min_threshold": mn, "yellow_max_threshold": mx, "yellow_drop_probability": pr,
         "red_min_threshold": mn, "red_max_threshold": mx, "red_drop_probability": pr,
     }}
-    doc["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(qosmod.PFC_WATCHDOG_MS // 2)}}
+    doc["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(qosmod.PFC_WATCHDOG_POLL_MS)}}
 
 
 def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:

@@ -151,7 +151,7 @@ FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)
 FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script
 EOS_TOP_KEYWORDS = frozenset({
     "!", "service", "hostname", "spanning-tree", "ip", "ipv6", "no", "route-map", "interface", "vlan", "qos",
-    "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf",
+    "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf", "priority-flow-control",
 })  # and the management heads of EOS_MGMT_FORMS, in their forms only
 # Lines EOS prints in every running-config of a containerlab cEOS (its defaults), which
 # a config taken back from a device carries: accepted exactly as printed, although
