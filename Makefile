@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test test-fast docs bench clean
 
 setup:
 	@./setup.sh
@@ -18,8 +18,19 @@ demo: setup
 test: setup
 	@.venv/bin/pytest $(PYTEST_ARGS)
 
+# The fast lane: no root, nothing slow (markers netns and slow; see docs/developer/testing.md).
+# pytest prints the count ("N passed, M deselected in T s"); exit 5 (nothing collected) fails.
+test-fast: setup
+	@.venv/bin/pytest -q -m "not netns and not slow" $(PYTEST_ARGS)
+
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
+# The design and job references are generated: a stale one fails here too.
+docs: setup
+	@.venv/bin/python tools/docs_reference.py --check
+	@NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q
+
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf .venv build *.egg-info .pytest_cache
+	rm -rf .venv build dist site *.egg-info .pytest_cache

@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Debian packages: FRR (routing + vtysh parser), iperf3 (traffic), lldpd
-# (cabling check), openssh-server (config push), tcpdump/nftables/traceroute
-# (path evidence), iproute2 (netns, veth, tc).
-APT_PACKAGES="frr iperf3 lldpd openssh-server tcpdump nftables traceroute iproute2 iputils-ping ethtool"
+# Debian packages: python3 + python3-venv (the .venv below; Debian splits venv
+# and ensurepip out of python3), FRR (routing + vtysh parser), iperf3 (traffic),
+# lldpd (cabling check), openssh-server + openssh-client (sshd in the lab, and
+# ssh-keygen for its keys), tcpdump/nftables/traceroute (path evidence),
+# iproute2 (ip, bridge, tc: netns, veth, qdiscs), procps (sysctl).
+APT_PACKAGES="python3 python3-venv frr iperf3 lldpd openssh-server openssh-client tcpdump nftables traceroute iproute2 iputils-ping ethtool procps"
 
 missing=""
 for p in $APT_PACKAGES; do
@@ -39,6 +41,11 @@ quiet_pip() {
 }
 
 PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "setup: railonly needs Python 3.11 or newer; $PY is $("$PY" -V 2>&1 || echo missing)." \
+       "Install a newer python3 (or set PYTHON=/path/to/python3.11) and run this again" >&2
+  exit 3
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
@@ -48,7 +55,7 @@ stamp=.venv/.railonly-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ ! -x .venv/bin/railonly ]; then
   echo "setup: installing railonly and its Python packages into .venv"
   quiet_pip install --upgrade pip >/dev/null
-  quiet_pip install -e '.[test]'
+  quiet_pip install -e '.[test,docs]'
   touch "$stamp"
 fi
 

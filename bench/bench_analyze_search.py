@@ -41,7 +41,7 @@ def main() -> int:
     from railonly.fabric.analysis import Cluster, Rates, load_job
     from railonly.fabric.analysis.memory import estimate
     from railonly.fabric.analysis.search import brute_force, candidates, search
-    from railonly.fabric.design import load_design
+    from railonly.fabric.design.design import load_design
 
     cluster = Cluster.from_design(load_design(args.design))
     job = load_job(args.job)

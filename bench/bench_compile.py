@@ -105,7 +105,7 @@ def one(kind: str, gpus: int, k: int, radix: int) -> dict:
         if kind in ("floor", "floor-full"):
             import jinja2
 
-            from railonly.fabric import clos
+            from railonly.fabric.design import clos
 
             switches = int(k * math.ceil(clos.model_counts(gpus // k, radix)["switches"]))
             t0 = time.perf_counter()
@@ -128,10 +128,10 @@ def one(kind: str, gpus: int, k: int, radix: int) -> dict:
             phases = {}
         else:
             # What `railonly compile` does, phase by phase.
-            from railonly.commands.compile import check_and_write
-            from railonly.fabric.build import build_fabric
+            from railonly.cli.commands.compile import check_and_write
             from railonly.fabric.compiler import compile_fabric
-            from railonly.fabric.design import parse_design
+            from railonly.fabric.design.design import parse_design
+            from railonly.fabric.graph.build import build_fabric
 
             t0 = time.perf_counter()
             design = parse_design(design_text(gpus, k, radix))

@@ -14,10 +14,10 @@ import os
 import tempfile
 import time
 
-from railonly.fabric.changeplan import plan, read_snapshot, render_text, to_json
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.changeplan import plan, read_snapshot, render_text, to_json
+from railonly.fabric.outdir.writer import write_outdir
 
 CASES = [  # (K, radix, old count, new count, planned)
     (8, 64, 128, 144, 256),

@@ -4,7 +4,7 @@ labs/mini-baseline.yml: 12 GPUs = 6 HB domains of K = 2, 2 rails, NIC:HB = 400:3
 scaled to the lab's shaped rates), printed beside the model and the paper (8.2% DGX
 A100, 11.2% DGX H100).
 
-Method (README "Checks and traffic"):
+Method (docs/lab/check.md):
 
 - the all-to-all is *phased*, as NCCL runs it: 10 steps, in each every GPU sends one
   flow and receives one (a permutation), so a non-blocking fabric does not congest;

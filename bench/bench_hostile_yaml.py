@@ -17,8 +17,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from railonly.fabric.design import parse_design  # noqa: E402
-from railonly.fabric.problems import InputError  # noqa: E402
+from railonly.fabric.design.design import parse_design  # noqa: E402
+from railonly.fabric.input.problems import InputError  # noqa: E402
 
 
 def best(fn, n: int = 5) -> float:

@@ -1,5 +1,5 @@
 """A training job replayed on a rail-only lab and on its rail-optimized baseline, measured
-beside the model (README "Job replay").
+beside the model (docs/lab/replay.md).
 
 The same jobs on labs/mini-routed.yml (rail-only: 2 rails x 6 HB domains of K = 2) and
 labs/mini-baseline.yml (rail-optimized: spines join the rails), both with ideal tiers

@@ -37,8 +37,8 @@ from railonly.emulation.lab import load_lab
 from railonly.emulation.netns import engine, lab_plan
 from railonly.emulation.netns.runtime import NetnsRuntime
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.writer import write_outdir
 
 HERE = Path(__file__).resolve().parent
 

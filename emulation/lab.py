@@ -2,13 +2,13 @@
 
 A :class:`Lab` is read from an OUTDIR (``<name>.clab.yml`` + the lab's
 ``fabric.json``) and is plain data: node names, roles, the namespace of each
-node (``clab-<name>-<node>``, Contract 4), its exec commands as argv lists,
+node (``clab-<name>-<node>``, docs/reference/outdir.md), its exec commands as argv lists,
 and every link with both the topology interface (``eth3``) and the
 ``fabric.json`` port name (``Ethernet16``). Runtimes deploy a Lab; checks and
 traffic talk to nodes only through ``Runtime.exec``.
 
 Which fabric.json: a lab that is a slice of its design has its own,
-``lab/fabric.json`` (see railonly.fabric.lab_slice); otherwise the top-level
+``lab/fabric.json`` (see railonly.fabric.design.lab_slice); otherwise the top-level
 one. Runtimes never recompile.
 """
 
@@ -19,9 +19,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.design import LAB_NIC_MBPS_DEFAULT
-from railonly.fabric.lab_slice import SLICE_DIR
-from railonly.fabric.problems import InputError, Problem
+from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT
+from railonly.fabric.design.lab_slice import SLICE_DIR
+from railonly.fabric.input.problems import InputError, Problem
 
 STATE_DIR = ".lab"  # runtime state inside OUTDIR, kept across recompiles by the writer
 RUN_ROOT = "/run/railonly"  # per-lab run dirs; must be searchable by user frr (not under a 0700 tmp)
@@ -39,12 +39,12 @@ class LabError(InputError):
 
 
 def netns_prefix(lab: str) -> str:
-    """What every namespace (and container) of a lab starts with: Contract 4."""
+    """What every namespace (and container) of a lab starts with (docs/reference/outdir.md, lab names)."""
     return f"clab-{lab}-"
 
 
 def netns_name(lab: str, node: str) -> str:
-    """Namespace (and container) name of a lab node: Contract 4."""
+    """Namespace (and container) name of a lab node (docs/reference/outdir.md, lab names)."""
     return netns_prefix(lab) + node
 
 
@@ -247,7 +247,7 @@ def _unsafe_below(out: Path) -> None:
     """InputError naming every symlink or special file below OUTDIR, except in
     ``.lab`` (runtime state: the commands that use it check it, and destroy
     must work whatever it holds)."""
-    from railonly.fabric.validate.untrusted import unsafe_entries
+    from railonly.fabric.outdir.reader import unsafe_entries
 
     state = str(out / STATE_DIR)
     bad = [p for p in unsafe_entries(str(out)) if p.file != state and not (p.file or "").startswith(state + "/")]
@@ -316,10 +316,10 @@ def load_lab(outdir: str | Path) -> Lab:
     OUTDIR is untrusted: it is resolved once to an absolute path (daemons get
     absolute paths), no symlink or special file below it is accepted (``.lab``
     is checked by the commands that use it), every file is read through
-    railonly.fabric.validate.untrusted.OutdirReader (bounded, no symlink
+    railonly.fabric.outdir.reader.OutdirReader (bounded, no symlink
     followed, no YAML alias), and a file of the wrong shape is exit 2 naming
     it, never a traceback."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     reader = OutdirReader(str(outdir))
     out = Path(reader.root)
@@ -340,7 +340,7 @@ def load_lab(outdir: str | Path) -> Lab:
         raise InputError([Problem("", what, "recompile the design", None,
                                   str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
     # the same allow-lists as `validate` (exec lines, names, node keys): one place decides
-    from railonly.fabric.validate.untrusted import check_clab, check_fabric
+    from railonly.fabric.outdir.reader import check_clab, check_fabric
 
     refused = check_clab(clab, str(topo_file), lines) + check_fabric(fabric, str(fabric_file))
     if refused:

@@ -3,7 +3,7 @@
 Each producer is a pure function of the fabric graph returning
 {path: text}; :data:`PRODUCERS` lists them in the order they run. Adding an
 artifact means adding one producer here. Nothing is written: the CLI hands
-the result to :func:`railonly.fabric.writer.write_outdir`.
+the result to :func:`railonly.fabric.outdir.writer.write_outdir`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from . import bom, cabling, clab, clabernetes, configs, docs, fabric_json, lab_slice, netbox
-from .build import build_fabric
-from .design import Design
-from .model import Fabric
+from .cost import bom
+from .cost.inventory import from_fabric
+from .design import lab_slice
+from .design.design import Design
+from .devices import configs
+from .graph import fabric_json
+from .graph.build import build_fabric
+from .graph.model import Fabric
+from .outputs import cabling, clab, clabernetes, docs, netbox
 from .progress import Progress, Silent
 
 Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: already encoded
@@ -112,11 +117,12 @@ def summary(fab: Fabric) -> str:
     tiers = ", ".join(f"{len(v):,} {names[t]}" for t, v in by_tier.items())
     rails_desc = f"{d.rails} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
     lines = [
-        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)",
+        f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)"
+        + (f", {d.switch_model} {d.breakout}" if d.models else ""),
         f"  GPUs      {len(fab.gpus):,} ({rails_desc})",
         f"  tiers     {fab.tiers} {'per rail' if d.topology == 'rail-only' else 'across rails'}",
         f"  switches  {len(fab.switches):,} ({tiers})",
-        f"  cables    {len(fab.cables()):,} ({2 * len(fab.cables()):,} transceivers)",
+        f"  cables    {len(fab.cables()):,} ({from_fabric(fab).transceiver_count:,} transceivers)",
     ]
     if d.planned > d.hb_count:
         lines.append(f"  build-out {d.planned:,} HB domains: spines and cores sized for it, growing only adds cables "

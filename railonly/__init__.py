@@ -3,7 +3,7 @@
 Packages: :mod:`railonly.fabric` (pure compiler), :mod:`railonly.emulation`
 (everything with side effects), :mod:`railonly.templates` (Jinja2 templates),
 and this package's :mod:`railonly.cli` with one module per subcommand in
-:mod:`railonly.commands`.
+:mod:`railonly.cli.commands`.
 """
 
 from railonly.fabric import __version__

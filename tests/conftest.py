@@ -16,7 +16,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"
-SHARED = REPO.parent / "shared"
 
 
 def assert_golden(path: Path, actual: str | bytes) -> None:
@@ -41,8 +40,8 @@ def assert_golden(path: Path, actual: str | bytes) -> None:
 def compile_to(text: str, outdir: Path, source: str = "design.yml") -> Path:
     """Compile design YAML ``text`` into ``outdir`` (as `railonly compile` writes it)."""
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
-    from railonly.fabric.writer import write_outdir
+    from railonly.fabric.design.design import parse_design
+    from railonly.fabric.outdir.writer import write_outdir
 
     design = parse_design(text, source)
     _, files = compile_design(design)
@@ -122,3 +121,28 @@ class FakeRuntime:
     def ran(self, *prefix: str) -> list[tuple[str, tuple[str, ...]]]:
         """The recorded calls whose argv starts with ``prefix``."""
         return [(ns, argv) for ns, argv in self.calls if argv[:len(prefix)] == prefix]
+
+
+# Fixtures that deploy a lab, start daemons or create namespaces (folder of the
+# conftest that defines them -> names): a test using one needs root and must carry
+# the `netns` marker, so `make test-fast` (-m "not netns and not slow") never waits
+# on one. Checked at collection: a missing marker is an error naming the test
+# (docs/developer/testing.md).
+ROOT_FIXTURES = {"checks": {"routed", "l2", "routed_shared"}, "emulation": {"labs", "module_labs"},
+                 "netns": {"deployer"}, "push": {"pushlab", "eos_device"}, "trust": {"bystanders"}}
+
+
+def _uses_root_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    for name, defs in (info.name2fixturedefs.items() if info else ()):
+        used = defs[-1]  # the closest definition wins (a module may define its own `routed`)
+        folder = Path(getattr(used, "baseid", "") or "").name
+        if name in ROOT_FIXTURES.get(folder, ()):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = [item.nodeid for item in items if item.get_closest_marker("netns") is None and _uses_root_fixture(item)]
+    if unmarked:
+        raise pytest.UsageError("these tests use a lab fixture but lack @pytest.mark.netns:\n  " + "\n  ".join(unmarked))

@@ -2,7 +2,7 @@
 
 :func:`plan` turns a lab's ``fabric.json`` (and ``cabling.csv``, and the FRR
 configs of its switches) into a :class:`CheckPlan`: the probes to send and
-the results expected, for the five checks of Contract 4:
+the results expected, for the five checks of docs/reference/outdir.md:
 
 - reachability: every ordered pair of GPUs on the same rail;
 - isolation: for routed rails, per GPU a packet out its rail NIC towards each
@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.cabling import graph_ends
+from railonly.fabric.outputs.cabling import graph_ends
 
 CHECKS = ("reachability", "isolation", "path", "bgp", "cabling", "bfd")
 ROCE_PORT = 4791  # RoCEv2 UDP destination port: probes look like RoCE traffic

@@ -5,7 +5,7 @@ namespace from a short-lived thread that has entered it with setns
 (:func:`railonly.emulation.setns.call_in`): a socket belongs to the
 namespace it was opened in, so after that the main thread sends and receives
 on thousands of them with one selector, without a process per namespace and
-without scapy's per-packet build cost (EMULATION.md: ~1,100 packets/s built,
+without scapy's per-packet build cost (docs/lab/index.md: ~1,100 packets/s built,
 ~600k/s sent pre-built). scapy is used once, for the RoCEv2 BTH header every
 probe carries (UDP 4791, ``scapy.contrib.roce.BTH``); the rest are patched
 bytes. Probes go only to addresses of the lab's own namespaces.

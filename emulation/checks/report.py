@@ -1,4 +1,4 @@
-"""Check results as a human table, Contract 4 JSON, and JUnit XML (pure renderers + one writer)."""
+"""Check results as a human table, the JSON of docs/reference/outdir.md, and JUnit XML (pure renderers + one writer)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Apply a :class:`~railonly.emulation.nsplan.Plan` to the kernel, and undo it.
 
 Costs drive the shape (figures in bench/bench_netns_engine.py and
-EMULATION.md): one ``ip -batch`` creates every namespace, one more every veth
+docs/lab/index.md): one ``ip -batch`` creates every namespace, one more every veth
 pair (directly in its target namespaces) and bridge; per-namespace settings
 are one ``ip -batch`` per namespace started from a thread that has entered
 the namespace with setns, run on a small thread pool; sysctls are written to

@@ -3,7 +3,7 @@
 Each instance gets its own run directory (owned frr:frr) holding pid files,
 the zserv socket and the vty sockets, so many instances share one machine;
 ``-P 0`` keeps the daemons from opening TCP vty ports. The UTS namespace is
-shared, so the config must set ``hostname`` (EMULATION.md). Starting and
+shared, so the config must set ``hostname`` (docs/lab/index.md). Starting and
 stopping is the engine's job (the daemons are ``Process(daemonizes=True)``
 entries); this module builds those entries and talks to running instances.
 """

@@ -171,7 +171,7 @@ class Plan:
 
 
 def router_sysctls(multipath_hash_policy: int = 1) -> tuple[tuple[str, str], ...]:
-    """What a forwarding namespace needs (EMULATION.md: new namespaces start with forwarding off)."""
+    """What a forwarding namespace needs (docs/lab/index.md: new namespaces start with forwarding off)."""
     return (
         ("net.ipv4.ip_forward", "1"),
         ("net.ipv6.conf.all.forwarding", "1"),
@@ -195,7 +195,7 @@ def host_sysctls() -> tuple[tuple[str, str], ...]:
 def neigh_gc_sysctls(routers: int, entries: int = 0, entries6: int | None = None) -> tuple[tuple[str, str], ...]:
     """Root-ns neighbour table sizes (the table is shared by every namespace).
 
-    Past ~100 routers the defaults overflow (EMULATION.md), and an L2 rail
+    Past ~100 routers the defaults overflow (docs/lab/index.md), and an L2 rail
     probed all-pairs needs n*(n-1) entries at once (1,024 GPUs: ~130k).
     ``entries``/``entries6``: what the lab can need at the same time (see
     :func:`neighbour_need`). gc_thresh2 stays above the need, since forced GC
@@ -290,6 +290,8 @@ class _Problems:
         self.tok(what, dev)
         if len(dev) > IFNAME_MAX:
             self.add(f"{what}: interface name {dev!r} longer than {IFNAME_MAX}")
+        if "/" in dev:  # an EOS breakout name (Ethernet1/5): Linux refuses it
+            self.add(f"{what}: interface name {dev!r} contains '/'")
         if ns in self.devs:
             if dev in self.devs[ns]:
                 self.add(f"{what}: {dev} defined twice in {ns}")

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from railonly import proc
-from railonly.fabric.problems import InputError
+from railonly.fabric.input.problems import InputError
 
 from ..lab import Lab, LabError, run_dir
 from ..runtime.protocol import NotDeployed, RuntimeProblem

@@ -44,7 +44,7 @@ def owner(lab: Lab) -> statefile.Owner:
 def check_state_dir(lab: Lab) -> None:
     """UnsafePath (exit 2) when OUTDIR/.lab is a symlink or holds one (or a FIFO,
     a device...): a root process would read or write through it."""
-    from railonly.fabric.validate.untrusted import unsafe_entries
+    from railonly.fabric.outdir.reader import unsafe_entries
 
     try:
         st = os.lstat(lab.state_dir)
@@ -59,12 +59,12 @@ def check_state_dir(lab: Lab) -> None:
 
 
 def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None) -> list:
-    """The allow-list findings (railonly.fabric.validate.untrusted, the checks
+    """The allow-list findings (railonly.fabric.outdir.reader, the checks
     `validate` runs) for every file the switch readers would use in config_dir:
     config_db.json and the FRR file(s) (frr.conf, or the split per-daemon files
     the reader also accepts), or the EOS startup-config. Read without following
     a symlink; malformed is UntrustedFile (exit 2)."""
-    from railonly.fabric.validate import untrusted as U
+    from railonly.fabric.outdir import reader as U
 
     from ..switchcfg.sonic import SPLIT_FILES
 
@@ -88,8 +88,8 @@ def check_lab_files(lab: Lab) -> None:
     would refuse, before a deploy uses any of it: the tree (no symlink, no
     special file, OUTDIR/.lab included), the topology, fabric.json and every
     switch's config files."""
-    from railonly.fabric.problems import InputError
-    from railonly.fabric.validate.untrusted import check_outdir
+    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.outdir.reader import check_outdir
 
     problems = check_outdir(str(lab.outdir), run_dir=run_dir(lab.name))
     for sw in lab.switches:

@@ -142,7 +142,7 @@ def prepare(lab) -> dict:
     # sshd's privilege-separation chroot: a system directory the openssh package
     # expects, shared by every sshd on the machine: created, never recorded, never removed.
     # Everything below OUTDIR goes through OutdirReader/OutdirWriter: no symlink is followed.
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     from ..runtime.outdir_writer import OutdirWriter
 
@@ -233,7 +233,7 @@ def load_info(lab) -> dict | None:
     switch sshd. The file is only a marker: every path and address is derived
     here from the lab (a hostile file cannot point push at another key, host
     or known_hosts); a file of the wrong shape is exit 2 naming it."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     from ..lab import LabError
 

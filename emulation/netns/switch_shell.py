@@ -12,6 +12,7 @@ bash (so push has one code path for both), and answers with the same shapes:
     sha256sum FILE...           cat FILE...           cp SRC DST
     sudo CMD                    show runningconfiguration all
     sudo config reload -y       vtysh -c '...' [-c ...]
+    sudo config apply-patch FILE    sudo config save -y    show interfaces status
     CMD; echo RAILONLY_RC=$?    hostname              exit
 
 Files live in the switch's lab state (OUTDIR/.lab/ssh/<switch>/): ``etc/``
@@ -22,6 +23,12 @@ holds the files last applied: the emulation has no redis, so
 ``config reload`` applies the startup files to the live namespace through
 ``reprogram.apply_switch_config``, the same code that programs the switch
 at deploy time, so a push exercises exactly the deploy path.
+``config apply-patch`` takes an RFC 6902 patch of the config DB (whole keys,
+as railonly.fabric.outdir.rollout writes it) and changes only what it names, live:
+a port's MTU or admin state, an interface or loopback address; tables that
+change no forwarding state (descriptions, cable lengths, neighbours) only
+in the DB. A table it cannot apply live is refused (exit 1, "use config
+reload"), never half-applied.
 
 Why not SCP: netmiko's SCP transfer needs ``scp -t``, ``df``, ``ls`` and md5
 commands on the far side, which would each have to be emulated; a base64
@@ -149,6 +156,13 @@ class Shell:
             f = self.dir / "running" / "config_db.json"
             self.out.write(f.read_text() if f.is_file() else "{}\n")
             return 0
+        if cmd == "config" and argv[1:2] == ["apply-patch"] and len(argv) >= 3:
+            return self.apply_patch(argv[2])
+        if cmd == "config" and argv[1:2] == ["save"]:
+            shutil.copyfile(self.dir / "running" / "config_db.json", self.dir / "etc" / "config_db.json")
+            return 0
+        if cmd == "show" and argv[1:3] == ["interfaces", "status"]:
+            return self.interfaces_status()
         if cmd == "config" and len(argv) >= 2 and argv[1] in ("reload", "load"):
             if "-y" not in argv:
                 self.say("Error: add -y (this shell cannot ask for confirmation)")
@@ -233,6 +247,54 @@ class Shell:
             if stage.exists():
                 shutil.rmtree(stage, ignore_errors=True)
 
+    def apply_patch(self, file: str) -> int:
+        import json
+
+        from railonly import proc
+
+        from .patch import PatchError, apply_ops, live_commands
+
+        with lab_lock_shared(self.lab):
+            running = self.dir / "running" / "config_db.json"
+            db = json.loads(running.read_text()) if running.is_file() else {}
+            try:
+                ops = json.loads(self.path(file).read_text())
+                new = apply_ops(db, ops)
+                cmds = live_commands(db, new, {p.port for p in self.lab.ports(self.switch)})
+            except (ValueError, PatchError) as exc:
+                self.say(f"Error: {exc}")
+                return 1
+            for argv in cmds:
+                res = proc.run(["ip", *argv], timeout=20)
+                if not res.ok:
+                    self.say(f"Error: ip {' '.join(argv)}: {res.stderr.strip()}")
+                    return 1
+            tmp = running.with_suffix(".tmp")
+            tmp.write_text(json.dumps(new, indent=4, sort_keys=True) + "\n")
+            tmp.rename(running)
+            self.say(f"Patch applied: {len(ops)} operation(s), {len(cmds)} live change(s).")
+            return 0
+
+    def interfaces_status(self) -> int:
+        import json
+
+        from railonly import proc
+
+        res = proc.run(["ip", "-j", "link", "show"], timeout=20)
+        links = {d["ifname"]: d for d in json.loads(res.stdout or "[]")} if res.ok else {}
+        f = self.dir / "running" / "config_db.json"
+        ports = (json.loads(f.read_text()).get("PORT") or {}) if f.is_file() else {}
+        self.say(f"{'Interface':>11} {'MTU':>6} {'Oper':>5} {'Admin':>6}")
+        self.say(f"{'-' * 11} {'-' * 6} {'-' * 5} {'-' * 6}")
+        for name in sorted(ports, key=lambda n: int("".join(c for c in n if c.isdigit()) or 0)):
+            d = links.get(name)
+            if d is None:
+                continue
+            oper = "up" if "LOWER_UP" in d.get("flags", []) and "UP" in d.get("flags", []) else "down"
+            admin = "up" if "UP" in d.get("flags", []) else "down"
+            self.say(f"{name:>11} {d.get('mtu', 0):>6} {oper:>5} {admin:>6}")
+        return 0
+
     def vtysh(self, args: list[str]) -> int:
         from railonly import proc
 
@@ -270,6 +332,12 @@ class Shell:
                 return 0
 
 
+def lab_lock_shared(lab):
+    from ..runtime import lock as lab_lock
+
+    return lab_lock.hold(lab.name, shared=True)
+
+
 def _split_semicolons(line: str) -> list[str]:
     """Split on ';' outside quotes (enough for 'CMD; echo RAILONLY_RC=$?')."""
     parts, cur, quote = [], [], None
@@ -300,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2:
         print("usage: python -m railonly.emulation.netns.switch_shell OUTDIR SWITCH", file=sys.stderr)
         return 2
-    from railonly.fabric.problems import InputError
+    from railonly.fabric.input.problems import InputError
 
     try:
         shell = Shell(argv[0], argv[1])

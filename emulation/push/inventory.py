@@ -1,8 +1,8 @@
 """Where `railonly push` connects: devices from an inventory YAML or from a deployed lab.
 
-Not railonly.fabric.inventory, the BOM's switch/cable counter: an unrelated thing.
+Not railonly.fabric.cost.inventory, the BOM's switch/cable counter: an unrelated thing.
 
-Inventory file (validated with the declarative checker of fabric/schema.py;
+Inventory file (validated with the declarative checker of fabric/input/schema.py;
 every problem names its key and line, exit 2)::
 
     known_hosts: lab_known_hosts   # optional (relative to this file); default ~/.ssh/known_hosts
@@ -31,9 +31,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from railonly.fabric.problems import InputError, Problem, did_you_mean
-from railonly.fabric.schema import Field, check
-from railonly.fabric.yamlsource import parse_yaml
+from railonly.fabric.input.problems import InputError, Problem, did_you_mean
+from railonly.fabric.input.schema import Field, check
+from railonly.fabric.input.yamlsource import parse_yaml
 
 PLATFORMS = ("sonic", "eos")
 _HOST_RE = r"[A-Za-z0-9_.:-]{1,253}"

@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import socket
 import stat
 import sys
@@ -43,23 +44,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from railonly.fabric.outdir.rollout import frr_statements  # noqa: F401  (re-exported: tests and callers)
+
 from .inventory import Device
 
 STAGE = "/tmp/railonly-push"
 MAX_CONFIG = 64 * 1024 * 1024  # one switch's config file
 RC_MARK = "RAILONLY_RC="
 HEREDOC_TAG = "RAILONLY_EOF"
-
-# Lines FRR's running-config never shows (or shows from the kernel, not the
-# config): with `frr defaults datacenter` these equal the defaults and are
-# elided; the forwarding lines mirror sysctls; version/hostname noise comes
-# from the daemons (the UTS namespace is shared, so zebra adds the machine's).
-FRR_ELIDED = {
-    "bgp log-neighbor-changes", "no bgp ebgp-requires-policy", "no ip forwarding", "no ipv6 forwarding",
-}
-_FRR_SKIP = re.compile(r"^(!.*|end|exit|exit-address-family|exit-vrf|frr version .*|frr defaults .*|"
-                       r"Building configuration\.\.\.|Current configuration:?)$")
-
 
 class PushFailed(Exception):
     """One device's push failed at a named step (the message is for the user)."""
@@ -96,6 +88,8 @@ class DeviceResult:
     message: str = ""
     seconds: float = 0.0
     steps: list[str] = field(default_factory=list)  # what was done, for the report
+    mark: str = ""  # hitless | disruptive (docs/push.md); "" when nothing changes
+    wave: int = 0
 
 
 # --- candidate files and diffs ----------------------------------------------------
@@ -105,7 +99,7 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     """{file name: text} to push, read from OUTDIR/configs/<device>/ without
     following a symlink (a config file that points at /etc/shadow is refused,
     never sent to a switch)."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     d = Path(configs_dir) / device.name
     try:
@@ -129,28 +123,6 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
 
 def _json_lines(obj) -> list[str]:
     return json.dumps(obj, indent=4, sort_keys=True).splitlines()
-
-
-def frr_statements(text: str) -> list[str]:
-    """FRR config as sorted 'context > statement' paths: order and comment
-    noise-free, so running-config and the file compare by meaning."""
-    out, stack = [], []  # stack of (indent, line)
-    hostname_seen = False
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        body = line.strip()
-        if not body or _FRR_SKIP.match(body) or body in FRR_ELIDED:
-            continue
-        if body.startswith("hostname "):
-            if hostname_seen:
-                continue
-            hostname_seen = True
-        indent = len(line) - len(line.lstrip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        out.append(" > ".join([s for _, s in stack] + [body]))
-        stack.append((indent, body))
-    return sorted(set(out))
 
 
 def unified(a: list[str], b: list[str], name: str, device: str) -> str:
@@ -292,57 +264,231 @@ def _upload(conn, name: str, text: str, timeout: float) -> None:
         raise PushFailed(f"upload of {name} did not arrive intact (sha256 mismatch: {out.strip()[:80]})")
 
 
-def _nothing_to_apply(res: DeviceResult, dry_run: bool) -> bool:
+def _nothing_to_apply(res: DeviceResult, dry_run: bool, changed: bool | None = None) -> bool:
     """After the diff: record it, and say whether to stop here (dry run, or in sync)."""
-    res.changed = bool(res.diff)
+    res.changed = bool(res.diff) if changed is None else changed
     if dry_run:
-        res.message = "differs from the candidate (dry run: nothing changed)" if res.diff else "in sync (dry run)"
+        res.message = (f"differs from the candidate ({res.mark}; dry run: nothing changed)" if res.changed
+                       else "in sync (dry run)")
         return True
-    if not res.diff:
+    if not res.changed:
         res.message = "in sync: nothing to push"
         return True
     return False
 
 
-def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
-               reload_timeout: float = 300.0, confirm_timeout: float = 60.0) -> None:
-    db, frr = _sonic_running(conn)
-    res.steps.append("read running config")
-    res.diff = _sonic_diff(device, files, db, frr)
-    if _nothing_to_apply(res, dry_run):
-        return
+@dataclass
+class Options:
+    """How a rollout applies one switch (docs/push.md)."""
+
+    drain_wait: float = 3.0  # seconds after a drain (or undrain) for the neighbours to move traffic
+    verify_timeout: float = 60.0  # seconds for BGP, interfaces and BFD to come back as before
+    commit_timer: str = "00:05:00"  # EOS: rolled back unless confirmed within this
+    reload_timeout: float = 300.0
+
+
+def _vtysh(conn, cmds: list[str], what: str) -> str:
+    arg = " ".join("-c " + shlex.quote(c) for c in cmds)
+    rc, out = _cmd_rc(conn, f"vtysh {arg}")
+    if rc != 0 or re.search(r"^% ", out, re.M):
+        raise PushFailed(f"{what} failed: {(out.strip().splitlines() or ['exit ' + str(rc)])[-1][:200]}")
+    return out
+
+
+def _bgp_state(conn, platform: str) -> dict[str, tuple[str, int]]:
+    """{peer: (state, prefixes received)}; {} when the switch runs no BGP."""
+    if platform == "eos":
+        out = _cmd(conn, "show ip bgp summary | json")
+        try:
+            peers = json.loads(out[out.index("{"):])["vrfs"]["default"]["peers"]
+        except (ValueError, KeyError):
+            return {}
+        return {p: (v.get("peerState", ""), int(v.get("prefixReceived", 0))) for p, v in peers.items()}
+    rc, out = _cmd_rc(conn, "vtysh -c 'show bgp summary json'")
+    try:
+        doc = json.loads(out[out.index("{"):]) if rc == 0 else {}
+    except ValueError:
+        return {}
+    peers = (doc.get("ipv4Unicast") or {}).get("peers") or {}
+    return {p: (v.get("state", ""), int(v.get("pfxRcd", 0) or 0)) for p, v in peers.items()}
+
+
+def _interfaces_up(conn, platform: str) -> set[str]:
+    if platform == "eos":
+        return set()  # the session diff and BGP tell; EOS's interface table is not parsed here
+    rc, out = _cmd_rc(conn, "show interfaces status")
+    up = set()
+    for line in out.splitlines() if rc == 0 else []:
+        w = line.split()
+        if len(w) >= 4 and w[0].startswith("Ethernet") and w[2] == "up":
+            up.add(w[0])
+    return up
+
+
+def _bfd_down(conn, platform: str) -> list[str]:
+    if platform == "eos":
+        return []
+    rc, out = _cmd_rc(conn, "vtysh -c 'show bfd peers json'")
+    try:
+        peers = json.loads(out[out.index("["):]) if rc == 0 and "[" in out else []
+    except ValueError:
+        return []
+    return [str(p.get("peer")) for p in peers if isinstance(p, dict) and p.get("status") != "up"]
+
+
+@dataclass
+class Health:
+    bgp: dict[str, tuple[str, int]]
+    up: set[str]
+
+
+def health(conn, platform: str) -> Health:
+    return Health(_bgp_state(conn, platform), _interfaces_up(conn, platform))
+
+
+def verify(conn, platform: str, before: Health, timeout: float, gone: set[str] = frozenset()) -> list[str]:
+    """Poll until the switch is as healthy as `before` (docs/push.md: BGP sessions and
+    prefix counts, cabled interfaces, BFD); returns what is still wrong at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = health(conn, platform)
+        wrong = []
+        for peer, (state, pfx) in sorted(before.bgp.items()):
+            if peer in gone or state.lower() != "established":
+                continue
+            st, n = now.bgp.get(peer, ("absent", 0))
+            if st.lower() != "established":
+                wrong.append(f"BGP {peer} {st}")
+            elif n < pfx:
+                wrong.append(f"BGP {peer} {n} prefixes, {pfx} before")
+        wrong += [f"{i} down" for i in sorted(before.up - now.up)]
+        wrong += [f"BFD {p} down" for p in _bfd_down(conn, platform)]
+        if not wrong or time.monotonic() > deadline:
+            return wrong
+        time.sleep(0.5)
+
+
+def _saved_frr(conn, files: dict[str, str]) -> str:
+    """The FRR files the switch starts from (what was pushed last)."""
+    names = " ".join(f"/etc/sonic/frr/{n}" for n in files if n != "config_db.json")
+    rc, out = _cmd_rc(conn, f"cat {names}") if names else (1, "")
+    return out if rc == 0 else ""
+
+
+def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceResult, opts: Options, what: str) -> None:
+    """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed."""
+    from railonly.fabric.outdir.rollout import vtysh_commands
+
     rc, out = _cmd_rc(conn, f"mkdir -p {STAGE}")
     if rc != 0:
         raise PushFailed(f"mkdir {STAGE} failed: {out[:200]}")
     for name, text in files.items():
         _upload(conn, name, text, timeout=60.0)
-    res.steps.append(f"uploaded {', '.join(files)}")
+    if ch.reload_why:
+        _install(conn, files)
+        rc, out = _cmd_rc(conn, "sudo config reload -y", timeout=opts.reload_timeout)
+        if rc != 0:
+            raise PushFailed(f"'config reload -y' failed ({rc}): {out.strip().splitlines()[-1] if out.strip() else 'no output'}")
+        res.steps.append(f"{what}: config reload -y, because {'; '.join(ch.reload_why)}")
+        return
+    if ch.patch:
+        _upload(conn, "patch.json", json.dumps(ch.patch, indent=1, sort_keys=True) + "\n", timeout=60.0)
+        rc, out = _cmd_rc(conn, f"sudo config apply-patch {STAGE}/patch.json", timeout=opts.reload_timeout)
+        if rc != 0:
+            raise PushFailed(f"'config apply-patch' failed: {out.strip().splitlines()[-1] if out.strip() else rc}")
+        res.steps.append(f"{what}: config apply-patch ({len(ch.patch)} operation(s))")
+    cmds = vtysh_commands(ch.frr_add, ch.frr_remove)
+    for c in cmds:
+        _vtysh(conn, c, "vtysh " + " / ".join(c[1:]))
+    if cmds:
+        res.steps.append(f"{what}: vtysh, {len(cmds)} statement(s)")
+        if any(" neighbor " in f" {s} " for s in ch.frr_add + ch.frr_remove if not _hitless(s)):
+            _vtysh(conn, ["clear bgp *"], "clear bgp *")  # new session settings take effect now, while drained
+            res.steps.append(f"{what}: clear bgp * (session settings changed)")
+    _install(conn, files)  # the startup files: a later reload keeps this config
+
+
+def _hitless(statement: str) -> bool:
+    from railonly.fabric.outdir.rollout import hitless_line
+
+    return hitless_line(statement)
+
+
+def _install(conn, files: dict[str, str]) -> None:
     for name in files:
         dst = "/etc/sonic/config_db.json" if name == "config_db.json" else f"/etc/sonic/frr/{name}"
         rc, out = _cmd_rc(conn, f"sudo cp {STAGE}/{name} {dst}")
         if rc != 0:
             raise PushFailed(f"installing {name} as {dst} failed: {out[:200]}")
-    rc, out = _cmd_rc(conn, "sudo config reload -y", timeout=reload_timeout)
-    if rc != 0:
-        raise PushFailed(f"'config reload -y' failed ({rc}): {out.strip().splitlines()[-1] if out.strip() else 'no output'}")
-    res.steps.append("config reload -y")
-    # Confirm: the running state holds what was pushed. FRR may take a moment
-    # to come back after a reload on a real switch (the bgp container restarts).
-    cand_db = json.loads(files["config_db.json"])
-    cand_frr = frr_statements("\n".join(v for k, v in files.items() if k != "config_db.json"))
-    deadline = time.monotonic() + confirm_timeout
-    while True:
-        db, frr = _sonic_running(conn)
-        miss_db = _missing_db(cand_db, db)
-        miss_frr = sorted(set(cand_frr) - set(frr_statements(frr))) if cand_frr else []
-        if not miss_db and not miss_frr:
-            break
-        if time.monotonic() > deadline:
-            what = (miss_db + miss_frr)[:3]
-            raise PushFailed(f"applied, but the running state lacks {len(miss_db) + len(miss_frr)} pushed items, e.g. {what}")
-        time.sleep(1.0)
-    res.steps.append("confirmed running state")
-    res.message = "applied; running state confirmed"
+
+
+def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opts: Options) -> None:
+    from railonly.fabric.outdir.rollout import bgp_asn, drain_commands
+
+    if device.platform == "eos":
+        conn.send_config_set(["maintenance", "unit System", "quiesce" if on else "no quiesce"],
+                             error_pattern=_EOS_ERROR, read_timeout=60)
+        res.steps.append("drain: maintenance unit System quiesce" if on else "undrain: no quiesce")
+    else:
+        cmds = drain_commands(frr_text, bgp_asn(frr_text), on)
+        for c in cmds:
+            _vtysh(conn, c, "drain" if on else "undrain")
+        _vtysh(conn, ["clear bgp * soft out"], "clear bgp * soft out")
+        res.steps.append(("drain: AS-path prepend x3 + GRACEFUL_SHUTDOWN on " if on else "undrain: ")
+                         + f"{len(cmds)} outbound route-map(s)")
+    time.sleep(opts.drain_wait)
+
+
+def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
+               opts: Options | None = None) -> None:
+    from railonly.fabric.outdir.rollout import classify
+
+    opts = opts or Options()
+    db, frr = _sonic_running(conn)
+    res.steps.append("read running config")
+    res.diff = _sonic_diff(device, files, db, frr)
+    saved = _saved_frr(conn, files) or frr
+    # Tables the candidate does not list are left alone (a real switch holds more than we generate).
+    old_db = {t: v for t, v in db.items() if t in json.loads(files["config_db.json"])}
+    old = {"config_db.json": json.dumps(old_db), "frr.conf": saved}
+    ch = classify(device.name, "sonic", old, files)
+    res.mark = ch.mark if ch.changed else ""
+    if not ch.changed:
+        res.diff = ""
+    if _nothing_to_apply(res, dry_run, ch.changed):
+        if dry_run and ch.changed:
+            res.steps.append(f"would apply ({ch.mark}): {ch.apply_method()}")
+        return
+    before = health(conn, "sonic")
+    if ch.disruptive:
+        _drain(conn, device, frr, True, res, opts)
+    try:
+        _sonic_apply(conn, device, files, ch, res, opts, "apply")
+        wrong = verify(conn, "sonic", before, opts.verify_timeout)
+        if wrong:
+            raise PushFailed(f"verify failed: {', '.join(wrong[:4])}")
+        res.steps.append("verify: " + _health_text(before))
+    except PushFailed as exc:
+        back = {"config_db.json": json.dumps(db, indent=4, sort_keys=True) + "\n", "frr.conf": saved}
+        undo = classify(device.name, "sonic", files, back)
+        undo.patch = [op for op in undo.patch]  # the tables the candidate listed, back as they were
+        try:
+            _sonic_apply(conn, device, back, undo, res, opts, "roll back")
+            wrong = verify(conn, "sonic", before, opts.verify_timeout)
+            state = "back on its previous config" + (f" (still wrong: {', '.join(wrong[:3])})" if wrong else ", healthy")
+        except PushFailed as exc2:
+            state = f"ROLL BACK FAILED: {exc2}"
+        if ch.disruptive and not state.startswith("ROLL"):
+            _drain(conn, device, frr, False, res, opts)
+        raise PushFailed(f"{exc}; {state}") from None
+    if ch.disruptive:
+        _drain(conn, device, frr, False, res, opts)
+    res.message = f"applied ({ch.mark}); running state confirmed"
+
+
+def _health_text(h: Health) -> str:
+    est = sum(1 for s, _ in h.bgp.values() if s.lower() == "established")
+    return f"{est} BGP session(s) and their prefixes as before, {len(h.up)} interface(s) up"
 
 
 # --- EOS ---------------------------------------------------------------------------------
@@ -354,20 +500,33 @@ def session_name(text: str) -> str:
     return "railonly-" + hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult) -> None:
+def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
+             opts: Options | None = None) -> None:
+    """A configure session with its diff, `commit timer`, verify, then `configure session
+    NAME commit` to confirm; a failed verify aborts the pending session (EOS rolls back,
+    as it would when the timer ran out)."""
     from netmiko.exceptions import ConfigInvalidException
 
+    from railonly.fabric.outdir.rollout import classify
+
+    opts = opts or Options()
     conn.enable()
     text = files["startup-config"]
     running = conn.send_command("show running-config", read_timeout=60)
     res.steps.append("read running config")
     res.diff = unified(eos_lines(running), eos_lines(text), "running-config", device.name)
-    if _nothing_to_apply(res, dry_run):
+    ch = classify(device.name, "eos", {"startup-config": running}, files)
+    res.mark = ch.mark if ch.changed else ""
+    if not ch.changed:
+        res.diff = ""
+    if _nothing_to_apply(res, dry_run, ch.changed):
         return
     name = session_name(text)
     lines = ["rollback clean-config"] + eos_lines(text)
-    # the prompt, whatever the mode: "sw#", "sw(config-s-railon)#"
-    prompt = re.escape(conn.base_prompt[:16]) + r"[^\n]*#"
+    prompt = re.escape(conn.base_prompt[:16]) + r"[^\n]*#"  # "sw#", "sw(config-s-railon)#"
+    before = health(conn, "eos")
+    if ch.disruptive:
+        _drain(conn, device, running, True, res, opts)
     try:
         conn.send_config_set(lines, config_mode_command=f"configure session {name}", exit_config_mode=False,
                              error_pattern=_EOS_ERROR, read_timeout=60)
@@ -376,24 +535,40 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
         res.steps.append("show session-config diffs")
         if diffs.strip():
             res.diff = diffs.strip() + "\n"
-        out = conn.send_command("commit", expect_string=prompt, read_timeout=120)
+        out = conn.send_command(f"commit timer {opts.commit_timer}", expect_string=prompt, read_timeout=120)
         if re.search(_EOS_ERROR, out, re.M):
             raise PushFailed(f"commit of session {name} failed: {out.strip()[:200]}")
-        res.steps.append("commit")
+        res.steps.append(f"commit timer {opts.commit_timer}")
     except (ConfigInvalidException, PushFailed) as exc:
         conn.send_command("abort", expect_string=prompt, read_timeout=30)
         res.steps.append("abort")
+        if ch.disruptive:
+            _drain(conn, device, running, False, res, opts)
         first = str(exc).strip().splitlines()
         raise PushFailed(f"rejected in session {name}, aborted (running config untouched): "
                          f"{first[-1] if first else exc}") from None
-    res.message = f"committed session {name}"
+    wrong = verify(conn, "eos", before, opts.verify_timeout)
+    if wrong:
+        conn.send_command(f"configure session {name} abort", expect_string=prompt, read_timeout=60)
+        res.steps.append(f"verify failed; configure session {name} abort (rolled back)")
+        if ch.disruptive:
+            _drain(conn, device, running, False, res, opts)
+        raise PushFailed(f"verify failed: {', '.join(wrong[:4])}; session {name} rolled back, previous config running")
+    res.steps.append("verify: " + _health_text(before))
+    out = conn.send_command(f"configure session {name} commit", expect_string=prompt, read_timeout=120)
+    if re.search(_EOS_ERROR, out, re.M):
+        raise PushFailed(f"confirming session {name} failed: {out.strip()[:200]} (the commit timer rolls it back)")
+    res.steps.append(f"configure session {name} commit (confirmed)")
+    if ch.disruptive:
+        _drain(conn, device, running, False, res, opts)
+    res.message = f"committed session {name} ({ch.mark}), confirmed after verify"
 
 
 # --- many devices ------------------------------------------------------------------------
 
 
 def push_device(device: Device, configs_dir: Path, creds: Credentials, dry_run: bool,
-                timeout: float = 10.0) -> DeviceResult:
+                timeout: float = 10.0, opts: Options | None = None) -> DeviceResult:
     t0 = time.perf_counter()
     res = DeviceResult(device.name, device.platform, ok=False)
     conn = None
@@ -402,9 +577,9 @@ def push_device(device: Device, configs_dir: Path, creds: Credentials, dry_run: 
         conn = connect(device, creds, timeout)
         res.steps.append("connected")
         if device.platform == "eos":
-            push_eos(conn, device, files, dry_run, res)
+            push_eos(conn, device, files, dry_run, res, opts)
         else:
-            push_sonic(conn, device, files, dry_run, res)
+            push_sonic(conn, device, files, dry_run, res, opts)
         res.ok = True
     except PushFailed as exc:
         res.message = str(exc)

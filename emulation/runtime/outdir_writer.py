@@ -1,7 +1,7 @@
 """Writing below an untrusted OUTDIR as root without following a symlink.
 
 An OUTDIR is whatever a pull request made it, and the lab commands run as
-root. Reading it is railonly.fabric.validate.untrusted's job (OutdirReader,
+root. Reading it is railonly.fabric.outdir.reader's job (OutdirReader,
 unsafe_entries: the same checks `validate` runs); this is the writing half,
 for the lab's runtime state in ``OUTDIR/.lab``: every path is walked one
 directory fd at a time with ``O_NOFOLLOW`` (a symlink on the way is refused,
@@ -17,7 +17,7 @@ import errno
 import os
 import stat
 
-from railonly.fabric.yamlsource import file_kind
+from railonly.fabric.input.yamlsource import file_kind
 
 from ..lab import LabError
 

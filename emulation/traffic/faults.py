@@ -20,7 +20,7 @@ import json
 import re
 
 from railonly import proc
-from railonly.fabric.physical import Naming
+from railonly.fabric.design.physical import Naming
 
 from ..lab import Lab, LabError, run_dir
 from ..netns import frr
@@ -38,7 +38,7 @@ _WORD = re.compile(r"^[A-Za-z0-9_.:/@-]{1,64}$")  # a route word or a device nam
 
 
 def _load(lab: Lab) -> list[dict]:
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     data = OutdirReader(str(lab.outdir)).read_json(_rel(lab), limit=16 * 1024 * 1024)  # exit 2 naming it if malformed
     if data is None:

@@ -42,7 +42,7 @@ def stop_servers(lab: Lab) -> int:
     one this module writes (an iperf3 server argv, a pid file in the lab's
     iperf3 run dir, a lab namespace), and a process is signalled only when it
     runs in that namespace; anything else is exit 2 naming the file."""
-    from railonly.fabric.validate.untrusted import OutdirReader
+    from railonly.fabric.outdir.reader import OutdirReader
 
     rel = str(lab.traffic_state_file.relative_to(lab.outdir))
     rec = OutdirReader(str(lab.outdir)).read_json(rel, limit=16 * 1024 * 1024)

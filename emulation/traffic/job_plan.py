@@ -1,6 +1,6 @@
 """A training job's iteration as lab traffic: the job scaled to the lab, its phases as flows. Pure.
 
-Scaling (README "Job replay"): the lab keeps the design's K (GPUs per HB domain =
+Scaling (docs/lab/replay.md): the lab keeps the design's K (GPUs per HB domain =
 rails) and the job's rank order, so every group lands in the same class (HB, one
 rail, cross-rail) as on the real fabric. What does not fit is shrunk: tp only when
 it exceeds K, then pp (a divisor of the layers), dp (a multiple of ep) and ep, to

@@ -1,6 +1,6 @@
 """The completion-time model of a traffic pattern (pure).
 
-The model (stated here and in the README). Links are the shaped per-GPU NIC
+The model (stated here and in docs/lab/check.md). Links are the shaped per-GPU NIC
 (rate N, each direction) and per-GPU HB port (rate H, each direction); rail
 switches and the tiers above them are non-blocking. A flow loads every link
 it crosses: same rail: src NIC out, dst NIC in; forwarded: src HB out, via HB

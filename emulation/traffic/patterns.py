@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...fabric.problems import InputError, Problem
+from railonly.fabric.input.problems import InputError, Problem
 from ..checks.plan import CheckPlan
 
 PATTERNS = ("ring-allreduce", "all-to-all")

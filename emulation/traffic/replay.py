@@ -164,7 +164,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
         tolerance: float = 0.10, converge: bool = True, window: str = "128K",
         progress: Callable[[str], None] = lambda s: None, detail: Callable[[str], None] = lambda s: None) -> dict:
     """Replay ``iterations`` iterations of ``job`` (see the module docstring); the report is
-    ANALYSIS.md's replay contract (Contract 4's traffic report, ``pattern: job``)."""
+    The replay report of docs/reference/outdir.md (the traffic report with ``pattern: job``)."""
     deployed_status(rt, lab)
     nic_plan, hb_plan = link_rates(lab)
     cp = checks_plan.load(lab)

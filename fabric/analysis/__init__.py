@@ -3,7 +3,7 @@
 Public API (stable; extended, never renamed):
 
     from railonly.fabric.analysis import (
-        load_job, parse_job, Job,                 # Contract 5 job file -> Job (InputError lists every problem)
+        load_job, parse_job, Job,                 # job file (docs/reference/job.md) -> Job (InputError lists every problem)
         Cluster,                                  # K, HB domains, NIC and HB Gb/s: Cluster.from_design(design),
                                                   #   Cluster.from_fabric_json(doc) or Cluster(K, count, nic_gbps, hb_gbps)
         Rates,                                    # per-GPU bytes/s: Rates.of(cluster) or Rates.from_gbps(nic, hb, efficiency=1.0)
@@ -22,13 +22,15 @@ Public API (stable; extended, never renamed):
         ph.name, ph.groups, ph.kind, ph.bytes_per_gpu, ph.model_s
     results = evaluate(job, pl, rates)            # {"rail-only": Result, "rail-optimized": ..., "ideal": ...}
 
-Modules: job (Contract 5), presets (GPU and model data files), untrusted (bounded
+Modules: job (docs/reference/job.md), presets (GPU and model data files), untrusted (bounded
 reading), cluster, placement (groups and classes), verdict (problems and
 fixes), autoplace (--place auto), traffic (collectives and
 bytes by class), network (the three networks' paths), timing (compute, bubble,
 MFU/HFU), phases (replay view), memory, cost, matrix (HB-domain traffic matrix),
 search (--search, --sweep), launcher (rank map, NCCL settings), report
-(Contract 6 and the human table), plots.
+(the JSON of docs/reference/outdir.md and the human table), plots.
+
+May import: input, platforms, design, graph, cost (never devices, outputs, outdir or validate).
 """
 
 from .autoplace import auto_order

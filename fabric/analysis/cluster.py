@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..problems import InputError, Problem
+from ..input.problems import InputError, Problem
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Cluster:
 
     @classmethod
     def from_fabric_json(cls, doc: dict, file: str = "fabric.json") -> "Cluster":
-        """From a compiled OUTDIR's fabric.json (Contract 3). The lab's emulated
+        """From a compiled OUTDIR's fabric.json (docs/reference/outdir.md). The lab's emulated
         rates are the caller's to pass to the time model (network.Rates)."""
         problems = []
         try:

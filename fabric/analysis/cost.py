@@ -1,8 +1,8 @@
 """Cost per unit of throughput, energy per token, and the equal-budget view.
 
 Network cost and power come from the project's bill of materials: the design
-built both ways (fabric/compare.py, counted by the fast path that tests prove
-equal to the graph) and priced with the price book (fabric/prices.py). The
+built both ways (fabric/cost/compare.py, counted by the fast path that tests prove
+equal to the graph) and priced with the price book (fabric/cost/prices.py). The
 ideal network has no price: it is a bound, not a product.
 
   usd_per_token_per_s   network cost / tokens per second on that network
@@ -14,9 +14,9 @@ ideal network has no price: it is a bound, not a product.
 
 from __future__ import annotations
 
-from ..compare import compare
-from ..prices import PriceBook, default_prices
-from ..problems import InputError
+from ..cost.compare import compare
+from ..cost.prices import PriceBook, default_prices
+from ..input.problems import InputError
 from .job import Job
 
 
@@ -29,7 +29,7 @@ def network_boms(design, book: PriceBook | None = None) -> dict | None:
 
 
 def cost_view(job: Job, results: dict, boms: dict | None) -> dict:
-    """Contract 6 "cost": per network, plus "equal_budget" (rail-only against rail-optimized)."""
+    """The analysis report's "cost" (docs/reference/outdir.md): per network, plus "equal_budget" (rail-only against rail-optimized)."""
     out = {}
     n = job.parallel.gpus
     tokens = job.parallel.global_batch * job.model.seq

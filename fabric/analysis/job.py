@@ -1,4 +1,4 @@
-"""The job file (Contract 5): keys, defaults, presets, validation, the Job object.
+"""The job file (docs/reference/job.md): keys, defaults, presets, validation, the Job object.
 
 Loaded like a design: the file is read as hostile input (untrusted.py), every
 key is checked against FIELDS with the design loader's schema (key path,
@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..design import NAME_PATTERN
-from ..problems import InputError, Problem, did_you_mean
-from ..schema import Field, check
-from ..yamlsource import Source
+from ..design.design import NAME_PATTERN
+from ..input.problems import InputError, Problem, did_you_mean
+from ..input.schema import Field, check
+from ..input.yamlsource import Source
 from .presets import GPU_FIELDS, MODEL_FIELDS, Presets, check_moe, load_presets
 from .untrusted import load_untrusted, parse_untrusted
 

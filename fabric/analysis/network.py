@@ -26,7 +26,7 @@ from dataclasses import dataclass
 NETWORKS = ("rail-only", "rail-optimized", "ideal")
 
 # Share of a link's nominal rate a collective achieves (NCCL bus bandwidth over
-# line rate on DGX A100 / H100, nccl-tests). Assumed, not fitted (README: at 1.0
+# line rate on DGX A100 / H100, nccl-tests). Assumed, not fitted (docs/analyze.md: at 1.0
 # the Table 5 error grows from 1.5% to 2.4% unless the GEMM constants are refitted).
 LINK_EFFICIENCY = 0.8
 

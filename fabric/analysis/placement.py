@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..problems import InputError
-from ..build import gpu_node_name
+from ..graph.build import gpu_node_name
+from ..input.problems import InputError
 from .cluster import Cluster
 from .job import Job
 

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from ..problems import InputError, Problem
-from ..schema import Checker, Field, check
-from ..yamlsource import Source
+from ..input.problems import InputError, Problem
+from ..input.schema import Checker, Field, check
+from ..input.yamlsource import Source
 from .untrusted import load_untrusted, parse_untrusted
 
 PRESET_NAME = r"[a-z0-9][a-z0-9._-]{0,39}"

@@ -1,4 +1,4 @@
-"""The analysis as Contract 6 (JSON) and as a short human table.
+"""The analysis as JSON (docs/reference/outdir.md, analysis report) and as a short human table.
 
 `analyze` runs the whole pipeline once: place, count, time on the three
 networks, memory, cost; everything else formats its result.

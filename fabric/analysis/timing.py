@@ -10,7 +10,7 @@ full adds a forward pass of every layer.
 
 A GPU runs its stage's FLOPs / tp at peak x e(w), the GEMM efficiency at the
 per-GPU width w = h / tp: e(w) = gemm_efficiency x w / (w + gemm_half_width)
-(two constants per GPU, fitted on Table 5; README).
+(two constants per GPU, fitted on Table 5; docs/analyze.md).
 
 Per micro-batch a stage takes t = compute + tp + ep + pp (Megatron of 2022
 overlaps none of them). A 1F1B pipeline with m micro-batches, p stages and v

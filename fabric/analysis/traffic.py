@@ -1,6 +1,6 @@
 """An iteration's communication: collectives in schedule order, bytes by class.
 
-Bytes per GPU (bf16, 2 bytes an element; ANALYSIS.md, from the Megatron papers):
+Bytes per GPU (bf16, 2 bytes an element; docs/analyze.md, from the Megatron papers):
 
   tp   per layer and micro-batch, 4 all-reduces of 2 b s h (6 with full recompute);
        with sp the same bytes as all-gathers + reduce-scatters. Ring: 2 (n-1)/n S a GPU.

@@ -1,6 +1,6 @@
 """Reading job and preset files as hostile input, by the design loader's rules.
 
-One loader for every YAML input (fabric/yamlsource.py): a regular file only (no FIFO,
+One loader for every YAML input (fabric/input/yamlsource.py): a regular file only (no FIFO,
 device or directory), at most MAX_BYTES, and a bounded document (nesting, aliases,
 values with aliases expanded, NaN, duplicate keys). Only the size differs: a job file
 is a few dozen lines.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..yamlsource import DESIGN_LIMITS, Source, decode_utf8, parse_yaml, read_regular_file
+from ..input.yamlsource import DESIGN_LIMITS, Source, decode_utf8, parse_yaml, read_regular_file
 
 MAX_BYTES = 256 * 1024
 JOB_LIMITS = replace(DESIGN_LIMITS, max_bytes=MAX_BYTES)

@@ -1,6 +1,6 @@
 """The placement verdict: problems worth reporting, each with a fix, and `--place auto`.
 
-Problems (ANALYSIS.md): a TP group that leaves its HB domain; pipeline
+Problems (docs/analyze.md): a TP group that leaves its HB domain; pipeline
 neighbours on different rails (rank stride not a multiple of K); DP or
 expert-DP groups whose members need another rail. The fix names an order that
 keeps every byte on HB and rails when one exists (autoplace.py), else how much

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from railonly.fabric.eos_speeds import accepted_forms, parse_speed
+from ..platforms.eos_speeds import accepted_forms, parse_speed
 
 
 @dataclass
@@ -125,9 +125,13 @@ def _frr_bgp(text: str, f: DeviceFacts) -> None:
             f.router_id = m.group(1)
 
 
+_FRONT_PANEL = re.compile(r"^Ethernet\d{1,4}(/\d{1,3}){0,2}$")
+
+
 def iname_is_port(name: str) -> bool:
-    """A front-panel port as fabric.json names EOS ports (`Ethernet1`), not `Ethernet1.10`."""
-    return name.startswith("Ethernet") and name[8:].isdigit()
+    """A front-panel port as fabric.json names EOS ports (`Ethernet1`, a breakout subport
+    `Ethernet1/5`), not a subinterface (`Ethernet1.10`)."""
+    return bool(_FRONT_PANEL.match(name))
 
 
 def eos_facts(name: str, file: str, text: str) -> DeviceFacts:

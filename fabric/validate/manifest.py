@@ -12,7 +12,7 @@ import json
 import os
 import stat
 
-from ..writer import STATE_DIR
+from ..outdir.writer import STATE_DIR
 from .report import Result
 
 MANIFEST = "MANIFEST.json"

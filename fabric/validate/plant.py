@@ -15,7 +15,7 @@ from collections import Counter
 from operator import itemgetter
 from typing import Callable
 
-from ..physical import Naming
+from ..design.physical import Naming
 from .report import Result
 
 MAX_SHOWN = 20  # problems listed per file; the rest are counted

@@ -12,9 +12,10 @@ import json
 import os
 from typing import Callable
 
-from railonly.fabric.problems import InputError
+from ..input.problems import InputError
 
-from . import untrusted
+from ..outdir import reader as outdir_reader
+from . import lab_schemas
 from .crosscheck import crosscheck
 from .facts import DeviceFacts, eos_facts, sonic_facts
 from .manifest import check_manifest
@@ -30,8 +31,8 @@ class OutdirError(Exception):
 
 def disk_reader(outdir: str) -> Reader:
     """Reads below OUTDIR as untrusted input: no symlink followed, sizes
-    bounded, UntrustedFile (exit 2) for anything else (see :mod:`untrusted`)."""
-    return untrusted.OutdirReader(outdir).read_text
+    bounded, UntrustedFile (exit 2) for anything else (see :mod:`railonly.fabric.outdir.reader`)."""
+    return outdir_reader.OutdirReader(outdir).read_text
 
 
 def memory_reader(files: dict[str, bytes]) -> Reader:
@@ -45,7 +46,7 @@ def load_fabric(read: Reader, where: str) -> dict:
     text = read("fabric.json")
     if text is None:
         raise OutdirError(f"{where}: no fabric.json (is this the OUTDIR of 'railonly compile'?)")
-    doc = untrusted.parse_json(text, os.path.join(where, "fabric.json"))
+    doc = outdir_reader.parse_json(text, os.path.join(where, "fabric.json"))
     if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "nodes" not in doc or "links" not in doc:
         raise OutdirError(f"{where}/fabric.json is not a schema_version 1 fabric (needs nodes and links)")
     return doc
@@ -54,12 +55,16 @@ def load_fabric(read: Reader, where: str) -> dict:
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
              frr: bool = True) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass."""
-    from railonly.fabric import parallel
+    from .. import parallel
 
     from . import frr_syntax
 
     switches = [n for n in fabric["nodes"] if n.get("role") == "switch"]
     picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
+    if any(y and n.get("platform") != "eos" for n, y in zip(switches, picked)):
+        from . import sonic_yang
+
+        sonic_yang.require()  # exit 3 naming the missing binding, before any result
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr_texts: dict[str, str] = {}
@@ -131,20 +136,23 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     from devices, which print the same intent in other bytes."""
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
-    unsafe = untrusted.unsafe_entries(outdir)
+    unsafe = outdir_reader.unsafe_entries(outdir)
     if unsafe:
         raise InputError(unsafe)
     read = disk_reader(outdir)
     fabric = load_fabric(read, outdir)
     by_file: dict[str, list[str]] = {}
-    for p in untrusted.check_outdir(outdir, require_lab=False):
+    for p in outdir_reader.check_outdir(outdir, require_lab=False):
         where = f"line {p.line}: " if p.line else ""
         key = f" {p.path}:" if p.path else ""
         by_file.setdefault(p.file or outdir, []).append(f"{where}{key} {p.message}".replace(":  ", ": ").strip())
     trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
                     "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
              for f, msgs in sorted(by_file.items())]
-    return trust + validate(read, fabric) + (check_manifest(outdir) if manifest else [])
+    # The lab files against their published schemas: here, not in compile's self-check,
+    # since on a 32k-GPU design parsing 40 MB of YAML is ~10% of the compile.
+    schemas = lab_schemas.check(fabric, read)
+    return trust + validate(read, fabric) + schemas + (check_manifest(outdir) if manifest else [])
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

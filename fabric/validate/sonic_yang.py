@@ -20,10 +20,10 @@ from typing import Any
 
 from .yang_tables import ListSchema, TableSchema, load_table_map
 
-# The models live in ../shared/schemas beside the repository (read-only,
-# shared with CI); overridable so a packaged install can point at its own copy.
-_DEFAULT_YANG_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "schemas" / "sonic-yang"
-YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR", str(_DEFAULT_YANG_DIR)))
+# The models ship inside the package (data/sonic-yang, with their SOURCES.md);
+# RAILONLY_SONIC_YANG_DIR points at another copy (e.g. newer models) instead.
+PACKAGED_YANG_DIR = Path(__file__).resolve().parent / "data" / "sonic-yang"
+YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR") or PACKAGED_YANG_DIR)
 
 # Grouping-only module: loading it directly crashed the binding; importers pull it in.
 _SKIP_MODULES = {"sonic-bgp-common"}
@@ -46,6 +46,25 @@ class _Models:
     ctx: Any  # oopt_gnpy_libyang.Context
     tables: dict[str, TableSchema]
     lock: threading.Lock  # a libyang context and its error store are not thread-safe
+
+
+class YangUnavailable(RuntimeError):
+    """The YANG pass cannot run on this machine (the CLI maps it to exit 3)."""
+
+
+def require() -> None:
+    """Raise YangUnavailable when the YANG pass cannot run here: the libyang
+    binding is not installed or the models folder is absent. Called before any
+    work, so an incomplete install is never reported as failing configs."""
+    try:
+        import oopt_gnpy_libyang  # noqa: F401
+    except ImportError as exc:
+        raise YangUnavailable(f"the libyang Python binding is not importable ({exc}); install it with "
+                          "'pip install oopt-gnpy-libyang==0.1.1' (a railonly dependency; ./setup.sh "
+                          "installs it), or skip the check with 'railonly compile --no-check'") from None
+    if not any(YANG_DIR.glob("*.yang")):
+        raise YangUnavailable(f"no SONiC YANG models in {YANG_DIR}: reinstall railonly"
+                          + (" or unset RAILONLY_SONIC_YANG_DIR" if os.environ.get("RAILONLY_SONIC_YANG_DIR") else ""))
 
 
 @lru_cache(maxsize=4)

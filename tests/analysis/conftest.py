@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from railonly.fabric.analysis import Cluster, load_job
-from railonly.fabric.design import load_design
+from railonly.fabric.design.design import load_design
 
 from ..conftest import REPO
 

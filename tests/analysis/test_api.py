@@ -38,7 +38,7 @@ def test_cluster_from_a_compiled_outdir(tmp_path):
 
 
 def test_cluster_from_bad_fabric_json_is_an_input_error():
-    from railonly.fabric.problems import InputError
+    from railonly.fabric.input.problems import InputError
 
     with pytest.raises(InputError, match="recompile"):
         Cluster.from_fabric_json(json.loads('{"name": "x"}'))

@@ -1,4 +1,4 @@
-"""`railonly analyze`: human output first, Contract 6 JSON, files that are byte-identical run to run."""
+"""`railonly analyze`: human output first, the analysis JSON (docs/reference/outdir.md), files that are byte-identical run to run."""
 
 from __future__ import annotations
 

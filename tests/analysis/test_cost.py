@@ -7,9 +7,9 @@ import pytest
 from railonly.fabric.analysis import Cluster, Rates, place
 from railonly.fabric.analysis.cost import cost_view, network_boms
 from railonly.fabric.analysis.report import analyze
-from railonly.fabric.compare import compare
-from railonly.fabric.design import load_design, parse_design
-from railonly.fabric.prices import default_prices
+from railonly.fabric.cost.compare import compare
+from railonly.fabric.cost.prices import default_prices
+from railonly.fabric.design.design import load_design, parse_design
 
 from ..conftest import REPO
 from .conftest import job_of

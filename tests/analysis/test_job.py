@@ -10,7 +10,7 @@ import pytest
 
 from railonly.cli import main
 from railonly.fabric.analysis import load_job, load_presets, parse_job
-from railonly.fabric.problems import InputError
+from railonly.fabric.input.problems import InputError
 
 from ..conftest import GOLDEN, REPO, assert_golden
 

@@ -1,4 +1,4 @@
-"""Published numbers the model must reproduce (ANALYSIS.md, PAPER.md)."""
+"""Published numbers the model must reproduce (docs/analyze.md, docs/bom-sweep.md)."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ def test_cables_swapped_fail_cabling(routed, tmp_path):
     rc, doc = check(routed, tmp_path, "--only", "cabling")
     assert rc == 1
     bad = failed(doc, "cabling")
-    assert {r["id"].split("/")[1] for r in bad} == {"C000001", "C000002"}
+    assert {r["id"].split("/")[1] for r in bad} == {"R0-T1-00001", "R0-T1-00002"}
     assert any("rail0-leaf0:Ethernet0 should hear hb0-gpu0:eth1 but hears hb1-gpu0:eth1" in r["detail"] for r in bad)
 
 

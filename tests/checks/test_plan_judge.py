@@ -204,15 +204,15 @@ def test_cabling_csv_floor_names_map_to_the_labs_gpu_nodes(plans):
 
 
 def plan_fabric(name):
-    from railonly.fabric.design import load_design
     from railonly.fabric.compiler import compile_design
+    from railonly.fabric.design.design import load_design
 
     _, files = compile_design(load_design(str(LABS / f"{name}.yml")))
     return json.loads(files["fabric.json"])
 
 
 def test_fault_link_spec_takes_the_floor_name():
-    from railonly.fabric.physical import Naming
+    from railonly.fabric.design.physical import Naming
 
     nodes = plan_fabric("mini-routed")["nodes"]
     names = Naming(nodes)

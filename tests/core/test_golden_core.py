@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import load_design, parse_design
+from railonly.fabric.design.design import load_design, parse_design
 
 from ..conftest import GOLDEN, REPO, assert_golden
 
@@ -27,6 +27,7 @@ def test_core_artifacts_match_golden(name):
         assert_golden(GOLDEN / "core" / name / artifact, files[artifact])
 
 
+@pytest.mark.slow
 def test_example_designs_all_compile():
     for path in sorted((REPO / "labs").glob("*.yml")):
         if "32k" in path.name:

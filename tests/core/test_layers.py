@@ -1,13 +1,19 @@
 """The house's shape, read from the code's own imports (AST, nothing imported).
 
 Every import statement counts, also one inside a function (a lazy import is
-still a dependency). The walk fails on an import cycle among the project's
+still a dependency). Module names come from pyproject's package-dir, so the
+installed names (railonly.fabric.graph.model) resolve to their folders
+(fabric/graph/model.py). The walk fails on an import cycle among the project's
 modules and on an import that crosses a layer the wrong way:
 
 - railonly.fabric is the pure core: it never imports railonly.emulation, the
-  CLI or ``subprocess``; the one tool it asks (``vtysh -C`` for FRR syntax)
-  goes through railonly.proc from a single module;
-- ``subprocess`` is imported by railonly.proc alone;
+  CLI (railonly.cli and its commands) or ``subprocess``; the one tool it asks
+  (``vtysh -C`` for FRR syntax) goes through railonly.proc from a single module;
+- fabric's rooms import only the rooms below them (:data:`FABRIC_ROOMS`); the
+  modules directly in fabric/ are the facade, the compiler and edge utilities
+  that import no room; no room imports the facade;
+- ``subprocess`` is imported by railonly.proc alone; railonly.proc and
+  railonly.console are leaves that import nothing of the CLI or the emulation;
 - the rooms of railonly.emulation import only the rooms below them.
 """
 
@@ -21,7 +27,28 @@ import pytest
 
 from ..conftest import REPO
 
-# room -> rooms it may import (besides itself, railonly.fabric and railonly.proc)
+# fabric's rooms, bottom up: room -> the rooms it may import (besides itself)
+_STAGES = ["input", "platforms", "design", "graph"]
+FABRIC_ROOMS: dict[str, set[str]] = {
+    "input": set(),
+    "platforms": {"input"},
+    "design": {"input", "platforms"},
+    "graph": {"input", "platforms", "design"},
+    "devices": set(_STAGES),
+    "cost": set(_STAGES),
+    "outputs": set(_STAGES) | {"devices", "cost"},
+    "outdir": set(_STAGES) | {"devices", "cost", "outputs"},
+    "validate": set(_STAGES) | {"devices", "cost", "outputs", "outdir"},
+    "analysis": set(_STAGES) | {"cost"},
+}
+FABRIC = "railonly.fabric"  # the facade (fabric/__init__.py)
+FABRIC_COMPILER = "railonly.fabric.compiler"  # the top: every producer, in order
+# Edge utilities directly in fabric/: any room may use them; they import no room.
+FABRIC_EDGE = {f"railonly.fabric.{m}" for m in ("parallel", "progress", "results", "version")}
+MAX_FABRIC_TOP_MODULES = 12
+LEAF_UTILITIES = {"railonly.proc", "railonly.console"}  # below the CLI and the emulation
+
+# emulation room -> rooms it may import (besides itself, railonly.fabric and railonly.proc)
 EMULATION_ROOMS: dict[str, set[str]] = {
     "lab": set(),
     "switchcfg": set(),
@@ -35,12 +62,12 @@ PROCESS_GATEWAY = "railonly.proc"
 FABRIC_TOOL_USERS = {"railonly.fabric.validate.frr_syntax"}  # the compiler's one outside tool (vtysh -C)
 
 
-def project_modules() -> dict[str, Path]:
+def project_modules(root: Path = REPO) -> dict[str, Path]:
     """module name -> file, from pyproject's package-dir (the installed layout)."""
-    conf = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    conf = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     out: dict[str, Path] = {}
     for package, folder in conf["package-dir"].items():
-        for f in sorted((REPO / folder).glob("*.py")):
+        for f in sorted((root / folder).glob("*.py")):
             out[package if f.stem == "__init__" else f"{package}.{f.stem}"] = f
     return out
 
@@ -64,10 +91,10 @@ def imports_of(name: str, path: Path) -> set[str]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(root: Path = REPO) -> dict[str, set[str]]:
     """Project module -> the project modules it imports (a package's __init__ is not an edge
     of its own children: importing railonly.emulation.netns.engine names the package too)."""
-    mods = project_modules()
+    mods = project_modules(root)
     graph = {}
     for name, path in mods.items():
         targets = {m for m in imports_of(name, path) if m in mods and m != name}
@@ -75,9 +102,24 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def external_imports(name: str) -> set[str]:
-    mods = project_modules()
+def external_imports(name: str, root: Path = REPO) -> set[str]:
+    mods = project_modules(root)
     return {m.split(".")[0] for m in imports_of(name, mods[name]) if m not in mods}
+
+
+def facade_names(root: Path = REPO) -> set[str]:
+    """What fabric/__init__.py defines (the facade's functions), as railonly.fabric.<name>."""
+    tree = ast.parse((root / "fabric" / "__init__.py").read_text())
+    return {f"{FABRIC}.{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def facade_users(root: Path = REPO) -> list[str]:
+    """Modules of railonly.fabric (but the facade) that import a name of the facade: the
+    facade imports every room, so such an import would close a circle."""
+    names = facade_names(root)
+    return sorted(f"{mod} imports {n}: no room imports the facade (it imports every room)"
+                  for mod, path in project_modules(root).items()
+                  if mod.startswith(FABRIC + ".") for n in sorted(imports_of(mod, path) & names))
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -122,16 +164,37 @@ def room_of(module: str) -> str | None:
     return parts[2]
 
 
+def fabric_room_of(module: str) -> str | None:
+    """railonly.fabric.<room>[.x] -> room; None outside fabric and for fabric's top modules."""
+    parts = module.split(".")
+    if parts[:2] != ["railonly", "fabric"] or len(parts) < 3 or f"{FABRIC}.{parts[2]}" in FABRIC_EDGE | {FABRIC_COMPILER}:
+        return None
+    return parts[2]
+
+
+def is_cli(module: str) -> bool:
+    return module == "railonly.cli" or module.startswith("railonly.cli.")
+
+
 def layer_violations(graph: dict[str, set[str]], external: dict[str, set[str]]) -> list[str]:
     bad = []
     for mod, targets in sorted(graph.items()):
         for t in sorted(targets):
             if mod.startswith("railonly.fabric"):
-                if t.startswith("railonly.emulation") or t.startswith("railonly.commands") or t == "railonly.cli":
+                if t.startswith("railonly.emulation") or is_cli(t):
                     bad.append(f"{mod} imports {t}: the pure compiler depends on no edge")
                 if t == PROCESS_GATEWAY and mod not in FABRIC_TOOL_USERS:
                     bad.append(f"{mod} imports {t}: only {sorted(FABRIC_TOOL_USERS)} may ask a tool")
-            if mod.startswith("railonly.emulation") and (t.startswith("railonly.commands") or t == "railonly.cli"):
+                src, dst = fabric_room_of(mod), fabric_room_of(t)
+                if src and dst and src != dst and dst not in FABRIC_ROOMS.get(src, set()):
+                    bad.append(f"{mod} imports {t}: fabric room {src} may import only {sorted(FABRIC_ROOMS.get(src, set()))}")
+                if src and t == FABRIC_COMPILER:
+                    bad.append(f"{mod} imports {t}: the compiler is the top of fabric; a room imports only rooms below it")
+                if mod in FABRIC_EDGE and t.startswith(FABRIC + "."):
+                    bad.append(f"{mod} imports {t}: an edge utility of fabric imports nothing of fabric")
+            if mod in LEAF_UTILITIES and (is_cli(t) or t.startswith("railonly.emulation")):
+                bad.append(f"{mod} imports {t}: a leaf utility imports nothing of the CLI or the emulation")
+            if mod.startswith("railonly.emulation") and is_cli(t):
                 bad.append(f"{mod} imports {t}: the emulation never imports the CLI")
             src, dst = room_of(mod), room_of(t)
             if src and dst and src != dst and dst not in EMULATION_ROOMS.get(src, set()):
@@ -152,6 +215,30 @@ def test_the_walk_sees_the_whole_house():
     # a lazy import inside a function is an edge too
     assert "railonly.emulation.checks.run" in graph["railonly.emulation.traffic.iperf3"]
     assert set(EMULATION_ROOMS) == {room_of(m) for m in graph if room_of(m)}
+    assert "railonly.fabric.graph.model" in graph["railonly.fabric.graph.build"]
+    assert "railonly.cli.commands.compile" in graph
+
+
+def test_every_fabric_module_is_in_a_room_or_named_at_the_top():
+    """A new module goes into the room of its stage; the top of fabric/ stays small."""
+    graph = import_graph()
+    assert set(FABRIC_ROOMS) == {fabric_room_of(m) for m in graph if fabric_room_of(m)}
+    top = sorted(m for m in graph if m.startswith(FABRIC) and not fabric_room_of(m))
+    assert top == sorted(FABRIC_EDGE | {FABRIC, FABRIC_COMPILER})
+    assert len(list((REPO / "fabric").glob("*.py"))) <= MAX_FABRIC_TOP_MODULES
+    for room in FABRIC_ROOMS:
+        doc = ast.get_docstring(ast.parse((REPO / "fabric" / room / "__init__.py").read_text()))
+        assert doc and "May import" in doc, f"fabric/{room}/__init__.py says its job and what it may import"
+
+
+def test_fabric_rooms_are_stages():
+    """The allowed imports themselves form floors: no room may import one that may import it."""
+    assert cycles({r: set(allowed) for r, allowed in FABRIC_ROOMS.items()}) == []
+    assert all(allowed <= set(FABRIC_ROOMS) for allowed in FABRIC_ROOMS.values())
+    # allowed sets are closed downwards: a room may use what its rooms below may use
+    for room, allowed in FABRIC_ROOMS.items():
+        for below in allowed:
+            assert FABRIC_ROOMS[below] <= allowed, (room, below)
 
 
 def test_no_import_cycle():
@@ -163,6 +250,11 @@ def test_layers_hold():
     assert layer_violations(graph, {m: external_imports(m) for m in graph}) == []
 
 
+def test_no_room_imports_the_facade():
+    assert facade_names() >= {f"{FABRIC}.load_design", f"{FABRIC}.compile_design", f"{FABRIC}.validate_outdir"}
+    assert facade_users() == []
+
+
 # --- the walk can fail ---------------------------------------------------------------------
 
 
@@ -172,7 +264,16 @@ def test_a_cycle_is_found():
 
 
 @pytest.mark.parametrize("edge, external, word", [
-    (("railonly.fabric.clab", "railonly.emulation.lab"), {}, "pure compiler"),
+    (("railonly.fabric.outputs.clab", "railonly.emulation.lab"), {}, "pure compiler"),
+    (("railonly.fabric.design.design", "railonly.fabric.graph.model"), {}, "fabric room design"),
+    (("railonly.fabric.input.schema", "railonly.fabric.graph.addressing"), {}, "fabric room input"),
+    (("railonly.fabric.cost.bom", "railonly.fabric.devices.device"), {}, "fabric room cost"),
+    (("railonly.fabric.analysis.job", "railonly.fabric.outdir.reader"), {}, "fabric room analysis"),
+    (("railonly.fabric.outputs.docs", "railonly.fabric.compiler"), {}, "top of fabric"),
+    (("railonly.fabric.parallel", "railonly.fabric.graph.model"), {}, "edge utility"),
+    (("railonly.fabric.graph.build", "railonly.cli.commands.compile"), {}, "pure compiler"),
+    (("railonly.proc", "railonly.cli"), {}, "leaf utility"),
+    (("railonly.console", "railonly.emulation.lab"), {}, "leaf utility"),
     (("railonly.fabric.compiler", "railonly.proc"), {}, "may ask a tool"),
     (("railonly.emulation.netns.engine", "railonly.emulation.checks.plan"), {}, "room netns"),
     (("railonly.emulation.lab", "railonly.emulation.runtime.protocol"), {}, "room lab"),
@@ -183,6 +284,42 @@ def test_a_layer_violation_is_found(edge, external, word):
     graph = {edge[0]: {edge[1]}} if edge else {}
     bad = layer_violations(graph, external)
     assert len(bad) == 1 and word in bad[0]
+
+
+def _copy_of_the_house(tmp_path: Path) -> Path:
+    root = tmp_path / "house"
+    root.mkdir()
+    (root / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
+    for top in ("fabric", "emulation", "railonly"):
+        for f in (REPO / top).rglob("*.py"):
+            dest = root / f.relative_to(REPO)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(f.read_text())
+    return root
+
+
+def test_the_real_walk_fails_when_a_room_imports_upwards(tmp_path):
+    """The whole walk on a copy of the house, with one import added that runs back up."""
+    root = _copy_of_the_house(tmp_path)
+    graph = import_graph(root)
+    assert layer_violations(graph, {m: external_imports(m, root) for m in graph}) == []
+    clos = root / "fabric" / "design" / "clos.py"
+    clos.write_text(clos.read_text() + "\n\ndef _late():\n    from ..graph.model import Fabric\n    return Fabric\n")
+    graph = import_graph(root)
+    bad = layer_violations(graph, {m: external_imports(m, root) for m in graph})
+    assert bad == ["railonly.fabric.design.clos imports railonly.fabric.graph.model: "
+                   "fabric room design may import only ['input', 'platforms']"]
+
+
+def test_the_real_walk_finds_a_circle_and_a_facade_user(tmp_path):
+    root = _copy_of_the_house(tmp_path)
+    model = root / "fabric" / "graph" / "model.py"
+    model.write_text(model.read_text() + "\n\nfrom .build import build_fabric  # noqa\n")
+    assert ["railonly.fabric.graph.build", "railonly.fabric.graph.model"] in cycles(import_graph(root))
+    sweep = root / "fabric" / "cost" / "sweep.py"
+    sweep.write_text(sweep.read_text() + "\n\nfrom railonly.fabric import load_design  # noqa\n")
+    assert facade_users(root) == ["railonly.fabric.cost.sweep imports railonly.fabric.load_design: "
+                                  "no room imports the facade (it imports every room)"]
 
 
 def test_relative_imports_resolve(tmp_path):

@@ -49,6 +49,20 @@ def _pyproject() -> dict:
     return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
+def _shipped_as_data(folder, roots, listed, package_data) -> bool:
+    """A data folder (schemas, YANG models) inside a listed package whose
+    package-data patterns cover every file in it."""
+    from fnmatch import fnmatch
+
+    for pkg, root in roots.items():
+        if pkg in listed and folder != root and folder.is_relative_to(root):
+            files = [f.relative_to(root).as_posix() for f in folder.iterdir() if f.is_file()]
+            patterns = package_data.get(pkg, [])
+            if files and all(any(fnmatch(f, pat) for pat in patterns) for f in files):
+                return True
+    return False
+
+
 def test_every_shipped_folder_is_a_listed_package():
     """Each folder under a mapped root that holds code or templates is in `packages`
     (else setuptools warns and, in a wheel, may leave it out)."""
@@ -61,7 +75,7 @@ def test_every_shipped_folder_is_a_listed_package():
             if folder.name == "__pycache__" or not any(f.suffix in (".py", ".j2", ".yaml") for f in folder.iterdir() if f.is_file()):
                 continue
             name = ".".join([pkg, *folder.relative_to(root).parts])
-            if name not in listed:
+            if name not in listed and not _shipped_as_data(folder, roots, listed, conf.get("package-data", {})):
                 missing.append(name)
     assert missing == [], f"add to [tool.setuptools] packages and package-dir in pyproject.toml: {missing}"
 
@@ -84,5 +98,7 @@ def test_wheel_has_the_templates_and_setuptools_warns_nothing(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     templates = sorted(p.relative_to(REPO / "templates").as_posix() for p in (REPO / "templates").rglob("*.j2"))
     assert templates and [t for t in templates if f"railonly/templates/{t}" not in names] == []
-    data = [p.name for p in (REPO / "fabric" / "data").glob("*.yaml")]
-    assert [d for d in data if f"railonly/fabric/data/{d}" not in names] == []
+    # every data file of fabric's rooms (fabric/<room>/data/*.yaml|json) ships beside its room
+    data = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "fabric").glob("**/data/*")
+                  if p.suffix in (".yaml", ".json"))
+    assert data and [d for d in data if f"railonly/{d}" not in names] == []

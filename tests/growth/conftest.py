@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from railonly.fabric.design import parse_design
+from railonly.fabric.design.design import parse_design
 
 REPO = Path(__file__).resolve().parents[2]
 LAB_1K = REPO / "labs" / "dgx-h100-1k.yml"

@@ -8,14 +8,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railonly.fabric import cabling, clos
-from railonly.fabric.bom import BUILDOUT_CSV, buildout
-from railonly.fabric.build import build_fabric
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.inventory import from_design, from_fabric
-from railonly.fabric.invariants import check
-from railonly.fabric.problems import InputError
+from railonly.fabric.cost.bom import BUILDOUT_CSV, buildout
+from railonly.fabric.cost.inventory import from_design, from_fabric
+from railonly.fabric.design import clos
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.graph.invariants import check
+from railonly.fabric.input.problems import InputError
+from railonly.fabric.outputs import cabling
 
 from .conftest import design, lab_1k
 

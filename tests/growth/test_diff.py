@@ -9,11 +9,12 @@ import shutil
 import pytest
 
 from railonly.cli import main
-from railonly.fabric import clos
-from railonly.fabric.changeplan import Cable, cable_changes, plan, read_snapshot
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.design import clos
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.changeplan import Cable, cable_changes, plan, read_snapshot
+from railonly.fabric.outdir.writer import write_outdir
 
 from .conftest import lab_1k
 
@@ -54,7 +55,7 @@ def test_growing_to_144_within_the_plan_only_adds_cables(grown, tmp_path, capsys
     assert cables["removed"] == [] and cables["moved"] == [] and cables["relabelled"] == [] and cables["changed"] == []
     # one entry per cable, with its id and both ends
     assert len({c["cable_id"] for c in cables["added"]}) == 384
-    assert set(cables["added"][0]) == {"cable_id", "a", "b"} and set(cables["added"][0]["a"]) == {"device", "port"}
+    assert set(cables["added"][0]) == {"cable_id", "a", "b", "rail", "tier"} and set(cables["added"][0]["a"]) == {"device", "port"}
     # new leaves come in; the leaves already cabled keep their configs, spines gain neighbours
     dev = doc["devices"]
     assert [d["device"] for d in dev["added"]] == [f"rail{r}-leaf4" for r in range(8)]
@@ -75,7 +76,27 @@ def test_growing_past_the_plan_moves_cables(grown, capsys):
     code, out, _ = _run(["diff", grown["plain128"], grown["plain144"], "--no-diffs"], capsys)
     assert code == 1
     assert out.startswith("cables: 384 added, 0 removed, 1,008 moved,")
-    assert "  ~ cable C000131 -> C000147  rail0-leaf0:Ethernet272 - rail0-spine0:Ethernet8  =>  rail0-leaf0:Ethernet272 - rail0-spine2:Ethernet0\n" in out
+    # a moved cable keeps its id (it is the same cable, re-plugged at the spine end); none is relabelled
+    assert out.startswith("cables: 384 added, 0 removed, 1,008 moved, 0 relabelled, 0 changed\n")
+    assert "  ~ cable R0-T2-00003  rail0-leaf0:Ethernet272 - rail0-spine0:Ethernet8  =>  rail0-leaf0:Ethernet272 - rail0-spine2:Ethernet0\n" in out
+
+
+def test_growing_past_the_plan_keeps_every_existing_identifier(grown):
+    """128 -> 144 domains past hb_domain.planned: every existing switch keeps its name, ASN
+    and loopback, and every cable whose two ends stay keeps its id."""
+    old, new = (build_fabric(parse_design(lab_1k(n), "d.yml")) for n in (128, 144))
+    new_sw = {sw.name: sw for sw in new.switches}
+    assert len(new.switches) > len(old.switches)  # the spine tier did grow
+    for sw in old.switches:
+        assert sw.name in new_sw, sw.name
+        assert (new_sw[sw.name].asn, new_sw[sw.name].loopback) == (sw.asn, sw.loopback), sw.name
+    ends = lambda lk: (lk.a.node, lk.a.port, lk.b.node, lk.b.port)  # noqa: E731
+    new_ids = {ends(lk): lk.cable_id for lk in new.cables()}
+    unmoved = [lk for lk in old.cables() if ends(lk) in new_ids]
+    assert len(unmoved) > 8 * 128  # every NIC cable, and the uplinks that stay
+    assert [lk.cable_id for lk in unmoved] == [new_ids[ends(lk)] for lk in unmoved]
+    # ids are unique in both
+    assert all(len({lk.cable_id for lk in f.cables()}) == len(f.cables()) for f in (old, new))
 
 
 def test_no_change_is_exit_0(grown, tmp_path, capsys):
@@ -151,7 +172,7 @@ def test_a_new_cable_length_in_the_design_is_a_change_on_the_floor(grown, tmp_pa
     doc = json.loads((tmp_path / "p.json").read_text())
     assert len(doc["cables"]["changed"]) == 1024 and doc["cables"]["added"] == doc["cables"]["removed"] == []
     assert out.startswith("cables: 0 added, 0 removed, 0 moved, 0 relabelled, 1,024 changed\n")
-    assert "  * cable C000001  hb0:rail0 - rail0-leaf0:Ethernet0  400G-SR8 MMF 30 m => 400G-SR8 MMF 20 m\n" in out
+    assert "  * cable R0-T1-00001  hb0:rail0 - rail0-leaf0:Ethernet0  400G-SR8 MMF 30 m => 400G-SR8 MMF 20 m\n" in out
 
 
 # -- hostile input: exit 2 naming the file ---------------------------------------------
@@ -213,7 +234,7 @@ def test_a_fifo_or_an_oversized_file_is_refused(grown, victim, capsys, monkeypat
     assert code == 2 and "nccl.env: is a FIFO (named pipe), not a regular file" in err  # and it did not block on the FIFO
     (victim / "hosts" / "hb0" / "nccl.env").unlink()
     (victim / "hosts" / "hb0" / "nccl.env").write_text("x")
-    from railonly.fabric import changeplan
+    from railonly.fabric.outdir import changeplan
     monkeypatch.setattr(changeplan, "FILE_LIMIT", 10)
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
     assert code == 2 and "MANIFEST.json: is larger than the limit of 10 bytes" in err

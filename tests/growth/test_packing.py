@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from railonly.cli import main
-from railonly.fabric.build import build_fabric
-from railonly.fabric.compare import compare, report
-from railonly.fabric.invariants import check
-from railonly.fabric.model import Endpoint
-from railonly.fabric.prices import default_prices
-from railonly.fabric.sweep import point
+from railonly.fabric.cost.compare import compare, report
+from railonly.fabric.cost.prices import default_prices
+from railonly.fabric.cost.sweep import point
+from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.graph.invariants import check
+from railonly.fabric.graph.model import Endpoint
 
 from .conftest import design
 
@@ -63,7 +63,7 @@ def test_check_plan_routes_cross_rail_pairs_through_the_packed_leaf():
     # Two rails' VLANs on one baseline leaf: a cross-rail pair is routed once, by that leaf
     # (the path check expected a bridged pair, 0 hops, until packed leaves existed).
     from railonly.emulation.checks import plan as checks_plan
-    from railonly.fabric import fabric_json
+    from railonly.fabric.graph import fabric_json
 
     fab = build_fabric(design(5, 2, 8, topology="rail-optimized"))
     cp = checks_plan.plan(json.loads(fabric_json.render(fab)))

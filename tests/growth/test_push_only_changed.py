@@ -6,10 +6,10 @@ from __future__ import annotations
 import shutil
 
 from railonly.cli import main
-from railonly.fabric.changeplan import changed_devices
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.design import parse_design
-from railonly.fabric.writer import write_outdir
+from railonly.fabric.design.design import parse_design
+from railonly.fabric.outdir.changeplan import changed_devices
+from railonly.fabric.outdir.writer import write_outdir
 
 TEXT = ("name: onlych\ntopology: rail-only\nhb_domain: {size: 2, count: 6, gbps: 3600}\n"
         "nic: {gbps: 400}\nswitch: {radix: 4, platform: sonic}\nrail: {mode: routed}\n")

@@ -5,7 +5,13 @@ in EOS's shapes: ``>``/``#`` prompts, ``terminal width``/``length``,
 ``show running-config``, ``configure session NAME`` (prompt
 ``host(config-s-NAME6)#``, EOS shows the first 6 characters), ``rollback
 clean-config``, config lines, ``show session-config diffs``, ``commit``,
-``abort``. A line containing ``BADCMD`` is rejected with ``% Invalid input``.
+``abort``, ``commit timer hh:mm:ss`` (the session is committed but pending:
+``configure session NAME commit`` confirms it, ``configure session NAME
+abort`` restores the config from before), ``configure`` mode with
+``maintenance`` / ``unit System`` / ``[no] quiesce`` (the maintenance state is
+kept in RUNNING.maint), and ``show ip bgp summary | json`` (one peer per
+``neighbor X remote-as`` line, Established unless the running config holds
+``BADPEER``). A line containing ``BADCMD`` is rejected with ``% Invalid input``.
 Submode prompts (``-if-Et1``) are not imitated. Every line received is
 appended to LOG (one JSON string per line) so a test can check the exact
 command sequence; the running config lives in RUNNING (a text file).
@@ -25,12 +31,27 @@ def main() -> int:
     log = open(log_path, "a", buffering=1)
     out = sys.stdout
     mode, session, sname = ">", None, ""
+    pending: dict[str, list[str]] = {}  # session name -> running config before its timed commit
+    conf = False  # in `configure` mode
 
     def running() -> list[str]:
         with open(running_path) as f:
             return [ln for ln in f.read().splitlines() if ln.strip()]
 
+    def write_running(lines: list[str]) -> None:
+        with open(running_path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    def bgp_summary() -> str:
+        lines = running()
+        state = "Idle" if any("BADPEER" in ln for ln in lines) else "Established"
+        peers = {ln.split()[1]: {"peerState": state, "prefixReceived": 3 if state == "Established" else 0}
+                 for ln in (x.strip() for x in lines) if ln.startswith("neighbor ") and " remote-as " in ln}
+        return json.dumps({"vrfs": {"default": {"peers": peers}}})
+
     def prompt() -> str:
+        if conf:
+            return f"{HOST}(config)#"
         if session is not None:
             return f"{HOST}(config-s-{sname[:6]})#"
         return HOST + mode
@@ -48,6 +69,15 @@ def main() -> int:
             log.write(json.dumps(line) + "\n")
         if not cmd:
             continue
+        if conf:
+            if cmd in ("end", "exit"):
+                conf = False
+            elif cmd in ("quiesce", "no quiesce"):
+                with open(running_path + ".maint", "w") as f:
+                    f.write("quiesced\n" if cmd == "quiesce" else "active\n")
+            elif cmd not in ("maintenance", "unit System"):
+                out.write("% Invalid input\n")
+            continue
         if session is None:
             if cmd == "enable":
                 mode = "#"
@@ -60,6 +90,20 @@ def main() -> int:
             elif cmd == "show running-config" and mode == "#":
                 out.write("! Command: show running-config\n! device: eos1 (vEOS-lab, EOS-4.30.0F)\n!\n")
                 out.write("\n".join(running()) + "\nend\n")
+            elif cmd in ("configure", "configure terminal") and mode == "#":
+                conf = True
+            elif cmd == "show ip bgp summary | json" and mode == "#":
+                out.write(bgp_summary() + "\n")
+            elif cmd.startswith("configure session ") and len(cmd.split()) == 4 and mode == "#":
+                name, verb = cmd.split()[2:]
+                if name not in pending:
+                    out.write(f"% No pending commit for session {name}\n")
+                elif verb == "commit":
+                    del pending[name]
+                elif verb == "abort":
+                    write_running(pending.pop(name))
+                else:
+                    out.write("% Invalid input\n")
             elif cmd.startswith("configure session ") and mode == "#":
                 sname = cmd.split()[2]
                 session = running()
@@ -73,8 +117,11 @@ def main() -> int:
             for d in difflib.unified_diff(running(), session, "system:/running-config", f"session:/{sname}-session-config", lineterm=""):
                 out.write(d + "\n")
         elif cmd == "commit":
-            with open(running_path, "w") as f:
-                f.write("\n".join(session) + "\n")
+            write_running(session)
+            session = None
+        elif cmd.startswith("commit timer "):
+            pending[sname] = running()
+            write_running(session)
             session = None
         elif cmd == "abort":
             session = None

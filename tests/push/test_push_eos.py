@@ -36,26 +36,64 @@ def device(eos) -> Device:
 
 
 def test_eos_session_sequence_and_commit(eos_device):
+    """A configure session with its diff and `commit timer`, confirmed only after verify
+    (`configure session NAME commit`); the new address is disruptive, so the switch is in
+    maintenance (quiesced) around it (docs/push.md)."""
     (eos_device.configs / "eos1" / "startup-config").write_text(STARTUP)
-    r = push.push_device(device(eos_device), eos_device.configs, push.Credentials(), dry_run=False)
+    r = push.push_device(device(eos_device), eos_device.configs, push.Credentials(), dry_run=False,
+                         opts=push.Options(drain_wait=0))
     assert r.ok, r.message
     name = push.session_name(STARTUP)
-    assert r.message == f"committed session {name}"
+    assert r.message == f"committed session {name} (disruptive), confirmed after verify"
     sent = [c.strip() for c in eos_device.commands()]
     # netmiko's arista_eos session preparation, then railonly's sequence, exactly
     assert sent[:3] == ["terminal width 511", "terminal length 0", "enable"], sent
-    i = sent.index(f"configure session {name}")
+    i = sent.index("configure terminal")
     # netmiko's disconnect may send a final "exit" (its cleanup), racing the channel close
     while sent and sent[-1] == "exit":
         sent.pop()
     assert sent[i:] == [
+        "configure terminal", "maintenance", "unit System", "quiesce", "end",
         f"configure session {name}", "rollback clean-config",
         "hostname eos1", "interface Ethernet1", "mtu 9214", "no switchport", "ip address 10.0.0.1/31", "ip routing",
-        "show session-config diffs", "commit",
+        "show session-config diffs", "commit timer 00:05:00",
+        "show ip bgp summary | json",
+        f"configure session {name} commit",
+        "configure terminal", "maintenance", "unit System", "no quiesce", "end",
     ], sent
-    assert "show running-config" in sent[:i]
+    assert "show running-config" in sent[:i] and "show ip bgp summary | json" in sent[:i]
     assert "+   mtu 9214" in r.diff and "-   mtu 1500" in r.diff  # the session diff, as the device printed it
     assert "mtu 9214" in eos_device.running.read_text()
+    assert (eos_device.base / "running-config.maint").read_text() == "active\n"
+
+
+def test_eos_hitless_change_is_not_drained(eos_device):
+    (eos_device.configs / "eos1" / "startup-config").write_text(
+        "hostname eos1\ninterface Ethernet1\n   description to spine\n   mtu 9214\n   no switchport\n")
+    r = push.push_device(device(eos_device), eos_device.configs, push.Credentials(), dry_run=False,
+                         opts=push.Options(drain_wait=0))
+    assert r.ok and r.mark == "hitless", r.message
+    sent = [c.strip() for c in eos_device.commands()]
+    assert "quiesce" not in sent and "commit timer 00:05:00" in sent
+    assert sent.index("commit timer 00:05:00") < sent.index(f"configure session {push.session_name((eos_device.configs / 'eos1' / 'startup-config').read_text())} commit")
+
+
+def test_eos_failed_verify_rolls_the_session_back(eos_device):
+    """A commit whose BGP session does not come back is never confirmed: `configure
+    session NAME abort` restores the previous config, as the commit timer would."""
+    before = "hostname eos1\nrouter bgp 65001\n   neighbor 10.0.0.0 remote-as 65002\n"
+    eos_device.running.write_text(before)
+    (eos_device.configs / "eos1" / "startup-config").write_text(
+        "hostname eos1\nrouter bgp 65001\n   neighbor 10.0.0.0 remote-as 65002\n   neighbor 10.0.0.0 description BADPEER\n")
+    r = push.push_device(device(eos_device), eos_device.configs, push.Credentials(), dry_run=False,
+                         opts=push.Options(drain_wait=0, verify_timeout=1))
+    assert not r.ok
+    assert "verify failed: BGP 10.0.0.0 Idle" in r.message and "rolled back" in r.message, r.message
+    sent = [c.strip() for c in eos_device.commands()]
+    name = push.session_name((eos_device.configs / "eos1" / "startup-config").read_text())
+    assert "commit timer 00:05:00" in sent and f"configure session {name} abort" in sent
+    assert f"configure session {name} commit" not in sent
+    assert eos_device.running.read_text() == before
 
 
 def test_eos_rejected_line_aborts_session(eos_device):
@@ -67,7 +105,9 @@ def test_eos_rejected_line_aborts_session(eos_device):
     sent = [c.strip() for c in eos_device.commands()]
     while sent and sent[-1] == "exit":
         sent.pop()
-    assert sent[-1] == "abort" and "commit" not in sent
+    # the session is aborted, then the switch leaves maintenance
+    assert sent[-6:] == ["abort", "configure terminal", "maintenance", "unit System", "no quiesce", "end"], sent
+    assert not any(c.startswith("commit") for c in sent)
     assert eos_device.running.read_text() == before
 
 

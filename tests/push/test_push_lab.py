@@ -59,7 +59,14 @@ def test_push_changes_switch(pushlab, capsys):
     took = time.perf_counter() - t
     out = capsys.readouterr()
     assert rc == 0, out
-    assert "applied; running state confirmed" in out.out
+    # a loopback address and a BGP neighbour: disruptive, so drained first; applied as a
+    # patch of the changed tables and vtysh statements, no reload (docs/push.md)
+    assert "applied (disruptive); running state confirmed" in out.out
+    assert "rail0-leaf0 [disruptive]: ok" in out.out
+    for step in ("drain: AS-path prepend x3 + GRACEFUL_SHUTDOWN on 1 outbound route-map(s)",
+                 "apply: config apply-patch (2 operation(s))", "apply: vtysh, 2 statement(s)", "verify: ", "undrain: "):
+        assert f"    - {step}" in out.out, (step, out.out)
+    assert "config reload" not in out.out
     # seen in the switch's namespace, not in railonly's own bookkeeping
     assert mtu(ns, "Ethernet16") == 4200
     assert "10.255.9.9/32" in lo_addrs(ns)
@@ -78,7 +85,7 @@ def test_dry_run_shows_diff_and_changes_nothing(pushlab, capsys):
     for _ in range(2):  # the second run sees the same: the first changed nothing
         rc = main(["push", str(outdir), "--device", sw, "--dry-run"])
         out = capsys.readouterr()
-        assert rc == 1, out  # drift found (Contract 2)
+        assert rc == 1, out  # drift found (docs/commands/index.md)
         assert '-            "mtu": "9100",' in out.out
         assert '+            "mtu": "4321",' in out.out
         assert f"--- {sw}:config_db.json (running)" in out.out

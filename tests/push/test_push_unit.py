@@ -7,7 +7,7 @@ import pytest
 from railonly.cli import main
 from railonly.emulation.push import run as push
 from railonly.emulation.push.inventory import load_inventory
-from railonly.fabric.problems import InputError
+from railonly.fabric.input.problems import InputError
 
 
 
@@ -15,8 +15,8 @@ from railonly.fabric.problems import InputError
 
 def _compiled(tmp_path, platform: str = "sonic"):
     from railonly.fabric.compiler import compile_design
-    from railonly.fabric.design import parse_design
-    from railonly.fabric.writer import write_outdir
+    from railonly.fabric.design.design import parse_design
+    from railonly.fabric.outdir.writer import write_outdir
 
     text = ("name: unitpush\ntopology: rail-only\nhb_domain: {size: 2, count: 6, gbps: 3600}\n"
             f"nic: {{gbps: 400}}\nswitch: {{radix: 4, platform: {platform}}}\nrail: {{mode: routed}}\n")

@@ -18,8 +18,8 @@ from railonly.emulation.netns import sshd as lab_sshd
 from railonly.emulation.netns import statefile
 from railonly.emulation.runtime.outdir_writer import OutdirWriter, UnsafePath
 from railonly.emulation.traffic import faults
-from railonly.fabric.problems import InputError
-from railonly.fabric.validate.untrusted import OutdirReader, UntrustedFile, unsafe_entries
+from railonly.fabric.input.problems import InputError
+from railonly.fabric.outdir.reader import OutdirReader, UntrustedFile, unsafe_entries
 
 from .conftest import ROUTED, compile_lab, unique
 

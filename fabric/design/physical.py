@@ -1,0 +1,163 @@
+"""The physical plant: how long each cable is, and what devices and ports are called on the floor.
+
+Lengths. Every cable tier has one length, in whole metres, from the design's
+`cabling` section (defaults below). cabling.csv, netbox_cables.csv, bom.csv,
+the OUTDIR README, SONiC `CABLE_LENGTH` and the EOS port descriptions all read
+:func:`cable_length_m`, so they cannot disagree; `railonly validate` checks
+they still agree after the files were written.
+
+Optics. A tier's optic is fixed (SR multimode for NIC-leaf, DR single-mode for
+leaf-spine, FR single-mode for spine-core); its reach bounds the tier's length,
+which the design check enforces.
+
+Names. The fabric graph (and the lab, which runs one namespace per GPU) has a
+node `hb<d>-gpu<r>` whose NIC is `eth1`. On the floor that NIC is port
+`rail<r>` of server `hb<d>`, as the host configs name it; the plant files
+(cabling, NetBox) use the floor names and keep the graph node in a column, and
+:class:`Naming` maps one to the other in both directions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..platforms.ports import GPU_RAIL_PORT
+
+# Cable tier -> (design key under `cabling`, what it joins, default length in metres).
+TIERS = {
+    1: ("nic_leaf_m", "NIC-leaf", 30),
+    2: ("leaf_spine_m", "leaf-spine", 100),
+    3: ("spine_core_m", "spine-core", 500),
+}
+
+
+@dataclass(frozen=True)
+class Optic:
+    code: str  # IEEE-style reach code: SR, DR, FR
+    fibre: str  # MMF | SMF
+    reach_m: int
+
+
+# The optic of each cable tier: NIC-leaf stays in the row (multimode), leaf-spine
+# crosses the hall (single-mode, 500 m), spine-core may cross buildings (2 km).
+OPTICS = {1: Optic("SR", "MMF", 50), 2: Optic("DR", "SMF", 500), 3: Optic("FR", "SMF", 2000)}
+
+# The NIC-leaf medium is the design's choice (`cabling.nic_optic`); its reach bounds
+# cabling.nic_leaf_m. AOC and DAC are cable assemblies with their ends built in:
+# AOC to 30 m (e.g. Arista's 800G AOC, 1-30 m), passive DAC to 3 m (NVIDIA's twin-port
+# 800G-to-2x400G OSFP splitter DAC, 1-3 m); sources in docs/platforms.md.
+NIC_OPTICS = {"SR": OPTICS[1], "DR": Optic("DR", "SMF", 500), "AOC": Optic("AOC", "AOC", 30), "DAC": Optic("DAC", "copper", 3)}
+NIC_OPTIC_DEFAULT = "SR"
+ASSEMBLIES = ("AOC", "DAC")  # media whose cable is the optic: no transceiver at either end
+
+
+def key_of(tier: int) -> str:
+    """The design key path of a tier's length, for messages: 'cabling.nic_leaf_m'."""
+    return f"cabling.{TIERS[tier][0]}"
+
+
+def tier_name(tier: int) -> str:
+    return TIERS[tier][1] if tier in TIERS else f"tier {tier}"
+
+
+def default_lengths() -> dict[int, int]:
+    return {t: v[2] for t, v in TIERS.items()}
+
+
+def cable_length_m(design, tier: int) -> int:
+    """The length of every cable of `tier` in `design`, in metres."""
+    return design.cable_length_m[tier]
+
+
+def tier_optic(tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> Optic:
+    """The medium of a cable tier: the design's NIC optic for NIC-leaf, fixed above."""
+    return NIC_OPTICS[nic_optic] if tier == 1 else OPTICS.get(tier, OPTICS[3])
+
+
+def optic_code(gbps: float, tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> str:
+    """Transceiver type of a cable tier: speed, reach code and lanes, e.g. '400G-DR4';
+    an AOC or DAC is named by speed and kind ('400G-AOC')."""
+    o = tier_optic(tier, nic_optic)
+    if o.code in ASSEMBLIES:
+        return f"{int(gbps)}G-{o.code}"
+    lanes = {100: 4, 200: 4, 400: 4, 800: 8}.get(int(gbps), 4)
+    if o.code == "SR" and int(gbps) == 400:
+        lanes = 8  # 400G-SR8: eight multimode pairs
+    return f"{int(gbps)}G-{o.code}{lanes}"
+
+
+def media(gbps: float, tier: int, nic_optic: str = NIC_OPTIC_DEFAULT) -> str:
+    """Optic and fibre of a cable, e.g. '400G-DR4 SMF' (its length is a column of its own)."""
+    return f"{optic_code(gbps, tier, nic_optic)} {tier_optic(tier, nic_optic).fibre}"
+
+
+def port_optic(design, gbps: float, tier: int) -> str:
+    """The optic one port of a cable of `tier` takes (a NIC's, at tier 1): the catalog
+    platform's port optic for the medium when the design names a model."""
+    o = tier_optic(tier, design.nic_optic)
+    model = design.model_of_tier(tier)  # the cable's upper end: a NIC-leaf cable's leaf
+    if model is None or o.code in ASSEMBLIES:
+        return optic_code(gbps, tier, design.nic_optic)
+    return model.breakouts[design.breakout].port_optics[o.code]
+
+
+def cable_media(design, gbps: float, tier: int) -> str:
+    """cabling.csv's media of a cable: its port optic and fibre, e.g. '400G-SR4 MMF'."""
+    return f"{port_optic(design, gbps, tier)} {tier_optic(tier, design.nic_optic).fibre}"
+
+
+# -- names on the floor --------------------------------------------------------
+
+def nic_name(rank: int) -> str:
+    """A server's NIC of GPU `rank`, as the host configs name it."""
+    return f"rail{rank}"
+
+
+class Naming:
+    """Graph ends <-> floor ends, built from the fabric's nodes (graph objects or fabric.json dicts)."""
+
+    def __init__(self, nodes):
+        server_of: dict[int, str] = {}
+        gpus: list[tuple[str, int, int]] = []
+        for n in nodes:
+            role, name, dom = _get(n, "role"), _get(n, "name"), _get(n, "hb_domain")
+            if role == "hb":
+                server_of[dom] = name
+            elif role == "gpu":
+                gpus.append((name, dom, _get(n, "rank")))
+        self._floor: dict[str, tuple[str, str]] = {}  # gpu node -> (server, nic)
+        self._graph: dict[tuple[str, str], str] = {}  # (server, nic) -> gpu node
+        for name, dom, rank in gpus:
+            end = (server_of.get(dom, name), nic_name(rank))
+            self._floor[name] = end
+            self._graph[end] = name
+
+    def floor_end(self, node: str, port: str) -> tuple[str, str, str]:
+        """(device, port, gpu) on the floor of graph end (node, port); gpu is the GPU
+        node whose NIC this is, '' for switch ports."""
+        if port == GPU_RAIL_PORT and node in self._floor:
+            device, nic = self._floor[node]
+            return device, nic, node
+        return node, port, ""
+
+    def graph_end(self, device: str, port: str) -> tuple[str, str]:
+        """(node, port) in fabric.json of a floor end; unchanged when it is a switch port."""
+        gpu = self._graph.get((device, port))
+        return (gpu, GPU_RAIL_PORT) if gpu else (device, port)
+
+    def server_of(self, gpu: str) -> str | None:
+        end = self._floor.get(gpu)
+        return end[0] if end else None
+
+
+def _get(n, key: str):
+    return n.get(key) if isinstance(n, dict) else getattr(n, key)
+
+
+def naming(fab) -> Naming:
+    """The floor names of a fabric graph, built once per graph (every switch view and plant
+    file reads them; built before the compiler forks its workers, so they inherit it)."""
+    names = fab.__dict__.get("_naming")
+    if names is None:
+        names = fab.__dict__["_naming"] = Naming(fab.nodes)
+    return names

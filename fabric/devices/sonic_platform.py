@@ -1,0 +1,50 @@
+"""SONiC facts of a catalog platform (fabric/platforms/catalog.py): the PORT rows, hwsku,
+platform string and BREAKOUT_CFG that a switch of that model and breakout runs.
+
+Kept apart from the SONiC renderer (fabric/sonic.py), which asks here first and
+falls back to its radix-only defaults for a `generic` switch. Every PORT row is
+the platform's published port map row (name, lanes, alias, index, speed and,
+where published, fec); railonly adds only what it decides: mtu, admin_status
+and the cable description.
+"""
+
+from __future__ import annotations
+
+
+def port_rows(design, tier: int) -> dict[str, dict[str, str]] | None:
+    """PORT name -> the published fields of every port of the platform (cages and the
+    rest, e.g. the SFP ports past the cages), in published order; None for generic."""
+    model = design.model_of_tier(tier)
+    if model is None:
+        return None
+    out = {}
+    for r in model.breakouts[design.breakout].rows:
+        row = {"lanes": r.lanes, "alias": r.alias, "index": str(r.index), "speed": r.speed}
+        if r.fec is not None:
+            row["fec"] = r.fec
+        out[r.name] = row
+    return out
+
+
+def metadata(design, tier: int) -> dict[str, str] | None:
+    """DEVICE_METADATA hwsku and platform of a catalog switch; None for generic."""
+    model = design.model_of_tier(tier)
+    if model is None:
+        return None
+    meta = {"hwsku": model.breakouts[design.breakout].hwsku}
+    if model.sonic_platform:
+        meta["platform"] = model.sonic_platform
+    return meta
+
+
+def breakout_cfg(design, tier: int) -> dict[str, dict[str, str]] | None:
+    """BREAKOUT_CFG (each cage's parent port -> its breakout mode, as SONiC derives it
+    from hwsku.json), None when generic or the platform publishes no breakout modes."""
+    model = design.model_of_tier(tier)
+    if model is None:
+        return None
+    b = model.breakouts[design.breakout]
+    if not b.breakout_mode:
+        return None
+    first = b.sonic_names[:: b.ports_per_cage]  # the first subport of a cage carries the parent's name
+    return {name: {"brkout_mode": b.breakout_mode} for name in first}

@@ -1,0 +1,383 @@
+"""The change plan between two compiles: what a design change does on the floor.
+
+`railonly diff OLD NEW` reads both OUTDIRs (:func:`read_snapshot`, through the
+hostile-input reader) and :func:`plan` compares them, purely:
+
+* cables by their two ends: a cable whose ends are in both is kept (relabelled
+  when its id changed; changed when its optic or length did, since another
+  cable or optic must be fitted); an old and a new cable that share one end
+  are one cable moved (its other end changes); the rest are added or removed;
+* devices (configs/<switch>/) and hosts (hosts/<hb-domain>/): added, removed,
+  changed, with a unified diff per device;
+* the BOM: quantity, cost and power per item and in total.
+
+Output is sorted and contains no paths or times: the same two OUTDIRs give
+byte-identical plans.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+
+from .reader import OutdirReader, UntrustedFile, parse_json
+
+FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
+CONFIG_LIMIT = 16 << 20  # one switch or host file
+TOTAL_LIMIT = 2 << 30  # bytes read from one OUTDIR
+CABLE_COLUMNS = ("cable_id", "a_device", "a_port", "b_device", "b_port")
+BOM_COLUMNS = ("item", "quantity", "total_cost_usd", "total_power_w")
+_RECOMPILE = "recompile the design into a fresh OUTDIR with 'railonly compile'"
+
+End = tuple[str, str]  # (device, port)
+
+
+@dataclass(frozen=True)
+class Cable:
+    cable_id: str
+    a: End
+    b: End
+    media: str = ""  # cabling.csv's optic and fibre, e.g. "400G-SR8 MMF"
+    length_m: str = ""  # as cabling.csv writes it (whole metres)
+    rail: str = ""  # cabling.csv's rail ("" for a cable that joins rails)
+    tier: str = ""  # cable tier: 1 NIC-leaf, 2 leaf-spine, 3 spine-core
+
+    def ends(self) -> tuple[End, End]:
+        return tuple(sorted((self.a, self.b)))  # a cable is its two ends, whichever is written first
+
+
+@dataclass(frozen=True)
+class BomItem:
+    quantity: float
+    cost_usd: float
+    power_w: float
+
+
+@dataclass
+class Snapshot:
+    """What a change plan compares, from one OUTDIR."""
+
+    cables: dict[str, Cable] = field(default_factory=dict)  # cable id -> cable
+    devices: dict[str, dict[str, str]] = field(default_factory=dict)  # switch -> {file: text}
+    hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # HB domain -> {file: text}
+    bom: dict[str, BomItem] = field(default_factory=dict)  # item -> figures
+    design_sha256: str = ""
+    switches: dict[str, dict] = field(default_factory=dict)  # switch -> {"tier": int, "rails": [int]} (fabric.json)
+
+
+# -- reading (hostile input) ---------------------------------------------------------
+
+class _Budget:
+    """Bytes read from one OUTDIR, bounded (each file is bounded by the reader)."""
+
+    def __init__(self, reader: OutdirReader):
+        self.reader, self.used = reader, 0
+
+    def text(self, rel: str, limit: int) -> str:
+        text = self.reader.read_text(rel, limit)
+        if text is None:
+            raise UntrustedFile(self.reader.where(rel), "is missing", _RECOMPILE)
+        self.used += len(text)
+        if self.used > TOTAL_LIMIT:
+            raise UntrustedFile(self.reader.given, f"holds more than {TOTAL_LIMIT:,} bytes of artifacts", _RECOMPILE)
+        return text
+
+    def listdir(self, rel: str) -> list[str]:
+        names = self.reader.listdir(rel)
+        if names is None:
+            raise UntrustedFile(self.reader.where(rel), "is missing", _RECOMPILE)
+        return names
+
+
+def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
+    """{device: {file: text}} of a configs/ or hosts/ folder."""
+    return {name: {f: budget.text(f"{folder}/{name}/{f}", CONFIG_LIMIT) for f in budget.listdir(f"{folder}/{name}")}
+            for name in budget.listdir(folder)}
+
+
+def read_snapshot(outdir: str) -> Snapshot:
+    """Everything a plan compares, read from OUTDIR by the hostile-input rules of
+    :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file)."""
+    r = _Budget(OutdirReader(outdir))
+    snap = Snapshot(design_sha256=_manifest_design(r.text("MANIFEST.json", FILE_LIMIT), r.reader.where("MANIFEST.json")))
+    snap.cables = parse_cabling(r.text("cabling.csv", FILE_LIMIT), r.reader.where("cabling.csv"))
+    snap.bom = parse_bom(r.text("bom.csv", FILE_LIMIT), r.reader.where("bom.csv"))
+    snap.devices = read_configs(r, "configs")
+    snap.hosts = read_configs(r, "hosts")
+    snap.switches = _switches(r.text("fabric.json", FILE_LIMIT), r.reader.where("fabric.json"))
+    return snap
+
+
+def _switches(text: str, where: str) -> dict[str, dict]:
+    """Tier and rails of every switch in fabric.json (what the rollout groups by)."""
+    doc = parse_json(text, where)
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if not isinstance(nodes, list):
+        raise UntrustedFile(where, "has no 'nodes' list", _RECOMPILE)
+    out = {}
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or n.get("role") != "switch":
+            continue
+        name, tier, rails = n.get("name"), n.get("tier"), n.get("rails") or []
+        if not (isinstance(name, str) and name.isprintable() and len(name) <= 200 and isinstance(tier, int)
+                and not isinstance(tier, bool) and isinstance(rails, list)
+                and all(isinstance(r, int) and not isinstance(r, bool) for r in rails)):
+            raise UntrustedFile(where, f"nodes[{i}]: a switch needs a printable name, an integer tier and a list of rails", _RECOMPILE)
+        out[name] = {"tier": tier, "rails": rails}
+    return out
+
+
+def _manifest_design(text: str, where: str) -> str:
+    doc = parse_json(text, where)
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict) or not isinstance(doc.get("design_sha256"), str):
+        raise UntrustedFile(where, "is not a railonly manifest (needs 'files' and 'design_sha256')", _RECOMPILE)
+    return doc["design_sha256"]
+
+
+def _rows(text: str, where: str, required: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        rows = list(csv.reader(text.splitlines()))
+    except csv.Error as exc:
+        raise UntrustedFile(where, f"is not CSV: {exc}", _RECOMPILE) from None
+    if not rows:
+        raise UntrustedFile(where, "is empty (no header line)", _RECOMPILE)
+    head = rows[0]
+    missing = [c for c in required if c not in head]
+    if missing:
+        raise UntrustedFile(where, f"line 1: header lacks column(s) {', '.join(missing)}", _RECOMPILE)
+    out = []
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(head):
+            raise UntrustedFile(where, f"line {i}: {len(row)} fields, the header has {len(head)}", _RECOMPILE)
+        out.append(dict(zip(head, row), _line=str(i)))
+    return out
+
+
+def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
+    out: dict[str, Cable] = {}
+    for row in _rows(text, where, CABLE_COLUMNS):
+        line = row["_line"]
+        if not all(row[c] for c in CABLE_COLUMNS):
+            empty = next(c for c in CABLE_COLUMNS if not row[c])
+            raise UntrustedFile(where, f"line {line}: {empty} is empty", _RECOMPILE)
+        bad = next((c for c in (*CABLE_COLUMNS, "media", "length_m")
+                    if len(row.get(c, "")) > 200 or not row.get(c, "").isprintable()), None)
+        if bad:  # the plan prints these to a terminal: no control characters, no megabyte fields
+            raise UntrustedFile(where, f"line {line}: {bad} has control characters or more than 200 characters", _RECOMPILE)
+        if row["cable_id"] in out:
+            raise UntrustedFile(where, f"line {line}: cable id {row['cable_id']} appears twice", _RECOMPILE)
+        rail, tier = row.get("rail", ""), row.get("tier", "")
+        if not (rail == "" or rail.isdigit()) or not (tier == "" or tier.isdigit()) or len(rail) > 9 or len(tier) > 9:
+            raise UntrustedFile(where, f"line {line}: rail and tier must be whole numbers (rail may be empty)", _RECOMPILE)
+        out[row["cable_id"]] = Cable(row["cable_id"], (row["a_device"], row["a_port"]), (row["b_device"], row["b_port"]),
+                                     row.get("media", ""), row.get("length_m", ""), rail, tier)
+    return out
+
+
+def parse_bom(text: str, where: str = "bom.csv") -> dict[str, BomItem]:
+    out: dict[str, BomItem] = {}
+    for row in _rows(text, where, BOM_COLUMNS):
+        line = row["_line"]
+        try:
+            q, c, p = (float(row[k]) for k in ("quantity", "total_cost_usd", "total_power_w"))
+        except ValueError:
+            raise UntrustedFile(where, f"line {line}: quantity, total_cost_usd and total_power_w must be numbers", _RECOMPILE) from None
+        if any(x != x or x in (float("inf"), float("-inf")) for x in (q, c, p)):
+            raise UntrustedFile(where, f"line {line}: numbers must be finite", _RECOMPILE)
+        if row["item"] in out:
+            raise UntrustedFile(where, f"line {line}: item {row['item']!r} appears twice", _RECOMPILE)
+        out[row["item"]] = BomItem(q, c, p)
+    return out
+
+
+# -- the plan (pure) ------------------------------------------------------------------
+
+def _end(e: End) -> dict:
+    return {"device": e[0], "port": e[1]}
+
+
+def _cable(c: Cable) -> dict:
+    out = {"cable_id": c.cable_id, "a": _end(c.a), "b": _end(c.b)}
+    if c.rail or c.tier:
+        out["rail"], out["tier"] = c.rail, c.tier
+    return out
+
+
+def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, list]:
+    old_by_ends = {c.ends(): c for c in old.values()}
+    new_by_ends = {c.ends(): c for c in new.values()}
+    kept = old_by_ends.keys() & new_by_ends.keys()
+    relabelled = [{"old_cable_id": old_by_ends[k].cable_id, **_cable(new_by_ends[k])}
+                  for k in kept if old_by_ends[k].cable_id != new_by_ends[k].cable_id]
+    # same ends, another optic or length: on the floor a different cable is fitted
+    changed = [{**_cable(new_by_ends[k]), "old": _fit(old_by_ends[k]), "new": _fit(new_by_ends[k])}
+               for k in kept if _refitted(old_by_ends[k], new_by_ends[k])]
+    gone = sorted((c for k, c in old_by_ends.items() if k not in kept), key=_order)
+    fresh = [c for k, c in new_by_ends.items() if k not in kept]
+    at_end: dict[End, Cable] = {}
+    for c in sorted(fresh, key=_order):
+        for e in (c.a, c.b):
+            at_end.setdefault(e, c)
+    moved, removed, paired = [], [], set()
+    for c in gone:
+        # one end stays where it was: the same cable, re-plugged at its other end
+        match = next((m for e in (c.a, c.b) if (m := at_end.get(e)) is not None and m.cable_id not in paired), None)
+        if match is None:
+            removed.append(_cable(c))
+            continue
+        paired.add(match.cable_id)
+        moved.append({"cable_id": match.cable_id, "old": _cable(c), "new": _cable(match)})
+    added = [_cable(c) for c in sorted(fresh, key=_order) if c.cable_id not in paired]
+    return {"added": added, "removed": removed, "moved": moved,
+            "relabelled": sorted(relabelled, key=lambda x: _id_key(x["cable_id"])),
+            "changed": sorted(changed, key=lambda x: _id_key(x["cable_id"]))}
+
+
+def _fit(c: Cable) -> dict:
+    return {"media": c.media, "length_m": c.length_m}
+
+
+def _refitted(old: Cable, new: Cable) -> bool:
+    """Optic or length differ; a column one side lacks (an OUTDIR of an older
+    railonly) says nothing either way."""
+    return any(x and y and x != y for x, y in ((old.media, new.media), (old.length_m, new.length_m)))
+
+
+def _id_key(cable_id: str) -> tuple:
+    """Natural order: R2-T1-00007 before R10-T1-00001 (numbers compare as numbers)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", cable_id) if p) + (cable_id,)
+
+
+def _order(c: Cable) -> tuple:
+    return (_id_key(c.cable_id), c.a, c.b)
+
+
+def unified(kind: str, name: str, old: dict[str, str], new: dict[str, str]) -> str:
+    """One device's unified diff over all its files (git-style a/ and b/ paths)."""
+    out = []
+    for f in sorted(old.keys() | new.keys()):
+        a, b = old.get(f), new.get(f)
+        if a == b:
+            continue
+        path = f"{kind}/{name}/{f}"
+        out.extend(difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+            f"a/{path}" if a is not None else "/dev/null", f"b/{path}" if b is not None else "/dev/null", n=3))
+    text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in out)
+    return text
+
+
+def device_changes(kind: str, old: dict[str, dict[str, str]], new: dict[str, dict[str, str]], key: str,
+                   diffs: bool = True) -> dict[str, list]:
+    """Added, removed and changed devices; `diffs` adds each changed one's unified diff
+    (difflib is most of a plan's time: skipped where only the names are needed)."""
+    changed = []
+    for name in sorted(old.keys() & new.keys()):
+        if old[name] != new[name]:
+            files = sorted(f for f in old[name].keys() | new[name].keys() if old[name].get(f) != new[name].get(f))
+            entry = {key: name, "files": files}
+            if diffs:
+                entry["diff"] = unified(kind, name, old[name], new[name])
+            changed.append(entry)
+    return {
+        "added": [{key: n, "files": sorted(new[n])} for n in sorted(new.keys() - old.keys())],
+        "removed": [{key: n, "files": sorted(old[n])} for n in sorted(old.keys() - new.keys())],
+        "changed": changed,
+    }
+
+
+def _num(x: float) -> float | int:
+    r = round(x, 2)
+    return int(r) if float(r).is_integer() else r
+
+
+def bom_changes(old: dict[str, BomItem], new: dict[str, BomItem]) -> dict:
+    zero = BomItem(0, 0, 0)
+    items = []
+    for item in sorted(old.keys() | new.keys()):
+        a, b = old.get(item, zero), new.get(item, zero)
+        if a != b:
+            items.append({"item": item, "quantity": {"old": _num(a.quantity), "new": _num(b.quantity), "delta": _num(b.quantity - a.quantity)},
+                          "cost_usd": _num(b.cost_usd - a.cost_usd), "power_w": _num(b.power_w - a.power_w)})
+
+    def total(attr: str) -> dict:
+        o = sum(getattr(x, attr) for x in old.values())
+        n = sum(getattr(x, attr) for x in new.values())
+        return {"old": _num(o), "new": _num(n), "delta": _num(n - o)}
+
+    return {"items": items, "quantity": total("quantity"), "cost_usd": total("cost_usd"), "power_w": total("power_w")}
+
+
+def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
+    """The change plan document (`railonly diff --json`)."""
+    return {
+        "design_sha256": {"old": old.design_sha256, "new": new.design_sha256},
+        "cables": cable_changes(old.cables, new.cables),
+        "devices": device_changes("configs", old.devices, new.devices, "device", diffs),
+        "hosts": device_changes("hosts", old.hosts, new.hosts, "host", diffs),
+        "bom": bom_changes(old.bom, new.bom),
+    }
+
+
+def has_changes(doc: dict) -> bool:
+    return bool(any(doc["cables"][k] for k in ("added", "removed", "moved", "relabelled", "changed"))
+                or any(doc[part][k] for part in ("devices", "hosts") for k in ("added", "removed", "changed"))
+                or doc["bom"]["items"])
+
+
+def devices_to_push(doc: dict) -> list[str]:
+    """Switches whose configs are new or changed (removed ones have nothing to push)."""
+    d = doc["devices"]
+    return sorted({x["device"] for x in d["added"]} | {x["device"] for x in d["changed"]})
+
+
+def changed_devices(old_outdir: str, new_outdir: str, folder: str = "configs") -> list[str]:
+    """`railonly push --only-changed`: devices of `folder` (configs/, or lab/configs/ of a
+    lab slice) whose files are new or differ, as the change plan names them."""
+    a, b = (read_configs(_Budget(OutdirReader(o)), folder) for o in (old_outdir, new_outdir))
+    return devices_to_push({"devices": device_changes("configs", a, b, "device", diffs=False)})
+
+
+def to_json(doc: dict) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+def _e(end: dict) -> str:
+    return f"{end['device']}:{end['port']}"
+
+
+def render_text(doc: dict, diffs: bool = True) -> str:
+    """The human plan: a summary, then every cable, device and host, then the diffs."""
+    c, dv, h, b = doc["cables"], doc["devices"], doc["hosts"], doc["bom"]
+    out = [f"cables: {len(c['added']):,} added, {len(c['removed']):,} removed, {len(c['moved']):,} moved, "
+           f"{len(c['relabelled']):,} relabelled, {len(c['changed']):,} changed",
+           f"devices: {len(dv['added']):,} added, {len(dv['removed']):,} removed, {len(dv['changed']):,} changed",
+           f"hosts: {len(h['added']):,} added, {len(h['removed']):,} removed, {len(h['changed']):,} changed",
+           f"bom: {b['quantity']['delta']:+,} units, cost {b['cost_usd']['delta']:+,} USD, power {b['power_w']['delta']:+,} W"]
+    for x in c["added"]:
+        out.append(f"  + cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}")
+    for x in c["removed"]:
+        out.append(f"  - cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}")
+    for x in c["moved"]:
+        o, n = x["old"], x["new"]
+        ids = o["cable_id"] if o["cable_id"] == n["cable_id"] else f"{o['cable_id']} -> {n['cable_id']}"
+        out.append(f"  ~ cable {ids}  {_e(o['a'])} - {_e(o['b'])}  =>  {_e(n['a'])} - {_e(n['b'])}")
+    for x in c["relabelled"]:
+        out.append(f"  = cable {x['old_cable_id']} -> {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])} (same ends, new id)")
+    for x in c["changed"]:
+        o, n = x["old"], x["new"]
+        out.append(f"  * cable {x['cable_id']}  {_e(x['a'])} - {_e(x['b'])}  {o['media']} {o['length_m']} m => {n['media']} {n['length_m']} m")
+    for part, key in ((dv, "device"), (h, "host")):
+        for sign, k in (("+", "added"), ("-", "removed"), ("~", "changed")):
+            for x in part[k]:
+                out.append(f"  {sign} {key} {x[key]}  ({', '.join(x['files'])})")
+    for x in b["items"]:
+        q = x["quantity"]
+        out.append(f"  bom {x['item']}: {q['old']:,} -> {q['new']:,} ({q['delta']:+,}), cost {x['cost_usd']:+,} USD, power {x['power_w']:+,} W")
+    text = "\n".join(out) + "\n"
+    if diffs:
+        text += "".join(x.get("diff", "") for part in (dv, h) for x in part["changed"])
+    return text

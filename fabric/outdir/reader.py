@@ -1,0 +1,768 @@
+"""An OUTDIR is untrusted input: safe reading and allow-list checks, pure.
+
+A pull request can edit every file in an OUTDIR, and `validate`, `lab deploy`
+and `push` run as root on it. This module is the one place that decides what
+of an OUTDIR may be used; `validate` reports its findings and the lab runtime
+and `push` call the same functions before they deploy or push anything.
+
+Reading (no symlink is ever followed, no special file opened, sizes bounded)
+-----------------------------------------------------------------------------
+
+``reader = OutdirReader(outdir)``
+    Resolves OUTDIR itself once (it may be a symlink: that is the user's own
+    choice on the command line) and keeps that path as ``reader.root``.
+    Raises :class:`UntrustedFile` when it is not a directory.
+``reader.exists(rel) -> bool``
+``reader.read_bytes(rel, limit=MAX_FILE_BYTES) -> bytes | None``
+``reader.read_text(rel) -> str | None``
+``reader.read_json(rel) -> object | None``
+``reader.read_yaml(rel) -> (data, lines) | None``  (lines: {key path: line})
+    `rel` is a path relative to OUTDIR ("configs/leaf0/frr.conf"). Every
+    component is opened with O_NOFOLLOW relative to the previous one, so a
+    symlink anywhere on the way is refused, named, never followed. ``None``
+    means the file does not exist. A symlink, FIFO, device, socket or
+    directory, a file over the limit, text that is not UTF-8, malformed
+    JSON/YAML (or YAML with aliases, deep nesting, NaN...) raise
+    :class:`UntrustedFile` (an InputError: exit 2) naming the file.
+``unsafe_entries(outdir, under="") -> list[Problem]``
+    Every symlink and special file below OUTDIR (or below OUTDIR/under, e.g.
+    ".lab"), found with lstat only. Empty list: the tree holds only regular
+    files and directories.
+
+Allow-list checks (pure: text or parsed data in, a list of Problems out)
+------------------------------------------------------------------------
+
+Each returns ``list[railonly.fabric.input.problems.Problem]`` naming the file (as
+given, relative to OUTDIR), the line when known, what is refused and a fix;
+an empty list means the file holds only what the compiler emits.
+
+``check_exec_line(command) -> str | None``
+    One clab ``exec`` command: ``None`` when it is one of the exact forms the
+    compiler emits (ip link/addr/route, a bridge, a per-namespace ``net.*``
+    sysctl from :data:`SYSCTL_ALLOWED`), otherwise why not.
+``check_clab(data, file, lines=None)``
+    A parsed ``<name>.clab.yml``: lab name, prefix, node names and kinds,
+    binds and startup-config (only the node's own config files, relative, no
+    ``..``), every exec line through :func:`check_exec_line`, link endpoints,
+    no other node keys (no ``cmd``, ``entrypoint``, ``env``...).
+``check_fabric(doc, file)``
+    fabric.json: lab, node and port names are safe as namespace, file and
+    interface names (they become paths and netns names).
+``check_frr(text, file, run_dir=None)``
+    frr.conf: only command keywords the compiler emits; no ``log file`` (the
+    lab runtime gives FRR its log path; with `run_dir`, a ``log file`` below
+    it is tolerated), no ``dump``, ``script``, ``agentx``, ``rpki``, ``line``;
+    the hostname is a plain name.
+``check_eos(text, file)``
+    EOS startup-config: only top-level commands the compiler emits; never
+    ``bash``, ``event-handler``, ``daemon``, ``alias``, ``schedule``...;
+    the hostname is a plain name.
+``check_config_db(doc, file, text=None)``
+    SONiC config_db.json: the hostname is a plain name, no text with control
+    or non-ASCII characters (`text`, the JSON source, makes a clean file fast).
+``lab_files(reader) -> (fabric_rel, clab_rel)``
+    The fabric.json (lab/fabric.json for a lab slice) and the one
+    ``<name>.clab.yml`` the lab reads.
+``check_outdir(outdir, run_dir=None, require_lab=True) -> list[Problem]``
+    All of the above for every file the lab and push use: the one
+    ``<name>.clab.yml`` (`require_lab=False`: may be absent), fabric.json and
+    each switch's config_db.json, frr.conf and startup-config, the same again
+    under lab/ for a lab slice, plus :func:`unsafe_entries` over the whole
+    tree (when that finds anything, only those are returned: nothing else is
+    read). Raises UntrustedFile for an unreadable or malformed file, returns
+    the allow-list findings.
+
+A caller that runs as root should refuse to act when ``check_outdir`` returns
+anything (exit 2, print each ``Problem.format()``).
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import json
+import os
+import re
+import stat
+
+from ..design import management as _mgmt
+from ..design.design import NAME_PATTERN
+from ..design.lab_slice import SLICE_DIR
+from ..input.problems import InputError, Problem, short
+from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
+from ..outputs.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
+
+MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
+MAX_LINE = 4096
+OUTDIR_YAML_LIMITS = Limits(max_bytes=MAX_FILE_BYTES, max_depth=16, max_aliases=0, max_nodes=50_000_000,
+                            max_scalar=MAX_LINE, max_int_digits=20, fast=True)
+
+LAB_NAME = re.compile(NAME_PATTERN)
+NODE_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+HOSTNAME = NODE_NAME
+# Ethernet0, eth1, hb0, gpu3: valid Linux names; or an EOS breakout subport (Ethernet1/5) of a
+# catalog platform, whose lab runs under generic names (fabric/lab_slice.py)
+PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}")
+IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
+ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"  # a valid IPv4 address, by regex: this runs per exec line
+_CIDR = _V4 + r"/(?:3[0-2]|[12]?\d)"
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")
+CLAB_KINDS = ("linux", "sonic-vs", "arista_ceos")
+CLAB_NODE_KEYS = {"kind", "exec", "binds", "startup-config", "image"}
+CLAB_TOP_KEYS = {"name", "prefix", "mgmt", "topology"}
+CLAB_TOPOLOGY_KEYS = {"kinds", "nodes", "links"}
+SONIC_BIND_TARGETS = {"config_db.json": SONIC_CONFIG_DB, "frr.conf": SONIC_FRR_CONF}
+
+# Per-namespace sysctls a clab exec line may set: key pattern -> allowed values.
+# Only net.* keys, which the kernel scopes to the network namespace; nothing
+# host-global (kernel.*, vm.*, fs.*) can ever be written from an OUTDIR.
+SYSCTL_ALLOWED: tuple[tuple[re.Pattern, frozenset[str]], ...] = (
+    (re.compile(r"net\.ipv4\.ip_forward"), frozenset({"0", "1"})),
+    (re.compile(r"net\.ipv4\.conf\.(all|default|[A-Za-z0-9][A-Za-z0-9_-]{0,14})\.rp_filter"), frozenset({"0", "1", "2"})),
+    (re.compile(r"net\.ipv4\.conf\.(all|default|[A-Za-z0-9][A-Za-z0-9_-]{0,14})\.forwarding"), frozenset({"0", "1"})),
+    (re.compile(r"net\.ipv6\.conf\.(all|default|[A-Za-z0-9][A-Za-z0-9_-]{0,14})\.disable_ipv6"), frozenset({"0", "1"})),
+    (re.compile(r"net\.ipv4\.fib_multipath_hash_policy"), frozenset({"0", "1", "2"})),
+)
+SYSCTL_ALLOWED_TEXT = ("net.ipv4.ip_forward, net.ipv4.conf.<if>.rp_filter, net.ipv4.conf.<if>.forwarding, "
+                       "net.ipv6.conf.<if>.disable_ipv6, net.ipv4.fib_multipath_hash_policy, small numbers only")
+
+# The exact clab exec forms the compiler emits (fabric/outputs/clab.py).
+_IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"
+EXEC_FORMS: tuple[tuple[str, re.Pattern], ...] = (
+    ("ip link set dev IF mtu N", re.compile(rf"ip link set dev {_IF} mtu \d{{3,5}}")),
+    ("ip link set dev IF up", re.compile(rf"ip link set dev {_IF} up")),
+    ("ip link set dev IF master BRIDGE", re.compile(rf"ip link set dev {_IF} master {_IF}")),
+    ("ip link add name BRIDGE type bridge", re.compile(rf"ip link add name {_IF} type bridge")),
+    ("ip addr add CIDR dev IF", re.compile(rf"ip addr add {_CIDR} dev {_IF}")),
+    ("ip route add CIDR via IP dev IF [src IP]", re.compile(rf"ip route add {_CIDR} via {_V4} dev {_IF}( src {_V4})?")),
+    ("sysctl -w KEY=VALUE", re.compile(r"sysctl -w ([a-z0-9_.-]{1,80})=(\d{1,3})")),
+)
+
+# frr.conf: command keywords (first word of a line) the compiler emits or that
+# only shape routing; anything else (dump, script, agentx, rpki, line, password
+# ...) is refused. Some keywords are refused in specific forms below.
+FRR_KEYWORDS = frozenset({
+    "!", "frr", "hostname", "log", "service", "ip", "ipv6", "route-map", "match", "set", "router", "bgp",
+    "no", "neighbor", "address-family", "network", "maximum-paths", "exit-address-family", "exit", "end",
+    "interface", "description", "redistribute", "timers", "bfd", "aggregate-address", "peer", "profile",
+    "on-match", "continue", "vrf", "exit-vrf", "segment-routing",
+})
+FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)")
+FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script
+EOS_TOP_KEYWORDS = frozenset({
+    "!", "service", "hostname", "spanning-tree", "ip", "ipv6", "no", "route-map", "interface", "vlan", "qos",
+    "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf", "priority-flow-control",
+})  # and the management heads of EOS_MGMT_FORMS, in their forms only
+# Lines EOS prints in every running-config of a containerlab cEOS (its defaults), which
+# a config taken back from a device carries: accepted exactly as printed, although
+# their heads are refused in every other form.
+EOS_PRINTED_DEFAULTS = frozenset({"no aaa root", "management api http-commands"})
+# Never valid on any line (at any indentation): they run commands or programs.
+EOS_REFUSED = frozenset({
+    "bash", "event-handler", "daemon", "alias", "schedule", "action", "trigger", "exec", "command",
+    "boot", "aaa", "username", "enable", "management", "copy", "run", "event-monitor", "load-interval-script",
+})
+# The management plane (docs/management.md): these top-level heads change who may log in
+# or what the switch talks to, so each is accepted only in the exact forms railonly
+# writes and EOS prints, with the values railonly's design checks allow; any other
+# form of them is refused. A `nopassword` user must have an SSH key line too.
+_ROLE = "|".join(_mgmt.ROLES)
+_VRF = _mgmt.VRF_NAME
+EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
+    "username": (
+        re.compile(rf"username ({_mgmt.USER_NAME})( privilege (?:1[0-5]|[0-9]))?( role (?:{_ROLE}))? secret sha512 {_mgmt.SHA512_CRYPT}"),
+        re.compile(rf"username ({_mgmt.USER_NAME})( privilege (?:1[0-5]|[0-9]))?( role (?:{_ROLE}))? nopassword"),
+        re.compile(rf"username ({_mgmt.USER_NAME}) ssh-key {_mgmt.SSH_KEY}"),
+    ),
+    "logging": (re.compile(rf"logging vrf {_VRF} host {_V4}"),),
+    "ntp": (re.compile(rf"ntp server vrf {_VRF} {_V4}( iburst)?( local-interface Management1)?"),),
+    "tacacs-server": (re.compile(rf"tacacs-server host {_V4} vrf {_VRF}"),),
+    "management": (re.compile(r"management api (gnmi|http-commands)"),),
+}
+
+
+class UntrustedFile(InputError):
+    """A file in OUTDIR that must not be used: exit 2, the file named."""
+
+    def __init__(self, file: str, message: str, hint: str = "", line: int | None = None):
+        super().__init__([Problem("", message, hint, line, file)])
+        self.file = file
+
+    def __reduce__(self):  # picklable across forked workers
+        p = self.problems[0]
+        return (UntrustedFile, (p.file, p.message, p.hint, p.line))
+
+
+def _refuse_link_hint() -> str:
+    return "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
+
+
+class OutdirReader:
+    """Reads files below OUTDIR without following any symlink (see module doc)."""
+
+    def __init__(self, outdir: str):
+        if not outdir:
+            raise UntrustedFile("''", "OUTDIR is empty", "give the OUTDIR of railonly compile")
+        self.given = outdir
+        self.root = os.path.realpath(outdir)  # resolved once: the argument itself may be a link
+        if not os.path.isdir(self.root):
+            raise UntrustedFile(outdir, "no such directory" if not os.path.exists(self.root) else "is not a directory",
+                                "give the OUTDIR of railonly compile")
+
+    def where(self, rel: str) -> str:
+        return os.path.join(self.given, rel)
+
+    def _open_path(self, rel: str, folder: bool = False) -> int | None:
+        """A descriptor of `rel` (a regular file, or a folder with `folder`), opened one
+        component at a time with O_NOFOLLOW below OUTDIR; None when absent."""
+        parts = rel.split("/")
+        if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise UntrustedFile(self.where(rel), "is not a plain path inside OUTDIR", "recompile the design")
+        flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags_file = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        fd = os.open(self.root, flags_dir)
+        try:
+            for i, part in enumerate(parts):
+                last = i == len(parts) - 1
+                try:
+                    nxt = os.open(part, flags_file if last and not folder else flags_dir, dir_fd=fd)
+                except FileNotFoundError:
+                    return None
+                except OSError as exc:
+                    raise self._refusal(fd, part, "/".join(parts[: i + 1]), exc) from None
+                os.close(fd)
+                fd = nxt
+            if not folder:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise UntrustedFile(self.where(rel), f"is {file_kind(st.st_mode)}, not a regular file",
+                                        "recompile the design")
+            out, fd = fd, -1
+            return out
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _refusal(self, dir_fd: int, part: str, sub: str, exc: OSError) -> UntrustedFile:
+        """Why `part` (at `sub`) could not be opened: a link, not a folder, or unreadable."""
+        try:
+            mode = os.lstat(part, dir_fd=dir_fd).st_mode
+        except OSError:
+            return UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "")
+        if stat.S_ISLNK(mode):
+            return UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed", _refuse_link_hint())
+        if exc.errno == errno.ENOTDIR:
+            return UntrustedFile(self.where(sub), f"is {file_kind(mode)}, not a directory", "recompile the design")
+        return UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "")
+
+    def exists(self, rel: str) -> bool:
+        """True for a regular file at `rel` (UntrustedFile for a link or special file)."""
+        fd = self._open_path(rel)
+        if fd is None:
+            return False
+        os.close(fd)
+        return True
+
+    def read_bytes(self, rel: str, limit: int = MAX_FILE_BYTES) -> bytes | None:
+        fd = self._open_path(rel)
+        if fd is None:
+            return None
+        try:
+            if os.fstat(fd).st_size > limit:
+                raise UntrustedFile(self.where(rel), f"is larger than the limit of {limit:,} bytes", "recompile the design")
+            data = read_at_most(fd, limit)
+        except OSError as exc:
+            raise UntrustedFile(self.where(rel), f"cannot be read: {exc.strerror}", "") from None
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            raise UntrustedFile(self.where(rel), f"is larger than the limit of {limit:,} bytes", "recompile the design")
+        return data
+
+    def listdir(self, rel: str, limit: int = 1_000_000) -> list[str] | None:
+        """Sorted names in the folder `rel` (None when absent), opened like a file: no link
+        followed on the way; at most `limit` names, each a plain file or folder name."""
+        fd = self._open_path(rel, folder=True)
+        if fd is None:
+            return None
+        try:
+            names = []
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if len(names) >= limit:
+                        raise UntrustedFile(self.where(rel), f"holds more than {limit:,} entries", "recompile the design")
+                    if not ENTRY_NAME.fullmatch(entry.name):
+                        raise UntrustedFile(self.where(f"{rel}/{entry.name!r}"), "has a name the compiler never writes",
+                                            "recompile the design")
+                    names.append(entry.name)
+            return sorted(names)
+        finally:
+            os.close(fd)
+
+    def read_text(self, rel: str, limit: int = MAX_FILE_BYTES) -> str | None:
+        data = self.read_bytes(rel, limit)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UntrustedFile(self.where(rel), f"is not UTF-8 text (byte {exc.start:,})", "recompile the design") from None
+
+    def read_json(self, rel: str, limit: int = MAX_FILE_BYTES):
+        text = self.read_text(rel, limit)
+        return None if text is None else parse_json(text, self.where(rel))
+
+    def read_yaml(self, rel: str, limits: Limits = OUTDIR_YAML_LIMITS):
+        text = self.read_text(rel, limits.max_bytes)
+        return None if text is None else parse_yaml(text, self.where(rel), limits)
+
+
+def parse_json(text: str, file: str):
+    """JSON from OUTDIR: malformed, NaN/Infinity or too deep is UntrustedFile."""
+    def no_constant(name: str):
+        raise ValueError(f"{name} is not allowed")
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise UntrustedFile(file, "is not valid JSON: nested too deep", "recompile the design") from None
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        msg = getattr(exc, "msg", str(exc))
+        raise UntrustedFile(file, f"is not valid JSON: {short(msg, 120)}", "recompile the design", line) from None
+
+
+def parse_yaml(text: str, file: str, limits: Limits = OUTDIR_YAML_LIMITS):
+    """(data, {key path: line}) of YAML from OUTDIR; malformed is UntrustedFile."""
+    try:
+        node, lines = compose_checked(text, file, limits)
+        return construct(node, file), lines
+    except InputError as exc:
+        p = exc.problems[0]
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        raise UntrustedFile(file, f"is not acceptable YAML: {p.message}{more}", "recompile the design", p.line) from None
+
+
+def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
+    """Every symlink and special file below OUTDIR[/under], by lstat only."""
+    root = os.path.realpath(outdir)
+    out: list[Problem] = []
+    stack = [under.strip("/")] if under else [""]
+    if under:  # the starting folder itself must not be a link (scandir would list its target)
+        try:
+            st = os.lstat(os.path.join(root, stack[0]))
+        except FileNotFoundError:
+            return out
+        except OSError as exc:
+            return [Problem("", f"cannot be read: {exc.strerror}", "", None, os.path.join(outdir, stack[0]))]
+        if not stat.S_ISDIR(st.st_mode):
+            return [Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+                            os.path.join(outdir, stack[0]))]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            st = os.lstat(os.path.join(root, rel))
+            if not stat.S_ISREG(st.st_mode):
+                out.append(Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+                                   os.path.join(outdir, rel)))
+            continue
+        except OSError as exc:
+            out.append(Problem("", f"cannot be listed: {exc.strerror}", "", None, os.path.join(outdir, rel)))
+            continue
+        for e in entries:
+            sub = f"{rel}/{e.name}" if rel else e.name
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(sub)
+            elif not stat.S_ISREG(st.st_mode):
+                what = file_kind(st.st_mode)
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        what += f" (to {short(os.readlink(e.path), 80)})"
+                    except OSError:
+                        pass
+                    hint = _refuse_link_hint()
+                else:
+                    hint = "remove it; an OUTDIR holds regular files and folders only"
+                out.append(Problem("", f"is {what}; refused, never followed or opened", hint, None,
+                                   os.path.join(outdir, sub)))
+    return sorted(out, key=lambda p: p.file or "")
+
+
+# --- allow-list checks --------------------------------------------------------------
+
+
+def _text_problems(text: str, file: str) -> list[Problem]:
+    """Lines with control or non-ASCII characters, or absurdly long."""
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if len(line) > MAX_LINE:
+            out.append(Problem("", f"line of {len(line):,} characters (limit {MAX_LINE:,})",
+                               "the compiler never writes such lines; recompile", n, file))
+        elif not _PRINTABLE.fullmatch(line):
+            bad = next(c for c in line if not "\x20" <= c <= "\x7e")
+            out.append(Problem("", f"holds the character {bad!r}, which the compiler never writes",
+                               "recompile; configs are plain ASCII", n, file))
+        if len(out) >= 20:
+            break
+    return out
+
+
+def sysctl_allowed(key: str, value: str) -> bool:
+    return any(p.fullmatch(key) and value in values for p, values in SYSCTL_ALLOWED)
+
+
+def check_exec_line(command: object) -> str | None:
+    """None when `command` is an exec form the compiler emits, else why not."""
+    if not isinstance(command, str):
+        return f"must be text, got {short(repr(command))}"
+    for form, pattern in EXEC_FORMS:
+        m = pattern.fullmatch(command)
+        if not m:
+            continue
+        if form.startswith("sysctl"):
+            key, value = m.group(1), m.group(2)
+            if not sysctl_allowed(key, value):
+                return f"sysctl {key}={value} is not on the allow-list ({SYSCTL_ALLOWED_TEXT})"
+            return None
+        return None
+    return (f"{short(repr(command), 120)} is not a command the compiler emits "
+            "(only ip link/addr/route, a bridge, and allowed net.* sysctls, in its exact forms)")
+
+
+def _clab_line(lines: dict | None, path: str) -> int | None:
+    if not lines:
+        return None
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path.rpartition(".")[0] if "." in path else ""
+    return None
+
+
+def check_clab(data: object, file: str, lines: dict[str, int] | None = None) -> list[Problem]:
+    out: list[Problem] = []
+
+    def bad(path: str, message: str, hint: str = "recompile the design; railonly writes this file") -> None:
+        out.append(Problem(path, message, hint, _clab_line(lines, path), file))
+
+    if not isinstance(data, dict):
+        bad("", "is not a containerlab topology (the top level is not a mapping)")
+        return out
+    for key in data:
+        if key not in CLAB_TOP_KEYS:
+            bad(str(key), f"unknown top-level key {short(repr(key))}")
+    name = data.get("name")
+    if not isinstance(name, str) or not LAB_NAME.fullmatch(name):
+        bad("name", f"lab name {short(repr(name))} is not a design name (lowercase letters, digits, '-')")
+    if data.get("prefix", "clab") != "clab":
+        bad("prefix", f"prefix must be 'clab', got {short(repr(data.get('prefix')))}")
+    mgmt = data.get("mgmt")
+    if mgmt is not None:
+        if not isinstance(mgmt, dict) or set(mgmt) - {"network", "ipv4-subnet"}:
+            bad("mgmt", "mgmt may hold only network and ipv4-subnet")
+        else:
+            net = mgmt.get("network")
+            if net is not None and not (isinstance(net, str) and re.fullmatch(r"railonly-" + LAB_NAME.pattern, net)):
+                bad("mgmt.network", f"network {short(repr(net))} is not railonly-<lab name>")
+            sub = mgmt.get("ipv4-subnet")
+            if sub is not None:
+                try:
+                    ipaddress.IPv4Network(sub)
+                except (ValueError, TypeError):
+                    bad("mgmt.ipv4-subnet", f"{short(repr(sub))} is not an IPv4 subnet")
+    topo = data.get("topology")
+    if not isinstance(topo, dict):
+        bad("topology", "has no topology mapping")
+        return out
+    for key in topo:
+        if key not in CLAB_TOPOLOGY_KEYS:
+            bad(f"topology.{key}", f"unknown key {short(repr(key))} in topology (defaults, groups ... are never emitted)")
+    kinds = topo.get("kinds") or {}
+    if not isinstance(kinds, dict):
+        bad("topology.kinds", "kinds must be a mapping")
+        kinds = {}
+    for kind, spec in kinds.items():
+        if kind not in CLAB_KINDS:
+            bad(f"topology.kinds.{kind}", f"kind {short(repr(kind))} is not one of {', '.join(CLAB_KINDS)}")
+        elif not isinstance(spec, dict) or set(spec) - {"image"} or not isinstance(spec.get("image"), str) \
+                or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,255}", spec["image"]):
+            bad(f"topology.kinds.{kind}", "a kind may set only image, an image reference")
+    nodes = topo.get("nodes") or {}
+    if not isinstance(nodes, dict):
+        bad("topology.nodes", "nodes must be a mapping")
+        nodes = {}
+    for nname, spec in nodes.items():
+        where = f"topology.nodes.{nname}"
+        if not isinstance(nname, str) or not NODE_NAME.fullmatch(nname):
+            bad(where, f"node name {short(repr(nname))} is not a plain name (lowercase letters, digits, '-')")
+            continue
+        if not isinstance(spec, dict):
+            bad(where, "a node must be a mapping")
+            continue
+        for key in spec:
+            if key not in CLAB_NODE_KEYS:
+                bad(f"{where}.{key}", f"node key {short(repr(key))} is never emitted by the compiler (refused: it could run or mount anything)")
+        kind = spec.get("kind")
+        if kind not in CLAB_KINDS:
+            bad(f"{where}.kind", f"kind {short(repr(kind))} is not one of {', '.join(CLAB_KINDS)}")
+        if "image" in spec and not (isinstance(spec["image"], str)
+                                    and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,255}", spec["image"])):
+            bad(f"{where}.image", "image must be an image reference")
+        cmds = spec.get("exec") or []
+        if not isinstance(cmds, list):
+            bad(f"{where}.exec", "exec must be a list of commands")
+            cmds = []
+        if cmds and kind != "linux":
+            bad(f"{where}.exec", f"exec on a {kind} node is never emitted by the compiler")
+        for i, cmd in enumerate(cmds):
+            why = check_exec_line(cmd)
+            if why:
+                bad(f"{where}.exec[{i}]", why, "only the compiler's own exec forms run; recompile the design")
+        _check_node_files(spec, nname, kind, where, bad)
+    links = topo.get("links") or []
+    if not isinstance(links, list):
+        bad("topology.links", "links must be a list")
+    else:
+        for msg in endpoint_problems({"topology": {"nodes": nodes, "links": links}}):
+            m = re.match(r"(topology\.links\[\d+\])", msg)
+            bad(m.group(1) if m else "topology.links", msg)
+    return out
+
+
+def _config_path_ok(path: object, node: str, leaf: str) -> bool:
+    """configs/<node>/<leaf> or lab/configs/<node>/<leaf>: relative, the node's own file."""
+    return isinstance(path, str) and path in (f"configs/{node}/{leaf}", f"{SLICE_DIR}/configs/{node}/{leaf}")
+
+
+def _check_node_files(spec: dict, node: str, kind, where: str, bad) -> None:
+    binds = spec.get("binds")
+    if binds is not None:
+        if kind != "sonic-vs" or not isinstance(binds, list):
+            bad(f"{where}.binds", "binds are emitted only for sonic-vs nodes, as a list")
+        else:
+            for i, b in enumerate(binds):
+                src, _, dst = b.partition(":") if isinstance(b, str) else ("", "", "")
+                leaf = src.rsplit("/", 1)[-1]
+                if SONIC_BIND_TARGETS.get(leaf) != dst or not _config_path_ok(src, node, leaf):
+                    bad(f"{where}.binds[{i}]",
+                        f"bind {short(repr(b), 120)} is not one the compiler emits "
+                        f"(configs/{node}/config_db.json:{SONIC_BIND_TARGETS['config_db.json']} "
+                        f"or configs/{node}/frr.conf:{SONIC_BIND_TARGETS['frr.conf']})")
+    sc = spec.get("startup-config")
+    if sc is not None and (kind != "arista_ceos" or not _config_path_ok(sc, node, "startup-config")):
+        bad(f"{where}.startup-config", f"startup-config {short(repr(sc), 120)} is not configs/{node}/startup-config")
+
+
+def check_fabric(doc: object, file: str) -> list[Problem]:
+    out: list[Problem] = []
+
+    def bad(path: str, message: str) -> None:
+        out.append(Problem(path, message, "recompile the design; names become namespaces and paths", None, file))
+
+    if not isinstance(doc, dict):
+        return [Problem("", "is not a fabric (the top level is not an object)", "recompile the design", None, file)]
+    name = doc.get("name")
+    if not isinstance(name, str) or not LAB_NAME.fullmatch(name):
+        bad("name", f"lab name {short(repr(name))} is not a design name (lowercase letters, digits, '-')")
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list):
+        bad("nodes", "nodes must be a list")
+        nodes = []
+    for i, n in enumerate(nodes):
+        nname = n.get("name") if isinstance(n, dict) else None
+        if not isinstance(nname, str) or not NODE_NAME.fullmatch(nname):
+            bad(f"nodes[{i}].name", f"node name {short(repr(nname))} is not a plain name (lowercase letters, digits, '-')")
+        if len(out) >= 50:
+            return out
+    links = doc.get("links")
+    if not isinstance(links, list):
+        bad("links", "links must be a list")
+        links = []
+    for i, lk in enumerate(links):
+        for end in ("a", "b"):
+            e = lk.get(end) if isinstance(lk, dict) else None
+            port = e.get("port") if isinstance(e, dict) else None
+            nname = e.get("node") if isinstance(e, dict) else None
+            if not isinstance(port, str) or not PORT_NAME.fullmatch(port):
+                bad(f"links[{i}].{end}.port", f"port {short(repr(port))} is not an interface name (letters and digits, at most 15, or an EOS breakout port such as Ethernet1/5)")
+            if not isinstance(nname, str) or not NODE_NAME.fullmatch(nname):
+                bad(f"links[{i}].{end}.node", f"node {short(repr(nname))} is not a plain name")
+        if len(out) >= 50:
+            break
+    return out
+
+
+def _hostname_problem(value: object, file: str, line: int | None, path: str = "") -> list[Problem]:
+    if isinstance(value, str) and HOSTNAME.fullmatch(value):
+        return []
+    return [Problem(path, f"hostname {short(repr(value))} is not a plain name (lowercase letters, digits, '-')",
+                    "recompile; the hostname is the fabric.json node name", line, file)]
+
+
+def check_frr(text: str, file: str, run_dir: str | None = None) -> list[Problem]:
+    out = _text_problems(text, file)
+    hostnames = 0
+    for n, raw in enumerate(text.split("\n"), 1):
+        words = raw.split()
+        if not words or words[0].startswith("!"):
+            continue
+        head = words[0]
+        if head not in FRR_KEYWORDS:
+            out.append(Problem("", f"FRR command {short(repr(head))} is never emitted by the compiler; refused",
+                               "remove the line or recompile (FRR runs as root in the lab)", n, file))
+        elif head == "log" and not FRR_LOG_FORMS.fullmatch(" ".join(words)):
+            if words[1:2] == ["file"] and run_dir and len(words) >= 3 and _below(words[2], run_dir):
+                continue
+            out.append(Problem("", f"{short(' '.join(words), 120)!r}: FRR would write a file where the config says; "
+                               "the compiler emits only 'log syslog'",
+                               "remove the line; the lab runtime gives FRR its log file", n, file))
+        elif head == "match" and len(words) > 1 and words[1] in FRR_MATCH_REFUSED:
+            out.append(Problem("", "'match script' runs a Lua script; refused", "remove the line", n, file))
+        elif head == "service" and words[1:] != ["integrated-vtysh-config"]:
+            out.append(Problem("", f"{short(' '.join(words), 120)!r} is never emitted by the compiler; refused",
+                               "remove the line", n, file))
+        elif head == "frr" and not re.fullmatch(r"frr (version [0-9][0-9.]{0,15}|defaults (datacenter|traditional))",
+                                                " ".join(words)):
+            out.append(Problem("", f"{short(' '.join(words), 120)!r} is never emitted by the compiler; refused",
+                               "remove the line", n, file))
+        elif head == "hostname":
+            hostnames += 1
+            out += _hostname_problem(" ".join(words[1:]), file, n)
+    return out
+
+
+def _below(path: str, root: str) -> bool:
+    path, root = os.path.normpath(path), os.path.normpath(root)
+    return os.path.isabs(path) and path.startswith(root.rstrip("/") + "/") and ".." not in path.split("/")
+
+
+def check_eos(text: str, file: str) -> list[Problem]:
+    out = _text_problems(text, file)
+    keyless: dict[str, int] = {}  # user with `nopassword` -> its line
+    keyed: set[str] = set()
+    for n, raw in enumerate(text.split("\n"), 1):
+        words = raw.split()
+        if not words or words[0].startswith("!"):
+            continue
+        head = words[0].lower()
+        if not raw[:1].isspace() and " ".join(words) in EOS_PRINTED_DEFAULTS:
+            continue
+        if not raw[:1].isspace() and words[0] in EOS_MGMT_FORMS:
+            line = raw.rstrip()
+            form = next((i for i, f in enumerate(EOS_MGMT_FORMS[words[0]]) if f.fullmatch(line)), None)
+            if form is None:
+                out.append(Problem("", f"{short(line, 120)!r}: this '{words[0]}' form is not one railonly writes or EOS prints; refused",
+                                   "recompile; the accepted forms are in docs/management.md", n, file))
+            elif words[0] == "username" and form == 1:
+                keyless.setdefault(words[1], n)
+            elif words[0] == "username" and form == 2:
+                keyed.add(words[1])
+            continue
+        if head in EOS_REFUSED or (head == "no" and len(words) > 1 and words[1].lower() in EOS_REFUSED):
+            out.append(Problem("", f"EOS command {short(repr(words[0]))} runs programs or changes access; refused",
+                               "remove the line; the compiler never emits it", n, file))
+        elif not raw[:1].isspace() and head not in EOS_TOP_KEYWORDS:
+            out.append(Problem("", f"EOS command {short(repr(words[0]))} is never emitted by the compiler; refused",
+                               "remove the line or recompile", n, file))
+        elif head == "hostname" and not raw[:1].isspace():
+            out += _hostname_problem(" ".join(words[1:]), file, n)
+    for user, n in sorted(keyless.items(), key=lambda x: x[1]):
+        if user not in keyed:
+            out.append(Problem("", f"user {user!r} has no password and no SSH key: anyone could log in as it; refused",
+                               "give the user a SHA-512 secret or an ssh-key line (docs/management.md)", n, file))
+    return out
+
+
+_JSON_ODD = re.compile(r'\\[bfnrt]|\\u00[01][0-9a-fA-F]|\\u007[fF]|[^\x00-\x7f]')
+
+
+def check_config_db(doc: object, file: str, text: str | None = None) -> list[Problem]:
+    """`text`, when given, is the JSON source: a quick scan of it skips the walk
+    over every value when no escape or non-ASCII character occurs at all."""
+    if not isinstance(doc, dict):
+        return [Problem("", "is not a ConfigDB document (the top level is not an object)", "recompile the design", None, file)]
+    out: list[Problem] = []
+    meta = doc.get("DEVICE_METADATA")
+    host = meta.get("localhost") if isinstance(meta, dict) else None
+    if isinstance(host, dict) and "hostname" in host:
+        out += _hostname_problem(host["hostname"], file, None, "DEVICE_METADATA.localhost.hostname")
+    if text is not None and not _JSON_ODD.search(text):
+        return out
+    stack = [(doc, "")]
+    while stack and len(out) < 20:
+        v, path = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not _PRINTABLE.fullmatch(k):
+                    out.append(Problem(path, f"key {short(repr(k))} holds control or non-ASCII characters",
+                                       "recompile the design", None, file))
+                stack.append((x, f"{path}.{k}" if path else k))
+        elif isinstance(v, list):
+            stack.extend((x, f"{path}[{i}]") for i, x in enumerate(v))
+        elif isinstance(v, str) and not _PRINTABLE.fullmatch(v):
+            out.append(Problem(path, f"value {short(repr(v))} holds control or non-ASCII characters",
+                               "recompile the design", None, file))
+    return out
+
+
+def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = True) -> list[Problem]:
+    """Every file the lab (and push) uses, plus the tree scan (see module doc)."""
+    reader = OutdirReader(outdir)
+    out = unsafe_entries(outdir)
+    if out:
+        return out  # reading further could meet them; name them first
+    clab_rel = None
+    try:
+        _, clab_rel = lab_files(reader)
+    except UntrustedFile:
+        if require_lab:
+            raise
+    if clab_rel is not None:
+        data, lines = reader.read_yaml(clab_rel)
+        out += check_clab(data, reader.where(clab_rel), lines)
+    for base in ("", SLICE_DIR):  # the design's own files, and a lab slice's
+        fabric_rel = f"{base}/fabric.json" if base else "fabric.json"
+        doc = reader.read_json(fabric_rel)
+        if doc is None:
+            if not base:
+                raise UntrustedFile(reader.where(fabric_rel), "is missing", "give the OUTDIR of railonly compile")
+            continue
+        out += check_fabric(doc, reader.where(fabric_rel))
+        configs = f"{base}/configs" if base else "configs"
+        nodes = doc.get("nodes") if isinstance(doc, dict) else None
+        for n in nodes if isinstance(nodes, list) else []:
+            if not isinstance(n, dict) or n.get("role") != "switch" or not isinstance(n.get("name"), str) \
+                    or not NODE_NAME.fullmatch(n["name"]):
+                continue
+            d = f"{configs}/{n['name']}"
+            db_text = reader.read_text(f"{d}/config_db.json")
+            if db_text is not None:
+                db_file = reader.where(f"{d}/config_db.json")
+                out += check_config_db(parse_json(db_text, db_file), db_file, db_text)
+            frr = reader.read_text(f"{d}/frr.conf")
+            if frr is not None:
+                out += check_frr(frr, reader.where(f"{d}/frr.conf"), run_dir)
+            eos = reader.read_text(f"{d}/startup-config")
+            if eos is not None:
+                out += check_eos(eos, reader.where(f"{d}/startup-config"))
+    return out
+
+
+def lab_files(reader: OutdirReader) -> tuple[str, str]:
+    """(fabric.json, <name>.clab.yml) relative to OUTDIR, the files the lab reads
+    (lab/fabric.json for a lab slice)."""
+    try:
+        names = sorted(e.name for e in os.scandir(reader.root) if e.name.endswith(".clab.yml"))
+    except OSError as exc:
+        raise UntrustedFile(reader.given, f"cannot be listed: {exc.strerror}", "") from None
+    if len(names) != 1:
+        what = "no <name>.clab.yml" if not names else f"{len(names)} .clab.yml files"
+        raise UntrustedFile(reader.given, f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
+    return (f"{SLICE_DIR}/fabric.json" if reader.exists(f"{SLICE_DIR}/fabric.json") else "fabric.json"), names[0]

@@ -1,0 +1,309 @@
+"""What a config change does to a running switch, and the order switches take it in (pure).
+
+Every rule here is stated in docs/push.md; `railonly push` (which applies it)
+and `railonly diff --runbook` (which writes it down) both read this module.
+
+* :func:`classify`: one switch's change from its old files to its new ones,
+  each item marked **hitless** or **disruptive**. Hitless: a description,
+  an MTU, a cable length, a neighbour record, an FRR ``description`` line,
+  nothing that can drop a packet or reset a session. Everything else
+  (addresses, BGP, VLANs, port state or speed, QoS, tables we do not know)
+  is disruptive, so the switch is drained before and undrained after.
+  SONiC: changed ConfigDB tables become a JSON patch (RFC 6902, what
+  ``config apply-patch`` takes) except the tables read only at start-up
+  (:data:`RELOAD_FIELDS`), which need a full ``config reload``, and an FRR
+  change of the BGP ASN, which restarts bgpd; FRR statements become vtysh
+  commands. EOS: the lines change inside a configure session.
+* :func:`waves`: a canary wave of one switch, then waves in which at most
+  ``max_per_group`` switches of one rail and tier change at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+# --- FRR / EOS text as statements ---------------------------------------------------
+
+# Lines FRR's running-config never shows (or shows from the kernel, not the
+# config): with `frr defaults datacenter` these equal the defaults and are
+# elided; the forwarding lines mirror sysctls; version/hostname noise comes
+# from the daemons.
+FRR_ELIDED = {
+    "bgp log-neighbor-changes", "no bgp ebgp-requires-policy", "no ip forwarding", "no ipv6 forwarding",
+}
+_FRR_SKIP = re.compile(r"^(!.*|end|exit|exit-address-family|exit-vrf|frr version .*|frr defaults .*|"
+                       r"Building configuration\.\.\.|Current configuration:?)$")
+SEP = " > "  # between a statement's contexts
+
+# The drain's route-map entry: first in every outbound route-map, marked by its description.
+DRAIN_SEQ = 1
+DRAIN_MARK = "railonly-drain"
+GSHUT = "65535:0"  # RFC 8326 GRACEFUL_SHUTDOWN
+
+
+def frr_statements(text: str) -> list[str]:
+    """FRR (or EOS) config as sorted 'context > statement' paths: order and comment
+    noise-free, so a running config and a file compare by meaning. The drain's own
+    route-map entries are left out: they are state of the rollout, not config."""
+    out, stack = [], []  # stack of (indent, line)
+    hostname_seen = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        body = line.strip()
+        if not body or _FRR_SKIP.match(body) or body in FRR_ELIDED:
+            continue
+        if body.startswith("hostname "):
+            if hostname_seen:
+                continue
+            hostname_seen = True
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        out.append(SEP.join([s for _, s in stack] + [body]))
+        stack.append((indent, body))
+    drains = {s.split(SEP)[0] for s in out if s.endswith(f"{SEP}description {DRAIN_MARK}")}
+    return sorted({s for s in out if s.split(SEP)[0] not in drains})
+
+
+# --- the rules ------------------------------------------------------------------------
+
+# ConfigDB fields and tables whose change touches no forwarding state.
+HITLESS_FIELDS = {("PORT", "description"), ("PORT", "mtu"), ("PORT", "alias")}
+HITLESS_TABLES = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA"}
+# Read only at start-up: the switch's SKU, platform, BGP ASN and type (DEVICE_METADATA|localhost):
+# a full config reload. Every other table is patched (QoS and buffer tables too: their
+# daemons apply changes at run time; disruptive all the same).
+RELOAD_FIELDS = {("DEVICE_METADATA", "hwsku"), ("DEVICE_METADATA", "platform"), ("DEVICE_METADATA", "bgp_asn"),
+                 ("DEVICE_METADATA", "type"), ("DEVICE_METADATA", "mac")}
+# FRR/EOS statements that change nothing but text
+_HITLESS_LINE = re.compile(r"(^|\s)description(\s|$)|^mtu \d+$")
+
+
+def hitless_line(statement: str) -> bool:
+    return bool(_HITLESS_LINE.search(statement.split(SEP)[-1]))
+
+
+@dataclass
+class Item:
+    what: str  # "PORT|Ethernet0|mtu 9100 -> 4200", "+ router bgp 1 > neighbor ..."
+    hitless: bool
+
+
+@dataclass
+class Change:
+    """One switch's change from its running (or old) files to the candidate."""
+
+    device: str
+    platform: str
+    items: list[Item] = field(default_factory=list)
+    patch: list[dict] = field(default_factory=list)  # SONiC: JSON patch of the changed tables
+    reload_why: list[str] = field(default_factory=list)  # SONiC: why a full config reload is needed
+    frr_add: list[str] = field(default_factory=list)  # statements (context paths) to add
+    frr_remove: list[str] = field(default_factory=list)  # ... and to remove
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.items)
+
+    @property
+    def disruptive(self) -> bool:
+        return any(not i.hitless for i in self.items) or bool(self.reload_why)
+
+    @property
+    def mark(self) -> str:
+        return "disruptive" if self.disruptive else "hitless"
+
+    def apply_method(self) -> str:
+        if self.platform == "eos":
+            return "configure session, commit timer, confirm after verify"
+        parts = []
+        if self.reload_why:
+            parts.append("config reload (" + "; ".join(self.reload_why) + ")")
+        else:
+            if self.patch:
+                parts.append(f"config apply-patch ({len(self.patch)} operation(s) on "
+                             f"{', '.join(sorted({_table_of(op) for op in self.patch}))})")
+            if self.frr_add or self.frr_remove:
+                parts.append(f"vtysh ({len(self.frr_add)} added, {len(self.frr_remove)} removed statement(s))")
+        return " + ".join(parts) or "nothing"
+
+    def to_json(self) -> dict:
+        return {"device": self.device, "platform": self.platform, "mark": self.mark, "apply": self.apply_method(),
+                "reload_why": self.reload_why, "items": [{"what": i.what, "hitless": i.hitless} for i in self.items]}
+
+
+def _pointer(*parts: str) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _table_of(op: dict) -> str:
+    return op["path"].split("/")[1].replace("~1", "/").replace("~0", "~")
+
+
+def db_patch(old: dict, new: dict) -> list[dict]:
+    """RFC 6902 operations turning config DB `old` into `new`, whole keys at a time."""
+    ops = []
+    for table in sorted(old.keys() | new.keys()):
+        a, b = old.get(table), new.get(table)
+        if a == b:
+            continue
+        if a is None or not isinstance(a, dict) or not isinstance(b, dict):
+            ops.append({"op": "remove", "path": _pointer(table)} if b is None else
+                       {"op": "add" if a is None else "replace", "path": _pointer(table), "value": b})
+            continue
+        for key in sorted(a.keys() | b.keys()):
+            if a.get(key) == b.get(key):
+                continue
+            if key not in b:
+                ops.append({"op": "remove", "path": _pointer(table, key)})
+            else:
+                ops.append({"op": "add" if key not in a else "replace", "path": _pointer(table, key), "value": b[key]})
+    return ops
+
+
+def _db_items(old: dict, new: dict) -> tuple[list[Item], list[str]]:
+    items, reload_why = [], []
+    for table in sorted(old.keys() | new.keys()):
+        a, b = old.get(table) or {}, new.get(table) or {}
+        if a == b:
+            continue
+        for key in sorted(a.keys() | b.keys()) if isinstance(a, dict) and isinstance(b, dict) else [""]:
+            fa, fb = (a.get(key), b.get(key)) if key else (a, b)
+            if fa == fb:
+                continue
+            if not isinstance(fa, dict) or not isinstance(fb, dict):
+                items.append(Item(f"{table}|{key} {'added' if fa is None else 'removed' if fb is None else 'changed'}",
+                                  table in HITLESS_TABLES))
+                continue
+            for f in sorted(fa.keys() | fb.keys()):
+                if fa.get(f) != fb.get(f) and (table, f) in RELOAD_FIELDS:
+                    reload_why.append(f"{table}|{key}|{f} changes (read at start-up)")
+                if fa.get(f) != fb.get(f):
+                    items.append(Item(f"{table}|{key}|{f} {fa.get(f, '-')} -> {fb.get(f, '-')}",
+                                      table in HITLESS_TABLES or (table, f) in HITLESS_FIELDS))
+    return items, reload_why
+
+
+def _frr_items(old_text: str, new_text: str) -> tuple[list[Item], list[str], list[str], list[str]]:
+    old, new = set(frr_statements(old_text)), set(frr_statements(new_text))
+    add, remove = sorted(new - old), sorted(old - new)
+    items = [Item(f"- {s}", hitless_line(s)) for s in remove] + [Item(f"+ {s}", hitless_line(s)) for s in add]
+    why = []
+    asn = lambda ss: {s.split(SEP)[0] for s in ss if s.startswith("router bgp ")}  # noqa: E731
+    if asn(old) and asn(new) and asn(old) != asn(new):
+        why.append("the BGP ASN changes (bgpd restarts)")
+    return items, add, remove, why
+
+
+def classify(device: str, platform: str, old: dict[str, str], new: dict[str, str]) -> Change:
+    """The change of one switch from files `old` to files `new` ({file name: text}; for
+    SONiC config_db.json and the FRR files, for EOS startup-config)."""
+    ch = Change(device, platform)
+    if platform == "eos":
+        items, add, remove, why = _frr_items(old.get("startup-config", ""), new.get("startup-config", ""))
+        ch.items, ch.frr_add, ch.frr_remove = items, add, remove
+        return ch
+    odb, ndb = (json.loads(f.get("config_db.json") or "{}") for f in (old, new))
+    ch.items, ch.reload_why = _db_items(odb, ndb)
+    ch.patch = db_patch(odb, ndb)
+    frr_old = "\n".join(v for k, v in sorted(old.items()) if k != "config_db.json")
+    frr_new = "\n".join(v for k, v in sorted(new.items()) if k != "config_db.json")
+    items, ch.frr_add, ch.frr_remove, why = _frr_items(frr_old, frr_new)
+    ch.items += items
+    ch.reload_why += why
+    return ch
+
+
+def vtysh_commands(add: list[str], remove: list[str]) -> list[list[str]]:
+    """vtysh command lists (each run as one `vtysh -c ... -c ...`) that turn the running
+    FRR config into the candidate: removals first (so `timers 1 3` is not undone by
+    `no timers 3 9`), children of a removed context left to their parent, then additions.
+    A neighbour's `remote-as` that is re-added is not removed: `no neighbor X remote-as`
+    would delete the neighbour with all its settings, a new `remote-as` replaces it."""
+    def re_added(s: str) -> bool:
+        m = re.match(r"(.*neighbor \S+ remote-as) ", s)
+        return bool(m) and any(a.startswith(m.group(1) + " ") for a in add)
+
+    cmds: list[list[str]] = []
+    removed_contexts: list[str] = []
+    for s in sorted(remove, key=lambda s: (s.count(SEP), s)):
+        if re_added(s) or any(s.startswith(c + SEP) for c in removed_contexts):
+            continue
+        parts = s.split(SEP)
+        cmds.append(["configure terminal", *parts[:-1], "no " + parts[-1]])
+        removed_contexts.append(s)
+    cmds += [["configure terminal", *s.split(SEP)] for s in add]
+    return cmds
+
+
+def drain_commands(running_frr: str, asn: str | None, on: bool) -> list[list[str]]:
+    """vtysh commands that drain (on) or undrain the switch: an entry first in every
+    outbound route-map of its BGP neighbours that prepends its ASN three times and adds
+    GRACEFUL_SHUTDOWN, as SONiC's TSA does with its own route-maps."""
+    maps = sorted({m.group(1) for s in frr_statements(running_frr)
+                   if (m := re.search(r"neighbor \S+ route-map (\S+) out$", s))})
+    cmds = []
+    for rm in maps:
+        if on:
+            cmds.append(["configure terminal", f"route-map {rm} permit {DRAIN_SEQ}", f"description {DRAIN_MARK}",
+                         *([f"set as-path prepend {asn} {asn} {asn}"] if asn else []),
+                         f"set community {GSHUT} additive", "on-match next"])
+        else:
+            cmds.append(["configure terminal", f"no route-map {rm} permit {DRAIN_SEQ}"])
+    return cmds
+
+
+def bgp_asn(frr_text: str) -> str | None:
+    m = re.search(r"^router bgp (\d+)", frr_text, re.M)
+    return m.group(1) if m else None
+
+
+# --- waves ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    device: str
+    rail: str  # "0", "0-3" for a switch of several rails, "" unknown
+    tier: int
+
+
+def waves(targets: list[Target], max_per_group: int = 1, canary: bool = True) -> list[list[Target]]:
+    """The order of a rollout: a canary wave of one switch (the first by tier, rail, name),
+    then waves where at most `max_per_group` switches of one (rail, tier) change at once.
+    Lower tiers first: a new leaf's uplinks are cabled before its spines learn of it."""
+    order = sorted(targets, key=lambda t: (t.tier, _natural(t.rail), _natural(t.device)))
+    out: list[list[Target]] = []
+    if canary and order:
+        out.append([order[0]])
+        order = order[1:]
+    groups: dict[tuple[str, int], list[Target]] = {}
+    for t in order:
+        groups.setdefault((t.rail, t.tier), []).append(t)
+    for tier in sorted({t.tier for t in order}):
+        todo = [g for k, g in sorted(groups.items(), key=lambda kv: (_natural(kv[0][0]),)) if k[1] == tier]
+        i = 0
+        while any(i < len(g) for g in todo):
+            out.append([t for g in todo for t in g[i:i + max_per_group]])
+            i += max_per_group
+    return out
+
+
+def _natural(s: str) -> tuple:
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
+
+
+def target_of(name: str, node: dict | None) -> Target:
+    """A switch's rail and tier from its fabric.json node (or its name when it has none)."""
+    if node:
+        rails = node.get("rails") or []
+        rail = str(rails[0]) if len(rails) == 1 else (f"{rails[0]}-{rails[-1]}" if rails else "")
+        return Target(name, rail, int(node.get("tier") or 0))
+    m = re.match(r"rail(\d+)-", name)
+    tier = 3 if "core" in name else 2 if "spine" in name else 1
+    return Target(name, m.group(1) if m else "", tier)
+
+
+VERIFY_CHECKS = ("BGP sessions established, as many as before", "prefixes received per session at least as before",
+                 "cabled interfaces up", "BFD peers up (where BFD runs)")

@@ -1,0 +1,111 @@
+"""NetBox bulk-import files for the whole plant: devices, interfaces and cables.
+
+Columns are NetBox's documented CSV import fields (DeviceImportForm,
+InterfaceImportForm, CableImportForm; DCIM > Devices / Interfaces / Cables >
+Import), imported in that order. Devices are named as on the floor: switches by
+hostname, servers (HB domains) as the host configs name them (`hb0`), with one
+NIC interface per GPU (`rail0`, labelled with the GPU it serves). Cable type
+comes from the price book's cable class per tier, length from the design (the
+same :func:`~railonly.fabric.design.physical.cable_length_m` every other file uses);
+the label is cabling.csv's cable_id, so the files join. Status is `planned`:
+the plan exists before the hardware does.
+
+Before importing, NetBox needs the site (the design's name), the roles
+(`gpu-server`, `leaf`, `spine`, `core`), the manufacturer `Generic`, the device
+types named in netbox_devices.csv and the platforms `sonic`/`eos` (or edit the
+columns to yours).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from ..cost.prices import PriceBook, default_prices
+from ..design.physical import cable_length_m, naming, nic_name
+from ..devices.device import switch_view
+from ..graph.model import Fabric
+
+CABLE_COLUMNS = ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
+                 "type", "status", "label", "length", "length_unit"]
+DEVICE_COLUMNS = ["name", "role", "manufacturer", "device_type", "platform", "status", "site", "description"]
+INTERFACE_COLUMNS = ["device", "name", "label", "type", "enabled", "mtu", "speed", "description"]
+
+MANUFACTURER = "Generic"
+SERVER_ROLE = "gpu-server"
+SWITCH_ROLES = {1: "leaf", 2: "spine", 3: "core"}
+# NetBox interface type (InterfaceTypeChoices) by port speed: the usual cage of each speed.
+INTERFACE_TYPES = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}
+
+
+def switch_type(radix: int, gbps: int) -> str:
+    return f"switch-{radix}x{gbps}G"
+
+
+def server_type(gpus: int, gbps: int) -> str:
+    return f"gpu-server-{gpus}x{gbps}G"
+
+
+def _writer():
+    buf = io.StringIO()
+    return buf, csv.writer(buf, lineterminator="\n")
+
+
+def render_cables(fab: Fabric, book: PriceBook | None = None) -> str:
+    book = book or default_prices()
+    d = fab.design
+    names = naming(fab)
+    kinds = {}
+    buf, w = _writer()
+    w.writerow(CABLE_COLUMNS)
+    for lk in fab.cables():
+        if lk.tier not in kinds:
+            # a clear error when the tier has no cable class; NIC-leaf as the NIC optic needs it
+            kinds[lk.tier] = (book.fibre(lk.tier, d.nic_optic).model, cable_length_m(d, lk.tier))
+        ctype, length = kinds[lk.tier]
+        a_dev, a_port, _ = names.floor_end(lk.a.node, lk.a.port)
+        b_dev, b_port, _ = names.floor_end(lk.b.node, lk.b.port)
+        w.writerow([a_dev, "dcim.interface", a_port, b_dev, "dcim.interface", b_port,
+                    ctype, "planned", lk.cable_id, length, "m"])
+    return buf.getvalue()
+
+
+def render_devices(fab: Fabric) -> str:
+    d = fab.design
+    buf, w = _writer()
+    w.writerow(DEVICE_COLUMNS)
+    for hb in fab.hbs:
+        w.writerow([hb.name, SERVER_ROLE, MANUFACTURER, server_type(d.hb_size, d.nic_gbps), "", "planned", d.name,
+                    f"HB domain {hb.hb_domain}: {d.hb_size} GPUs, NIC rail<r> for GPU r"])
+    for sw in fab.switches:
+        rails = ",".join(map(str, sw.rails)) if sw.rails else "all (joins rails)"
+        model = d.model_of_tier(sw.tier)  # a catalog platform: its vendor and model name
+        maker, kind = (model.vendor, model.model) if model else (MANUFACTURER, switch_type(d.radix, d.nic_gbps))
+        w.writerow([sw.name, SWITCH_ROLES[sw.tier], maker, kind, sw.platform,
+                    "planned", d.name, f"tier {sw.tier}, rails {rails}"])
+    return buf.getvalue()
+
+
+def render_interfaces(fab: Fabric) -> str:
+    """Every server NIC, and every switch port of the radix (uncabled ones disabled)."""
+    d = fab.design
+    kind = INTERFACE_TYPES.get(int(d.nic_gbps), "other")
+    speed = int(d.nic_gbps) * 1_000_000  # NetBox speed is in kbit/s
+    buf, w = _writer()
+    w.writerow(INTERFACE_COLUMNS)
+    gpus_of: dict[int, list] = {}
+    for g in fab.gpus:
+        gpus_of.setdefault(g.hb_domain, []).append(g)
+    for hb in fab.hbs:
+        for g in sorted(gpus_of.get(hb.hb_domain, []), key=lambda g: g.rank):
+            w.writerow([hb.name, nic_name(g.rank), f"GPU {g.rank}", kind, "true", d.nic_mtu, speed,
+                        f"NIC of GPU {g.rank} (lab node {g.name}), rail {g.rail}"])
+    for sw in fab.switches:
+        for p in switch_view(fab, sw).ports:
+            w.writerow([sw.name, p.name, "", kind, "true" if p.cabled else "false", d.switch_mtu, speed, p.description])
+    return buf.getvalue()
+
+
+def produce(fab: Fabric, progress) -> dict[str, str]:
+    return {"netbox_devices.csv": render_devices(fab), "netbox_interfaces.csv": render_interfaces(fab),
+            "netbox_cables.csv": render_cables(fab)}

@@ -1,0 +1,417 @@
+"""The platform catalog: switch models as data, one YAML file per platform.
+
+The shipped files (fabric/platforms/data/switches/*.yaml) and a user's own (design key
+``switch.platform_files``) are read by the same bounded loader and checked by
+the same schema and consistency rules, so a shipped file is held to what a
+hostile one is. A platform gives its cages (count, form, lanes, lane rate),
+the breakouts it supports and, per breakout, the SONiC hwsku with its PORT
+table exactly as the platform's published port map has it, the EOS speed
+form, and the optic one cage takes for each reach (docs/platforms.md).
+
+Fabric port ``i`` of a switch (0-based, the graph's port index) is subport
+``i % N`` of cage ``i // N`` for a breakout of N ports per cage: the
+graph's port names, and so every file that names a port, come from here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from ..input.problems import InputError, Problem
+from ..input.schema import Field, check
+from ..input.yamlsource import Source, load_yaml_file, parse_yaml
+from .eos_speeds import accepted_forms
+
+SHIPPED_DIR = "switches"  # fabric/platforms/data/switches/*.yaml: the catalog that ships
+GENERIC = "generic"  # no catalog platform: today's radix-only switch
+MODEL_PATTERN = r"[a-z0-9][a-z0-9._-]{0,39}"
+BREAKOUT_RE = re.compile(r"^([1-8])x(\d{2,3})G$")
+MEDIA = ("SR", "DR", "FR", "AOC", "DAC")  # reach codes a cage optic is listed for
+_ROW_FIELDS = {
+    "name": re.compile(r"^Ethernet\d{1,4}$"),
+    "lanes": re.compile(r"^\d{1,4}(,\d{1,4}){0,15}$"),
+    "alias": re.compile(r"^[A-Za-z0-9][A-Za-z0-9/._-]{0,31}$"),
+    "index": re.compile(r"^\d{1,3}$"),
+    "speed": re.compile(r"^\d{4,7}$"),
+    "fec": re.compile(r"^(rs|fc|none)$"),
+}
+_MAX_ROW_PROBLEMS = 20  # a hostile table must not print a line per row
+_TEXT = Field("str", pattern=r"[^\x00-\x1f]{1,200}", pattern_text="one line of at most 200 characters", hint="plain text")
+_LINE = Field("str", pattern=r"[^\x00-\x1f]{1,400}", pattern_text="one line of at most 400 characters")
+_SOURCE = Field("section", hint="where a fact comes from: {repo, commit, path[, derived, how]} or {what, url} or {what, where}",
+                fields={"repo": _LINE, "commit": Field("str", pattern=r"[0-9a-f]{7,40}", pattern_text="a git commit"),
+                        "path": _LINE, "derived": Field("bool", default=False, hint="true: computed from the source, see how"),
+                        "how": _LINE, "what": _LINE, "url": _LINE, "where": _LINE})
+
+FIELDS: dict[str, Field] = {
+    "model": Field("str", required=True, pattern=MODEL_PATTERN,
+                   pattern_text="lowercase letters, digits, '.', '_' and '-', at most 40 characters",
+                   hint="the name a design's switch.model gives, e.g. acme-51t"),
+    "vendor": Field("str", required=True, pattern=r"[^\x00-\x1f]{1,40}", pattern_text="at most 40 characters", hint="e.g. NVIDIA"),
+    "name": _TEXT,
+    "description": _TEXT,
+    "os": Field("list", required=True, item=Field("choice", choices=("sonic", "eos")),
+                hint="network OSes the platform runs, the default first, e.g. [sonic] or [eos, sonic]"),
+    "cages": Field("section", required=True, hint="{count, form, lanes, lane_gbps}", fields={
+        "count": Field("int", required=True, min=1, max=256, hint="front-panel cages for fabric ports, e.g. 64"),
+        "form": Field("str", required=True, pattern=r"[A-Za-z0-9-]{1,16}", pattern_text="a form factor such as OSFP or QSFP-DD", hint="e.g. OSFP"),
+        "lanes": Field("int", required=True, min=1, max=16, hint="electrical lanes per cage, e.g. 8"),
+        "lane_gbps": Field("int", required=True, min=10, max=200, hint="Gbit/s per lane, e.g. 100"),
+    }),
+    "management_port": Field("map", required=True, hint="management port per OS, e.g. {sonic: eth0, eos: Management1}",
+                             item=Field("str", pattern=r"[A-Za-z][A-Za-z0-9/]{0,15}", pattern_text="an interface name", hint="e.g. eth0")),
+    "price_usd": Field("number", required=True, min=0, hint="default unit price without optics, US dollars"),
+    "power_w": Field("number", required=True, min=0, hint="unit power without optics, watts"),
+    "sonic": Field("section", fields={
+        "platform": Field("str", pattern=r"[A-Za-z0-9_.-]{1,64}", pattern_text="a SONiC platform string such as x86_64-nvidia_sn5600-r0",
+                          hint="DEVICE_METADATA platform"),
+    }),
+    "sources": Field("list", required=True, item=_SOURCE, hint="where the file's facts come from"),
+    "breakouts": Field("map", required=True, hint="breakout name (e.g. 2x400G) -> {eos_speed, cage_optics, sonic}",
+                       item=Field("section", fields={
+                           "eos_speed": Field("str", required=True, pattern=r"\d{2,3}g-\d{1,2}", pattern_text="an EOS speed form such as 400g-4",
+                                              hint="EOS `speed` of one broken-out port: <Gbit/s>g-<lanes>"),
+                           "cage_optics": Field("map", required=True, hint=f"reach code ({', '.join(MEDIA)}) -> the transceiver or cable one cage takes",
+                                                item=Field("str", pattern=r"[A-Za-z0-9.+-]{1,40}", pattern_text="a price book transceiver name")),
+                           "port_optics": Field("map", required=True, hint="reach code (SR, DR, FR) -> the optic one broken-out port meets at the far end (a NIC's)",
+                                                item=Field("str", pattern=r"[A-Za-z0-9.+-]{1,40}", pattern_text="a price book transceiver name")),
+                           "sonic": Field("section", fields={
+                               "hwsku": Field("str", required=True, pattern=r"[A-Za-z0-9_.+-]{1,64}", pattern_text="a SONiC hwsku name",
+                                              hint="DEVICE_METADATA hwsku"),
+                               "breakout_mode": Field("str", pattern=r"[0-9A-Za-z\[\](),+]{1,80}", pattern_text="a SONiC breakout mode such as 2x400G",
+                                                      hint="BREAKOUT_CFG brkout_mode of every cage (as platform.json names it)"),
+                               "source": _SOURCE,
+                               "columns": Field("list", required=True, item=Field("choice", choices=tuple(_ROW_FIELDS)),
+                                                hint="the port_config.ini columns of the rows: name, lanes, alias, index[, speed][, fec]"),
+                               "speed": Field("int", min=1000, max=1_600_000, hint="speed in Mbit/s for rows without a speed column"),
+                               "ports": Field("list", required=True, item=Field("str", pattern=r"[ -~]{1,200}", pattern_text="one port_config.ini row"),
+                                              hint="PORT rows as the published port_config.ini lists them"),
+                           }),
+                       })),
+}
+
+
+@dataclass(frozen=True)
+class PortRow:
+    name: str
+    lanes: str
+    alias: str
+    index: int  # the cage (front-panel port) number, from 1
+    speed: str
+    fec: str | None  # None: the published map gives none
+
+
+@dataclass(frozen=True)
+class Breakout:
+    name: str  # "2x400G"
+    ports_per_cage: int
+    gbps: int
+    lanes_per_port: int
+    eos_speed: str
+    cage_optics: dict[str, str]  # reach code -> what one cage takes (price book item)
+    port_optics: dict[str, str]  # reach code -> the optic one port meets at the far end (a NIC's)
+    hwsku: str | None = None
+    breakout_mode: str | None = None
+    source: dict = field(default_factory=dict)
+    rows: tuple[PortRow, ...] = ()  # the whole PORT table, published order
+    sonic_names: tuple[str, ...] = ()  # fabric port index -> PORT name
+
+
+@dataclass(frozen=True)
+class Platform:
+    model: str
+    vendor: str
+    name: str
+    description: str
+    os: tuple[str, ...]
+    cages: int
+    form: str
+    lanes: int
+    lane_gbps: int
+    management_port: dict[str, str]
+    price_usd: float
+    power_w: float
+    sonic_platform: str | None
+    sources: tuple[dict, ...]
+    breakouts: dict[str, Breakout]
+    file: str
+
+    @property
+    def cage_gbps(self) -> int:
+        return self.lanes * self.lane_gbps
+
+    def radix(self, breakout: str) -> int:
+        return self.cages * self.breakouts[breakout].ports_per_cage
+
+    def port_name(self, breakout: str, os_name: str, index: int) -> str:
+        """Fabric port `index` as `os_name` prints it: SONiC's PORT name, EOS's
+        Ethernet<cage>/<first lane> (what the breakout CLI names a subport)."""
+        b = self.breakouts[breakout]
+        if os_name == "sonic":
+            return b.sonic_names[index]
+        cage, sub = divmod(index, b.ports_per_cage)
+        return f"Ethernet{cage + 1}/{sub * b.lanes_per_port + 1}"
+
+
+def parse_breakout(name: str) -> tuple[int, int] | None:
+    """'2x400G' -> (2, 400); None when it is not of that form."""
+    m = BREAKOUT_RE.match(name) if isinstance(name, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _rows(b: dict, path: str, plat: dict, bname: str, n: int, gbps: int, bad, problems: list) -> tuple[tuple[PortRow, ...], tuple[str, ...]]:
+    s = b["sonic"]
+    cols = s["columns"]
+    rpath = f"{path}.sonic.ports"
+    for need in ("name", "lanes", "alias", "index"):
+        if need not in cols:
+            bad(f"{path}.sonic.columns", f"must include {need}", "columns: [name, lanes, alias, index, speed]")
+            return (), ()
+    if len(set(cols)) != len(cols):
+        bad(f"{path}.sonic.columns", "names a column twice", "list each column once")
+        return (), ()
+    if "speed" not in cols and s.get("speed") is None:
+        bad(f"{path}.sonic.speed", "is required when the rows have no speed column", f"speed: {gbps * 1000}")
+        return (), ()
+    rows, names, alias_seen = [], set(), set()
+    cages = plat["cages"]["count"]
+    cage_lanes: dict[str, int] = {}
+    by_cage: dict[int, list[str]] = {}
+    for i, text in enumerate(s["ports"]):
+        if len(problems) >= _MAX_ROW_PROBLEMS:
+            bad(rpath, f"has more bad rows (stopped after {_MAX_ROW_PROBLEMS})", "fix the rows above first")
+            return (), ()
+        where = f"{rpath}[{i}]"
+        words = text.split()
+        if len(words) != len(cols):
+            bad(where, f"has {len(words)} columns, the header {len(cols)} ({', '.join(cols)})", "one value per column, separated by spaces")
+            continue
+        v = dict(zip(cols, words))
+        wrong = [c for c, w in v.items() if not _ROW_FIELDS[c].match(w)]
+        if wrong:
+            bad(where, f"{wrong[0]} {v[wrong[0]]!r} is not a valid value", "see a published port_config.ini for the form")
+            continue
+        if v["name"] in names or v["alias"] in alias_seen:
+            bad(where, f"port {v['name']} (alias {v['alias']}) is listed twice", "list every port once")
+            continue
+        names.add(v["name"])
+        alias_seen.add(v["alias"])
+        row = PortRow(v["name"], v["lanes"], v["alias"], int(v["index"]), v.get("speed") or str(s["speed"]), v.get("fec"))
+        if 1 <= row.index <= cages:
+            # lanes as the platform numbers them (Dell's Z9664F map gives a 400G port 4), one count per breakout
+            nl = len(row.lanes.split(","))
+            first = cage_lanes.setdefault("n", nl)
+            if row.speed != str(gbps * 1000) or nl != first:
+                bad(where, f"cage {row.index} port {row.name} runs {nl} lanes at {row.speed} Mbit/s, not {bname}'s "
+                           f"{first} lanes at {gbps * 1000}", "give the rows of this breakout's port map")
+                continue
+            by_cage.setdefault(row.index, []).append(row.name)
+        rows.append(row)
+    names_out = []
+    for cage in range(1, cages + 1):
+        got = by_cage.get(cage, [])
+        if len(got) != n:
+            bad(rpath, f"cage {cage} has {len(got)} ports, {bname} needs {n}", f"list the {n} ports of every cage 1-{cages}")
+            return (), ()
+        names_out += got
+    return tuple(rows), tuple(names_out)
+
+
+def platform_from_source(src: Source) -> Platform:
+    values, problems = check(FIELDS, src)
+
+    def bad(path: str, msg: str, hint: str) -> None:
+        problems.append(Problem(path, msg, hint, src.line(path), src.file))
+
+    if problems:
+        raise InputError(problems)
+    oses = tuple(values["os"])
+    if not oses or len(set(oses)) != len(oses):
+        bad("os", "must list each network OS once, at least one", "e.g. os: [sonic]")
+    for o in oses:
+        if o not in values["management_port"]:
+            bad("management_port", f"has no {o} management port", f"add {o}: eth0 (SONiC) or Management1 (EOS)")
+    c = values["cages"]
+    cage_gbps = c["lanes"] * c["lane_gbps"]
+    breakouts = {}
+    for bname, b in values["breakouts"].items():
+        path = f"breakouts.{bname}"
+        nb = parse_breakout(bname)
+        if nb is None:
+            bad(path, f"{bname!r} is not a breakout name", "name it <ports>x<Gbit/s>G, e.g. 2x400G")
+            continue
+        n, gbps = nb
+        if n * gbps != cage_gbps or c["lanes"] % n:
+            bad(path, f"{n} x {gbps}G does not split a {cage_gbps}G cage of {c['lanes']} lanes", "use N x (cage speed / N)G")
+            continue
+        lpp = c["lanes"] // n
+        if b["eos_speed"] not in accepted_forms() or accepted_forms()[b["eos_speed"]] != gbps:
+            bad(f"{path}.eos_speed", f"{b['eos_speed']!r} is not an EOS form of {gbps}G", f"e.g. {gbps}g-{lpp}")
+        for key in ("cage_optics", "port_optics"):
+            for code in b[key]:
+                if code not in MEDIA:
+                    bad(f"{path}.{key}.{code}", f"unknown reach code {code!r}", f"use {', '.join(MEDIA)}")
+        rows, names = (), ()
+        s = b.get("sonic") or {}
+        if "sonic" in oses:
+            if not s:
+                bad(f"{path}.sonic", "is required: the platform runs SONiC", "give hwsku, columns and ports")
+                continue
+            rows, names = _rows(b, path, values, bname, n, gbps, bad, problems)
+        breakouts[bname] = Breakout(bname, n, gbps, lpp, b["eos_speed"], dict(b["cage_optics"]), dict(b["port_optics"]), s.get("hwsku"),
+                                    s.get("breakout_mode"), dict(s.get("source") or {}), rows, names)
+    if not values["breakouts"]:
+        bad("breakouts", "lists no breakout", "add one, e.g. 1x800G")
+    if problems:
+        raise InputError(problems)
+    return Platform(values["model"], values["vendor"], values.get("name") or values["model"], values.get("description") or "",
+                    oses, c["count"], c["form"], c["lanes"], c["lane_gbps"], dict(values["management_port"]),
+                    values["price_usd"], values["power_w"], (values.get("sonic") or {}).get("platform"),
+                    tuple(values["sources"]), breakouts, src.file or "")
+
+
+def load_platform_file(path: str) -> Platform:
+    """A user's platform file, read like every input (regular file, bounded YAML)."""
+    return platform_from_source(load_yaml_file(path, what="a platform YAML file"))
+
+
+@lru_cache(maxsize=1)
+def shipped() -> dict[str, Platform]:
+    """The catalog that ships with railonly: model -> Platform."""
+    out = {}
+    folder = resources.files("railonly.fabric.platforms.data").joinpath(SHIPPED_DIR)
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            name = f"railonly/fabric/platforms/data/{SHIPPED_DIR}/{entry.name}"
+            p = platform_from_source(parse_yaml(entry.read_text(encoding="utf-8"), name))
+            out[p.model] = p
+    return out
+
+
+# -- a design's switch keys -----------------------------------------------------
+
+def _given(src: Source, path: str) -> bool:
+    v = src.data
+    for part in path.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return False
+        v = v[part]
+    return True
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a design's switch keys come to: the model of each tier and the breakout."""
+
+    breakout: str | None
+    by_tier: dict[int, Platform]  # tier -> platform (empty: generic)
+
+
+def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
+    """Check switch.model / model_by_tier / breakout / platform_files against the catalog and
+    fill in what follows from them (radix, nic.gbps, platform); `values` is updated in place."""
+    problems: list[Problem] = []
+
+    def bad(path: str, msg: str, hint: str) -> None:
+        problems.append(Problem(path, msg, hint, src.line(path), src.file))
+
+    sw = values.get("switch")
+    none = Resolved(None, {})
+    if not isinstance(sw, dict) or "model" not in sw:
+        return none, problems
+    by_tier_names = dict(sw.get("model_by_tier") or {})
+    name = sw["model"]
+    if name == GENERIC and not by_tier_names and sw.get("breakout") is None and not sw.get("platform_files"):
+        return none, problems  # today's radix-only switch; the catalog is not even read
+    catalog = dict(shipped())
+    base = os.path.dirname(src.file) if src.file else ""
+    for i, rel in enumerate(sw.get("platform_files") or ()):
+        path = rel if os.path.isabs(rel) else os.path.join(base, rel)
+        try:
+            p = load_platform_file(path)
+        except InputError as exc:
+            problems += exc.problems
+            continue
+        if p.model in catalog or p.model == GENERIC:
+            bad(f"switch.platform_files[{i}]", f"{path}: model {p.model!r} is already in the catalog",
+                "give your platform a model name of its own")
+            continue
+        catalog[p.model] = p
+    if name == GENERIC and not by_tier_names:
+        if sw.get("breakout") is not None:
+            bad("switch.breakout", "needs a switch.model from the catalog", f"give switch.model: one of {', '.join(catalog)}")
+        return none, problems
+    for path, m in [("switch.model", name)] + [(f"switch.model_by_tier.{t}", m) for t, m in sorted(by_tier_names.items())]:
+        if m not in catalog:
+            bad(path, f"unknown switch model {m!r}", f"use one of {', '.join([GENERIC, *catalog])}, or add yours with switch.platform_files")
+    for t in by_tier_names:
+        if t not in (1, 2, 3):
+            bad(f"switch.model_by_tier.{t}", f"tier must be 1, 2 or 3, got {t}", "tiers: 1 = leaf, 2 = spine, 3 = core")
+    if problems:
+        return none, problems
+    if name == GENERIC:
+        bad("switch.model", "must name a catalog platform when switch.model_by_tier does",
+            "give switch.model the platform of the tiers not listed in model_by_tier")
+        return none, problems
+    tiers = {t: catalog[by_tier_names.get(t, name)] for t in (1, 2, 3)}
+    main = catalog[name]
+    nic = values.get("nic") if isinstance(values.get("nic"), dict) else {}
+    breakout = sw.get("breakout")
+    if breakout is None:  # the breakout whose port speed is the NIC speed
+        want = nic.get("gbps") if _given(src, "nic.gbps") else None
+        fits = [b for b, x in catalog[name].breakouts.items() if want is None or x.gbps == want]
+        if want is None:
+            fits = [b for b, x in catalog[name].breakouts.items() if x.gbps == 400] or list(catalog[name].breakouts)
+        if not fits:
+            bad("nic.gbps", f"{catalog[name].model} has no breakout to {want}G ports (it has {', '.join(catalog[name].breakouts)})",
+                "give switch.breakout, or a nic.gbps one of its breakouts runs")
+            return none, problems
+        breakout = fits[0]
+    for t in sorted({1, 2, 3}):
+        p = tiers[t]
+        if breakout not in p.breakouts:
+            path = f"switch.model_by_tier.{t}" if t in by_tier_names else "switch.breakout" if _given(src, "switch.breakout") else "switch.model"
+            bad(path, f"{p.model} does not support breakout {breakout} (it has {', '.join(p.breakouts)})",
+                f"use switch.breakout: one of {', '.join(p.breakouts)}")
+            return none, problems
+    b = main.breakouts[breakout]
+    radix = main.radix(breakout)
+    for t, p in tiers.items():
+        if p.radix(breakout) != radix:
+            bad(f"switch.model_by_tier.{t}", f"{p.model} has {p.radix(breakout)} ports at {breakout}, {main.model} {radix}: "
+                                            "every tier runs one radix", "pick models with as many cages")
+    if _given(src, "nic.gbps") and isinstance(nic.get("gbps"), int) and nic["gbps"] != b.gbps:
+        bad("nic.gbps", f"{nic['gbps']} contradicts switch.breakout {breakout} ({b.gbps}G switch ports)",
+            f"use nic.gbps: {b.gbps}, or a breakout of {main.model} to {nic['gbps']}G ports "
+            f"({', '.join(x for x, y in main.breakouts.items() if y.gbps == nic['gbps']) or 'it has none'})")
+    if _given(src, "switch.radix") and isinstance(sw.get("radix"), int) and sw["radix"] != radix:
+        bad("switch.radix", f"{sw['radix']} contradicts {main.model} at {breakout} ({main.cages} cages x "
+                            f"{b.ports_per_cage} = {radix} ports)", f"leave switch.radix out (it follows from the model), or set it to {radix}")
+    platform = sw.get("platform")
+    if _given(src, "switch.platform") and platform not in main.os:
+        bad("switch.platform", f"{platform} contradicts switch.model {main.model}, which runs {', '.join(main.os)}",
+            f"use switch.platform: {main.os[0]}, or leave it out (it follows from the model)")
+    elif not _given(src, "switch.platform"):
+        platform = sw["platform"] = main.os[0]
+    per_tier = dict(sw.get("platform_by_tier") or {})
+    for t, p in tiers.items():
+        explicit = per_tier.get(t)
+        if explicit is not None and explicit not in p.os:
+            bad(f"switch.platform_by_tier.{t}", f"{explicit} contradicts tier {t}'s model {p.model}, which runs {', '.join(p.os)}",
+                f"use {p.os[0]}, or leave it out")
+        elif explicit is None:  # the tier model's own OS, unless switch.platform names one it runs
+            own = platform if _given(src, "switch.platform") and platform in p.os else p.os[0]
+            if own != platform:
+                per_tier[t] = own
+    if problems:
+        return none, problems
+    sw["platform_by_tier"] = dict(sorted(per_tier.items()))
+    sw["radix"] = radix
+    sw["breakout"] = breakout
+    if isinstance(nic, dict):
+        nic["gbps"] = b.gbps
+    return Resolved(breakout, tiers), problems

@@ -1,0 +1,118 @@
+"""The `railonly` command line (docs/commands/index.md).
+
+Each subcommand lives in railonly/cli/commands/<name>.py with `register(subparsers)`
+that sets `func` (args -> exit code). Exit codes: 0 success, 1 a check failed,
+2 invalid input, 3 environment or runtime failure. User errors never show a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from railonly import __version__
+from railonly.fabric.input.problems import InputError
+
+# Subcommand modules, in help order. A module missing here is simply absent.
+COMMANDS = ["compile", "bom", "sweep", "analyze", "validate", "diff", "lab", "push", "demo", "completion"]
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_ENV = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every parser (the top level and each subcommand) takes the output options,
+    so `railonly -q lab check X` and `railonly lab check X -q` both work. The
+    subcommands' defaults are SUPPRESS, or they would clobber a top-level -q."""
+
+    def __init__(self, *args, output_defaults=argparse.SUPPRESS, **kwargs):
+        super().__init__(*args, **kwargs)
+        g = self.add_argument_group("output")
+        g.add_argument("-q", "--quiet", action="store_true", default=output_defaults,
+                       help="print only failures and errors (no progress, no summary on success)")
+        g.add_argument("-v", "--verbose", action="count", default=output_defaults,
+                       help="print details too (per-flow lines, every phase); repeatable")
+        g.add_argument("--no-color", action="store_true", default=output_defaults,
+                       help="plain text even on a terminal (also: NO_COLOR=1)")
+
+    def error(self, message: str):  # exit 2 with a hint, as argparse does, minus the noise
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"error: {message}\n  fix: see '{self.prog} --help'\n")
+        raise SystemExit(EXIT_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="railonly", description="Design, build and test Rail-only GPU cluster networks.",
+                     output_defaults=None)
+    parser.add_argument("--version", action="version", version=f"railonly {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"railonly.cli.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"railonly.cli.commands.{name}":
+                continue
+            raise
+        mod.register(sub)
+    _completion_hints(parser)
+    return parser
+
+
+def _completion_hints(parser: argparse.ArgumentParser) -> None:
+    """Tell shell completion (shtab) which arguments are files and which folders."""
+    import shtab
+
+    for action in parser._actions:
+        meta = str(action.metavar or "")
+        if meta.endswith((".yml", "FILE")):
+            action.complete = shtab.FILE
+        elif meta in ("OUTDIR", "DIR", "OLD_OUTDIR", "NEW_OUTDIR"):
+            action.complete = shtab.DIRECTORY
+        for sub in (action.choices or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+            _completion_hints(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from railonly import console
+
+    args.quiet, args.verbose = bool(args.quiet), int(args.verbose or 0)
+    console.configure(args.quiet, args.verbose, bool(args.no_color))
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_INPUT
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        for p in exc.problems:
+            print(p.format(), file=sys.stderr)
+        n = len(exc.problems)
+        print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `railonly ... | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except (EnvironmentProblem, *_environment_errors()) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENV
+
+
+class EnvironmentProblem(Exception):
+    """Not root, a tool missing, a runtime that failed (exit 3). Raise from commands."""
+
+
+def _environment_errors() -> tuple[type[Exception], ...]:
+    """Environment errors raised below the CLI (emulation), also exit 3."""
+    from railonly.emulation.runtime.protocol import RuntimeProblem
+    from railonly.fabric.outdir.writer import WriteFailed
+    from railonly.fabric.validate.sonic_yang import YangUnavailable
+    from railonly.proc import ToolMissing
+
+    return (ToolMissing, RuntimeProblem, WriteFailed, YangUnavailable)

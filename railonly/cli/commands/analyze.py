@@ -1,0 +1,190 @@
+"""`railonly analyze DESIGN JOB`: a training job on the fabric (placement, traffic,
+iteration time on rail-only / rail-optimized / ideal, cost, search, sweeps).
+
+Every input is read and every figure computed before anything is written; each
+output file appears whole (temporary file in the same directory, then rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+MAX_SWEEP_POINTS = 64
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="a training job on the fabric: placement, traffic by class, iteration time, cost per throughput")
+    p.add_argument("design", metavar="DESIGN.yml")
+    p.add_argument("job", metavar="JOB.yml")
+    p.add_argument("--json", metavar="FILE", help="write the analysis (docs/reference/outdir.md) to FILE ('-' for standard output)")
+    p.add_argument("--place", choices=("given", "auto"), default="given",
+                   help="auto: the rank order that keeps the most bytes off cross-rail paths (default: the job's order)")
+    p.add_argument("--oversub", type=float, default=1.0, metavar="X",
+                   help="oversubscription of the rail-optimized spine, e.g. 2 (default 1: non-blocking)")
+    p.add_argument("--traffic", metavar="FILE.csv", help="write the HB-domain traffic matrix as CSV and a heat map beside it (FILE.png)")
+    p.add_argument("--launcher", metavar="FILE.csv", help="write the rank-to-GPU map for a launcher, and its NCCL settings beside it (FILE.env)")
+    p.add_argument("--search", action="store_true", help="best tp, pp, dp, ep, micro-batch, vpp and recompute per network under memory limits")
+    p.add_argument("--sweep", metavar="AXIS=V,...", help="sweep k, nic, hb or batch over values, e.g. k=8,16,32,72,256")
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="where --sweep draws its PNG (default sweep.png), with FILE.csv beside it")
+    p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default")
+    p.add_argument("--presets", metavar="FILE", help="GPU and model presets YAML adding to the shipped ones")
+    p.set_defaults(func=run)
+
+
+def _problem(flag: str, message: str, fix: str):
+    from railonly.fabric.input.problems import InputError, Problem
+
+    return InputError([Problem(flag, message, fix, None, "command line")])
+
+
+def parse_sweep(text: str) -> tuple[str, list[float]]:
+    from railonly.fabric.analysis.search import SWEEP_AXES
+
+    axis, sep, values = text.partition("=")
+    axis = axis.strip().lower()
+    if not sep or axis not in SWEEP_AXES:
+        raise _problem("--sweep", f"must be AXIS=V1,V2,... with AXIS one of {', '.join(SWEEP_AXES)}, got {text!r}", "e.g. --sweep k=8,16,32,72,256")
+    out = []
+    for part in values.split(","):
+        part = part.strip().replace("_", "")
+        try:
+            v = float(part)
+        except ValueError:
+            v = -1.0
+        whole = axis in ("k", "batch")
+        if v <= 0 or (whole and not v.is_integer()) or (axis == "k" and v > 512) or v > 1e9:
+            raise _problem("--sweep", f"{axis} values must be {'whole ' if whole else ''}numbers above 0{' up to 512' if axis == 'k' else ''}, got {part!r}",
+                           "e.g. --sweep k=8,16,32,72,256 or --sweep batch=256,1024,4096")
+        out.append(int(v) if whole else v)
+    if len(set(out)) > MAX_SWEEP_POINTS:
+        raise _problem("--sweep", f"at most {MAX_SWEEP_POINTS} values, got {len(set(out))}", "sweep fewer points")
+    return axis, sorted(set(out))
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write via a temporary file beside `path`, then rename: a link at `path` is replaced, never followed."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".railonly-", dir=d)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _check_target(flag: str, path: str) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise _problem(flag, f"directory {d} does not exist", "create it first or give another path")
+    if os.path.isdir(path):
+        raise _problem(flag, f"{path} is a directory", "give a file name")
+
+
+def _beside(path: str, ext: str) -> str:
+    root, _ = os.path.splitext(path)
+    return root + ext
+
+
+def run(args) -> int:
+    from railonly.fabric.analysis import Cluster, Rates, load_job, load_presets, place, place_auto
+    from railonly.fabric.analysis.cost import network_boms
+    from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
+    from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
+    from railonly.fabric.analysis.report import analyze, contract, text
+    from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep
+    from railonly.fabric.analysis.traffic import class_bytes
+    from railonly.fabric.cost.prices import load_prices
+    from railonly.fabric.design.design import load_design
+    from railonly.fabric.input.problems import InputError
+
+    if not (1.0 <= args.oversub <= 64):
+        raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")
+    sweep_spec = parse_sweep(args.sweep) if args.sweep else None
+    for flag, path in (("--json", args.json if args.json != "-" else None), ("--traffic", args.traffic),
+                       ("--launcher", args.launcher), ("--plot", args.plot)):
+        if path:
+            _check_target(flag, path)
+    # the CSV and its picture sit side by side: they must not be the same file
+    if args.traffic and args.traffic.lower().endswith(".png"):
+        raise _problem("--traffic", f"names the CSV (the heat map goes beside it as .png), got {args.traffic}", "e.g. --traffic traffic.csv")
+    if args.launcher and args.launcher.lower().endswith(".env"):
+        raise _problem("--launcher", f"names the CSV (the NCCL settings go beside it as .env), got {args.launcher}", "e.g. --launcher ranks.csv")
+    if args.plot and args.plot.lower().endswith(".csv"):
+        raise _problem("--plot", f"names the PNG (the CSV goes beside it), got {args.plot}", "e.g. --plot sweep.png")
+    if sweep_spec and not args.plot:
+        # an implicit name never replaces a file the user did not name
+        taken = [f for f in ("sweep.png", "sweep.csv") if os.path.lexists(f)]
+        if taken:
+            raise _problem("--sweep", f"would write sweep.png and sweep.csv here, but {taken[0]} exists",
+                           "give --plot FILE.png (an explicit name replaces the file)")
+
+    # Every input is read before any stops the run, so all their problems are listed at once.
+    problems: list = []
+
+    def read(load, *a):
+        try:
+            return load(*a)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            return None
+
+    design = read(load_design, args.design)
+    presets = read(load_presets, args.presets)
+    job = read(load_job, args.job, presets) if presets is not None else None
+    book = read(load_prices, args.prices)
+    if problems:
+        raise InputError(problems)
+
+    cluster = Cluster.from_design(design)
+    rates = Rates.of(cluster, args.oversub)
+    pl = place_auto(job, cluster, rates) if args.place == "auto" else place(job, cluster)
+    a = analyze(job, cluster, pl, rates, network_boms(design, book) or {})  # {}: no price, said so
+    outputs: dict[str, bytes] = {}
+    if args.search:
+        found, counts = search(job, cluster, rates)
+        a.search = {n: {"parallel": parallel_dict(b.job), **b.result.as_dict(), "memory_gb": round(b.memory_gb, 3)}
+                    for n, b in found.items()}
+        a.search["evaluated"] = counts
+    cross = class_bytes(a.collectives)["cross_rail"]
+    a.extra["launcher"] = nccl_settings(design.topology, cross, job.parallel.sp and job.parallel.tp > 1)
+    if sweep_spec:
+        axis, values = sweep_spec
+        points = sweep(job, cluster, axis, values, args.oversub, args.search)
+        a.extra["sweep"] = {"axis": axis, "points": points}
+        from railonly.fabric.analysis.plots import sweep_png
+
+        plot = args.plot or "sweep.png"
+        title = (f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs)\niteration time along {SWEEP_AXES[axis]}"
+                 + (", best configuration at each point" if args.search else ""))
+        outputs[plot] = sweep_png(points, SWEEP_AXES[axis], title, axis in ("k", "batch"))
+        outputs[_beside(plot, ".csv")] = render_sweep_csv(points).encode()
+    if args.traffic:
+        rows = domain_matrix(a.collectives, pl)
+        outputs[args.traffic] = render_csv(rows).encode()
+        outputs[_beside(args.traffic, ".png")] = render_heatmap(
+            rows, -(-job.parallel.gpus // cluster.hb_size), f"{job.name} on {design.name}: bytes per iteration between HB domains")
+    if args.launcher:
+        outputs[args.launcher] = launcher_csv(pl).encode()
+        outputs[_beside(args.launcher, ".env")] = env_file(a.extra["launcher"], job.name, design.name).encode()
+    doc = contract(a, design.name)
+    body = (json.dumps(doc, indent=2) + "\n").encode()
+    if args.json and args.json != "-":
+        outputs[args.json] = body
+    for path, data in outputs.items():
+        _atomic_write(path, data)
+    if args.json == "-":
+        sys.stdout.write(body.decode())
+    elif not args.quiet:  # -q: nothing on success, as every command
+        print(text(a, design.name))
+        for path in outputs:
+            print(f"wrote {path}")
+    return 0

@@ -1,0 +1,58 @@
+"""`railonly diff OLD_OUTDIR NEW_OUTDIR [--json FILE] [--runbook FILE.md]`: the change plan between two compiles.
+
+--runbook writes the plan as a runbook (docs/push.md): a summary of fabric-wide
+effects, the cable work by rail and rack, then the push waves with their checks;
+--json then carries the same runbook under "runbook".
+
+Exit codes (as `git diff --exit-code`): 0 nothing changes, 1 something does,
+2 an OUTDIR (or a file in it) is not a compiled fabric, or FILE cannot be written.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("diff", help="change plan between two compiles: cables added/removed/moved, configs, hosts, BOM delta")
+    p.add_argument("old", metavar="OLD_OUTDIR")
+    p.add_argument("new", metavar="NEW_OUTDIR")
+    p.add_argument("--json", metavar="FILE", help="write the plan as JSON (cables, devices, hosts, bom)")
+    p.add_argument("--runbook", metavar="FILE.md",
+                   help="write a Markdown runbook: summary, cable work by rail and rack, push waves with checks (also in --json)")
+    p.add_argument("--max-per-group", type=int, default=1, metavar="N",
+                   help="switches of one rail and tier per push wave in the runbook (default 1, as railonly push)")
+    p.add_argument("--no-diffs", action="store_true", help="list what changes, without the per-device unified diffs (also left out of --json)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from railonly.fabric.outdir.changeplan import has_changes, plan, read_snapshot, render_text, to_json
+
+    if args.max_per_group < 1:
+        print(f"error: --max-per-group must be at least 1, got {args.max_per_group}", file=sys.stderr)
+        return 2
+    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
+    old, new = read_snapshot(args.old), read_snapshot(args.new)
+    doc = plan(old, new, diffs=not args.no_diffs)
+    if args.runbook:
+        from railonly.fabric.outdir.runbook import render_markdown, runbook
+
+        doc["runbook"] = runbook(doc, old, new, args.max_per_group)
+        try:
+            with open(args.runbook, "w", encoding="utf-8") as fh:
+                fh.write(render_markdown(doc["runbook"]))
+        except OSError as exc:
+            print(f"error: cannot write {args.runbook}: {exc.strerror}\n  fix: give a writable path for --runbook", file=sys.stderr)
+            return 2
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                fh.write(to_json(doc))
+        except OSError as exc:
+            print(f"error: cannot write {args.json}: {exc.strerror}\n  fix: give a writable path for --json", file=sys.stderr)
+            return 2
+    changes = has_changes(doc)
+    if changes or not args.quiet:  # -q: nothing to say when nothing changes
+        sys.stdout.write(render_text(doc, diffs=not args.no_diffs))
+    return 1 if changes else 0

@@ -1,0 +1,310 @@
+"""`railonly lab ACTION OUTDIR`: run the OUTDIR's lab in an emulation runtime.
+
+One subcommand per action; each action is a (name, help, add_arguments, run)
+entry in ACTIONS, so adding one (check, traffic, fault) is one function pair
+and one line. Every action gets OUTDIR and --runtime from :func:`common`.
+Exit codes: 0 ok, 1 something is not as it should be, 2 bad OUTDIR, 3 runtime failure.
+
+OUTDIR is untrusted (a pull request may have written it): every action runs
+under the lab's lock (emulation/runtime/lock.py, outside OUTDIR), exclusive for
+deploy, destroy and fault, shared for check and traffic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from typing import Callable
+
+from railonly import console
+from railonly.cli.commands import lab_inspect, positive
+
+
+def common(p) -> None:
+    from railonly.emulation.runtime.registry import DEFAULT_RUNTIME, RUNTIMES
+
+    p.add_argument("outdir", metavar="OUTDIR", help="the OUTDIR of railonly compile")
+    p.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=sorted(RUNTIMES),
+                   help=f"emulation runtime (default {DEFAULT_RUNTIME}: network namespaces, needs root)")
+
+
+def open_lab(args):
+    """(runtime, lab) for an action; LabError (exit 2) / RuntimeProblem (exit 3) on failure."""
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.runtime.registry import get_runtime
+
+    return get_runtime(args.runtime), load_lab(args.outdir)
+
+
+def with_lab(action: Callable) -> Callable:
+    """An action written as (args, runtime, lab), as one taking args."""
+    return lambda args: action(args, *open_lab(args))
+
+
+def lab_exists(lab) -> bool:
+    """Any namespace of the lab (what a deploy that failed early did not create)."""
+    from railonly.emulation.netns.runtime import lab_namespaces
+
+    return bool(lab_namespaces(lab))
+
+
+def locked(lab, shared: bool = False, remove=False):
+    """The lab's lock (lab_lock), where it can be taken: root only (it lives in /run)."""
+    from railonly.emulation.runtime import lock as lab_lock
+
+    if os.geteuid() != 0:
+        return contextlib.nullcontext()
+    return lab_lock.hold(lab.name, shared=shared, remove=remove)
+
+
+# --- deploy -------------------------------------------------------------------------------
+
+
+def deploy_args(p) -> None:
+    p.add_argument("--dry-run", action="store_true", help="print the deploy plan and exit (no root needed)")
+
+
+def deploy(args) -> int:
+    rt, lab = open_lab(args)
+    if args.dry_run:
+        if hasattr(rt, "dry_run"):
+            sys.stdout.write(rt.dry_run(lab))
+        else:
+            print(" ".join(rt.deploy_argv(lab)))
+        return 0
+    try:
+        with locked(lab, remove=lambda: not lab_exists(lab)), console.reporter() as bar:
+            # The netns runtime reports each phase of its plan; other runtimes deploy in one go.
+            hook = {"hook": lambda phase, _batch: bar.step(f"deploy: {phase}")} if rt.name == "netns" else {}
+            res = rt.deploy(lab, **hook)
+    except KeyboardInterrupt:
+        print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy {args.outdir}",
+              file=sys.stderr)
+        return 130
+    rc = 1 if getattr(res, "bgp_converged", None) is False else 0
+    if rc or not args.quiet:
+        console.out(format_deploy(lab, res))
+    return rc
+
+
+def format_deploy(lab, res) -> str:
+    if res is None:  # a runtime that reports nothing (containerlab)
+        return f"lab {lab.name}: deployed ({len(lab.nodes)} nodes)"
+    if res.noop:
+        return f"lab {lab.name}: already deployed and unchanged ({res.seconds:.2f} s check)"
+    lines = [f"lab {lab.name}: {res.namespaces} namespaces, {res.processes} processes in {res.seconds:.2f} s"
+             f" ({', '.join(f'{k} {v:.2f}' for k, v in res.phases.items())})"]
+    if res.bgp_converged is not None:
+        sessions = sum(len(v) for v in res.bgp.values())
+        up = sum(s == "Established" for v in res.bgp.values() for s in v.values())
+        word = "converged" if res.bgp_converged else "NOT converged"
+        lines.append(f"  bgp {word}: {up}/{sessions} sessions Established on {len(res.bgp)} switches"
+                     f" after {res.bgp_seconds:.1f} s")
+        if not res.bgp_converged:
+            lines += [f"    {sw}: {st}" for sw, st in res.bgp.items()
+                      if not st or any(s != "Established" for s in st.values())][:10]
+    lines += [f"  warning: {w}" for w in res.warnings]
+    return "\n".join(lines)
+
+
+# --- destroy ------------------------------------------------------------------------------
+
+
+def destroy(args) -> int:
+    """Exit 0 when the lab is gone; 2 when it is gone but the OUTDIR asked for more
+    than is provably the lab's (each refusal named); 3 when something stayed."""
+    rt, lab = open_lab(args)
+    with locked(lab, remove=True):
+        rep = rt.destroy(lab)  # RuntimeProblem (exit 3) lists what could not be removed
+    if rep is None:
+        if not args.quiet:
+            print(f"lab {lab.name}: destroyed")
+        return 0
+    namespaces = [d for d in rep.deleted if not d.startswith("/")]
+    if args.quiet:
+        pass
+    elif not namespaces and not rep.killed and not rep.restored:
+        print(f"lab {lab.name}: nothing to destroy" + ("" if rep.deleted else " (no namespace of it exists)"))
+    else:
+        print(f"lab {lab.name}: removed {len(namespaces)} namespaces, stopped {len(rep.killed)} processes"
+              + (f", restored {', '.join(rep.restored)}" if rep.restored else "") + f" in {rep.seconds:.2f} s")
+        gone = rep.deleted[:8]
+        print("  removed: " + ", ".join(gone) + (f" and {len(rep.deleted) - len(gone)} more" if len(rep.deleted) > 8 else ""))
+    for r in rep.refused:
+        print(f"error: refused: {r}", file=sys.stderr)
+    if rep.refused:
+        print(f"lab {lab.name}: everything provably the lab's is removed; the {len(rep.refused)} entries above were "
+              "not touched (not the lab's, or unreadable)", file=sys.stderr)
+        return 2
+    return 0
+
+
+# --- check / traffic / fault (emulation/checks/, emulation/traffic/) --------------------
+
+
+def check_args(p) -> None:
+    from railonly.emulation.checks.plan import CHECKS
+
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (docs/reference/outdir.md)")
+    p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
+    p.add_argument("--timeout", type=positive(float), default=60.0, help="seconds to wait for convergence (default 60)")
+    p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
+    p.add_argument("--failover", metavar="SWITCH",
+                   help="take SWITCH down as 'lab fault --node' does, report the time until every pair passes "
+                        "again, then restore it (docs/bgp.md)")
+
+
+def check(args) -> int:
+    from railonly.emulation.checks import report
+    from railonly.emulation.checks import run as checks_run
+    from railonly.emulation.checks.plan import CHECKS
+
+    rt, lab = open_lab(args)
+    if args.failover:
+        from railonly.emulation.traffic import failover
+
+        with locked(lab), console.reporter() as bar:  # exclusive: it changes the lab, as fault does
+            run = failover.measure(lab, rt, args.failover, timeout=args.timeout, progress=bar.step)
+    else:
+        with locked(lab, shared=True), console.reporter() as bar:
+            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
+    if run.failed or not args.quiet:
+        console.out(report.table(lab.name, run.results, run.timings, run.notes))
+    if args.json:
+        report.write_json(args.json, report.as_json(lab.name, run.results, run.timings, run.notes))
+    if args.junit:
+        report.write_text(args.junit, report.as_junit(lab.name, run.results, run.timings))
+    return 1 if run.failed else 0
+
+
+def traffic_args(p) -> None:
+    from railonly.emulation.traffic.patterns import PATTERNS, SCHEDULES
+
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
+    what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
+    p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate)")
+    p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
+                   help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
+                        " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
+    p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (docs/reference/outdir.md)")
+    p.add_argument("--iterations", type=int, default=1, help="--job: iterations to replay (default 1; medians reported)")
+    p.add_argument("--time-scale", type=float, default=None,
+                   help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
+    p.add_argument("--tolerance", type=float, default=0.10,
+                   help="--job: a phase and the iteration pass within this share of the model (default 0.10)")
+
+
+def traffic(args) -> int:
+    from railonly.emulation.checks import report
+    from railonly.emulation.traffic import iperf3
+
+    if args.job:
+        return traffic_job(args)
+    rt, lab = open_lab(args)
+    with locked(lab, shared=True), console.reporter() as bar:
+        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule,
+                         progress=lambda s: _flow_step(bar, s))
+    if rep.get("failed_flows") or not args.quiet:
+        console.out(iperf3.format_report(rep))
+    if args.json:
+        report.write_json(args.json, rep)
+    return 1 if rep.get("failed_flows") else 0
+
+
+_FLOW = re.compile(r"^\[(\d+)/(\d+)\] ")
+
+
+def _flow_step(bar, message: str) -> None:
+    """traffic.run reports each flow as "[i/n] step ..."; those feed the bar's count."""
+    m = _FLOW.match(message)
+    if m:
+        bar.step("flows", int(m.group(1)), int(m.group(2)))
+        console.detail(f"  .. {message}")
+    else:
+        bar.step(message)
+
+
+def traffic_job(args) -> int:
+    """--job: exit 0 every phase passed, 1 a phase failed, 2 a bad job (or one the lab cannot hold), 3 not deployed."""
+    from railonly.emulation.checks import report
+    from railonly.emulation.lab import LabError
+    from railonly.emulation.traffic import job_plan, replay
+    from railonly.fabric.analysis import load_job
+
+    job = load_job(args.job)  # InputError: exit 2, every problem named
+    if args.iterations < 1 or args.iterations > 100:
+        raise LabError(args.job, f"--iterations must be 1 to 100, got {args.iterations}", "e.g. --iterations 3")
+    if args.time_scale is not None and not 0.001 <= args.time_scale <= 1e7:
+        raise LabError(args.job, f"--time-scale must be 0.001 to 1e7, got {args.time_scale:g}", "leave it out for the default")
+    if not 0 < args.tolerance < 10:
+        raise LabError(args.job, f"--tolerance must be between 0 and 10, got {args.tolerance:g}", "e.g. --tolerance 0.1")
+    rt, lab = open_lab(args)
+    quiet, verbose = getattr(args, "quiet", None), getattr(args, "verbose", None)
+    say = (lambda s: None) if quiet else (lambda s: print(f"  .. {s}", file=sys.stderr, flush=True))
+    detail = (lambda s: print(f"     {s}", file=sys.stderr, flush=True)) if verbose and not quiet else (lambda s: None)
+    try:
+        with locked(lab, shared=True):
+            rep = replay.run(lab, rt, job, iterations=args.iterations, time_scale=args.time_scale,
+                             tolerance=args.tolerance, progress=say, detail=detail)
+    except job_plan.ScaleError as exc:
+        raise LabError(args.job, str(exc), "use a job whose tensor-parallel group fits the lab's HB domain") from None
+    if rep["verdict"] != "pass" or not quiet:
+        console.out(replay.format_report(rep))
+    if args.json:
+        report.write_json(args.json, rep)
+    return 0 if rep["verdict"] == "pass" else 1
+
+
+def fault_args(p) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--link", metavar="NODE:PORT", help="set a link down (both ends); NODE:PORT as in fabric.json or cabling.csv (e.g. hb0:rail0)")
+    g.add_argument("--node", metavar="SWITCH", help="stop a switch: every port down, FRR stopped")
+    g.add_argument("--restore", action="store_true", help="undo every recorded fault")
+
+
+def fault(args) -> int:
+    from railonly.emulation.runtime.protocol import deployed_status
+    from railonly.emulation.traffic import faults
+
+    rt, lab = open_lab(args)
+    deployed_status(rt, lab)  # nothing to break or restore in a lab that is not there: exit 3
+    if args.restore:
+        with locked(lab):
+            done = faults.restore(lab, rt)
+        print(f"lab {lab.name}: restored {len(done)} fault{'' if len(done) == 1 else 's'}" + "".join(f"\n  {d}" for d in done))
+        return 0
+    with locked(lab):
+        what = faults.link_down(lab, rt, args.link) if args.link else faults.node_down(lab, rt, args.node)
+    print(f"lab {lab.name}: {what} (undo: railonly lab fault {args.outdir} --restore)")
+    return 0
+
+
+# name, help, add_arguments(parser) or None, run(args) -> exit code
+ACTIONS: list[tuple[str, str, Callable | None, Callable]] = [
+    ("deploy", "deploy the lab (idempotent; --dry-run prints the plan)", deploy_args, deploy),
+    ("status", "one row per node: role, namespace, state, addresses, processes, BGP sessions (like containerlab inspect)",
+     lab_inspect.status_args, with_lab(lab_inspect.status)),
+    ("exec", "run a command in a node: railonly lab exec OUTDIR NODE -- CMD... (argv, no shell; its exit code)",
+     lab_inspect.exec_args, with_lab(lab_inspect.exec_)),
+    ("vtysh", "run vtysh commands in a routed switch (default: show bgp summary)", lab_inspect.vtysh_args,
+     with_lab(lab_inspect.vtysh)),
+    ("destroy", "remove everything the deploy created (also after a failed or interrupted deploy)", None, destroy),
+    ("check", "check reachability, isolation, paths, BGP and cabling (exit 1 on any failure)", check_args, check),
+    ("traffic", "run ring all-reduce or all-to-all flows with iperf3 and compare with the model", traffic_args, traffic),
+    ("fault", "inject a fault (a link or switch down) or restore", fault_args, fault),
+]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("lab", help="deploy, inspect and destroy the emulation lab of an OUTDIR")
+    actions = p.add_subparsers(dest="lab_action", metavar="ACTION", parser_class=type(p))
+    for name, help_, add_args, run in ACTIONS:
+        a = actions.add_parser(name, help=help_)
+        common(a)
+        if add_args:
+            add_args(a)
+        a.set_defaults(func=run)
+    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])

@@ -1,0 +1,48 @@
+"""`railonly validate OUTDIR [--json F] [--junit F]`: schema and cross-file checks (CI)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="check a compiled OUTDIR: SONiC YANG, FRR syntax, EOS parse, cross-file consistency")
+    p.add_argument("outdir", metavar="OUTDIR")
+    p.add_argument("--json", metavar="FILE", help="write results as JSON")
+    p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
+    p.add_argument("--no-manifest", action="store_true",
+                   help="skip the MANIFEST.json hash check (configs taken back from devices: same intent, other bytes)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from railonly import console
+    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.validate import report
+    from railonly.fabric.validate.run import OutdirError, validate_outdir
+
+    try:
+        results = validate_outdir(args.outdir, manifest=not args.no_manifest)
+    except OutdirError as exc:
+        print(f"error: {exc}\n  fix: give the OUTDIR that railonly compile wrote (railonly compile DESIGN.yml -o OUTDIR)", file=sys.stderr)
+        return 2
+    except InputError as exc:  # a symlink, special or malformed file in OUTDIR: refused, never read
+        for p in exc.problems:
+            print(p.format(), file=sys.stderr)
+        print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
+        return 2
+    for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text(args.outdir, results))
+            except OSError as exc:
+                print(f"error: cannot write {path}: {exc}", file=sys.stderr)
+                return 2
+    out = report.text(results)
+    if args.quiet:
+        out = "\n".join(line for line in out.splitlines() if line.startswith("FAIL"))
+    if out:
+        console.out(out)
+    _, failed = report.summary(results)
+    return 1 if failed else 0

@@ -1,0 +1,215 @@
+"""Operator experience of the command line: output options on every command, colour
+only on a terminal, shell completion, bom line items, messages that name the right thing."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from railonly import cli, console
+
+from ..conftest import REPO
+
+MINI = str(REPO / "labs" / "mini-l2.yml")
+RAILONLY = [sys.executable, "-c", "import sys; from railonly.cli import main; sys.exit(main())"]
+
+
+def _leaf_parsers(parser, path=()):
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from _leaf_parsers(sub, (*path, name))
+
+
+def test_every_command_takes_quiet_verbose_and_no_color():
+    leaves = list(_leaf_parsers(cli.build_parser()))
+    assert len(leaves) > 10
+    for path, parser in leaves:
+        flags = {s for a in parser._actions for s in a.option_strings}
+        assert {"-q", "--quiet", "-v", "--verbose", "--no-color"} <= flags, path
+
+
+def test_output_options_work_before_and_after_the_command(capsys):
+    assert cli.main(["-q", "bom", MINI]) == 0 and console.settings.quiet
+    assert cli.main(["bom", MINI, "-vv", "--no-color"]) == 0
+    assert console.settings.verbose == 2 and not console.settings.quiet and not console.settings.color
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("stream, no_color, env, want", [
+    (_Tty(), False, {}, True),
+    (_Tty(), True, {}, False),  # --no-color
+    (_Tty(), False, {"NO_COLOR": "1"}, False),
+    (_Tty(), False, {"TERM": "dumb"}, False),
+    (io.StringIO(), False, {}, False),  # not a terminal
+])
+def test_colour_only_on_a_terminal_unless_told_not_to(stream, no_color, env, want):
+    assert console.color_wanted(no_color, stream, env) is want
+
+
+def test_colour_marks_verdicts_and_plain_text_stays_byte_identical(monkeypatch):
+    text = "FAIL x: bad\n3 passed, 1 failed\nok\n0 failed"
+    monkeypatch.setattr(console.settings, "color", False)
+    plain = io.StringIO()
+    console.out(text, plain)
+    assert plain.getvalue() == text + "\n"
+    monkeypatch.setattr(console.settings, "color", True)
+    painted = io.StringIO()
+    console.out(text, painted)
+    assert "\x1b[" in painted.getvalue()
+    spans = {text[s.start:s.end]: str(s.style) for s in console.paint(text).spans}
+    assert spans["FAIL"] == "bold red" and spans["1 failed"] == "bold red" and spans["3 passed"] == "green"
+    assert "0 failed" not in spans
+
+
+def test_bom_detail_prints_line_items(capsys):
+    assert cli.main(["bom", MINI, "--detail"]) == 0
+    out = capsys.readouterr().out
+    assert "rail-only line items:" in out and "NIC transceiver" in out and "switch generic-8x400G" in out
+    assert cli.main(["bom", MINI, "--detail", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["rail-only"]
+    assert doc["items"] and sum(i["total_cost_usd"] for i in doc["items"]) == doc["cost_usd"]
+    assert cli.main(["bom", MINI]) == 0
+    assert "line items" not in capsys.readouterr().out
+
+
+def test_missing_price_book_is_not_called_a_design(capsys, tmp_path):
+    assert cli.main(["bom", MINI, "--prices", str(tmp_path / "nope.yml")]) == 2
+    err = capsys.readouterr().err
+    assert "nope.yml: file not found" in err and "price book" in err and "design" not in err
+
+
+def test_a_directory_given_as_a_design_gets_a_fix(capsys):
+    assert cli.main(["compile", str(REPO / "labs"), "-o", "/nonexistent/out"]) == 2
+    err = capsys.readouterr().err
+    assert "labs: is a directory" in err and "fix: give a design YAML file inside it, e.g. " in err
+    assert "Traceback" not in err
+
+
+def test_sweep_gpus_examples_are_gpu_counts(capsys):
+    assert cli.main(["sweep", "--gpus", "lots"]) == 2
+    err = capsys.readouterr().err
+    fix = next(line for line in err.splitlines() if "fix:" in line)
+    assert all(int(n) >= 1024 for n in fix.split("--gpus ")[1].split(","))
+    assert "design" not in err
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+    proc = subprocess.run(f"{' '.join(map(repr, RAILONLY))} bom {MINI} --detail --json | head -1",
+                          shell=True, capture_output=True, text=True, timeout=60, executable="/bin/bash")
+    assert proc.stdout.strip() == "{" and "Traceback" not in proc.stderr
+
+
+# --- shell completion ----------------------------------------------------------------------
+
+
+def test_bash_completion_completes_commands_and_actions(tmp_path, capsys):
+    assert cli.main(["completion", "bash"]) == 0
+    script = tmp_path / "railonly.bash"
+    script.write_text(capsys.readouterr().out)
+    probe = (f"source {script}; COMP_WORDS=(railonly lab ch); COMP_CWORD=2; _shtab_railonly; echo ${{COMPREPLY[@]}};"
+             f" COMP_WORDS=(railonly bom --de); COMP_CWORD=2; _shtab_railonly; echo ${{COMPREPLY[@]}}")
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30).stdout.split("\n")
+    assert out[0] == "check" and out[1] == "--detail"
+
+
+def test_zsh_completion_is_a_valid_zsh_script(tmp_path, capsys):
+    assert cli.main(["completion", "zsh"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("#compdef railonly") and "_shtab_railonly_lab_commands" in text
+    if not shutil.which("zsh"):
+        pytest.skip("zsh is not installed: syntax not checked")
+    script = tmp_path / "_railonly"
+    script.write_text(text)
+    assert subprocess.run(["zsh", "-n", str(script)], capture_output=True, timeout=30).returncode == 0
+
+
+def test_compile_progress_prints_plain_phase_lines_off_a_terminal(tmp_path, capsys):
+    assert cli.main(["compile", MINI, "-o", str(tmp_path / "o"), "--progress", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""  # -q: no summary
+    assert "rendering clabernetes manifest" in captured.err and "\x1b[" not in captured.err
+
+
+def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys):
+    from railonly.fabric.compiler import compile_design
+    from railonly.fabric.design.design import parse_design
+    from railonly.fabric.outdir.writer import write_outdir
+
+    design = parse_design((REPO / "labs" / "mini-l2.yml").read_text().replace("name: mini", "name: opxnotdeployed"), "d.yml")
+    write_outdir(str(tmp_path / "nd"), compile_design(design)[1], design.sha256)
+    out = str(tmp_path / "nd")
+    for argv in (["lab", "status", out], ["lab", "status", out, "--json"],
+                 ["lab", "exec", out, "hb0-gpu0", "--", "true"], ["lab", "fault", out, "--restore"]):
+        assert cli.main(argv) == 3, argv
+    captured = capsys.readouterr()
+    assert "not deployed" in captured.out and captured.err.count("is not deployed") == 2
+
+
+def test_progress_reporter_bar_on_a_terminal_lines_elsewhere(monkeypatch, capsys):
+    monkeypatch.setattr(console.settings, "quiet", False)
+    monkeypatch.setattr(console.settings, "verbose", 0)
+    with console.reporter(io.StringIO()) as plain:
+        assert isinstance(plain, console.Lines)
+        plain.step("bgp: waiting")
+        plain.step("bgp: waiting")
+        plain.step("flows", 3, 10)  # counts feed bars only
+    assert capsys.readouterr().err == "  .. bgp: waiting\n"
+    tty = _Tty()
+    with console.reporter(tty) as bar:
+        assert isinstance(bar, console.Bar)
+        bar.step("deploy: netns")
+        bar.step("flows", 5, 10)
+        bar.step("flows", 10, 10)
+    assert "deploy: netns" in tty.getvalue() and "10/10" in tty.getvalue()
+    monkeypatch.setattr(console.settings, "quiet", True)
+    assert isinstance(console.reporter(_Tty()), console.Lines)  # -q: no bar
+
+
+def test_demo_counts_the_files_compile_says_it_wrote(tmp_path, capsys):
+    import os
+    import re
+
+    from railonly.cli.commands import demo
+
+    out = tmp_path / "out"
+    assert cli.main(["compile", MINI, "-o", str(out)]) == 0
+    wrote = re.search(r"wrote\s+([0-9,]+) files", capsys.readouterr().out).group(1)
+    on_disk = sum(len(files) for _, _, files in os.walk(out))  # MANIFEST.json is a file written too
+    assert demo._compiled(str(out)) == f"{wrote} files" == f"{on_disk:,} files"
+
+
+@pytest.mark.parametrize("argv", [
+    ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "-5"],
+    ["lab", "traffic", "OUT", "--pattern", "ring-allreduce", "--bytes", "0"],
+    ["lab", "check", "OUT", "--timeout", "nan"],
+    ["lab", "check", "OUT", "--timeout", "-1"],
+    ["lab", "exec", "OUT", "hb0-gpu0", "--timeout", "0", "--", "true"],
+])
+def test_counts_and_timeouts_must_be_above_zero(argv, capsys):
+    # refused before any lab is looked at: a negative --bytes used to run iperf3 into a 120 s timeout
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "must be a number above 0" in err and "fix:" in err
+
+
+@pytest.mark.parametrize("where", ["missing", "empty"])
+def test_validate_of_something_that_is_no_outdir_says_what_to_give(where, tmp_path, capsys):
+    if where == "empty":
+        (tmp_path / where).mkdir()
+    assert cli.main(["validate", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / where) in err and "fix: give the OUTDIR that railonly compile wrote" in err

@@ -1,0 +1,71 @@
+"""The price book: the default loads, bad books are rejected with the key named (exit 2)."""
+
+from __future__ import annotations
+
+from railonly.fabric.cost.prices import default_prices, default_text
+
+from .conftest import design_text, run_cli
+
+
+def _setup(tmp_path, prices: str):
+    d = tmp_path / "d.yml"
+    d.write_text(design_text(8, 16, 16))
+    p = tmp_path / "prices.yaml"
+    p.write_text(prices)
+    return str(d), str(p)
+
+
+def test_default_ratios_are_the_paper_fit():
+    book = default_prices()
+    x = book.transceiver("400G-DR4")
+    for radix in (64, 128, 256):
+        sw = book.switch(radix, 400)
+        assert 3.4 <= sw.price_usd / radix / x.price_usd <= 4.0
+        assert 1.8 <= sw.power_w / radix / x.power_w <= 2.0
+
+
+def test_custom_price_book_is_used(tmp_path, capsys):
+    d, p = _setup(tmp_path, default_text().replace("price_usd: 270", "price_usd: 540"))
+    code, out, err = run_cli(["bom", d, "--json", "--prices", p], capsys)
+    assert code == 0, err
+    code2, out2, _ = run_cli(["bom", d, "--json"], capsys)
+    assert out != out2
+
+
+def test_missing_price_is_rejected(tmp_path, capsys):
+    text = default_text().replace("  400G-DR4: {gbps: 400, reach_m: 500, price_usd: 270, power_w: 10}",
+                                  "  400G-DR4: {gbps: 400, reach_m: 500, power_w: 10}")
+    d, p = _setup(tmp_path, text)
+    code, out, err = run_cli(["bom", d, "--prices", p], capsys)
+    assert code == 2 and out == ""
+    assert "transceivers.400G-DR4.price_usd" in err and "required" in err and "Traceback" not in err
+    assert "prices.yaml:" in err  # file and line
+
+
+def test_negative_price_is_rejected(tmp_path, capsys):
+    text = default_text().replace("price_usd: 128000", "price_usd: -5")
+    d, p = _setup(tmp_path, text)
+    code, out, err = run_cli(["bom", d, "--prices", p], capsys)
+    assert code == 2 and out == ""
+    assert "switches.51.2T-128x400G.price_usd" in err and "at least 0" in err and "got -5" in err
+
+
+def test_unknown_key_gets_did_you_mean(tmp_path, capsys):
+    d, p = _setup(tmp_path, default_text().replace("transceivers:", "transceiver:"))
+    code, _, err = run_cli(["bom", d, "--prices", p], capsys)
+    assert code == 2
+    assert "did you mean 'transceivers'" in err
+
+
+def test_part_the_design_needs_is_missing(tmp_path, capsys):
+    text = "\n".join(line for line in default_text().splitlines() if not line.startswith("  400G-SR8"))
+    d, p = _setup(tmp_path, text)
+    code, _, err = run_cli(["bom", d, "--prices", p], capsys)
+    assert code == 2
+    assert "transceivers.400G-SR8" in err and "fix:" in err
+
+
+def test_missing_price_file(tmp_path, capsys):
+    d, _ = _setup(tmp_path, "")
+    code, _, err = run_cli(["bom", d, "--prices", str(tmp_path / "nope.yaml")], capsys)
+    assert code == 2 and "file not found" in err

@@ -1,0 +1,103 @@
+"""Design (and job, price) files are hostile input: special files, size, and the
+bounded YAML loader the job loader shares. The YAML attacks themselves (alias
+bomb, NaN, nesting, duplicate keys ...) are in bad_designs/ with their golden
+messages; speed is in bench/bench_hostile_yaml.py."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from railonly.cli import main
+from railonly.fabric.input.problems import InputError
+from railonly.fabric.input.yamlsource import DESIGN_LIMITS, Limits, Source, load_yaml_file, parse_yaml
+
+from ..conftest import REPO
+
+BAD = REPO / "tests" / "input" / "bad_designs"
+
+
+def _compile(path, tmp_path, capsys) -> tuple[int, str]:
+    out = tmp_path / "out"
+    rc = main(["compile", str(path), "-o", str(out), "-q"])
+    err = capsys.readouterr().err
+    assert not out.exists(), "nothing may be written for a bad design"
+    assert "Traceback" not in err
+    return rc, err
+
+
+def test_fifo_is_refused_without_blocking(tmp_path, capsys):
+    fifo = tmp_path / "design.yml"
+    os.mkfifo(fifo)  # no writer: a plain open() would block forever
+    rc, err = _compile(fifo, tmp_path, capsys)
+    assert rc == 2 and "is a FIFO (named pipe), not a regular file" in err and str(fifo) in err
+
+
+@pytest.mark.parametrize("path,kind", [("/dev/zero", "a device"), ("/dev/null", "a device")])
+def test_device_is_refused(path, kind, tmp_path, capsys):
+    rc, err = _compile(path, tmp_path, capsys)
+    assert rc == 2 and f"is {kind}, not a regular file" in err
+
+
+def test_directory_is_refused(tmp_path, capsys):
+    rc, err = _compile(tmp_path, tmp_path, capsys)
+    assert rc == 2 and "is a directory, not a regular file" in err
+
+
+def test_oversized_file_is_refused_before_parsing(tmp_path, capsys):
+    big = tmp_path / "big.yml"
+    big.write_text("name: big\n# " + "x" * DESIGN_LIMITS.max_bytes + "\n")
+    rc, err = _compile(big, tmp_path, capsys)
+    assert rc == 2 and "more than the limit of 1,048,576" in err
+
+
+def test_not_utf8_is_refused(tmp_path, capsys):
+    bad = tmp_path / "latin1.yml"
+    bad.write_bytes(b"name: caf\xe9\n")
+    rc, err = _compile(bad, tmp_path, capsys)
+    assert rc == 2 and "is not UTF-8 text" in err
+
+
+@pytest.mark.parametrize("name", ["alias-bomb", "nan-inf", "class-e-pool"])
+def test_named_attacks_exit_2(name, tmp_path, capsys):
+    """The issue's must-show list (alias bomb, NaN, class-E pool): exit 2 with the reason."""
+    rc, err = _compile(BAD / f"{name}.yml", tmp_path, capsys)
+    assert rc == 2
+    assert {"alias-bomb": "expands to more than", "nan-inf": "must be a finite number",
+            "class-e-pool": "class E"}[name] in err
+
+
+def test_alias_bomb_is_refused_by_the_loader_itself():
+    text = (BAD / "alias-bomb.yml").read_text()
+    with pytest.raises(InputError) as exc:
+        parse_yaml(text, "bomb.yml")
+    assert "aliases included" in exc.value.problems[0].message
+
+
+def test_a_few_aliases_still_work():
+    src = parse_yaml("a: &x [1, 2]\nb: *x\nc: {<<: {k: 1}, j: 2}\n", "ok.yml")
+    assert src.data == {"a": [1, 2], "b": [1, 2], "c": {"k": 1, "j": 2}}
+    assert src.lines["b"] == 2 and src.line("c.j") == 3
+
+
+def test_limits_are_per_caller():
+    """A caller with bigger inputs passes its own limits (the OUTDIR reader does)."""
+    text = "a: &x [1]\nb: *x\n"
+    with pytest.raises(InputError):
+        parse_yaml(text, "f", Limits(max_aliases=0))
+    assert parse_yaml(text, "f").data == {"a": [1], "b": [1]}
+
+
+def test_source_api_is_what_loaders_use(tmp_path):
+    """The job loader (issue 11) and price books use parse_yaml/load_yaml_file -> Source."""
+    f = tmp_path / "x.yml"
+    f.write_text("name: x\nnested:\n  key: 3\n")
+    src = load_yaml_file(str(f))
+    assert isinstance(src, Source) and src.file == str(f) and src.text == f.read_text()
+    assert src.data == {"name": "x", "nested": {"key": 3}} and src.line("nested.key") == 3
+
+
+def test_messages_shorten_offending_values(tmp_path, capsys):
+    rc, err = _compile(BAD / "long-values.yml", tmp_path, capsys)
+    assert rc == 2 and "(302 characters)" in err and "a" * 100 not in err

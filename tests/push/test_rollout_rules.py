@@ -1,0 +1,139 @@
+"""The rollout's rules (railonly.fabric.outdir.rollout, docs/push.md): what is hitless, what needs a
+reload, the patch, the vtysh statements, the drain, the waves. Pure: no lab."""
+
+from __future__ import annotations
+
+import json
+
+from railonly.emulation.netns.patch import PatchError, apply_ops, live_commands
+from railonly.fabric.outdir import rollout as ro
+
+DB = {"PORT": {"Ethernet0": {"mtu": "9100", "description": "a", "admin_status": "up"}},
+      "INTERFACE": {"Ethernet0": {}, "Ethernet0|10.0.0.0/31": {}},
+      "DEVICE_METADATA": {"localhost": {"hostname": "s", "bgp_asn": "65001", "hwsku": "x"}}}
+FRR = """router bgp 65001
+ neighbor FABRIC peer-group
+ neighbor FABRIC timers 3 9
+ neighbor 10.0.0.1 remote-as 65002
+ neighbor 10.0.0.1 peer-group FABRIC
+ neighbor 10.0.0.1 description leaf0
+ address-family ipv4 unicast
+  neighbor FABRIC route-map OUT out
+ exit-address-family
+"""
+
+
+def files(db=DB, frr=FRR):
+    return {"config_db.json": json.dumps(db), "frr.conf": frr}
+
+
+def edited(fn):
+    db = json.loads(json.dumps(DB))
+    fn(db)
+    return db
+
+
+def test_descriptions_and_mtu_are_hitless_and_patched():
+    new = edited(lambda db: db["PORT"]["Ethernet0"].update(mtu="9000", description="b"))
+    ch = ro.classify("s", "sonic", files(), files(new, FRR.replace("description leaf0", "description leaf0:E16")))
+    assert ch.mark == "hitless" and not ch.reload_why
+    assert ch.patch == [{"op": "replace", "path": "/PORT/Ethernet0", "value": new["PORT"]["Ethernet0"]}]
+    assert ch.apply_method() == "config apply-patch (1 operation(s) on PORT) + vtysh (1 added, 1 removed statement(s))"
+
+
+def test_bgp_and_addresses_are_disruptive_an_asn_needs_a_reload():
+    ch = ro.classify("s", "sonic", files(), files(frr=FRR.replace("timers 3 9", "timers 1 3")))
+    assert ch.mark == "disruptive" and not ch.reload_why
+    new = edited(lambda db: db["INTERFACE"].pop("Ethernet0|10.0.0.0/31"))
+    assert ro.classify("s", "sonic", files(), files(new)).patch == [{"op": "remove", "path": "/INTERFACE/Ethernet0|10.0.0.0~131"}]
+    new = edited(lambda db: db["DEVICE_METADATA"]["localhost"].update(bgp_asn="65009"))
+    ch = ro.classify("s", "sonic", files(), files(new, FRR.replace("router bgp 65001", "router bgp 65009")))
+    assert ch.mark == "disruptive"
+    assert ch.reload_why == ["DEVICE_METADATA|localhost|bgp_asn changes (read at start-up)", "the BGP ASN changes (bgpd restarts)"]
+    assert ch.apply_method().startswith("config reload (")
+
+
+def test_unknown_table_is_disruptive_and_no_change_is_nothing():
+    new = edited(lambda db: db.setdefault("SOMETHING_NEW", {"k": {"f": "v"}}))
+    assert ro.classify("s", "sonic", files(), files(new)).mark == "disruptive"
+    ch = ro.classify("s", "sonic", files(), files())
+    assert not ch.changed and ch.apply_method() == "nothing"
+
+
+def test_eos_lines():
+    old = "hostname e\ninterface Ethernet1\n   mtu 1500\n   description x\n"
+    assert ro.classify("e", "eos", {"startup-config": old}, {"startup-config": old.replace("1500", "9214")}).mark == "hitless"
+    assert ro.classify("e", "eos", {"startup-config": old},
+                       {"startup-config": old + "   ip address 10.0.0.1/31\n"}).mark == "disruptive"
+
+
+def test_vtysh_statements_removals_first_and_remote_as_replaced_in_place():
+    new = FRR.replace("timers 3 9", "timers 1 3").replace("remote-as 65002", "remote-as 65003")
+    ch = ro.classify("s", "sonic", files(), files(frr=new))
+    assert ro.vtysh_commands(ch.frr_add, ch.frr_remove) == [
+        ["configure terminal", "router bgp 65001", "no neighbor FABRIC timers 3 9"],
+        ["configure terminal", "router bgp 65001", "neighbor 10.0.0.1 remote-as 65003"],
+        ["configure terminal", "router bgp 65001", "neighbor FABRIC timers 1 3"],
+    ]
+
+
+def test_drain_prepends_and_marks_graceful_shutdown_and_is_not_config():
+    on = ro.drain_commands(FRR, ro.bgp_asn(FRR), True)
+    assert on == [["configure terminal", "route-map OUT permit 1", "description railonly-drain",
+                   "set as-path prepend 65001 65001 65001", "set community 65535:0 additive", "on-match next"]]
+    assert ro.drain_commands(FRR, "65001", False) == [["configure terminal", "no route-map OUT permit 1"]]
+    drained = FRR + "route-map OUT permit 1\n description railonly-drain\n set as-path prepend 65001 65001 65001\n"
+    assert ro.frr_statements(drained) == ro.frr_statements(FRR)  # a drained switch is not drift
+
+
+def test_waves_canary_then_at_most_n_per_rail_and_tier():
+    targets = [ro.Target(f"rail{r}-{kind}{i}", str(r), tier) for r in range(3)
+               for kind, tier, n in (("leaf", 1, 4), ("spine", 2, 2)) for i in range(n)]
+    for n in (1, 2):
+        waves = ro.waves(targets, n)
+        assert waves[0] == [ro.Target("rail0-leaf0", "0", 1)]
+        assert sorted(t.device for w in waves for t in w) == sorted(t.device for t in targets)
+        for w in waves:
+            groups = [(t.rail, t.tier) for t in w]
+            assert all(groups.count(g) <= n for g in groups)
+            assert len({t.tier for t in w}) == 1  # one tier at a time, lower tiers first
+    assert [len(w) for w in ro.waves(targets, 1)] == [1, 3, 3, 3, 2, 3, 3]
+
+
+def test_lab_patch_applies_whole_keys_and_refuses_what_it_cannot_do_live():
+    ops = ro.db_patch(DB, edited(lambda db: (db["PORT"]["Ethernet0"].update(mtu="4200"),
+                                             db["INTERFACE"].__setitem__("Ethernet0|10.9.0.0/31", {}),
+                                             db.setdefault("CABLE_LENGTH", {"AZURE": {"Ethernet0": "5m"}}))))
+    new = apply_ops(DB, ops)
+    assert new["PORT"]["Ethernet0"]["mtu"] == "4200" and "Ethernet0|10.9.0.0/31" in new["INTERFACE"]
+    assert live_commands(DB, new) == [["addr", "add", "10.9.0.0/31", "dev", "Ethernet0"],
+                                      ["link", "set", "dev", "Ethernet0", "mtu", "4200"]]
+    assert live_commands(DB, new, present=set()) == [["addr", "add", "10.9.0.0/31", "dev", "Ethernet0"]]
+    try:
+        live_commands(DB, edited(lambda db: db.setdefault("VLAN", {"Vlan1": {}})))
+        raise AssertionError("VLAN applied live")
+    except PatchError as exc:
+        assert "use config reload" in str(exc)
+    for bad in ({"op": "move", "path": "/PORT"}, {"op": "replace", "path": "/NOPE/x", "value": {}}, {"op": "add", "path": "/a/b/c", "value": {}}):
+        try:
+            apply_ops(DB, [bad])
+            raise AssertionError(bad)
+        except PatchError:
+            pass
+
+
+def test_probe_count_finds_losses_in_their_wave(tmp_path):
+    """The per-wave loss count itself can fail: unanswered sequence numbers are counted in the
+    wave during which they were sent (from the answered probe before them)."""
+    from railonly.emulation.push.rollout import Prober
+
+    log = tmp_path / "probe0.log"
+    t0 = 1000.0
+    answered = [n for n in range(1, 301) if not 120 <= n <= 124 and n != 250]  # 5 lost in wave A, 1 in wave B
+    log.write_text("".join(f"[{t0 + (n - 1) * 0.01 + 0.0002:.6f}] 64 bytes from 10.0.0.19: icmp_seq={n} ttl=62 time=0.2 ms\n"
+                           for n in answered))
+    p = Prober([("a", "ns", "b", "10.0.0.19")], str(tmp_path))
+    p.logs, p.t0 = [str(log)], [t0]
+    assert p.count(t0 + 1.0, t0 + 2.0) == (100, 5)  # probes 101..200
+    assert p.count(t0 + 2.0, t0 + 3.0) == (100, 1)
+    assert p.count(t0 + 0.0, t0 + 0.995) == (100, 0)

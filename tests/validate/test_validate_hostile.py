@@ -1,0 +1,302 @@
+"""`railonly validate` treats OUTDIR as untrusted: links are refused and never
+followed, malformed files are exit 2 naming the file, and what the compiler
+never emits (clab exec forms, FRR `log file`, EOS `bash` ...) fails naming
+file and line. The same checks (fabric/outdir/reader.py) gate deploy and push."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from railonly.cli import main
+from railonly.fabric.outdir import reader as outdir_reader
+
+REPO = Path(__file__).resolve().parents[2]
+LABS = REPO / "labs"
+SECRET = "s3cr3t-root-only-content"
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    base = tmp_path_factory.mktemp("good")
+    out = {}
+    for lab in ("mini-routed", "mini-l2", "mini-baseline"):
+        assert main(["compile", str(LABS / f"{lab}.yml"), "-o", str(base / lab), "-q"]) == 0
+        out[lab] = base / lab
+    text = (LABS / "mini-routed.yml").read_text().replace("platform: sonic", "platform: eos")
+    (base / "eos.yml").write_text(text)
+    assert main(["compile", str(base / "eos.yml"), "-o", str(base / "eos"), "-q"]) == 0
+    out["eos"] = base / "eos"
+    # a lab slice: lab/ holds the lab's own fabric.json and configs
+    sliced = "name: slice\nhb_domain: {size: 2, count: 40}\nlab: {domains: 2}\n"
+    (base / "slice.yml").write_text(sliced)
+    assert main(["compile", str(base / "slice.yml"), "-o", str(base / "slice"), "-q"]) == 0
+    out["slice"] = base / "slice"
+    return out
+
+
+@pytest.fixture
+def routed(good, tmp_path) -> Path:
+    dst = tmp_path / "out"
+    shutil.copytree(good["mini-routed"], dst)
+    return dst
+
+
+@pytest.fixture
+def eos(good, tmp_path) -> Path:
+    dst = tmp_path / "out"
+    shutil.copytree(good["eos"], dst)
+    return dst
+
+
+def _run(outdir: Path, capsys) -> tuple[int, str]:
+    rc = main(["validate", str(outdir)])
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err + cap.out
+    return rc, cap.out + cap.err
+
+
+def _clab(outdir: Path) -> Path:
+    return next(outdir.glob("*.clab.yml"))
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+@pytest.mark.parametrize("lab", ["mini-routed", "mini-l2", "mini-baseline", "eos", "slice"])
+def test_compiled_outdirs_pass_the_untrusted_checks(good, lab):
+    """The allow-lists accept everything the compiler emits (else they are wrong, not strict)."""
+    assert outdir_reader.check_outdir(str(good[lab])) == []
+
+
+# --- links and special files ---------------------------------------------------------
+
+
+def test_symlinked_config_is_refused_and_never_read(routed, tmp_path, capsys):
+    secret = tmp_path / "shadow"
+    secret.write_text(SECRET + "\n")
+    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr.unlink()
+    os.symlink(secret, frr)
+    rc, out = _run(routed, capsys)
+    assert rc == 2
+    assert "configs/rail0-leaf0/frr.conf" in out and "symbolic link" in out
+    assert SECRET not in out
+
+
+def test_symlinked_directory_is_refused(routed, tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(routed / "configs" / "rail0-leaf1", elsewhere)
+    os.symlink(elsewhere, routed / "configs" / "rail0-leaf1")
+    rc, out = _run(routed, capsys)
+    assert rc == 2 and "configs/rail0-leaf1" in out and "symbolic link" in out
+
+
+def test_symlink_in_lab_state_is_named(routed, tmp_path, capsys):
+    (routed / ".lab" / "ssh").mkdir(parents=True)
+    os.symlink(tmp_path / "anything", routed / ".lab" / "ssh" / "authorized_keys")
+    rc, out = _run(routed, capsys)
+    assert rc == 2 and ".lab/ssh/authorized_keys" in out
+
+
+def test_fifo_in_outdir_is_refused_without_blocking(routed, capsys):
+    db = routed / "configs" / "rail0-leaf0" / "config_db.json"
+    db.unlink()
+    os.mkfifo(db)
+    rc, out = _run(routed, capsys)
+    assert rc == 2 and "config_db.json" in out and "FIFO" in out
+
+
+def test_reader_refuses_links_on_the_way(routed, tmp_path):
+    os.symlink(routed / "configs", routed / "cfg")
+    reader = outdir_reader.OutdirReader(str(routed))
+    with pytest.raises(outdir_reader.UntrustedFile) as exc:
+        reader.read_text("cfg/rail0-leaf0/frr.conf")
+    assert "symbolic link" in exc.value.problems[0].message
+    assert reader.read_text("configs/rail0-leaf0/nope") is None
+    with pytest.raises(outdir_reader.UntrustedFile):
+        reader.read_text("../etc/passwd")
+
+
+# --- malformed files ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel,text,msg", [
+    ("configs/rail0-leaf0/config_db.json", '{"PORT": ', "is not valid JSON"),
+    ("configs/rail0-leaf0/config_db.json", '{"x": NaN}', "NaN is not allowed"),
+    ("fabric.json", "[" * 100_000, "is not valid JSON"),
+    ("fabric.json", b"\xff\xfe", "is not UTF-8"),
+    ("CLAB", "name: [unclosed\n", "is not acceptable YAML"),
+    ("CLAB", "a: &x [1]\nb: *x\n", "alias"),
+])
+def test_malformed_files_are_exit_2_naming_the_file(routed, capsys, rel, text, msg):
+    path = _clab(routed) if rel == "CLAB" else routed / rel
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    rc, out = _run(routed, capsys)
+    assert rc == 2 and path.name in out and msg in out
+
+
+# --- clab exec and node keys ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "sysctl -w kernel.modprobe=/tmp/x",  # host-global
+    "sysctl -w kernel.core_pattern=|/tmp/x",
+    "sysctl -w net.core.rmem_max=1",  # net.* but not per-namespace-safe / not emitted
+    "sysctl -w net.ipv4.ip_forward=1 ; reboot",
+    "sh -c 'touch /tmp/pwned'",
+    "ip netns exec x touch /y",
+    "ip route add 10.0.0.0/10 via 10.0.0.1 dev eth1 table 5",
+    "ip addr add 10.0.0.300/29 dev eth1",
+    "ip link set dev eth1 mtu 9000 `id`",
+])
+def test_clab_exec_outside_the_emitted_forms_fails_naming_file_and_line(routed, capsys, line):
+    clab = _clab(routed)
+    text = clab.read_text().replace("- sysctl -w net.ipv4.ip_forward=1", f"- {line!r}", 1)
+    clab.write_text(text)
+    rc, out = _run(routed, capsys)
+    n = _line_of(clab, f"- {line!r}")
+    assert rc == 1
+    assert f"{clab.name}: line {n}:" in out and "exec[3]" in out
+
+
+@pytest.mark.parametrize("key,value", [
+    ("cmd", "bash -c id"),
+    ("entrypoint", "/bin/sh"),
+    ("env", "{X: 1}"),
+    ("binds", "[/etc:/host-etc]"),
+    ("startup-config", "/etc/shadow"),
+])
+def test_clab_node_keys_the_compiler_never_emits_fail(routed, capsys, key, value):
+    clab = _clab(routed)
+    text = clab.read_text().replace("    hb0-gpu0:\n      kind: linux\n",
+                                    f"    hb0-gpu0:\n      kind: linux\n      {key}: {value}\n", 1)
+    clab.write_text(text)
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and f"topology.nodes.hb0-gpu0.{key}" in out
+
+
+def test_clab_bind_to_another_path_fails(routed, capsys):
+    clab = _clab(routed)
+    text = clab.read_text().replace("configs/rail0-leaf0/config_db.json:/var/sonic/config_db.json",
+                                    "/etc/shadow:/var/sonic/config_db.json", 1)
+    clab.write_text(text)
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "binds[0]" in out and "/etc/shadow" in out
+
+
+def test_check_exec_line_accepts_every_emitted_form(good):
+    import yaml
+
+    for lab in ("mini-routed", "mini-l2", "mini-baseline"):
+        doc = yaml.safe_load(_clab(good[lab]).read_text())
+        lines = [c for n in doc["topology"]["nodes"].values() for c in n.get("exec", [])]
+        assert lines and [c for c in lines if outdir_reader.check_exec_line(c)] == []
+
+
+# --- FRR and EOS ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line,msg", [
+    ("log file /etc/cron.d/evil", "FRR would write a file"),
+    ("log file /run/railonly/x/../../../etc/x", "FRR would write a file"),
+    ("dump bgp all /tmp/bgp.dump", "never emitted"),
+    ("agentx", "never emitted"),
+    ("line vty", "never emitted"),
+    ("service password-encryption", "never emitted"),
+    ("hostname evil;id", "is not a plain name"),
+    ("frr version 8.4 && id", "never emitted"),
+])
+def test_frr_lines_the_compiler_never_emits_fail(routed, capsys, line, msg):
+    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr.write_text(frr.read_text() + line + "\n")
+    n = len(frr.read_text().splitlines())
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and f"configs/rail0-leaf0/frr.conf: line {n}:" in out and msg in out
+
+
+def test_frr_match_script_fails(routed, capsys):
+    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr.write_text(frr.read_text().replace(" match ip address prefix-list RAIL_ROUTES", " match script evil", 1))
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "match script" in out
+
+
+def test_frr_log_file_below_the_run_dir_is_tolerated_only_when_asked(routed):
+    text = "hostname a\nlog file /run/railonly/lab/frr/a/frr.log\n"
+    assert outdir_reader.check_frr(text, "f", run_dir="/run/railonly/lab") == []
+    assert outdir_reader.check_frr(text, "f") != []
+    assert outdir_reader.check_frr("log file /run/railonly/lab/../../etc/x\n", "f", run_dir="/run/railonly/lab") != []
+
+
+@pytest.mark.parametrize("line,msg", [
+    ("bash sudo touch /tmp/x", "runs programs"),
+    ("event-handler evil", "runs programs"),
+    ("daemon evil", "runs programs"),
+    ("   action bash touch /x", "runs programs"),
+    ("alias x bash id", "runs programs"),
+    ("schedule x interval 1 max-log-files 1 command bash id", "runs programs"),
+    ("management ssh", "not one railonly writes"),  # (management api http-commands alone is a printed cEOS default)
+    ("username admin secret x", "not one railonly writes"),  # only the SHA-512 forms of docs/management.md
+    ("tap aggregation", "never emitted"),
+])
+def test_eos_lines_the_compiler_never_emits_fail(eos, capsys, line, msg):
+    sc = eos / "configs" / "rail0-leaf0" / "startup-config"
+    sc.write_text(sc.read_text().replace("\nend", f"\n{line}\nend", 1))
+    n = _line_of(sc, line.strip()[:15])
+    rc, out = _run(eos, capsys)
+    assert rc == 1 and f"configs/rail0-leaf0/startup-config: line {n}:" in out and msg in out
+
+
+def test_hostname_with_a_newline_fails(routed, capsys):
+    import json
+
+    db = routed / "configs" / "rail0-leaf0" / "config_db.json"
+    doc = json.loads(db.read_text())
+    doc["DEVICE_METADATA"]["localhost"]["hostname"] = "rail0-leaf0\nevil"
+    db.write_text(json.dumps(doc))
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "DEVICE_METADATA.localhost.hostname" in out and "not a plain name" in out
+
+
+def test_control_characters_in_configs_fail(routed, capsys):
+    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr.write_text(frr.read_text().replace("hostname rail0-leaf0", "hostname rail0-leaf0\r"))
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "'\\r'" in out
+
+
+def test_fabric_names_that_would_become_paths_fail(routed, capsys):
+    import json
+
+    fab = routed / "fabric.json"
+    doc = json.loads(fab.read_text())
+    doc["links"][0]["a"]["port"] = "../../x"
+    fab.write_text(json.dumps(doc))
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "links[0].a.port" in out
+
+
+def test_check_outdir_is_the_one_api_for_deploy_and_push(routed):
+    """What the lab runtime calls before a deploy or push: findings, not exit codes."""
+    clab = _clab(routed)
+    clab.write_text(clab.read_text().replace("sysctl -w net.ipv4.ip_forward=1", "sysctl -w kernel.modprobe=/x", 1))
+    found = outdir_reader.check_outdir(str(routed))
+    assert len(found) == 1 and found[0].file.endswith(clab.name) and found[0].line
+    assert "kernel.modprobe" in found[0].format()
+
+
+def test_unsafe_entries_refuses_a_starting_folder_that_is_a_link(tmp_path):
+    from railonly.fabric.outdir.reader import unsafe_entries
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret").write_text("x")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(tmp_path / "elsewhere", out / ".lab")
+    found = unsafe_entries(str(out), under=".lab")
+    assert [p.file for p in found] == [str(out / ".lab")] and "symbolic link" in found[0].message

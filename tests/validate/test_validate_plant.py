@@ -1,0 +1,187 @@
+"""`railonly validate`: MANIFEST.json (changed, missing, extra files named) and the plant files
+(cabling.csv, netbox_*.csv, bom.csv fibre, CABLE_LENGTH / EOS descriptions) against fabric.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from railonly.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def outdirs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("plant")
+    text = (REPO / "labs" / "mini-routed.yml").read_text()
+    (base / "eos.yml").write_text(text.replace("platform: sonic", "platform: eos"))
+    out = {}
+    for name, design in (("sonic", REPO / "labs" / "mini-routed.yml"), ("eos", base / "eos.yml")):
+        assert main(["compile", str(design), "-o", str(base / name), "-q"]) == 0
+        out[name] = base / name
+    return out
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "out"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _run(out: Path, tmp_path: Path, capsys) -> tuple[int, dict, str]:
+    jf = tmp_path / "v.json"
+    rc = main(["validate", str(out), "--json", str(jf)])
+    return rc, json.loads(jf.read_text()), capsys.readouterr().out
+
+
+def _failures(out: Path, tmp_path: Path, capsys) -> tuple[int, dict[str, str], str]:
+    rc, doc, text = _run(out, tmp_path, capsys)
+    return rc, {r["id"]: r["detail"] for r in doc["results"] if not r["passed"]}, text
+
+
+@pytest.mark.parametrize("name", ["sonic", "eos"])
+def test_a_fresh_outdir_passes_manifest_and_plant(outdirs, name, tmp_path, capsys):
+    rc, doc, text = _run(outdirs[name], tmp_path, capsys)
+    assert rc == 0 and doc["failed"] == 0, text
+    passed = {r["id"] for r in doc["results"] if r["passed"]}
+    assert {"manifest/files", "plant/cabling.csv", "plant/netbox_cables.csv", "plant/bom.csv",
+            "plant/netbox_interfaces.csv"} <= passed
+
+
+def test_hand_edited_config_is_named(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    f = out / "configs/rail0-spine1/frr.conf"
+    f.write_text(f.read_text() + "! a note by hand\n")  # valid FRR, same facts: only the manifest sees it
+    rc, fails, text = _failures(out, tmp_path, capsys)
+    assert rc == 1 and set(fails) == {"manifest/files"}
+    assert "changed: configs/rail0-spine1/frr.conf" in fails["manifest/files"]
+
+
+def test_deleted_cabling_csv_is_named(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    (out / "cabling.csv").unlink()
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1
+    assert "missing: cabling.csv" in fails["manifest/files"]
+    assert "cabling.csv: missing" in fails["plant/cabling.csv"]
+
+
+def test_extra_file_is_named(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    (out / "configs/rail0-leaf0/notes.txt").write_text("mine\n")
+    (out / ".lab").mkdir()  # a lab's runtime state is not an artifact
+    (out / ".lab" / "netns-state.json").write_text("{}")
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1 and set(fails) == {"manifest/files"}
+    detail = fails["manifest/files"]
+    assert "extra: configs/rail0-leaf0/notes.txt (file)" in detail
+    assert ".lab" not in detail
+
+
+def _refused(out: Path, capsys) -> str:
+    """A symlink anywhere in OUTDIR: validate refuses the OUTDIR (exit 2), names the link, reads nothing."""
+    rc = main(["validate", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 2 and "Traceback" not in cap.err + cap.out
+    return cap.err + cap.out
+
+
+def test_extra_symlink_is_refused_and_named(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    os.symlink("/etc/passwd", out / "configs/rail0-leaf1/frr.conf.bak")
+    text = _refused(out, capsys)
+    assert "configs/rail0-leaf1/frr.conf.bak" in text and "root:" not in text
+
+
+def test_a_replaced_file_that_is_now_a_symlink_is_not_read(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    target = out / "hosts/hb0/nccl.env"
+    target.unlink()
+    os.symlink("/etc/passwd", target)
+    text = _refused(out, capsys)
+    assert "hosts/hb0/nccl.env" in text and "root:" not in text
+
+
+def test_missing_or_broken_manifest(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    (out / "MANIFEST.json").write_text("{not json")
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1 and "MANIFEST.json: not readable JSON" in fails["manifest/files"]
+    (out / "MANIFEST.json").write_text("[" * 100_000 + "]" * 100_000)  # deeper than json parses
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1 and "MANIFEST.json: not readable JSON" in fails["manifest/files"]
+    (out / "MANIFEST.json").write_text('{"files": {"fabric.json": 3}}')
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1 and 'needs "files": {path: sha256}' in fails["manifest/files"]
+    (out / "MANIFEST.json").unlink()
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1 and "MANIFEST.json: missing" in fails["manifest/files"]
+
+
+def _rewrite(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, count))
+
+
+def test_sonic_cable_length_must_be_the_cables(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    _rewrite(out / "configs/rail0-leaf0/config_db.json", '"Ethernet0": "30m"', '"Ethernet0": "40m"')
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1
+    assert ("configs/rail0-leaf0/config_db.json: CABLE_LENGTH|AZURE|Ethernet0 says 40m, cable R0-T1-00001 is 30 m long"
+            in fails["cabling/rail0-leaf0"])
+
+
+def test_eos_description_must_carry_the_cable_length(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["eos"], tmp_path)
+    _rewrite(out / "configs/rail0-leaf0/startup-config", "description hb0:rail0 R0-T1-00001 30m", "description hb0:rail0 R0-T1-00001 3m")
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1
+    assert "interface Ethernet1 description says 3m, cable R0-T1-00001 is 30 m long" in fails["cabling/rail0-leaf0"]
+
+
+def test_cabling_netbox_and_bom_must_agree_with_fabric_json(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    _rewrite(out / "cabling.csv", "R0-T1-00002,hb1,rail0,rail0-leaf0,Ethernet8,0,1,400,400G-SR8 MMF,30,",
+             "R0-T1-00002,hb1,rail1,rail0-leaf0,Ethernet8,0,1,400,400G-SR8 MMF,50,")
+    _rewrite(out / "netbox_cables.csv", "R0-T1-00003,30,m", "R0-T1-00003,100,m")
+    _rewrite(out / "bom.csv", "fibre smf-os2 100m,cable,smf-os2 100m,12,", "fibre smf-os2 100m,cable,smf-os2 100m,11,")
+    _rewrite(out / "netbox_interfaces.csv", "hb2,rail0,", "hb2,nic0,")
+    rc, fails, text = _failures(out, tmp_path, capsys)
+    assert rc == 1
+    assert "cabling.csv: line 3: a_device,a_port is hb1:rail1, fabric.json's cable R0-T1-00002 ends at hb1:rail0" in fails["plant/cabling.csv"]
+    assert "cabling.csv: line 3: length_m is '50', fabric.json's cable R0-T1-00002 is 30 m" in fails["plant/cabling.csv"]
+    assert "netbox_cables.csv: line 4: length is 100 m, fabric.json's cable R0-T1-00003 is 30 m" in fails["plant/netbox_cables.csv"]
+    assert "bom.csv: fibre of 100 m: 11 cables, fabric.json has 12" in fails["plant/bom.csv"]
+    assert "netbox_interfaces.csv: no interface hb2:rail0 (an end of cable R0-T1-00003)" in fails["plant/netbox_interfaces.csv"]
+
+
+def test_a_file_that_is_not_csv_is_reported_not_raised(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    (out / "cabling.csv").write_text("just,some\n\"unterminated\n")
+    (out / "bom.csv").write_bytes(b"item,category\n")
+    rc, fails, _ = _failures(out, tmp_path, capsys)
+    assert rc == 1
+    assert "cabling.csv: line 1: missing column(s)" in fails["plant/cabling.csv"]
+    assert "bom.csv: line 1: missing column(s) quantity, length_m" in fails["plant/bom.csv"]
+
+
+def test_undecodable_plant_file_fails_and_symlinked_one_is_not_followed(outdirs, tmp_path, capsys):
+    out = _copy(outdirs["sonic"], tmp_path)
+    (out / "cabling.csv").write_bytes(b"\xff\xfe\x00 not text")
+    rc = main(["validate", str(out)])
+    cap = capsys.readouterr()
+    assert rc in (1, 2) and "cabling.csv" in cap.out + cap.err and "Traceback" not in cap.out + cap.err
+    out = _copy(outdirs["sonic"], tmp_path / "b")
+    secret = tmp_path / "secret.csv"
+    secret.write_text("label,side_a_device\nTOPSECRET,x\n")
+    (out / "netbox_cables.csv").unlink()
+    os.symlink(secret, out / "netbox_cables.csv")
+    text = _refused(out, capsys)
+    assert "TOPSECRET" not in text and "netbox_cables.csv" in text
