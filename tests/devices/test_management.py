@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cases import CASES, MGMT  # noqa: E402
 
 from railonly.cli import main  # noqa: E402
-from railonly.fabric.validate.untrusted import check_eos  # noqa: E402
+from railonly.fabric.outdir.reader import check_eos  # noqa: E402
 
 HASH = "$6$railonlysalt0001$XpJUZ2GBYrUOtLdsK/BO3aghgmYCL9Y/c1iP2TPprCjp5kg2NKrnBzw7OXIyH8c3sMx14sME9FIBpnflRZnDq0"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f ops@example"

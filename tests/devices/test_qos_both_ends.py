@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cases import CASES, compiled  # noqa: E402
 
 from railonly.fabric.compiler import compile_design  # noqa: E402
-from railonly.fabric.design import parse_design  # noqa: E402
+from railonly.fabric.design.design import parse_design  # noqa: E402
 
 
 def test_eos_scheduling_and_watchdog_equal_sonics():

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cases import CASES  # noqa: E402
 
 from railonly.fabric.compiler import compile_design  # noqa: E402
-from railonly.fabric.design import parse_design  # noqa: E402
+from railonly.fabric.design.design import parse_design  # noqa: E402
 
 
 def switches(text: str) -> dict[str, dict]:
