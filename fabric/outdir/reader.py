@@ -106,6 +106,7 @@ HOSTNAME = NODE_NAME
 PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}")
 IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
+_V4 = clab_exec.V4  # a valid IPv4 address (one regex, with the exec grammar)
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
 CLAB_KINDS = ("linux", "sonic-vs", "arista_ceos")
 CLAB_NODE_KEYS = {"kind", "exec", "binds", "startup-config", "image"}
