@@ -7,7 +7,8 @@ file beside it (O_EXCL: never an existing file), then renamed over the path:
 a rename replaces a symlink or FIFO, it never writes through one, and a reader
 sees the old report or the new one, never half of one. A path that cannot be
 written is an InputError naming the option and the path (exit 2), never a
-traceback. Leaf utility: imports nothing of railonly.
+traceback. A missing folder is not created: as root, a typo must not make
+directories anywhere on the host. Leaf utility: imports nothing of railonly.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ def write_report(path: str, data: "bytes | str", mode: int = 0o644) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
-        os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".railonly-report-", dir=folder)  # O_EXCL|O_NOFOLLOW, 0600
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), mode)

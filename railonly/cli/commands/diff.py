@@ -38,13 +38,10 @@ def run(args) -> int:
     if args.runbook:
         from railonly.fabric.outdir.runbook import render_markdown, runbook
 
+        from railonly.reportfile import write_report
+
         doc["runbook"] = runbook(doc, old, new, args.max_per_group)
-        try:
-            with open(args.runbook, "w", encoding="utf-8") as fh:
-                fh.write(render_markdown(doc["runbook"]))
-        except OSError as exc:
-            print(f"error: cannot write {args.runbook}: {exc.strerror}\n  fix: give a writable path for --runbook", file=sys.stderr)
-            return 2
+        write_report(args.runbook, render_markdown(doc["runbook"]))  # never through a link; exit 2 naming the path
     if args.json:
         from railonly.reportfile import write_report
 

@@ -170,6 +170,9 @@ def check_args(p) -> None:
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
     p.add_argument("--timeout", type=positive(float), default=60.0, help="seconds to wait for convergence (default 60)")
     p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
+    p.add_argument("--failover", metavar="SWITCH",
+                   help="take SWITCH down as 'lab fault --node' does, report the time until every pair passes "
+                        "again, then restore it (docs/bgp.md)")
 
 
 def check(args) -> int:
@@ -178,8 +181,14 @@ def check(args) -> int:
     from railonly.emulation.checks.check_plan import CHECKS
 
     rt, lab = open_lab(args)
-    with locked(lab, shared=True), console.reporter() as bar:
-        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
+    if args.failover:
+        from railonly.emulation.traffic import failover
+
+        with locked(lab), console.reporter() as bar:  # exclusive: it changes the lab, as fault does
+            run = failover.measure(lab, rt, args.failover, timeout=args.timeout, progress=bar.step)
+    else:
+        with locked(lab, shared=True), console.reporter() as bar:
+            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
     if run.failed or not args.quiet:
         console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
