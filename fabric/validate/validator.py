@@ -142,6 +142,26 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
         raise InputError(unsafe)
     read = disk_reader(outdir)
     fabric = load_fabric(read, outdir)
+    from .. import parallel
+
+    # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
+    # in a forked process beside it (both cores busy), on a small one in line.
+    small = sum(n.get("role") == "switch" for n in fabric["nodes"]) < 128 or parallel.jobs() <= 1
+    side = None if small else parallel.Background(_whole_tree_checks, outdir, fabric, manifest)
+    try:
+        per_switch = validate(read, fabric)
+    except BaseException:
+        if side is not None:
+            side.result()  # its error (unsafe tree, malformed file) is the one to report first
+        raise
+    trust, inert, clabernetes, schemas, manifest_results = (
+        _whole_tree_checks(outdir, fabric, manifest) if side is None else side.result())
+    return trust + inert + clabernetes + per_switch + schemas + manifest_results
+
+
+def _whole_tree_checks(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
+    """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
+    read = disk_reader(outdir)
     by_file: dict[str, list[str]] = {}
     for p in outdir_reader.check_outdir(outdir, require_lab=False):
         where = f"line {p.line}: " if p.line else ""
@@ -157,8 +177,8 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     schemas = lab_schemas.check(fabric, read)
     # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
-    return (trust + check_inert(outdir) + (check_clabernetes(outdir) if manifest else []) + validate(read, fabric)
-            + schemas + (check_manifest(outdir) if manifest else []))
+    return (trust, check_inert(outdir), check_clabernetes(outdir) if manifest else [], schemas,
+            check_manifest(outdir) if manifest else [])
 
 
 def sample_per_shape() -> Callable[[dict], bool]:
