@@ -53,8 +53,9 @@ def load_fabric(read: Reader, where: str) -> dict:
 
 
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
-             frr: bool = True) -> list[Result]:
-    """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass."""
+             frr: bool = True, plant_check: bool = True) -> list[Result]:
+    """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass;
+    `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside)."""
     from .. import parallel
 
     from . import frr_syntax
@@ -86,7 +87,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n["name"]: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
-    return results + crosscheck(fabric, facts) + plant(fabric, read)
+    return results + crosscheck(fabric, facts) + (plant(fabric, read) if plant_check else [])
 
 
 def _read_shard(state, i: int, n: int):
@@ -147,16 +148,24 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
     # in a forked process beside it (both cores busy), on a small one in line.
     small = sum(n.get("role") == "switch" for n in fabric["nodes"]) < 128 or parallel.jobs() <= 1
-    side = None if small else parallel.Background(_whole_tree_checks, outdir, fabric, manifest)
+    side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
     try:
-        per_switch = validate(read, fabric)
+        per_switch = validate(read, fabric, plant_check=side is None)
     except BaseException:
         if side is not None:
             side.result()  # its error (unsafe tree, malformed file) is the one to report first
         raise
-    trust, inert, clabernetes, schemas, manifest_results = (
-        _whole_tree_checks(outdir, fabric, manifest) if side is None else side.result())
-    return trust + inert + clabernetes + per_switch + schemas + manifest_results
+    if side is None:
+        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(outdir, fabric, manifest)
+        plants: list[Result] = []  # already in per_switch
+    else:
+        trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
+    return trust + inert + clabernetes + per_switch + plants + schemas + manifest_results
+
+
+def _beside(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
+    """The whole-tree checks and the plant files (run in the forked process)."""
+    return _whole_tree_checks(outdir, fabric, manifest) + (plant(fabric, disk_reader(outdir)),)
 
 
 def _whole_tree_checks(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
