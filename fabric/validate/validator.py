@@ -25,6 +25,10 @@ from .validate_report import Result
 Reader = Callable[[str], "str | None"]
 
 
+# From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
+BESIDE_MIN_SWITCHES = 128
+
+
 class OutdirError(Exception):
     """OUTDIR is not a compiled fabric (exit 2)."""
 
@@ -147,7 +151,7 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
 
     # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
     # in a forked process beside it (both cores busy), on a small one in line.
-    small = sum(n.get("role") == "switch" for n in fabric["nodes"]) < 128 or parallel.jobs() <= 1
+    small = sum(n.get("role") == "switch" for n in fabric["nodes"]) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
     side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
     try:
         per_switch = validate(read, fabric, plant_check=side is None)
