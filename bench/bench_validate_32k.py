@@ -27,6 +27,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DESIGN = os.path.join(HERE, "..", "labs", "dgx-h100-32k.yml")
 
 
+def _cpu() -> float:
+    """User+system CPU seconds of this process and its reaped children (pool workers, vtysh)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def floor(outdir: str) -> tuple[int, int]:
     """Read, sha256 and (for .json) parse every file; returns (files, bytes)."""
     files = size = 0
@@ -70,18 +76,22 @@ def main() -> int:
     t_floor: list[float] = []
     t_val: list[float] = []
     for _ in range(args.rounds):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu()
         files, size = floor(outdir)
         t_floor.append(time.perf_counter() - t)
-        t = time.perf_counter()
+        cpu_floor = _cpu() - c
+        t, c = time.perf_counter(), _cpu()
         n, failed = run_validate(outdir)
         t_val.append(time.perf_counter() - t)
+        cpu_val = _cpu() - c
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     f, v = min(t_floor), min(t_val)
     print(f"files {files:,}  bytes {size / 1e6:,.0f} MB  results {n:,}  failed {failed}")
     print(f"floor (read+sha256+json parse) {f:7.2f} s")
     print(f"validate (every check)         {v:7.2f} s   ratio {v / f:.1f}x floor")
+    print(f"CPU seconds (user+sys, workers included): floor {cpu_floor:.1f}, validate {cpu_val:.1f}"
+          f" ({cpu_val / cpu_floor:.1f}x; less swayed by load than wall time)")
     print(f"max RSS: this process {rss:,.0f} MB, largest worker {kids:,.0f} MB; load at end {os.getloadavg()[0]:.1f}")
     return 0 if failed == 0 else 1
 
