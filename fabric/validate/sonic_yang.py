@@ -146,12 +146,15 @@ def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
             if not isinstance(fields, dict):
                 problems.append(Problem(table, key, None, "entry is not a JSON object"))
                 continue
-            node: dict[str, Any] = {}
-            for f, v in fields.items():
-                try:
-                    node[f] = _scalar(v)
-                except TypeError as exc:  # drop the field, keep the entry: no cascade of leafref errors
-                    problems.append(Problem(table, key, f, f"bad value: {exc}"))
+            if all(type(v) is str for v in fields.values()):  # what compile writes: no conversion
+                node: dict[str, Any] = dict(fields)
+            else:
+                node = {}
+                for f, v in fields.items():
+                    try:
+                        node[f] = _scalar(v)
+                    except TypeError as exc:  # drop the field, keep the entry: no cascade of leafref errors
+                        problems.append(Problem(table, key, f, f"bad value: {exc}"))
             if key in schema.containers:
                 tab[key] = node
                 continue
@@ -162,7 +165,8 @@ def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
                 problems.append(Problem(table, key, None, f"key has {len(parts)} part(s); table expects {shapes}"))
                 continue
             node.update(zip(lst.keys, parts))  # key leaves win over same-named fields
-            _fold_inner(node, lst)
+            if lst.inner:
+                _fold_inner(node, lst)
             tab.setdefault(lst.name, []).append((key, node))
     return out, problems
 
@@ -197,6 +201,28 @@ def _locate(data_path: str | None, tables: dict[str, TableSchema]) -> tuple[str 
     return table, key, field
 
 
+def _make_dump():
+    """json.dumps(v, sort_keys=True) without building an encoder per call (millions of
+    entries at 32k GPUs): the C encoder made once. No cycle check: values come from JSON."""
+    from json import encoder
+
+    if encoder.c_make_encoder is None:
+        return json.JSONEncoder(sort_keys=True).encode
+    enc = encoder.c_make_encoder(None, json.JSONEncoder().default, encoder.encode_basestring_ascii, None,
+                                 ": ", ", ", True, False, True)
+    return lambda v: "".join(enc(v, 0))
+
+
+_DUMP = _make_dump()
+
+
+def _nested(entry: dict) -> dict:
+    """The fields of an entry that are folded inner lists (DSCP_TO_TC_MAP items)."""
+    if all(type(v) is str for v in entry.values()):
+        return {}  # the common case: plain leaves only
+    return {f: v for f, v in entry.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+
+
 def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str, str | None]]]:
     """YANG JSON text with one ConfigDB entry per line, and line -> (table, key, field).
 
@@ -205,7 +231,7 @@ def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str, str | None]]]:
     """
     lines: list[str] = ["{"]
     where: dict[int, tuple[str, str]] = {}
-    dump = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731
+    dump = _DUMP  # one encoder for every value: json.dumps(sort_keys=) builds one per call
     mods = list(yang.items())
     for mi, (mod, tables) in enumerate(mods):
         lines.append(f"{dump(mod)}: {{")
@@ -222,7 +248,7 @@ def _render(yang: dict) -> tuple[str, dict[int, tuple[str, str, str | None]]]:
                 for ei, (key, entry) in enumerate(val):
                     tail = "," if ei < len(val) - 1 else ""
                     where[len(lines) + 1] = (table, key, None)
-                    nested = {f: v for f, v in entry.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+                    nested = _nested(entry)
                     if not nested:
                         lines.append(dump(entry) + tail)
                         continue

@@ -25,6 +25,10 @@ from .validate_report import Result
 Reader = Callable[[str], "str | None"]
 
 
+# From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
+BESIDE_MIN_SWITCHES = 128
+
+
 class OutdirError(Exception):
     """OUTDIR is not a compiled fabric (exit 2)."""
 
@@ -53,8 +57,9 @@ def load_fabric(read: Reader, where: str) -> dict:
 
 
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
-             frr: bool = True) -> list[Result]:
-    """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass."""
+             frr: bool = True, plant_check: bool = True) -> list[Result]:
+    """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass;
+    `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside)."""
     from .. import parallel
 
     from . import frr_syntax
@@ -86,7 +91,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n["name"]: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
-    return results + crosscheck(fabric, facts) + plant(fabric, read)
+    return results + crosscheck(fabric, facts) + (plant(fabric, read) if plant_check else [])
 
 
 def _read_shard(state, i: int, n: int):
@@ -142,6 +147,34 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
         raise InputError(unsafe)
     read = disk_reader(outdir)
     fabric = load_fabric(read, outdir)
+    from .. import parallel
+
+    # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
+    # in a forked process beside it (both cores busy), on a small one in line.
+    small = sum(n.get("role") == "switch" for n in fabric["nodes"]) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
+    side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
+    try:
+        per_switch = validate(read, fabric, plant_check=side is None)
+    except BaseException:
+        if side is not None:
+            side.result()  # its error (unsafe tree, malformed file) is the one to report first
+        raise
+    if side is None:
+        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(outdir, fabric, manifest)
+        plants: list[Result] = []  # already in per_switch
+    else:
+        trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
+    return trust + inert + clabernetes + per_switch + plants + schemas + manifest_results
+
+
+def _beside(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
+    """The whole-tree checks and the plant files (run in the forked process)."""
+    return _whole_tree_checks(outdir, fabric, manifest) + (plant(fabric, disk_reader(outdir)),)
+
+
+def _whole_tree_checks(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
+    """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
+    read = disk_reader(outdir)
     by_file: dict[str, list[str]] = {}
     for p in outdir_reader.check_outdir(outdir, require_lab=False):
         where = f"line {p.line}: " if p.line else ""
@@ -157,8 +190,8 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     schemas = lab_schemas.check(fabric, read)
     # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
-    return (trust + check_inert(outdir) + (check_clabernetes(outdir) if manifest else []) + validate(read, fabric)
-            + schemas + (check_manifest(outdir) if manifest else []))
+    return (trust, check_inert(outdir), check_clabernetes(outdir) if manifest else [], schemas,
+            check_manifest(outdir) if manifest else [])
 
 
 def sample_per_shape() -> Callable[[dict], bool]:

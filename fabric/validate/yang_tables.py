@@ -10,7 +10,9 @@ Only structure is read; types and constraints are left to libyang.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 _TOKEN = re.compile(
@@ -116,8 +118,12 @@ class TableSchema:
 
     def list_for(self, nkeys: int) -> ListSchema | None:
         """Several lists in one table differ by key count (INTERFACE)."""
-        hits = [l for l in self.lists if len(l.keys) == nkeys]
-        return hits[0] if len(hits) == 1 else None
+        return self._by_nkeys.get(nkeys)
+
+    @cached_property
+    def _by_nkeys(self) -> dict[int, ListSchema]:  # asked once per ConfigDB entry: millions at 32k GPUs
+        counts = Counter(len(l.keys) for l in self.lists)
+        return {len(l.keys): l for l in self.lists if counts[len(l.keys)] == 1}
 
 
 def _data_children(stmt: Stmt, groupings: dict[str, Stmt]) -> list[Stmt]:

@@ -207,3 +207,22 @@ def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert "error: mtu/rail0-leaf0:" in err and "nothing was written" in err
     assert list(tmp_path.iterdir()) == [], "neither OUTDIR nor its staging directory may remain"
+
+
+def test_checks_beside_the_pool_give_the_same_results(compiled_dirs, tmp_path, monkeypatch):
+    """A big OUTDIR runs the whole-tree checks in a forked process beside the per-switch
+    pool: same results in the same order as in line, for a good and a tampered OUTDIR."""
+    from railonly.fabric.validate import validator
+
+    out = _copy(compiled_dirs["mini-routed"], tmp_path)
+    good = compiled_dirs["mini-routed"]
+    _edit_json(out / "configs/rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="99999"))
+    (out / "cabling.csv").write_text((out / "cabling.csv").read_text().replace("rail0-leaf0", "rail0-leafX", 1))
+    monkeypatch.setenv("RAILONLY_JOBS", "2")
+    for outdir in (good, out):
+        monkeypatch.setattr(validator, "BESIDE_MIN_SWITCHES", 10**9)
+        in_line = validator.validate_outdir(str(outdir))
+        monkeypatch.setattr(validator, "BESIDE_MIN_SWITCHES", 0)
+        beside = validator.validate_outdir(str(outdir))
+        assert [(r.id, r.passed, r.detail) for r in beside] == [(r.id, r.passed, r.detail) for r in in_line]
+        assert any(not r.passed for r in beside) == (outdir == out)

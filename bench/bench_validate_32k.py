@@ -1,0 +1,100 @@
+"""`railonly validate` of a big OUTDIR beside its read+hash+parse floor, one run.
+
+The floor is what any validate must pay at least: read every file below OUTDIR,
+sha256 it, and parse every JSON file (one process, no check). Validate is
+`validate_outdir` in-process, every check on (YANG, FRR syntax, cross-checks,
+MANIFEST, trust). Both run in the same process, alternating, so a shared and
+loaded machine weighs on both alike; the load average is printed beside them.
+
+    .venv/bin/python bench/bench_validate_32k.py [OUTDIR] [--rounds N]
+
+Without OUTDIR it compiles labs/dgx-h100-32k.yml to a temporary folder first
+(minutes on a loaded machine); pass an OUTDIR compiled once to skip that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DESIGN = os.path.join(HERE, "..", "labs", "dgx-h100-32k.yml")
+
+
+def _cpu() -> float:
+    """User+system CPU seconds of this process and its reaped children (pool workers, vtysh)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def floor(outdir: str) -> tuple[int, int]:
+    """Read, sha256 and (for .json) parse every file; returns (files, bytes)."""
+    files = size = 0
+    for root, _dirs, names in os.walk(outdir):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as fh:
+                data = fh.read()
+            hashlib.sha256(data).hexdigest()
+            if name.endswith(".json"):
+                json.loads(data)
+            files += 1
+            size += len(data)
+    return files, size
+
+
+def run_validate(outdir: str) -> tuple[int, int]:
+    from railonly.fabric.validate.validator import validate_outdir
+
+    results = validate_outdir(outdir)
+    return len(results), sum(not r.passed for r in results)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outdir", nargs="?")
+    ap.add_argument("--rounds", type=int, default=1)
+    args = ap.parse_args()
+    outdir = args.outdir
+    if outdir is None:
+        from railonly.fabric.compiler import compile_design
+        from railonly.fabric.design.design import parse_design
+        from railonly.fabric.outdir.writer import write_outdir
+
+        outdir = os.path.join(tempfile.mkdtemp(prefix="bench-validate-"), "out")
+        with open(DESIGN, encoding="utf-8") as fh:
+            d = parse_design(fh.read())
+        write_outdir(outdir, compile_design(d)[1], d.sha256)
+    from railonly.fabric import parallel
+
+    print(f"OUTDIR {outdir}  jobs {parallel.jobs()}  cpus {os.cpu_count()}  load at start {os.getloadavg()[0]:.1f}")
+    t_floor: list[float] = []
+    t_val: list[float] = []
+    for _ in range(args.rounds):
+        t, c = time.perf_counter(), _cpu()
+        files, size = floor(outdir)
+        t_floor.append(time.perf_counter() - t)
+        cpu_floor = _cpu() - c
+        t, c = time.perf_counter(), _cpu()
+        n, failed = run_validate(outdir)
+        t_val.append(time.perf_counter() - t)
+        cpu_val = _cpu() - c
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    f, v = min(t_floor), min(t_val)
+    print(f"files {files:,}  bytes {size / 1e6:,.0f} MB  results {n:,}  failed {failed}")
+    print(f"floor (read+sha256+json parse) {f:7.2f} s")
+    print(f"validate (every check)         {v:7.2f} s   ratio {v / f:.1f}x floor")
+    print(f"CPU seconds (user+sys, workers included): floor {cpu_floor:.1f}, validate {cpu_val:.1f}"
+          f" ({cpu_val / cpu_floor:.1f}x; less swayed by load than wall time)")
+    print(f"max RSS: this process {rss:,.0f} MB, largest worker {kids:,.0f} MB; load at end {os.getloadavg()[0]:.1f}")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
