@@ -312,7 +312,7 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int
     entry per GPU on a few threads, not a thread per GPU and send)."""
     probes = []
     frames: list[tuple[str, str, bytes]] = []
-    gateways = [a for a, n in cp.ip_owner.items() if n in cp.switches]
+    gateways = probe.Gateways(a for a, n in cp.ip_owner.items() if n in cp.switches)
     arp_cache: dict[str, dict[str, str]] = {}
     if cp.mode != "l2":
         arp_cache = ag.arp_many([n for n in sorted(cp.gpus) if (n, cp.gpus[n].port) in ag.pkt])
@@ -331,7 +331,7 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int
             frames.append((name, g.port, probe.ether(unknown, src_mac, probe.ETH_P_IP, body)))
             probes.append((gi * 256 + 1, name, "unknown unicast", unknown.hex(":")))
         else:
-            gw = probe.gateway_of(g.prefixlen, g.ip, gateways)
+            gw = gateways.of(g.prefixlen, g.ip)
             mac = arp_cache.get(name, {}).get(gw or "")
             for j, other in enumerate(cp.isolation_targets(name)):
                 o = cp.gpus[other]
