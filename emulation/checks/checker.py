@@ -308,14 +308,15 @@ def _trace_paths(ag: probe.Agent, lab: Lab, cp: CheckPlan, timeout: float, progr
 def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int, str, str, str]], list[tuple[str, str, bytes]]]:
     """The isolation frames of every GPU's rail NIC, built once: (idx, src, what, target)
     of each probe, and the (node, port, frame) to send. A routed GPU's frames go to its
-    gateway's MAC, read from the ARP tables of all GPUs in one pass (one namespace
-    entry per GPU on a few threads, not a thread per GPU and send)."""
+    gateway's MAC, as the GPU's neighbour table holds it (one netlink get per GPU on
+    a few pool threads, not a thread per GPU and send reading the whole shared table)."""
     probes = []
     frames: list[tuple[str, str, bytes]] = []
     gateways = probe.Gateways(a for a, n in cp.ip_owner.items() if n in cp.switches)
-    arp_cache: dict[str, dict[str, str]] = {}
+    gw_mac: dict[str, str | None] = {}
     if cp.mode != "l2":
-        arp_cache = ag.arp_many([n for n in sorted(cp.gpus) if (n, cp.gpus[n].port) in ag.pkt])
+        gw_mac = ag.neighbours({n: (g.port, gateways.of(g.prefixlen, g.ip)) for n, g in sorted(cp.gpus.items())
+                                if (n, g.port) in ag.pkt and gateways.of(g.prefixlen, g.ip)})
     for gi, name in enumerate(sorted(cp.gpus)):
         g = cp.gpus[name]
         key = (name, g.port)
@@ -331,8 +332,7 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int
             frames.append((name, g.port, probe.ether(unknown, src_mac, probe.ETH_P_IP, body)))
             probes.append((gi * 256 + 1, name, "unknown unicast", unknown.hex(":")))
         else:
-            gw = gateways.of(g.prefixlen, g.ip)
-            mac = arp_cache.get(name, {}).get(gw or "")
+            mac = gw_mac.get(name)
             for j, other in enumerate(cp.isolation_targets(name)):
                 o = cp.gpus[other]
                 idx = gi * 256 + 2 + j
