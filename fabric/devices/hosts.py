@@ -16,7 +16,8 @@ Routing keeps a rail's traffic on its own NIC:
   via the leaf gateway, because its spine joins the rails.
 
 Outputs per HB domain: `netplan.yaml` (for /etc/netplan/), `rails.sh` (the
-same with `ip`, for hosts without netplan) and `nccl.env`.
+same with `ip`, for hosts without netplan), `nccl.env`, and `roce-qos.sh`, the
+NIC side of the fabric's RoCE QoS (docs/qos.md).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import math
 
 import yaml
 
+from . import qos
 from ..design.physical import nic_name
 from ..graph.model import Fabric
 from .render import template
@@ -108,6 +110,19 @@ def nccl_env(fab: Fabric) -> list[tuple[str, str, str]]:
     ]
 
 
+def roce_qos_view(fab: Fabric, view: dict) -> dict:
+    """The NIC side of the fabric's RoCE QoS plan (fabric/qos.py) for one server: DSCP
+    trust, PFC on the lossless priority only, the RoCE and CNP code points, ECN on."""
+    q = qos.plan(fab.design)
+    return {
+        "server": view["name"], "roce_dscp": q.roce_dscp, "roce_priority": q.roce_priority,
+        "cnp_dscp": q.cnp_dscp, "cnp_priority": q.cnp_priority,
+        "pfc": ",".join("1" if p in q.lossless else "0" for p in range(8)),
+        "tos": q.roce_dscp << 2,  # the IP ToS byte of RoCE traffic: DSCP in its upper six bits (as NCCL_IB_TC)
+        "nics": [{"name": n["name"], "rail": n["rail"]} for n in view["nics"]],
+    }
+
+
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -124,6 +139,7 @@ def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1) -> dict[str, str]
     files = {}
     netplan = template("hosts/netplan.yaml.j2")
     script = template("hosts/rails.sh.j2")
+    roce = template("hosts/roce-qos.sh.j2")
     env = template("hosts/nccl.env.j2").render(vars=nccl_env(fab), name=fab.design.name)
     for h in host_views(fab, shard, shards):
         text = netplan.render(h=h)
@@ -131,4 +147,5 @@ def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1) -> dict[str, str]
         files[f"hosts/{h['name']}/netplan.yaml"] = text
         files[f"hosts/{h['name']}/rails.sh"] = script.render(h=h)
         files[f"hosts/{h['name']}/nccl.env"] = env
+        files[f"hosts/{h['name']}/roce-qos.sh"] = roce.render(q=roce_qos_view(fab, h))
     return files
