@@ -526,7 +526,3 @@ class Gateways:
             self.tables[key] = table
         return self.tables[key].get(int(net.network_address))
 
-
-def gateway_of(prefixlen: int, ip: str, gateways) -> str | None:
-    """The gateway address (from the fabric's VLAN gateways) on a GPU's subnet."""
-    return Gateways(gateways).of(prefixlen, ip)
