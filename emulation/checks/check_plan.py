@@ -113,15 +113,24 @@ class CheckPlan:
         return self.topology == "rail-only" and len(self.rails) > 1
 
     def isolation_targets(self, src: str) -> list[str]:
-        """Routed rails: one GPU of each other rail (the HB-domain mate of that rank)."""
+        """Routed rails: one GPU of each other rail (the HB-domain mate of that rank,
+        else the rail's first GPU)."""
         g = self.gpus[src]
-        out = []
-        for r in sorted(self.rails):
-            if r == g.rail:
-                continue
-            mates = [n for n in self.rails[r] if self.gpus[n].hb == g.hb] or self.rails[r][:1]
-            out.append(mates[0])
-        return out
+        first = self._first_by_hb()
+        return [first[r].get(g.hb, self.rails[r][0]) for r in sorted(self.rails) if r != g.rail and self.rails[r]]
+
+    def _first_by_hb(self) -> dict[int, dict[int, str]]:
+        # rail -> {hb: its first GPU on that rail}, built once: scanning every rail per
+        # GPU is quadratic (1,024 GPUs x 8 rails x 128 members, twice per check)
+        key = (id(self.rails), len(self.gpus))
+        if getattr(self, "_first_cache", (None,))[0] != key:
+            idx: dict[int, dict[int, str]] = {}
+            for r, members in self.rails.items():
+                d = idx.setdefault(r, {})
+                for n in members:
+                    d.setdefault(self.gpus[n].hb, n)
+            self._first_cache = (key, idx)
+        return self._first_cache[1]
 
     def counts(self) -> dict[str, int]:
         n = {c: 0 for c in CHECKS}

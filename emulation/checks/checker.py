@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -115,12 +116,15 @@ def collect_bgp(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> tuple[d
     planned subnet installed, or until timeout; the last readings either way."""
     sws = sorted({s.switch for s in cp.bgp} | set(cp.prefixes) | set(cp.foreign))
     deadline = time.monotonic() + timeout
-    while True:
-        peers = {s: bgp_peers(rt, lab, s) for s in sws if s in cp.prefixes}
-        routes = {s: kernel_routes(rt, lab, s) for s in sws}
-        if _bgp_done(cp, peers, routes) or time.monotonic() > deadline:
-            return peers, routes
-        time.sleep(0.5)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # each reading is a process: 96 of them on 48 switches
+        while True:
+            peer_jobs = {s: pool.submit(bgp_peers, rt, lab, s) for s in sws if s in cp.prefixes}
+            route_jobs = {s: pool.submit(kernel_routes, rt, lab, s) for s in sws}
+            peers = {s: j.result() for s, j in peer_jobs.items()}
+            routes = {s: j.result() for s, j in route_jobs.items()}
+            if _bgp_done(cp, peers, routes) or time.monotonic() > deadline:
+                return peers, routes
+            time.sleep(0.5)
 
 
 # --- probes -------------------------------------------------------------------------------------------
@@ -186,11 +190,12 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
             out.timings["reachability"] = time.perf_counter() - t
         if "isolation" in checks and cp.isolation_applies:
             t = time.perf_counter()
-            probes = _isolation(ag, cp, lab)
+            probes, frames = _isolation(ag, cp, lab)
             progress(f"isolation: {len(probes)} frames")
-            ag.pump(0.5)
-            _isolation(ag, cp, lab)  # the same frames again: one lost frame must not pass isolation
-            ag.pump(0.5)
+            for _ in range(2):  # the same frames twice: one lost frame must not pass isolation
+                for node, port, frame in frames:
+                    ag.send_frame(node, port, frame)
+                ag.pump(0.5)
             out.results += judge.isolation_probes(cp, ag.ev.iso_seen, probes)
             if cp.mode == "routed":
                 out.results += judge.isolation_routes(cp, routes)
@@ -332,11 +337,18 @@ def _trace_paths(ag: probe.Agent, lab: Lab, cp: CheckPlan, timeout: float, progr
     _rounds(ag, send_path, min(timeout, 10.0))
 
 
-def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> list[tuple[int, str, str, str]]:
-    """Send the isolation frames on every GPU's rail NIC; returns (idx, src, what, target)."""
+def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int, str, str, str]], list[tuple[str, str, bytes]]]:
+    """The isolation frames of every GPU's rail NIC, built once: (idx, src, what, target)
+    of each probe, and the (node, port, frame) to send. A routed GPU's frames go to its
+    gateway's MAC, as the GPU's neighbour table holds it (one netlink get per GPU on
+    a few pool threads, not a thread per GPU and send reading the whole shared table)."""
     probes = []
-    gateways = [a for a, n in cp.ip_owner.items() if n in cp.switches]
-    arp_cache: dict[str, dict[str, str]] = {}
+    frames: list[tuple[str, str, bytes]] = []
+    gateways = probe.Gateways(a for a, n in cp.ip_owner.items() if n in cp.switches)
+    gw_mac: dict[str, str | None] = {}
+    if cp.mode != "l2":
+        gw_mac = ag.neighbours({n: (g.port, gateways.of(g.prefixlen, g.ip)) for n, g in sorted(cp.gpus.items())
+                                if (n, g.port) in ag.pkt and gateways.of(g.prefixlen, g.ip)})
     for gi, name in enumerate(sorted(cp.gpus)):
         g = cp.gpus[name]
         key = (name, g.port)
@@ -345,17 +357,14 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> list[tuple[int, str,
         src_mac = bytes.fromhex(ag.ev.macs[key].replace(":", ""))
         if cp.mode == "l2":
             body = probe.ip_udp(g.ip, "255.255.255.255", probe.payload(lab.name, probe.K_ISO_BCAST, gi * 256), ttl=1, checksum=True)
-            ag.send_frame(name, g.port, probe.ether(b"\xff" * 6, src_mac, probe.ETH_P_IP, body))
+            frames.append((name, g.port, probe.ether(b"\xff" * 6, src_mac, probe.ETH_P_IP, body)))
             probes.append((gi * 256, name, "broadcast", "ff:ff:ff:ff:ff:ff"))
             unknown = bytes([0x02, 0x52, 0x4F, 0x4C, gi >> 8 & 0xFF, gi & 0xFF])
             body = probe.ip_udp(g.ip, g.ip, probe.payload(lab.name, probe.K_ISO_UNKNOWN, gi * 256 + 1), ttl=1, checksum=True)
-            ag.send_frame(name, g.port, probe.ether(unknown, src_mac, probe.ETH_P_IP, body))
+            frames.append((name, g.port, probe.ether(unknown, src_mac, probe.ETH_P_IP, body)))
             probes.append((gi * 256 + 1, name, "unknown unicast", unknown.hex(":")))
         else:
-            gw = probe.gateway_of(g.prefixlen, g.ip, gateways)
-            if name not in arp_cache:
-                arp_cache[name] = ag.arp(name)
-            mac = arp_cache[name].get(gw or "")
+            mac = gw_mac.get(name)
             for j, other in enumerate(cp.isolation_targets(name)):
                 o = cp.gpus[other]
                 idx = gi * 256 + 2 + j
@@ -363,5 +372,5 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> list[tuple[int, str,
                 if mac is None:
                     continue
                 body = probe.ip_udp(g.ip, o.ip, probe.payload(lab.name, probe.K_ISO_ROUTED, idx), checksum=True)
-                ag.send_frame(name, g.port, probe.ether(bytes.fromhex(mac.replace(":", "")), src_mac, probe.ETH_P_IP, body))
-    return probes
+                frames.append((name, g.port, probe.ether(bytes.fromhex(mac.replace(":", "")), src_mac, probe.ETH_P_IP, body)))
+    return probes, frames

@@ -8,6 +8,8 @@ ports involved. No function looks at the system.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import ipaddress
 
 from railonly.fabric.results import Result
@@ -75,13 +77,50 @@ def isolation_probes(cp: CheckPlan, seen: dict[int, set[tuple[str, str]]],
     return out
 
 
-def _overlaps(route: str, prefix: str) -> bool:
-    if route == "default":
-        route = "0.0.0.0/0"
+@functools.lru_cache(maxsize=65536)
+def _net(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    # parsed once: every switch's routes meet every foreign subnet (48 switches x
+    # thousands of routes x hundreds of subnets on the 1,024-GPU lab)
     try:
-        return ipaddress.ip_network(route, strict=False).overlaps(ipaddress.ip_network(prefix, strict=False))
+        return ipaddress.ip_network("0.0.0.0/0" if cidr == "default" else cidr, strict=False)
     except ValueError:
-        return False
+        return None
+
+
+class _Subnets:
+    """Which of a list of subnets a route overlaps, without comparing it with each one
+    (two prefixes overlap when one holds the other's first address)."""
+
+    def __init__(self, prefixes: tuple[str, ...]):
+        self.prefixes = prefixes
+        starts = []
+        self.exact: dict[tuple[int, int, int], list[int]] = {}
+        for i, p in enumerate(prefixes):
+            n = _net(p) if p != "default" else None  # only a route's "default" means 0.0.0.0/0
+            if n is None:
+                continue
+            lo = int(n.network_address)
+            starts.append((n.version, lo, i))
+            self.exact.setdefault((n.version, n.prefixlen, lo), []).append(i)
+        self.starts = sorted(starts)
+        self.lens = sorted({(v, ln) for v, ln, _ in self.exact})
+
+    def hits(self, route: str) -> list[str]:
+        n = _net(route)
+        if n is None:
+            return []
+        v, lo, hi = n.version, int(n.network_address), int(n.broadcast_address)
+        bits = 32 if v == 4 else 128
+        found: set[int] = set()
+        k = bisect.bisect_left(self.starts, (v, lo, -1))
+        while k < len(self.starts) and self.starts[k][:2] <= (v, hi):  # subnets starting inside the route
+            found.add(self.starts[k][2])
+            k += 1
+        for pv, ln in self.lens:  # subnets holding the route's first address
+            if pv == v:
+                mask = ((1 << ln) - 1) << (bits - ln)
+                found.update(self.exact.get((v, ln, lo & mask), ()))
+        return [self.prefixes[i] for i in sorted(found)]
 
 
 def isolation_routes(cp: CheckPlan, routes: dict[str, list[dict] | None]) -> list[Result]:
@@ -94,11 +133,12 @@ def isolation_routes(cp: CheckPlan, routes: dict[str, list[dict] | None]) -> lis
             out.append(Result(rid, "isolation", False, f"could not read the routes of {sw}"))
             continue
         bad = []
+        index = _Subnets(foreign)
         for r in rs:
             dst = r.get("dst", "")
             if r.get("type", "unicast") not in ("unicast", None) and dst != "default":
                 continue
-            hit = [p for p in foreign if _overlaps(dst, p)]
+            hit = index.hits(dst)
             if hit:
                 how = r.get("gateway") or r.get("dev") or "?"
                 bad.append(f"{dst} via {how} (covers {', '.join(hit[:3])})")

@@ -50,7 +50,7 @@ def measure(lab: Lab, rt: Runtime, switch: str, *, timeout: float = 30.0,
     rid = f"failover/{switch}"
     netns = {n.name: n.netns for n in lab.nodes.values()}
     total = len(cp.reach_pairs())
-    with probe.Agent(lab.name, netns) as ag:
+    with probe.Agent(lab.name, netns, rt.door()) as ag:
         _open_sockets(ag, lab, cp)
         progress(f"failover: {total} same-rail pairs before the fault")
         _reach(ag, lab, cp, min(timeout, 10.0), progress)
