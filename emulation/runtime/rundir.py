@@ -174,9 +174,18 @@ class Identity:
         return frozenset(netns_name(self.name, n) for n in self.nodes)
 
 
+def _own_nodes(lab) -> set[str]:
+    """The names of a loaded Lab's namespaces after ``clab-<lab>-``: its topology's nodes, and the
+    management network's namespace when fabric.json asks for one (the runtime makes it, so the
+    lab owns it too; no topology node may take that name)."""
+    from ..lab import MGMT_NODE
+
+    return set(lab.nodes) | ({MGMT_NODE} if lab.fabric.get("management") else set())
+
+
 def identity_of(lab) -> Identity:
     """The identity a loaded Lab would record."""
-    return Identity(lab.name, str(lab.outdir), tuple(sorted(lab.nodes)), recorded=False)
+    return Identity(lab.name, str(lab.outdir), tuple(sorted(_own_nodes(lab))), recorded=False)
 
 
 def read_identity(lab: str) -> Identity | None:
@@ -200,7 +209,7 @@ def read_identity(lab: str) -> Identity | None:
 def record_identity(lab, also: Identity | None = None) -> Identity:
     """Record the lab's identity (intent first: before anything of it exists). ``also``: the
     previous deploy's identity, whose nodes stay recorded until the new deploy replaced them."""
-    nodes = set(lab.nodes) | (set(also.nodes) if also is not None and also.name == lab.name else set())
+    nodes = _own_nodes(lab) | (set(also.nodes) if also is not None and also.name == lab.name else set())
     ident = Identity(lab.name, str(lab.outdir), tuple(sorted(nodes)))
     state(lab.name).write_text(IDENTITY, json.dumps(
         {"lab": ident.name, "outdir": ident.outdir, "nodes": list(ident.nodes)}, indent=1) + "\n", mode=0o600)
