@@ -201,6 +201,54 @@ class Lab:
 
 
 
+# The lab's management network (docs/management.md): one namespace holding a bridge, the
+# gateway address, and one veth to every switch's management port.
+MGMT_NODE = "oob"
+MGMT_PORT = {"sonic": "eth0", "eos": "Management1"}
+
+
+@dataclass(frozen=True)
+class MgmtNetwork:
+    netns: str  # clab-<lab>-oob
+    gateway: str  # with prefix length: the bridge's address
+    switches: dict[str, str]  # switch -> management address with prefix length
+
+
+def management_network(lab: Lab) -> MgmtNetwork | None:
+    """The management network fabric.json asks for, or None. Every address is checked
+    here (fabric.json is untrusted): inside the pool, one per switch, not the gateway."""
+    import ipaddress
+
+    head = lab.fabric.get("management")
+    if not head:
+        return None
+    where = str(lab.fabric_file)
+    try:
+        pool = ipaddress.IPv4Network(head["pool"], strict=True)
+        gw = ipaddress.IPv4Address(head["gateway"])
+    except (KeyError, TypeError, ValueError):
+        raise LabError(where, "management: needs pool (an IPv4 prefix) and gateway (an address)", "recompile the design") from None
+    if MGMT_NODE in lab.nodes:
+        raise LabError(where, f"a node is named {MGMT_NODE!r}, the name of the lab's management network", "recompile the design")
+    switches: dict[str, str] = {}
+    seen = {gw}
+    for sw in lab.switches:
+        ip = sw.info.get("mgmt_ip")
+        if ip is None:
+            continue
+        try:
+            iface = ipaddress.IPv4Interface(ip)
+        except (TypeError, ValueError):
+            raise LabError(where, f"node {sw.name}: mgmt_ip {str(ip)[:40]!r} is not an IPv4 address with prefix length",
+                           "recompile the design") from None
+        if iface.network != pool or iface.ip in seen or iface.ip in (pool.network_address, pool.broadcast_address):
+            raise LabError(where, f"node {sw.name}: mgmt_ip {iface} is not a free address of the management pool {pool}",
+                           "recompile the design")
+        seen.add(iface.ip)
+        switches[sw.name] = str(iface)
+    return MgmtNetwork(netns_name(lab.name, MGMT_NODE), f"{gw}/{pool.prefixlen}", switches)
+
+
 def target(node: "str | LabNode") -> str:
     """The namespace/container name exec addresses."""
     return node.netns if isinstance(node, LabNode) else str(node)

@@ -14,7 +14,9 @@ the results expected, for the five checks of docs/reference/outdir.md:
   domain to the GPU of the destination's rank (the forwarding hop);
 - bgp: every ``neighbor ... remote-as`` of each switch's frr.conf, and the
   GPU subnets each routed switch must have installed;
-- cabling: every row of cabling.csv, seen from both ends.
+- cabling: every row of cabling.csv, seen from both ends;
+- bfd: every BGP session whose config asks for BFD (``neighbor X bfd``, on
+  the neighbor or its peer group) has an up BFD session (docs/bgp.md).
 
 Nothing here touches the system; :mod:`.judge` compares evidence with
 this plan, :mod:`.probe` and :mod:`.run` collect the evidence.
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from railonly.fabric.outputs.cabling import graph_ends
 
-CHECKS = ("reachability", "isolation", "path", "bgp", "cabling")
+CHECKS = ("reachability", "isolation", "path", "bgp", "cabling", "bfd")
 ROCE_PORT = 4791  # RoCEv2 UDP destination port: probes look like RoCE traffic
 
 
@@ -74,6 +76,7 @@ class BgpSession:
     switch: str
     peer: str  # address or interface, as in the config
     description: str = ""
+    bfd: bool = False  # the config asks for BFD on this session
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class CheckPlan:
         n["path"] = len(self.paths)
         if self.mode == "routed":
             n["bgp"] = len(self.bgp) + len(self.prefixes)
+            n["bfd"] = sum(s.bfd for s in self.bgp)
         n["cabling"] = len(self.cables)
         return n
 
@@ -185,7 +189,10 @@ def bgp_sessions(switch: str, frr_conf: str) -> list[BgpSession]:
     """Every ``neighbor X remote-as`` of a config (peer-group templates are not sessions)."""
     groups = set(re.findall(r"^\s*neighbor\s+(\S+)\s+peer-group\s*$", frr_conf, re.M))
     desc = dict(DESC_RE.findall(frr_conf))
-    return [BgpSession(switch, p, desc.get(p, "").strip()) for p in NEIGHBOR_RE.findall(frr_conf) if p not in groups]
+    member_of = dict(re.findall(r"^\s*neighbor\s+(\S+)\s+peer-group\s+(\S+)\s*$", frr_conf, re.M))
+    bfd = set(re.findall(r"^\s*neighbor\s+(\S+)\s+bfd\s*$", frr_conf, re.M))
+    return [BgpSession(switch, p, desc.get(p, "").strip(), p in bfd or member_of.get(p) in bfd)
+            for p in NEIGHBOR_RE.findall(frr_conf) if p not in groups]
 
 
 def read_cabling(path: Path) -> list[Cable]:

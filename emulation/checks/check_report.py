@@ -27,7 +27,7 @@ def as_junit(lab: str, results, timings: dict | None = None) -> str:
 def table(lab: str, results, timings: dict | None = None, notes: list | None = None, max_failures: int = 40) -> str:
     lines = [f"lab {lab}: {sum(r.passed for r in results)} passed, {sum(not r.passed for r in results)} failed"]
     lines.append(f"  {'check':<13} {'passed':>7} {'failed':>7} {'seconds':>8}")
-    for check in CHECKS:
+    for check in [*CHECKS, *sorted({r.check for r in results} - set(CHECKS))]:  # e.g. failover
         rs = [r for r in results if r.check == check]
         if not rs:
             continue

@@ -61,6 +61,30 @@ def bgp_peers(rt: Runtime, lab: Lab, switch: str) -> dict | None:
     return peers
 
 
+def bfd_peers(rt: Runtime, lab: Lab, switch: str) -> list | None:
+    """``show bfd peers json`` of a switch; None when bfdd does not answer."""
+    rc, out = rt.exec(lab.netns(switch), [*vtysh_argv(rt, lab, switch), "-c", "show bfd peers json"], timeout=15)
+    if rc != 0:
+        return None
+    try:
+        data = json.loads(out or "[]")
+    except ValueError:
+        return None
+    return data if isinstance(data, list) else None
+
+
+def collect_bfd(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> dict[str, list | None]:
+    """Poll until every planned BFD session is up, or until timeout (BFD comes up
+    after BGP, within a few detection intervals)."""
+    sws = sorted({s.switch for s in cp.bgp if s.bfd})
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = {s: bfd_peers(rt, lab, s) for s in sws}
+        if all(r.passed for r in judge.bfd(cp, seen)) or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.5)
+
+
 def kernel_routes(rt: Runtime, lab: Lab, switch: str) -> list[dict] | None:
     rc, out = rt.exec(lab.netns(switch), ["ip", "-4", "-j", "route", "show", "table", "all"], timeout=15)
     if rc != 0:
@@ -183,6 +207,10 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
 
     if "bgp" in checks and cp.mode == "routed":
         out.results += judge.bgp(cp, peers, routes)
+    if "bfd" in checks and cp.mode == "routed" and any(s.bfd for s in cp.bgp):
+        t = time.perf_counter()
+        out.results += judge.bfd(cp, collect_bfd(rt, lab, cp, timeout))
+        out.timings["bfd"] = time.perf_counter() - t
     out.timings["total"] = time.perf_counter() - t0
     dup = judge.unique(out.results)
     if dup:

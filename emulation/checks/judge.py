@@ -210,6 +210,28 @@ def bgp(cp: CheckPlan, peers: dict[str, dict | None], routes: dict[str, list[dic
     return out
 
 
+def bfd(cp: CheckPlan, sessions: dict[str, list | None]) -> list[Result]:
+    """sessions: {switch: ``show bfd peers json`` list} (None: bfdd did not answer)."""
+    out = []
+    for s in cp.bgp:
+        if not s.bfd:
+            continue
+        rid = f"bfd/{s.switch}/{s.peer}"
+        where = f"{s.switch} -> {s.peer}" + (f" ({s.description})" if s.description else "")
+        peers = sessions.get(s.switch)
+        if peers is None:
+            out.append(Result(rid, "bfd", False, f"{where}: bfdd of {s.switch} does not answer"))
+            continue
+        e = next((p for p in peers if isinstance(p, dict) and p.get("peer") == s.peer), None)
+        if e is None:
+            out.append(Result(rid, "bfd", False, f"{where}: no BFD session (is bfdd running and 'neighbor ... bfd' set?)"))
+            continue
+        st = str(e.get("status", "?"))
+        out.append(Result(rid, "bfd", st == "up",
+                          f"{where}: BFD {st}, detect {e.get('detectMultiplier', '?')} x {e.get('receiveInterval', '?')} ms"))
+    return out
+
+
 # --- cabling ------------------------------------------------------------------------------------
 
 

@@ -226,6 +226,7 @@ class Evidence:
     """What the probes showed (plain data, judged by checks.judge)."""
 
     reach: set[tuple[str, str]] = field(default_factory=set)  # (src, dst) probe arrived
+    reach_rounds: dict[int, set[int]] = field(default_factory=dict)  # failover round -> pair indexes that arrived
     path_arrived: dict[int, int] = field(default_factory=dict)  # path idx -> smallest TTL that arrived
     path_hops: dict[int, dict[int, str]] = field(default_factory=dict)  # path idx -> {ttl: responder ip}
     iso_seen: dict[int, set[tuple[str, str]]] = field(default_factory=dict)  # iso idx -> {(node, dev)}
@@ -440,6 +441,8 @@ class Agent:
                 kind, idx, ttl = tag
                 if kind == K_REACH:
                     self.ev.reach.add((self.reach_src[idx], node))
+                    if ttl:  # a failover round (checks/failover.py) numbers its probes 1-255
+                        self.ev.reach_rounds.setdefault(ttl, set()).add(idx)
                 elif kind == K_PATH:
                     old = self.ev.path_arrived.get(idx)
                     self.ev.path_arrived[idx] = ttl if old is None else min(old, ttl)

@@ -153,7 +153,7 @@ def lab_devices(outdir: "str | os.PathLike | object", rt=None) -> list[Device]:
         ent = info["switches"].get(sw.name)
         if ent is None:
             continue  # EOS switches of a lab have no sshd (no EOS CLI in the emulation)
-        out.append(Device(sw.name, ent["host"], int(ent["port"]), "sonic", sw.netns, info["user"],
+        out.append(Device(sw.name, ent["host"], int(ent["port"]), "sonic", ent.get("netns", sw.netns), info["user"],
                           info["known_hosts"], info["client_key"], ent.get("alias"), rt.door()))
     if not out:
         raise RuntimeProblem(f"lab {lab.name} has no SONiC switch with an sshd to push to")

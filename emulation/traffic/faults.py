@@ -96,8 +96,13 @@ def _problems(lab: Lab, rt: Runtime, data: object) -> list[str]:
         if not isinstance(f, dict) or f.get("kind") not in ("link", "node") or not isinstance(f.get("what"), str):
             out.append(f"{where}: not a fault {{kind: link|node, what}}")
             continue
-        for j, e in enumerate(f.get("ends") or []):
-            if not (isinstance(e, dict) and e.get("node") in lab.nodes and e.get("netns") == lab.netns(e["node"])
+        ends = f.get("ends") or []
+        if not isinstance(ends, list):
+            out.append(f"{where}.ends: not a list of ports")
+            ends = []
+        for j, e in enumerate(ends):
+            if not (isinstance(e, dict) and isinstance(e.get("node"), str) and e["node"] in lab.nodes
+                    and e.get("netns") == lab.netns(e["node"])
                     and isinstance(e.get("dev"), str) and _WORD.match(e["dev"])):
                 out.append(f"{where}.ends[{j}]: not a port of a node of lab {lab.name}")
         routes = f.get("routes") or {}
@@ -111,6 +116,9 @@ def _problems(lab: Lab, rt: Runtime, data: object) -> list[str]:
                     if why:
                         out.append(f"{where}.routes[{ns}][{j}]: {why}")
         argvs = f.get("frr") or []
+        if not isinstance(argvs, list):
+            out.append(f"{where}.frr: not a list of daemon command lines")
+            continue
         if argvs:
             node = lab.nodes.get(f["what"])
             if f["kind"] != "node" or node is None or node.role != "switch":
@@ -211,3 +219,17 @@ def restore(lab: Lab, rt: Runtime) -> list[str]:
     if sd is not None:
         sd.unlink(FAULTS)
     return done
+
+
+def dead_nics(lab: Lab, rt: Runtime, nic_ports: dict[str, str]) -> dict[str, str]:
+    """{GPU: the recorded fault} for every GPU whose rail NIC a recorded fault set down
+    (``nic_ports``: GPU node -> its rail NIC port, as check_plan names them). A switch
+    fault takes GPUs off their rail with no detour; it is not a dead NIC."""
+    out: dict[str, str] = {}
+    for f in _load(lab, rt):
+        if f.get("kind") != "link":
+            continue
+        for e in f.get("ends") or []:
+            if nic_ports.get(e["node"]) in (e.get("port"), e.get("dev")):
+                out.setdefault(e["node"], f["what"])
+    return out

@@ -345,3 +345,85 @@ def model_iteration(phases: list[PhasePlan]) -> float:
 def index_names(gpus: dict[tuple[int, int], str], K: int) -> dict[int, str]:
     """{GPU index: name} from {(HB domain, rail): name}."""
     return {d * K + r: n for (d, r), n in gpus.items()}
+
+
+def reroute(phases: list[PhasePlan], dead: set[str], gpu_names: dict[int, str], K: int, topology: str,
+            detour_model_s: dict[str, float] | None = None) -> list[PhasePlan]:
+    """The phases with every flow that needs a dead NIC replaced by explicit legs, as NCCL's
+    PXN does when a NIC fails (docs/failures.md): over HB to a sibling GPU whose NIC works,
+    that sibling's NIC to the far domain's GPU on the same rail, and over HB again to the
+    destination on rail-only (the baseline's spine delivers to the destination's own NIC
+    when it works). The kernel cannot do it: a rail-r address routes only over rail r.
+
+    Legs are store-and-forward, as the model's serial stages: a step with detoured flows
+    becomes up to three (HB legs out, NIC legs beside the step's other flows, HB legs in).
+    HB legs count as ``staged``; a NIC leg keeps its pair's class. ``detour_model_s``
+    replaces the model seconds of the phases it names (the --fail model). Pure."""
+    index = {n: i for i, n in gpu_names.items()}
+    alive = lambda i: i in gpu_names and gpu_names[i] not in dead  # noqa: E731
+
+    def nic_users(f: Flow) -> set[str]:
+        if f.hb:
+            return set()
+        return {f.via if f.via and f.via != f.src else f.src, f.dst}
+
+    def legs(f: Flow, step: int) -> tuple[list[Flow], Flow, list[Flow]]:
+        a, b = index[f.src], index[f.dst]
+        da, db = a // K, b // K
+        first = f.via if f.via and f.via != f.src else f.src  # the GPU whose NIC sent it
+        rails = sorted(range(K), key=lambda r: (r != index[first] % K, (r - b % K) % K))
+        for r in rails:
+            s, t = da * K + r, db * K + r
+            if alive(s) and (alive(t) or (topology != "rail-only" and alive(b))):
+                break
+        else:
+            raise ScaleError(f"no sibling of {f.src} and {f.dst} keeps a working NIC on one rail: no detour")
+        if topology != "rail-only" and alive(b):
+            t = b  # the baseline's spine reaches the destination's own NIC
+        pre = [Flow(f.src, gpu_names[s], None, f.bytes, step=step, hb=True, pair_class="staged", group=f.group)] \
+            if s != a else []
+        nic = Flow(gpu_names[s], gpu_names[t], None, f.bytes, step=step, pair_class=f.pair_class, group=f.group)
+        post = [Flow(gpu_names[t], f.dst, None, f.bytes, step=step, hb=True, pair_class="staged", group=f.group)] \
+            if t != b else []
+        return pre, nic, post
+
+    out = []
+    for ph in phases:
+        if not ph.steps or not any(nic_users(f) & dead for f in ph.flows):
+            out.append(ph)
+            continue
+        steps: list[list[Flow]] = []
+        for st in ph.steps:
+            pre, mid, post = [], [], []
+            for f in st:
+                if nic_users(f) & dead:
+                    p, n, q = legs(f, 0)
+                    pre += p
+                    mid.append(n)
+                    post += q
+                else:
+                    mid.append(f)
+            steps += [x for x in (pre, mid, post) if x]
+        steps = [[replace(f, step=i) for f in st] for i, st in enumerate(steps)]
+        planned = dict.fromkeys(CLASSES, 0)
+        for st in steps:
+            for f in st:
+                planned[f.pair_class] += f.bytes
+        model = (detour_model_s or {}).get(ph.name, ph.model_s)
+        out.append(replace(ph, steps=tuple(tuple(st) for st in steps), planned=planned, model_s=model))
+    return out
+
+
+def detour_model(scaled: Scaled, pl: Placement, dead: set[str], gpu_names: dict[int, str], topology: str,
+                 rates: Rates) -> dict[str, float]:
+    """{phase name: lab seconds} of the phases whose groups hold a dead GPU, at the detour's
+    rate (failure.detour_rates, as `analyze --fail nic:GPU` models them). Pure."""
+    from railonly.fabric.analysis.failure import detour_rates
+
+    dead_idx = {i for i, n in gpu_names.items() if n in dead}
+    out = {}
+    slow = detour_rates(rates, topology)
+    for ph in phase_list(scaled.job, pl, slow, topology):
+        if any(x in dead_idx for g in ph.groups for x in g):
+            out[ph.name] = ph.model_s * scaled.byte_scale
+    return out

@@ -155,8 +155,11 @@ def overhead_model(job: Job, pl, rates) -> dict:
             for form in ("store-forward", "paper")}
 
 
-def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | None = None):
-    """(scaled, placement, phases) of the job on the lab (pure)."""
+def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | None = None,
+            dead: set[str] | frozenset = frozenset()):
+    """(scaled, placement, phases) of the job on the lab (pure). ``dead``: GPUs whose rail NIC
+    is down; their flows are rerouted through HB siblings (job_plan.reroute) after the time
+    scale is set as for a healthy run, so the two runs compare."""
     cluster = Cluster.from_fabric_json(lab.fabric, str(lab.fabric_file))
     names = job_plan.index_names({(g.hb, g.rail): g.name for g in cp.gpus.values()}, cluster.hb_size)
     rates = job_plan.lab_rates(nic, hb)
@@ -166,12 +169,35 @@ def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | N
         time_scale = job_plan.auto_time_scale(phases, nic, hb)
     sc = job_plan.scale_job(job, cluster, nic, time_scale)
     pl, phases = job_plan.plan(sc, names, cp.topology, rates)
+    if dead:
+        detour = job_plan.detour_model(sc, pl, set(dead), names, cp.topology, rates)
+        phases = job_plan.reroute(phases, set(dead), names, cluster.hb_size, cp.topology, detour)
     return sc, pl, phases
+
+
+def predicted(sc, pl, topology: str, dead: set[str], names: dict[int, str]) -> dict:
+    """What `analyze --fail nic:GPU` predicts for the lab's job (docs/failures.md): the
+    iteration at the design's rates, healthy and with each dead GPU detoured."""
+    from railonly.fabric.analysis import Rates
+    from railonly.fabric.analysis.failure import Fault, Impact, job_under
+    from railonly.fabric.analysis.timing import assemble, call_times, stage_compute_s
+
+    K = sc.cluster.hb_size
+    real = Rates.of(sc.cluster)
+    healthy = assemble(sc.job, call_times(collectives(sc.job, pl), topology, real), topology, stage_compute_s(sc.job))
+    # the analysis names GPUs hbD-gpuR by index; the lab's own names may differ
+    as_model = {n: f"hb{i // K}-gpu{i % K}" for i, n in names.items()}
+    gone = sorted((as_model[g] for g in dead), key=lambda n: tuple(int(x) for x in n[2:].split("-gpu")))
+    im = Impact(topology, [Fault("nic", g, f"nic:{g}") for g in gone], gone, gone, [])
+    jf = job_under(sc.job, pl, real, topology, im, healthy)
+    return {"specs": [f"nic:{g}" for g in gone], "healthy_iteration_s": round(healthy.iteration_s, 6),
+            "iteration_s": None if jf.iteration_s is None else round(jf.iteration_s, 6),
+            "slowdown": None if jf.iteration_s is None else round(jf.iteration_s / healthy.iteration_s, 4)}
 
 
 def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: float | None = None,
         tolerance: float = 0.10, converge: bool = True, window: str | None = None, streams: int | None = None,
-        cpu_sampler: host.Sampler | None = None, progress: Callable[[str], None] = lambda s: None, detail: Callable[[str], None] = lambda s: None) -> dict:
+        cpu_sampler: host.Sampler | None = None, reroute: bool = False, progress: Callable[[str], None] = lambda s: None, detail: Callable[[str], None] = lambda s: None) -> dict:
     """Replay ``iterations`` iterations of ``job`` (see the module docstring); the report is
     The replay report of docs/reference/outdir.md (the traffic report with ``pattern: job``)."""
     deployed_status(rt, lab)
@@ -179,9 +205,23 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     cp = checks_plan.load(lab)
     nic_tc, hb_tc = shaped_rates(rt, lab, cp)
     nic, hb = nic_tc or nic_plan, hb_tc or hb_plan
-    sc, pl, phases = prepare(lab, cp, job, nic, hb, time_scale)
+    dead: dict[str, str] = {}
+    if reroute:
+        from . import faults
+
+        dead = faults.dead_nics(lab, rt, {g.name: g.port for g in cp.gpus.values()})
+        progress("rerouting through HB siblings: " + (", ".join(f"{g} ({w})" for g, w in sorted(dead.items()))
+                                                     or "no GPU NIC is down in the lab's fault record"))
+    sc, pl, phases = prepare(lab, cp, job, nic, hb, time_scale, set(dead))
     rates = job_plan.lab_rates(nic, hb)
     model_iter = job_plan.model_iteration(phases)
+    detour = None
+    if reroute:
+        names = job_plan.index_names({(g.hb, g.rail): g.name for g in cp.gpus.values()}, sc.cluster.hb_size)
+        healthy_phases = job_plan.plan(sc, names, cp.topology, rates)[1]
+        detour = {"gpus": sorted(dead), "faults": sorted(set(dead.values())),
+                  "healthy_model_iteration_s": round(job_plan.model_iteration(healthy_phases), 4),
+                  "prediction": predicted(sc, pl, cp.topology, set(dead), names)}
     streams = streams or nccl_streams(float(lab.fabric.get("nic_gbps") or 400))
     progress(f"job {job.name} on {lab.name} ({cp.topology}): tp {sc.job.parallel.tp} pp {sc.job.parallel.pp}"
              f" dp {sc.job.parallel.dp} ep {sc.job.parallel.ep}, {sc.job.parallel.micro_batches} micro-batches"
@@ -218,8 +258,14 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
         counters.remove()
         run_ctx["agents"].stop()
     total_s = time.monotonic() - t_run
-    return _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches,
-                   run_ctx, total_s)
+    rep = _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches,
+                  run_ctx, total_s)
+    if detour is not None:
+        m, h = rep["measured_iteration_s"], detour["healthy_model_iteration_s"]
+        detour["model_slowdown"] = round(model_iter / h, 4) if h else None
+        detour["measured_slowdown_vs_healthy_model"] = round(m / h, 4) if h and m else None
+        rep["reroute"] = detour
+    return rep
 
 
 def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance, window, nic, hb, ctx,
@@ -408,6 +454,16 @@ def format_report(rep: dict) -> str:
         lines.append(f"  model all-to-all overhead of rail-only over rail-optimized: {100 * rep['moe_all_to_all_overhead_model']:.1f}%"
                      f" as replayed (PXN stages only cross-rail bytes); paper's convention"
                      f" {100 * rep['moe_all_to_all_overhead_model_paper']:.1f}%")
+    r = rep.get("reroute")
+    if r is not None:
+        pr = r["prediction"]
+        lines.append(f"  rerouted through HB siblings: {', '.join(r['gpus']) or 'none (no GPU NIC down)'}"
+                     + (f" ({', '.join(r['faults'])})" if r["faults"] else ""))
+        if r["gpus"]:
+            lines.append(f"  slowdown: measured x{r['measured_slowdown_vs_healthy_model'] or 0:.3f} over the healthy model"
+                         f" iteration ({r['healthy_model_iteration_s']:.2f} s); lab plan model x{r['model_slowdown']:.3f};"
+                         f" analyze --fail {' --fail '.join(pr['specs'])} predicts "
+                         + (f"x{pr['slowdown']:.3f}" if pr["slowdown"] else "that it cannot run"))
     lines.append(f"  {'phase':<24}{'measured s':>11}{'placed s':>9}{'ideal s':>9}{'MB':>9}  verdict")
     for p in rep["phases"]:
         lines.append(f"  {p['name']:<24}{p['measured_s']:>11.2f}{p['model_placed_s']:>9.2f}{p['model_ideal_s']:>9.2f}"

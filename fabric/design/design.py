@@ -17,7 +17,7 @@ from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
 from ..input.yamlsource import Source, load_yaml_file, parse_yaml
 from ..platforms import catalog
-from . import clos, physical
+from . import clos, management, physical, routing
 
 NAME_PATTERN = r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?"
 PLATFORMS = ("sonic", "eos")
@@ -45,6 +45,11 @@ FIELDS: dict[str, Field] = {
         "str", required=True, pattern=NAME_PATTERN,
         pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
         hint="e.g. name: demo (it prefixes every lab namespace and hostname)",
+    ),
+    "site": Field(
+        "str", default=None, pattern=NAME_PATTERN,
+        pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
+        hint="e.g. site: ams1; it prefixes every switch name and hostname (and the MACs derived from them), so two clusters never share one",
     ),
     "topology": Field(
         "choice", default="rail-only", choices=("rail-only", "rail-optimized"),
@@ -95,6 +100,8 @@ FIELDS: dict[str, Field] = {
     "bgp": Field("section", fields={
         "asn_base": Field("int", default=4_200_000_000, min=4_200_000_000, max=4_294_967_294,
                           hint="first private 32-bit ASN (RFC 6996: 4200000000-4294967294)"),
+        "asn_scheme": Field("choice", default="rfc7938", choices=routing.ASN_SCHEMES,
+                            hint="rfc7938: unique leaf ASNs, one ASN per spine group and for the cores; per-switch: one ASN each"),
     }),
     "qos": Field("section", fields={
         "roce_dscp": Field("int", default=26, min=0, max=63, hint="DSCP of RoCEv2 data traffic"),
@@ -106,6 +113,8 @@ FIELDS: dict[str, Field] = {
         "ecn_probability": Field("int", default=100, min=0, max=100, hint="marking probability in percent at ecn_max_kbytes"),
     }),
     "cabling": Field("section", hint="one length per cable tier, in whole metres", fields=_cabling_fields(physical.NIC_OPTIC_DEFAULT)),
+    "management": Field("section", optional=True, fields=management.FIELDS,
+                        hint="the switches' management plane: pool, gateway, vrf, ntp, syslog, dns, users (docs/management.md)"),
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
                          hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
@@ -150,6 +159,9 @@ class Design:
     switch_model: str = catalog.GENERIC
     breakout: str | None = None  # with a catalog model: how each cage is split
     models: dict = field(default_factory=dict, repr=False)  # tier -> catalog.Platform (empty: generic)
+    site: str = ""  # prefixes every switch name (hostname): unique across clusters
+    asn_scheme: str = "rfc7938"  # routing.ASN_SCHEMES
+    management: management.Management | None = None  # the `management:` section, if given
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
@@ -245,6 +257,18 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
             if pools[a].overlaps(pools[b]):
                 bad(f"addressing.{b}", f"{pools[b]} overlaps addressing.{a} ({pools[a]})",
                     "give every pool its own address range")
+    if isinstance(v.get("management"), dict):
+        used = set()
+        if have("switch.platform"):
+            used.add(v["switch"]["platform"])
+        if have("switch.platform_by_tier"):
+            used |= set(v["switch"]["platform_by_tier"].values())
+        management.problems(v["management"], used, None, bad)
+        if isinstance(v["management"].get("pool"), ipaddress.IPv4Network):
+            for name, pool in sorted(pools.items()):
+                if pool.overlaps(v["management"]["pool"]):
+                    bad("management.pool", f"{v['management']['pool']} overlaps addressing.{name} ({pool})",
+                        "the management network must be apart from the fabric's pools")
     lab_domains = _get(v, "lab.domains")
     if have("lab.domains", "hb_domain.count") and lab_domains is not None and lab_domains > count:
         bad("lab.domains", f"must be at most hb_domain.count ({count}), got {lab_domains}", f"use lab.domains: {min(count, 4)}")
@@ -321,6 +345,9 @@ def design_from_source(src: Source, text: str = "") -> Design:
         switch_model=values["switch"]["model"],
         breakout=resolved.breakout,
         models=resolved.by_tier,
+        site=values["site"] or "",
+        asn_scheme=values["bgp"]["asn_scheme"],
+        management=management.from_values(values.get("management")),
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         values=values,
         file=src.file,

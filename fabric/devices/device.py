@@ -6,8 +6,10 @@ disagree about what a switch is; only the way they print it differs.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
+from ..design import routing
 from ..design.physical import cable_length_m, naming
 from ..graph.model import Fabric, Node
 from ..platforms.ports import fabric_port
@@ -44,6 +46,7 @@ class Neighbor:
     name: str  # peer node
     port: str  # peer port
     local_port: str
+    up: bool = False  # the peer is in the tier above (routing.UP_GROUP)
 
 
 @dataclass(slots=True)
@@ -53,7 +56,8 @@ class SwitchView:
     vlans: list  # model.Vlan
     neighbors: list[Neighbor] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)  # prefixes this switch originates
-    maximum_paths: int = 1
+    maximum_paths: int = 1  # the ECMP width
+    max_prefix: int = 0  # per-neighbour limit (routing.max_prefix)
 
     @property
     def routed(self) -> bool:
@@ -82,13 +86,37 @@ def switch_view(fab: Fabric, sw: Node) -> SwitchView:
         device, port, _ = names.floor_end(peer.node, peer.port)
         ports.append(Port(i, name, device, port, ep.ip, vlan_of.get(name), link.cable_id, cable_length_m(d, link.tier)))
         if ep.ip and peer.ip:
-            peer_asn = fab.by_name[peer.node].asn
-            neighbors.append(Neighbor(peer.ip.split("/")[0], peer_asn, peer.node, peer.port, name))
+            far = fab.by_name[peer.node]
+            neighbors.append(Neighbor(peer.ip.split("/")[0], far.asn, peer.node, peer.port, name, far.tier > sw.tier))
     view = SwitchView(sw, ports, sw.vlans, neighbors)
     if view.routed:
         view.networks = [v.subnet for v in sw.vlans if v.gateway] + [sw.loopback]
-        view.maximum_paths = max(1, min(MAX_ECMP, len(neighbors)))
+        view.maximum_paths = ecmp_width(neighbors)
+        view.max_prefix = routing.max_prefix(_domain_prefixes(fab, sw))
     return view
+
+
+def ecmp_width(neighbors: list[Neighbor]) -> int:
+    """Equal-cost next hops a prefix can have here: every uplink (a non-blocking Clos
+    reaches anything above through all of them), or at the top tier the parallel
+    links to one switch below."""
+    up = sum(n.up for n in neighbors)
+    if not up:
+        per_peer = Counter(n.name for n in neighbors)
+        up = max(per_peer.values(), default=1)
+    return max(1, min(MAX_ECMP, up))
+
+
+def _domain_prefixes(fab: Fabric, sw: Node) -> int:
+    """Prefixes originated in the routing domain of `sw` (its rail, or the whole
+    baseline fabric); counted once per fabric."""
+    cache = fab.__dict__.setdefault("_domain_prefixes", {})
+    if not cache:
+        for other in fab.switches:
+            if other.asn is not None:
+                key = tuple(other.rails) if fab.design.topology == "rail-only" else ()
+                cache[key] = cache.get(key, 0) + 1 + sum(1 for v in other.vlans if v.gateway)
+    return cache.get(tuple(sw.rails) if fab.design.topology == "rail-only" else (), 0)
 
 
 def advertised_pools(design) -> list[str]:

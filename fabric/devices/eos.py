@@ -16,11 +16,11 @@ from __future__ import annotations
 from ..graph.model import Fabric, Node
 from ..platforms.eos_speeds import speed_form
 from . import qos as qosmod
+from ..design import management, routing
 from .device import SwitchView, advertised_pools, switch_view
 from .render import template
 
-PEER_GROUP = "FABRIC"
-PREFIX_LIST = "RAIL_ROUTES"
+PREFIX_LIST = routing.PREFIX_LIST
 
 
 def _qos(q: qosmod.QosPlan) -> dict:
@@ -33,10 +33,25 @@ def _qos(q: qosmod.QosPlan) -> dict:
 def _interface_qos(q: qosmod.QosPlan) -> dict:
     return {
         "lossless": q.lossless,
-        "ecn_queue": q.roce_priority,
+        "tx_queues": _tx_queues(q),
         "ecn": f"minimum-threshold {q.ecn_min_kbytes} kbytes maximum-threshold {q.ecn_max_kbytes} kbytes "
                f"max-mark-probability {q.ecn_probability}",
     }
+
+
+def _tx_queues(q: qosmod.QosPlan) -> list[dict]:
+    """The scheduling SONiC's SCHEDULER table gives (fabric/qos.py): the RoCE queue and
+    best effort share by weight (`no priority` puts a queue in EOS's round-robin group),
+    CNPs go strict. Only queues that carry traffic are listed (the DSCP map fills no other)."""
+    out = [{"id": 0, "priority": "no priority", "bandwidth": qosmod.SCHEDULER_WEIGHTS["lossy"], "ecn": False},
+           {"id": q.roce_priority, "priority": "no priority", "bandwidth": qosmod.SCHEDULER_WEIGHTS["lossless"], "ecn": True},
+           {"id": q.cnp_priority, "priority": "priority strict", "bandwidth": None, "ecn": False}]
+    return sorted(out, key=lambda t: t["id"])
+
+
+def _pfc_watchdog() -> dict:
+    ms = qosmod.PFC_WATCHDOG_MS
+    return {"timeout": ms / 1000, "recovery": ms / 1000, "polling": qosmod.PFC_WATCHDOG_POLL_MS / 1000}
 
 
 def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
@@ -61,18 +76,33 @@ def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         "loopback": sw.loopback,
         "svis": [{"name": f"Vlan{v.vlan}", "mtu": d.switch_mtu, "ip": v.gateway} for v in view.vlans if v.gateway],
         "qos": _qos(q),
+        "pfc_watchdog": _pfc_watchdog(),
         "ip_routing": view.routed,
         "bgp": None,
+        "mgmt": management_config(d.management, sw) if d.management is not None else None,
     }
     if view.routed:
         cfg["prefix_list"] = {"name": PREFIX_LIST, "pools": advertised_pools(d)}
         cfg["bgp"] = {
             "asn": sw.asn, "router_id": view.router_id, "maximum_paths": view.maximum_paths,
-            "peer_group": PEER_GROUP,
-            "neighbors": [{"ip": n.ip, "asn": n.asn, "description": f"{n.name}:{n.port}"} for n in view.neighbors],
+            "groups": routing.peer_groups([n.up for n in view.neighbors]), "max_prefix": view.max_prefix,
+            "from_above": routing.FROM_ABOVE, "from_above_list": routing.FROM_ABOVE_LIST,
+            "neighbors": [{"ip": n.ip, "asn": n.asn, "group": routing.UP_GROUP if n.up else routing.DOWN_GROUP,
+                           "description": f"{n.name}:{n.port}"} for n in view.neighbors],
             "networks": view.networks,
         }
     return cfg
+
+
+def management_config(m, sw: Node) -> dict:
+    """The management plane in EOS's words (docs/management.md): Management1 in its VRF,
+    services reached through it, users with a SHA-512 secret or an SSH key only."""
+    return {
+        "port": management.EOS_MGMT_PORT, "description": "management", "vrf": m.vrf, "ip": sw.mgmt_ip,
+        "gateway": m.gateway, "ntp": m.ntp, "syslog": m.syslog, "dns": m.dns, "tacacs": m.tacacs, "gnmi": m.gnmi,
+        "users": [{"name": u.name, "role": u.role, "privilege": 15 if u.role == "network-admin" else 1,
+                   "sha512": u.sha512, "ssh_key": u.ssh_key} for u in m.users],
+    }
 
 
 def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[str, str]]:

@@ -22,7 +22,8 @@ Routing keeps a rail's traffic on its own NIC:
   main table still routes rail s's block via NIC s only where NIC s is local.
 
 Outputs per host: `netplan.yaml` (for /etc/netplan/), `rails.sh` (the
-same with `ip`, for hosts without netplan) and `nccl.env`.
+same with `ip`, for hosts without netplan), `nccl.env`, and `roce-qos.sh`, the
+NIC side of the fabric's RoCE QoS (docs/qos.md).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import math
 
 import yaml
 
+from . import qos
 from ..design.physical import hosts_of, nic_name
 from ..graph.model import Fabric
 from .render import template
@@ -128,6 +130,19 @@ def nccl_env(fab: Fabric, first_rail: int = 0) -> list[tuple[str, str, str]]:
     ]
 
 
+def roce_qos_view(fab: Fabric, view: dict) -> dict:
+    """The NIC side of the fabric's RoCE QoS plan (fabric/qos.py) for one server: DSCP
+    trust, PFC on the lossless priority only, the RoCE and CNP code points, ECN on."""
+    q = qos.plan(fab.design)
+    return {
+        "server": view["name"], "roce_dscp": q.roce_dscp, "roce_priority": q.roce_priority,
+        "cnp_dscp": q.cnp_dscp, "cnp_priority": q.cnp_priority,
+        "pfc": ",".join("1" if p in q.lossless else "0" for p in range(8)),
+        "tos": q.roce_dscp << 2,  # the IP ToS byte of RoCE traffic: DSCP in its upper six bits (as NCCL_IB_TC)
+        "nics": [{"name": n["name"], "rail": n["rail"]} for n in view["nics"]],
+    }
+
+
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -144,6 +159,7 @@ def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1) -> dict[str, str]
     files = {}
     netplan = template("hosts/netplan.yaml.j2")
     script = template("hosts/rails.sh.j2")
+    roce = template("hosts/roce-qos.sh.j2")
     env_tpl = template("hosts/nccl.env.j2")
     envs: dict[int, str] = {}  # first rail of a host -> its nccl.env (the same for every server)
     for h in host_views(fab, shard, shards):
@@ -156,4 +172,5 @@ def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1) -> dict[str, str]
         files[f"hosts/{h['name']}/netplan.yaml"] = text
         files[f"hosts/{h['name']}/rails.sh"] = script.render(h=h)
         files[f"hosts/{h['name']}/nccl.env"] = env
+        files[f"hosts/{h['name']}/roce-qos.sh"] = roce.render(q=roce_qos_view(fab, h))
     return files

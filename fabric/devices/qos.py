@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PFC_WATCHDOG_MS = 200  # detection and restoration time of the PFC storm watchdog
+PFC_WATCHDOG_POLL_MS = PFC_WATCHDOG_MS // 2  # at most half the smaller of the two (EOS's rule)
+SCHEDULER_WEIGHTS = {"lossy": 5, "lossless": 95}  # DWRR weights (SONiC) = bandwidth percent (EOS); CNPs strict
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from json import encoder as _enc
 from ..graph.model import Fabric, Node
 from ..platforms.ports import lanes
 from . import qos as qosmod
+from ..design import management, routing
 from . import sonic_platform
 from .device import SwitchView, advertised_pools, switch_view
 from .render import template
@@ -31,7 +32,6 @@ LOSSLESS_PROFILE = "AZURE_LOSSLESS"
 SWITCH_TYPE = {1: "BackEndToRRouter", 2: "BackEndLeafRouter", 3: "SpineRouter"}
 # Known SKUs per (radix, Gbit/s); others get a descriptive name to replace.
 HWSKU = {(32, 400): "Accton-AS9716-32D", (64, 400): "DellEMC-Z9664f-O64", (64, 800): "Mellanox-SN5600"}
-PEER_GROUP = "FABRIC"
 
 
 def hwsku(radix: int, gbps: int) -> str:
@@ -62,8 +62,8 @@ def _qos_globals(q: qosmod.QosPlan, doc: dict) -> None:
     doc["TC_TO_QUEUE_MAP"] = {QOS_MAP: {str(k): str(v) for k, v in q.tc_to_queue().items()}}
     doc["MAP_PFC_PRIORITY_TO_QUEUE"] = {QOS_MAP: {str(p): str(p) for p in range(8)}}
     doc["SCHEDULER"] = {
-        "scheduler.lossy": {"type": "DWRR", "weight": "5"},
-        "scheduler.lossless": {"type": "DWRR", "weight": "95"},
+        "scheduler.lossy": {"type": "DWRR", "weight": str(qosmod.SCHEDULER_WEIGHTS["lossy"])},
+        "scheduler.lossless": {"type": "DWRR", "weight": str(qosmod.SCHEDULER_WEIGHTS["lossless"])},
         "scheduler.cnp": {"type": "STRICT"},
     }
     mn, mx, pr = str(q.ecn_min_bytes), str(q.ecn_max_bytes), str(q.ecn_probability)
@@ -73,7 +73,7 @@ def _qos_globals(q: qosmod.QosPlan, doc: dict) -> None:
         "yellow_min_threshold": mn, "yellow_max_threshold": mx, "yellow_drop_probability": pr,
         "red_min_threshold": mn, "red_max_threshold": mx, "red_drop_probability": pr,
     }}
-    doc["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(qosmod.PFC_WATCHDOG_MS // 2)}}
+    doc["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(qosmod.PFC_WATCHDOG_POLL_MS)}}
 
 
 def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
@@ -157,7 +157,36 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     doc["QUEUE"] = queue_t
     doc["PFC_WD"].update(wd_t)
     doc["CABLE_LENGTH"] = {QOS_MAP: cable}
+    if d.management is not None:
+        doc.update(management_tables(d.management, sw))
     return doc
+
+
+MGMT_SERVICE_PORTS = {"syslog": "514", "gnmi": "50052"}
+
+
+def management_tables(m, sw: Node) -> dict:
+    """The management plane in ConfigDB (docs/management.md): eth0 in SONiC's one
+    management VRF ('mgmt'), NTP/syslog/DNS reached through it. Users are Linux
+    accounts on SONiC, not ConfigDB: see docs/management.md."""
+    port = management.SONIC_MGMT_PORT
+    out = {
+        "MGMT_PORT": {port: {"alias": port, "admin_status": "up", "description": "Management port"}},
+        "MGMT_INTERFACE": {f"{port}|{sw.mgmt_ip}": {"gwaddr": m.gateway}},
+        "MGMT_VRF_CONFIG": {"vrf_global": {"mgmtVrfEnabled": "true"}},
+    }
+    if m.ntp:
+        out["NTP"] = {"global": {"vrf": management.SONIC_MGMT_VRF}}
+        out["NTP_SERVER"] = {a: {"association_type": "server", "iburst": "on"} for a in m.ntp}
+    if m.syslog:
+        out["SYSLOG_SERVER"] = {a: {"vrf": management.SONIC_MGMT_VRF, "port": MGMT_SERVICE_PORTS["syslog"]} for a in m.syslog}
+    if m.dns:
+        out["DNS_NAMESERVER"] = {a: {} for a in m.dns}
+    if m.tacacs:  # AAA stays local until the shared key is installed on the switch (never in these files)
+        out["TACPLUS_SERVER"] = {a: {"vrf": management.SONIC_MGMT_VRF} for a in m.tacacs}
+    if m.gnmi:
+        out["GNMI"] = {"gnmi": {"port": MGMT_SERVICE_PORTS["gnmi"], "client_auth": "true", "vrf": management.SONIC_MGMT_VRF}}
+    return out
 
 
 def frr_config(fab: Fabric, view: SwitchView) -> dict:
@@ -167,12 +196,16 @@ def frr_config(fab: Fabric, view: SwitchView) -> dict:
         "hostname": sw.name,
         "asn": sw.asn,
         "router_id": view.router_id,
-        "peer_group": PEER_GROUP,
-        "prefix_list": "RAIL_ROUTES",
+        "prefix_list": routing.PREFIX_LIST,
+        "from_above": routing.FROM_ABOVE,
+        "from_above_list": routing.FROM_ABOVE_LIST,
+        "groups": routing.peer_groups([n.up for n in view.neighbors]),
         "pools": advertised_pools(fab.design),
-        "neighbors": [{"ip": n.ip, "asn": n.asn, "description": f"{n.name}:{n.port}"} for n in view.neighbors],
+        "neighbors": [{"ip": n.ip, "asn": n.asn, "group": routing.UP_GROUP if n.up else routing.DOWN_GROUP,
+                       "description": f"{n.name}:{n.port}"} for n in view.neighbors],
         "networks": view.networks,
         "maximum_paths": view.maximum_paths,
+        "max_prefix": view.max_prefix,
     }
 
 

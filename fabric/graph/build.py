@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 
-from ..design import clos
+from ..design import clos, management
 from ..design.design import Design
 from ..input.problems import InputError
 from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT, fabric_port, hb_port
@@ -81,25 +81,33 @@ class _Builder:
         self.routed = design.rail_mode == "routed"
         self.switch_count: dict[tuple[int | None, int], int] = {}  # (block, tier) -> switches so far
         self.asn_overflow = False
+        self.asn_groups: dict[tuple, int] = {}  # (block, group) -> the group's shared ASN (rfc7938)
 
     # -- nodes -------------------------------------------------------------
     def add(self, node: Node) -> Node:
         self.fab.by_name[node.name] = node
         return node
 
-    def switch(self, name: str, tier: int, rails: list[int], present: bool = True) -> Node | None:
-        """The next switch of its block; None (its index still taken) when it is not built yet."""
+    def switch(self, name: str, tier: int, rails: list[int], present: bool = True,
+               asn_group: str | None = None) -> Node | None:
+        """The next switch of its block; None (its index still taken) when it is not built yet.
+        Under `bgp.asn_scheme: rfc7938` the switches of one `asn_group` (in one block) share
+        the ASN its first switch would have had on its own."""
         block = rails[0] if len(rails) == 1 or (rails and self.d.topology == "rail-only") else self.cross_block
         index = self.switch_count.get((block, tier), 0)  # within its rail and tier: no other count moves it
         self.switch_count[(block, tier)] = index + 1
         loopback = self.lo_pool.addr(block, index + 1, SWITCH_SLOTS[tier]) if self.routed else None  # reserved either way
+        # 65,536 ASNs per rail, a fixed range per tier; cross-rail switches after the last rail.
+        offset = ASN_TIER_BASE[tier] + index + 1
+        own_asn = self.d.asn_base + (self.d.rails if block is None else block) * ASN_BLOCK + offset
+        if asn_group is not None and self.d.asn_scheme == "rfc7938":
+            own_asn = self.asn_groups.setdefault((block, asn_group), own_asn)
         if not present:
             return None
-        sw = Node(name=name, role="switch", tier=tier, rails=rails, platform=self.d.platform_of_tier(tier))
+        sw = Node(name=f"{self.d.site}-{name}" if self.d.site else name, role="switch", tier=tier, rails=rails,
+                  platform=self.d.platform_of_tier(tier))
         if self.routed:
-            # 65,536 ASNs per rail, a fixed range per tier; cross-rail switches after the last rail.
-            offset = ASN_TIER_BASE[tier] + index + 1
-            sw.asn = self.d.asn_base + (self.d.rails if block is None else block) * ASN_BLOCK + offset
+            sw.asn = own_asn
             if sw.asn > ASN_MAX or offset >= ASN_TIER_BASE.get(tier + 1, ASN_BLOCK):
                 self.asn_overflow = True
             sw.loopback = ip(loopback, 32)
@@ -213,7 +221,7 @@ class _Builder:
         half = k // 2
         rails = [] if rail is None else [rail]
         if tiers == 2:
-            spines = [self.switch(f"{prefix}spine{i}", 2, rails) for i in range(math.ceil(len(leaves) / 2))]
+            spines = [self.switch(f"{prefix}spine{i}", 2, rails, asn_group="spines") for i in range(math.ceil(len(leaves) / 2))]
             S = len(spines)
             for li, leaf in enumerate(leaves):
                 for j in range(half):
@@ -226,7 +234,8 @@ class _Builder:
         planes: list[list[Node | None]] = [[] for _ in range(half)]  # plane a: spine a of every pod
         for p, pod in enumerate(pods):
             m = len(pod)
-            spines = [self.switch(f"{prefix}pod{p}-spine{a}", 2, rails, present=pod[0] is not None) for a in range(m)]
+            spines = [self.switch(f"{prefix}pod{p}-spine{a}", 2, rails, present=pod[0] is not None,
+                                  asn_group=f"pod{p}") for a in range(m)]
             for i, leaf in enumerate(pod):
                 for j in range(half):
                     t = i * half + j
@@ -238,7 +247,7 @@ class _Builder:
             if not plane:
                 continue
             C = math.ceil(len(plane) * half / k)
-            cores = [self.switch(f"{prefix}core{core_index + c}", 3, rails) for c in range(C)]
+            cores = [self.switch(f"{prefix}core{core_index + c}", 3, rails, asn_group="cores") for c in range(C)]
             core_index += C
             for pi, sp in enumerate(plane):
                 for j in range(half):
@@ -309,8 +318,13 @@ class _Builder:
                 problems.append(self.d.problem(
                     "hb_domain.planned", "one rail's tier has more switches than its ASN range holds (32,767 leaves, 16,383 spines or cores)",
                     "plan fewer HB domains per fabric, or use a larger switch.radix"))
+        m = self.d.management
+        if m is not None:
+            management.problems({"pool": m.pool}, set(), len(self.fab.switches),
+                                lambda path, msg, hint: problems.append(self.d.problem(path, msg, hint)))
         if problems:
             raise InputError(problems)
+        management.assign(self.fab)
         self.fab.links.extend(self._hb_links)
         return self.fab
 

@@ -19,11 +19,14 @@ def node_dict(n: Node) -> dict:
         return {"name": n.name, "role": "gpu", "hb_domain": n.hb_domain, "rank": n.rank, "rail": n.rail}
     if n.role == "hb":
         return {"name": n.name, "role": "hb", "hb_domain": n.hb_domain}
-    return {
+    out = {
         "name": n.name, "role": "switch", "tier": n.tier, "rails": n.rails, "platform": n.platform,
         "asn": n.asn, "loopback": n.loopback,
         "vlans": [{"vlan": v.vlan, "rail": v.rail, "subnet": v.subnet, "gateway": v.gateway} for v in n.vlans],
     }
+    if n.mgmt_ip:  # only with a `management:` section: designs without one keep their fabric.json
+        out["mgmt_ip"] = n.mgmt_ip
+    return out
 
 
 def _ep(e: Endpoint) -> dict:
@@ -50,6 +53,8 @@ def render(fab: Fabric) -> str:
     }
     if d.gpus_per_host < d.hb_size:  # a rack of trays; absent: one host per domain (the files before trays)
         head["gpus_per_host"] = d.gpus_per_host
+    if d.management is not None:  # the lab builds its management network from these (docs/management.md)
+        head["management"] = {"pool": str(d.management.pool), "gateway": d.management.gateway}
     dumps = json.JSONEncoder(sort_keys=False, separators=(", ", ": ")).encode
     lines = ["{" + dumps(head)[1:-1] + ","]
     lines.append(' "nodes": [')

@@ -124,8 +124,14 @@ def check(fab: Fabric) -> list[str]:
     for a, n in addrs.items():
         if n > 1:
             problems.append(f"address {a} used {n} times")
+    # RFC 7938 shares an ASN only inside a group of one tier and rail that never
+    # peers within itself; a leaf's ASN is its own (routing.py).
+    groups: dict[int, set] = {}
+    for sw in fab.switches:
+        if sw.asn is not None:
+            groups.setdefault(sw.asn, set()).add((sw.tier, tuple(sw.rails)))
     asns = Counter(sw.asn for sw in fab.switches if sw.asn is not None)
     for asn, n in asns.items():
-        if n > 1:
+        if n > 1 and (fab.design.asn_scheme == "per-switch" or len(groups[asn]) > 1 or min(groups[asn])[0] == 1):
             problems.append(f"ASN {asn} used by {n} switches")
     return problems

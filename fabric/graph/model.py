@@ -33,6 +33,7 @@ class Node:
     platform: str | None = None
     asn: int | None = None
     loopback: str | None = None
+    mgmt_ip: str | None = None  # switch: management port address with prefix length (design `management.pool`)
     vlans: list[Vlan] = field(default_factory=list)
     ports: dict[str, "Endpoint"] = field(default_factory=dict)  # port name -> own endpoint
 

@@ -51,6 +51,7 @@ class Field:
     fields: dict[str, "Field"] = field(default_factory=dict)  # for section
     item: "Field | None" = None  # for map values and list items
     key_kind: str = "str"  # map keys: "str" or "int"
+    optional: bool = False  # a section that is None when absent (its required keys apply only when given)
 
 
 def _type_name(value: Any) -> str:
@@ -184,7 +185,7 @@ class Checker:
                 if spec.required:
                     self.problem(sub, "is required but missing", spec.hint)
                     continue
-                if spec.kind == "section":
+                if spec.kind == "section" and not spec.optional:
                     out[name] = self.section(spec.fields, {}, sub)
                 else:
                     out[name] = spec.default

@@ -85,6 +85,7 @@ import os
 import re
 import stat
 
+from ..design import management as _mgmt
 from ..design.design import NAME_PATTERN
 from ..design.lab_slice import SLICE_DIR
 from ..input.problems import InputError, Problem, short
@@ -105,6 +106,7 @@ HOSTNAME = NODE_NAME
 PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}")
 IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
+_V4 = clab_exec.V4  # a valid IPv4 address (one regex, with the exec grammar)
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
 CLAB_KINDS = ("linux", "sonic-vs", "arista_ceos")
 CLAB_NODE_KEYS = {"kind", "exec", "binds", "startup-config", "image"}
@@ -128,8 +130,8 @@ FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)
 FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script
 EOS_TOP_KEYWORDS = frozenset({
     "!", "service", "hostname", "spanning-tree", "ip", "ipv6", "no", "route-map", "interface", "vlan", "qos",
-    "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf",
-})
+    "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf", "priority-flow-control",
+})  # and the management heads of EOS_MGMT_FORMS, in their forms only
 # Lines EOS prints in every running-config of a containerlab cEOS (its defaults), which
 # a config taken back from a device carries: accepted exactly as printed, although
 # their heads are refused in every other form.
@@ -139,6 +141,23 @@ EOS_REFUSED = frozenset({
     "bash", "event-handler", "daemon", "alias", "schedule", "action", "trigger", "exec", "command",
     "boot", "aaa", "username", "enable", "management", "copy", "run", "event-monitor", "load-interval-script",
 })
+# The management plane (docs/management.md): these top-level heads change who may log in
+# or what the switch talks to, so each is accepted only in the exact forms railonly
+# writes and EOS prints, with the values railonly's design checks allow; any other
+# form of them is refused. A `nopassword` user must have an SSH key line too.
+_ROLE = "|".join(_mgmt.ROLES)
+_VRF = _mgmt.VRF_NAME
+EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
+    "username": (
+        re.compile(rf"username ({_mgmt.USER_NAME})( privilege (?:1[0-5]|[0-9]))?( role (?:{_ROLE}))? secret sha512 {_mgmt.SHA512_CRYPT}"),
+        re.compile(rf"username ({_mgmt.USER_NAME})( privilege (?:1[0-5]|[0-9]))?( role (?:{_ROLE}))? nopassword"),
+        re.compile(rf"username ({_mgmt.USER_NAME}) ssh-key {_mgmt.SSH_KEY}"),
+    ),
+    "logging": (re.compile(rf"logging vrf {_VRF} host {_V4}"),),
+    "ntp": (re.compile(rf"ntp server vrf {_VRF} {_V4}( iburst)?( local-interface Management1)?"),),
+    "tacacs-server": (re.compile(rf"tacacs-server host {_V4} vrf {_VRF}"),),
+    "management": (re.compile(r"management api (gnmi|http-commands)"),),
+}
 
 
 class UntrustedFile(InputError):
@@ -603,12 +622,25 @@ def _below(path: str, root: str) -> bool:
 
 def check_eos(text: str, file: str) -> list[Problem]:
     out = _text_problems(text, file)
+    keyless: dict[str, int] = {}  # user with `nopassword` -> its line
+    keyed: set[str] = set()
     for n, raw in enumerate(text.split("\n"), 1):
         words = raw.split()
         if not words or words[0].startswith("!"):
             continue
         head = words[0].lower()
         if not raw[:1].isspace() and " ".join(words) in EOS_PRINTED_DEFAULTS:
+            continue
+        if not raw[:1].isspace() and words[0] in EOS_MGMT_FORMS:
+            line = raw.rstrip()
+            form = next((i for i, f in enumerate(EOS_MGMT_FORMS[words[0]]) if f.fullmatch(line)), None)
+            if form is None:
+                out.append(Problem("", f"{short(line, 120)!r}: this '{words[0]}' form is not one railonly writes or EOS prints; refused",
+                                   "recompile; the accepted forms are in docs/management.md", n, file))
+            elif words[0] == "username" and form == 1:
+                keyless.setdefault(words[1], n)
+            elif words[0] == "username" and form == 2:
+                keyed.add(words[1])
             continue
         if head in EOS_REFUSED or (head == "no" and len(words) > 1 and words[1].lower() in EOS_REFUSED):
             out.append(Problem("", f"EOS command {short(repr(words[0]))} runs programs or changes access; refused",
@@ -618,6 +650,10 @@ def check_eos(text: str, file: str) -> list[Problem]:
                                "remove the line or recompile", n, file))
         elif head == "hostname" and not raw[:1].isspace():
             out += _hostname_problem(" ".join(words[1:]), file, n)
+    for user, n in sorted(keyless.items(), key=lambda x: x[1]):
+        if user not in keyed:
+            out.append(Problem("", f"user {user!r} has no password and no SSH key: anyone could log in as it; refused",
+                               "give the user a SHA-512 secret or an ssh-key line (docs/management.md)", n, file))
     return out
 
 

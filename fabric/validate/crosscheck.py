@@ -136,11 +136,11 @@ def crosscheck(fabric: dict, facts: dict[str, DeviceFacts]) -> list[Result]:
         for check in ("config", "hostname", "cabling", "mtu", "vlan", "addressing", "bgp"):
             probs = by_sw.get(name, {}).get(check, [])
             results.append(Result(f"{check}/{name}", check, not probs, "\n".join(probs) or "ok"))
-    results += _unique(facts)
+    results += _unique(facts, {sw["name"]: sw for sw in switches})
     return results
 
 
-def _unique(facts: dict[str, DeviceFacts]) -> list[Result]:
+def _unique(facts: dict[str, DeviceFacts], switches: dict[str, dict]) -> list[Result]:
     owners: dict[str, list[str]] = defaultdict(list)
     for name, f in facts.items():
         for port, p in f.ports.items():
@@ -156,8 +156,19 @@ def _unique(facts: dict[str, DeviceFacts]) -> list[Result]:
     for name, f in facts.items():
         if f.asn is not None:
             asns[f.asn].append(name)
-    dup_as = [f"ASN {a} is used by {', '.join(sorted(n))}" for a, n in sorted(asns.items()) if len(n) > 1]
+    # RFC 7938 (docs/bgp.md): switches may share an ASN only as one group of spines or
+    # cores, one tier of one rail (fabric.json says which); a leaf's ASN is its own.
+    def group(name: str) -> tuple:
+        sw = switches.get(name) or {}
+        return (sw.get("tier"), tuple(sw.get("rails") or ()))
+
+    def shared_ok(names: list[str]) -> bool:
+        kinds = {group(n) for n in names}
+        return len(kinds) == 1 and isinstance(next(iter(kinds))[0], int) and next(iter(kinds))[0] >= 2
+
+    dup_as = [f"ASN {a} is used by {', '.join(sorted(n))}" for a, n in sorted(asns.items())
+              if len(n) > 1 and not shared_ok(n)]
     return [
         Result("unique/addresses", "unique", not dup, "\n".join(dup) or f"{len(owners)} addresses, all distinct"),
-        Result("unique/asn", "unique", not dup_as, "\n".join(dup_as) or f"{len(asns)} ASNs, all distinct"),
+        Result("unique/asn", "unique", not dup_as, "\n".join(dup_as) or f"{len(asns)} ASNs, each one switch's or one spine/core group's"),
     ]

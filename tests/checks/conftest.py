@@ -25,10 +25,12 @@ def skip_reason() -> str | None:
     return shared_skip_reason("ip", "tc", "iperf3", "vtysh")
 
 
-def compile_design(tmp: Path, design: str, tag: str) -> Path:
+def compile_design(tmp: Path, design: str, tag: str, overrides: dict | None = None) -> Path:
     _count[0] += 1
     name = f"rc{os.getpid() % 1000}{tag}{_count[0]}"[:20]
     d = yaml.safe_load((LABS / f"{design}.yml").read_text())
+    for key, value in (overrides or {}).items():
+        d.setdefault(key, {}).update(value) if isinstance(value, dict) else d.__setitem__(key, value)
     d["name"] = name
     src = tmp / f"{name}.yml"
     src.write_text(yaml.safe_dump(d))
@@ -47,12 +49,12 @@ class Deployed:
         return self.lab.netns(node)
 
 
-def _deploy(tmp: Path, design: str, tag: str):
+def _deploy(tmp: Path, design: str, tag: str, overrides: dict | None = None):
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     os.chmod(tmp, 0o755)
-    d = Deployed(compile_design(tmp, design, tag))
+    d = Deployed(compile_design(tmp, design, tag, overrides))
     try:
         d.rt.deploy(d.lab)
         yield d
@@ -68,6 +70,11 @@ def _deploy(tmp: Path, design: str, tag: str):
 @pytest.fixture
 def routed(tmp_path):
     yield from _deploy(tmp_path, "mini-routed", "r")
+
+
+@pytest.fixture
+def routed_per_switch(tmp_path):
+    yield from _deploy(tmp_path, "mini-routed", "p", {"bgp": {"asn_scheme": "per-switch"}})
 
 
 @pytest.fixture

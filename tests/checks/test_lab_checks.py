@@ -36,7 +36,7 @@ def test_healthy_routed_lab_passes_every_check_json_and_junit(routed_shared, tmp
     assert rc == 0, [r for r in doc["results"] if not r["passed"]][:5]
     assert doc["lab"] == d.lab.name and doc["failed"] == 0
     checks = {r["check"] for r in doc["results"]}
-    assert checks == {"reachability", "isolation", "path", "bgp", "cabling"}
+    assert checks == {"reachability", "isolation", "path", "bgp", "cabling", "bfd"}
     ids = [r["id"] for r in doc["results"]]
     assert len(ids) == len(set(ids)) == doc["passed"]
     # all same-rail ordered pairs: 2 rails x 6 GPUs -> 2 * 6 * 5

@@ -21,6 +21,21 @@ CASES["sonic-baseline-2tier"] = BASE.format(name="sb2", topology="rail-optimized
 CASES["mixed-routed-2tier"] = BASE.format(name="mx2", topology="rail-only", count=6, radix=4, platform="sonic",
                                           mode="routed").replace("platform: sonic}", "platform: sonic, platform_by_tier: {2: eos}}")
 
+# Both vendors with a management plane (docs/management.md): users by SHA-512 hash and by key.
+MGMT = """management:
+  pool: 192.168.100.0/24
+  gateway: 192.168.100.1
+  ntp: [192.0.2.1, 192.0.2.2]
+  syslog: [192.0.2.3]
+  dns: [192.0.2.53]
+  tacacs: [192.0.2.49]
+  gnmi: true
+  users:
+    - {name: netops, role: network-admin, sha512: "$6$railonlysalt0001$XpJUZ2GBYrUOtLdsK/BO3aghgmYCL9Y/c1iP2TPprCjp5kg2NKrnBzw7OXIyH8c3sMx14sME9FIBpnflRZnDq0"}
+    - {name: viewer, role: network-operator, ssh_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f ops@example"}
+"""
+CASES["mixed-mgmt-2tier"] = CASES["mixed-routed-2tier"].replace("name: mx2", "name: mm2") + MGMT
+
 
 def compiled(case: str) -> dict[str, bytes]:
     from railonly.fabric.compiler import compile_design

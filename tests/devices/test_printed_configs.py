@@ -140,7 +140,7 @@ def test_fixtures_hold_only_known_forms_or_lines_railonly_does_not_write():
                              r"      no shutdown|transceiver .*|vrf instance MGMT|interface Management1|"
                              r"   ip address 192\.0\.2\.\d+/24|no ip routing vrf MGMT|ip route vrf MGMT .*|"
                              r"   switchport|   speed 400g-4|   address-family ipv4|      neighbor FABRIC activate|"
-                             r"      network .*|   neighbor [\d.]+ peer-group FABRIC)'$")
+                             r"      network .*|      neighbor FABRIC_(UP|DOWN) activate|   neighbor [\d.]+ peer-group FABRIC_(UP|DOWN))'$")
         assert all(allowed.match(x) for x in extra), sorted(x for x in extra if not allowed.match(x))
 
 

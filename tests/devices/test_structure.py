@@ -101,11 +101,11 @@ def test_eos_sections_and_indentation():
     assert "   switchport access vlan 1000\n   qos trust dscp\n" in text
     assert "   no switchport\n   qos trust dscp\n   ip address 10.128.0.1/31\n" in text
     gpu = text[text.index("interface Ethernet1\n"):text.index("interface Ethernet2\n")]
-    assert "   spanning-tree portfast\n   spanning-tree bpduguard enable\n   !\n   tx-queue 3\n" in gpu
+    assert "   spanning-tree portfast\n   spanning-tree bpduguard enable\n   !\n   tx-queue 0\n" in gpu
     uplink = text[text.index("interface Ethernet3\n"):text.index("interface Ethernet4\n")]
     assert "spanning-tree" not in uplink  # routed fabric links run no STP
     assert "   maximum-paths 2 ecmp 2\n" in text
-    assert "   neighbor 10.128.0.0 peer group FABRIC\n   neighbor 10.128.0.0 remote-as 4200032769\n" in text
+    assert "   neighbor 10.128.0.0 peer group FABRIC_UP\n   neighbor 10.128.0.0 remote-as 4200032769\n" in text
 
 
 def test_hosts_rail_only_routes_stay_on_their_nic():

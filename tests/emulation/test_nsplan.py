@@ -163,7 +163,7 @@ def test_frr_processes_argv():
     assert procs[0].files == (("/run/lab/frr/leaf1/frr.conf", "hostname leaf1\n"),)
     with pytest.raises(ValueError, match="hostname"):
         frr.processes(inst, "router bgp 1\n")
-    assert [p.name for p in procs] == ["leaf1/zebra", "leaf1/staticd", "leaf1/bgpd"]
+    assert [p.name for p in procs] == ["leaf1/zebra", "leaf1/staticd", "leaf1/bfdd", "leaf1/bgpd"]
     for p in procs:
         a = list(p.argv)
         assert a[a.index("-P") + 1] == "0"  # no TCP vty ports

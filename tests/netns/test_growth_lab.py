@@ -29,7 +29,7 @@ def test_partial_build_out_passes_every_check(deployer, outdirs, tmp_path):
     rc = main(["lab", "check", str(outdir), "--json", str(report), "--timeout", "8"])
     doc = json.loads(report.read_text())
     assert rc == 0, [r for r in doc["results"] if not r["passed"]][:5]
-    assert {r["check"] for r in doc["results"]} == {"reachability", "isolation", "path", "bgp", "cabling"}
+    assert {r["check"] for r in doc["results"]} == {"reachability", "isolation", "path", "bgp", "cabling", "bfd"}
 
 
 PACKED_BASELINE = ("name: {name}\ntopology: rail-optimized\nhb_domain: {{size: 5, count: 2}}\n"

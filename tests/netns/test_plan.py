@@ -6,6 +6,7 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.lab import LabError, link_rates, load_lab
+from railonly.emulation.runtime.netns import frr
 from railonly.emulation.runtime.netns import lab_plan
 from railonly.emulation.runtime.netns import ns_plan as nsplan
 from railonly.emulation.runtime.netns.reprogram import reprogram_script
@@ -74,7 +75,7 @@ def test_routed_plan_shape(labs):
     assert nsplan.Address(leaf, "Ethernet16", "10.128.0.1/31") in plan.addresses
     hb = [b for b in plan.bridges if b.netns == lab.netns("hb0")]
     assert hb == [nsplan.Bridge(lab.netns("hb0"), "br0", ("gpu0", "gpu1"))]
-    assert len(plan.processes) == 3 * len(lab.switches) and set(lp.frr) == set(lab.names("switch"))
+    assert len(plan.processes) == len(frr.DAEMONS) * len(lab.switches) and set(lp.frr) == set(lab.names("switch"))
     assert lp.bgp_peers["rail0-leaf0"] == 2 and lp.bgp_peers["rail0-spine0"] == 3
     gpu = lab.netns("hb0-gpu0")
     assert ("net.ipv4.ip_forward", "1") in dict(((n.name, n.sysctls) for n in plan.namespaces))[gpu]

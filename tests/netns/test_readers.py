@@ -136,7 +136,16 @@ def test_eos_bgp_to_frr_translation():
     assert lines.index("neighbor G peer-group") < lines.index("neighbor 10.0.0.1 remote-as 65002") \
         < lines.index("neighbor 10.0.0.1 peer-group G")
     assert "neighbor 10.0.0.1 activate" not in lines  # activated through its group
-    assert any("bfd" in w for w in warn)
+    assert "neighbor 10.0.0.3 bfd" in lines and not any("bfd" in w for w in warn)  # the lab runs bfdd
+
+
+def test_eos_community_list_becomes_frrs_standard_list():
+    conf, warn = eos.bgp_to_frr("hostname s\nip community-list FROM_ABOVE permit 64512:1\n"
+                                "route-map X deny 10\n   match community FROM_ABOVE\n"
+                                "router bgp 1\n   neighbor G peer group\n   neighbor G maximum-routes 100\nend\n")
+    lines = [ln.strip() for ln in conf.splitlines()]
+    assert "bgp community-list standard FROM_ABOVE permit 64512:1" in lines
+    assert "match community FROM_ABOVE" in lines and "neighbor G maximum-prefix 100" in lines and not warn
 
 
 def test_eos_no_default_activation_is_kept():

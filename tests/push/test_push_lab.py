@@ -52,8 +52,8 @@ def test_push_changes_switch(pushlab, capsys):
     edit_db(outdir, sw, change)
     conf = outdir / "configs" / sw / "frr.conf"
     conf.write_text(conf.read_text().replace(
-        " neighbor FABRIC timers 3 9\n",
-        " neighbor FABRIC timers 3 9\n neighbor 10.128.99.1 remote-as 4200000099\n neighbor 10.128.99.1 peer-group FABRIC\n"))
+        " neighbor FABRIC_UP timers 3 9\n",
+        " neighbor FABRIC_UP timers 3 9\n neighbor 10.128.99.1 remote-as 4200000099\n neighbor 10.128.99.1 peer-group FABRIC_UP\n"))
     t = time.perf_counter()
     rc = main(["push", str(outdir), "--device", sw])
     took = time.perf_counter() - t

@@ -81,3 +81,24 @@ def test_the_plan_of_a_compiled_lab_names_its_gpus_and_ports(routed, tmp_path):
     assert replay.joining_switches(routed) == []  # rail-only: no switch joins rails
     base = load_lab(compile_to(design_text("labs/mini-baseline.yml", "fakerb"), tmp_path / "b"))
     assert replay.joining_switches(base) and all("spine" in s or "core" in s for s in replay.joining_switches(base))
+
+
+def test_reroute_without_a_job_is_exit_2(routed, fake, capsys):
+    assert main(["lab", "traffic", str(routed.outdir), "--runtime", "fake", "--pattern", "all-to-all", "--reroute"]) == 2
+    assert "--reroute" in capsys.readouterr().err
+    assert not fake.calls
+
+
+def test_dead_nics_are_read_from_the_fault_record(routed, fake):
+    """A link fault at a GPU's rail NIC names that GPU; a switch fault names none (no detour)."""
+    from railonly.emulation.checks import check_plan
+    from railonly.emulation.traffic import faults
+
+    cp = check_plan.load(routed)
+    g = cp.gpus["hb0-gpu0"]
+    nic_ports = {x.name: x.port for x in cp.gpus.values()}
+    ends = [{"node": "hb0-gpu0", "port": g.port, "netns": routed.netns("hb0-gpu0"), "dev": g.port},
+            {"node": g.leaf, "port": g.leaf_port, "netns": routed.netns(g.leaf), "dev": "eth1"}]
+    faults._save(routed, [{"kind": "link", "what": "hb0:rail0", "ends": ends, "routes": {}},
+                          {"kind": "node", "what": g.leaf, "ends": ends[1:], "routes": {}, "frr": []}])
+    assert faults.dead_nics(routed, fake, nic_ports) == {"hb0-gpu0": "hb0:rail0"}

@@ -1,4 +1,4 @@
-"""FRR (zebra + staticd + bgpd, Debian 8.4) as plan processes in a namespace.
+"""FRR (zebra + staticd + bfdd + bgpd, Debian 8.4) as plan processes in a namespace.
 
 Each instance gets its own run directory (owned frr:frr) holding pid files,
 the zserv socket and the vty sockets, so many instances share one machine;
@@ -22,7 +22,7 @@ from . import pids
 from .ns_plan import Process
 
 FRR_LIBDIR = "/usr/lib/frr"
-DAEMONS = ("zebra", "staticd", "bgpd")
+DAEMONS = ("zebra", "staticd", "bfdd", "bgpd")  # bfdd: BFD on every fabric session (docs/bgp.md)
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,8 @@ def processes(
             "-u", "frr", "-g", "frr",
             "--log", f"file:{inst.rundir}/{d}.log",
         ]
+        if d == "bfdd":  # its control socket defaults to one path for the whole machine
+            argv += ["--bfdctl", f"{inst.rundir}/bfdd.sock"]
         out.append(
             Process(
                 name=f"{inst.name}/{d}",

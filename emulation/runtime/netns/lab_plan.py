@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from ...lab import DEFAULT_NIC_MBPS, Lab, LabError, LabNode, link_mbps, link_rates, netns_name, run_dir
+from ...lab import (DEFAULT_NIC_MBPS, MGMT_NODE, MGMT_PORT, Lab, LabError, LabNode, link_mbps, link_rates,
+                    management_network, netns_name, run_dir)
 from railonly.fabric.devices.readback import eos, sonic
 from railonly.fabric.outputs import clab_exec
 from railonly.fabric.devices.readback.intent import ConfigReadError, SwitchIntent
@@ -137,6 +138,7 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
         b.add(nsplan.Veth(lab.netns(lk.a.node), lk.a.port, lab.netns(lk.b.node), lk.b.port))
     for it in node_items:
         b.add(it)
+    _management_network(lab, b)
     if shaping:
         for lk in lab.links:
             kind = "htb" if lk.kind == "hb" else "tbf"
@@ -155,6 +157,26 @@ def build(lab: Lab, *, shaping: bool = True, config_dirs: dict[str, str] | None 
         raise LabError(str(lab.topology_file), "the lab cannot be deployed in namespaces:\n  " + "\n  ".join(problems[:20]),
                        "recompile the design; port names must be Linux device names (at most 15 characters)")
     return out
+
+
+def _management_network(lab: Lab, b: nsplan.PlanBuilder) -> None:
+    """The lab's out-of-band network (docs/management.md): namespace `oob` with a bridge
+    holding the gateway address, and a veth to each switch's management port (eth0 on
+    SONiC, Management1 on EOS) with its management address. Only the connected subnet
+    is routed in a switch: the fabric never learns a path through it."""
+    net = management_network(lab)
+    if net is None or not net.switches:
+        return
+    ns = b.ns(MGMT_NODE, nsplan.host_sysctls())
+    ports = []
+    for i, (name, cidr) in enumerate(sorted(net.switches.items())):
+        dev = MGMT_PORT[platform_of(lab.node(name))]
+        far = f"m{i}"
+        b.add(nsplan.Veth(lab.netns(name), dev, ns, far))
+        b.add(nsplan.Address(lab.netns(name), dev, cidr))
+        ports.append(far)
+    b.add(nsplan.Bridge(ns, "oob", tuple(ports)))
+    b.add(nsplan.Address(ns, "oob", net.gateway))
 
 
 def _merge_sysctls(base, extra) -> tuple[tuple[str, str], ...]:

@@ -69,6 +69,18 @@ def sonic_switches(lab) -> list:
     return [n for n in lab.switches if (n.platform or "sonic") == "sonic"]
 
 
+def endpoint(lab, switch: str) -> dict:
+    """Where push reaches a switch's sshd: its management address from the lab's
+    management network when fabric.json gives one (as on the floor, docs/management.md),
+    else 127.0.0.1 inside the switch's own namespace."""
+    from ...lab import management_network
+
+    net = management_network(lab)
+    if net is not None and switch in net.switches:
+        return {"host": net.switches[switch].split("/")[0], "port": PORT, "alias": host_alias(lab, switch), "netns": net.netns}
+    return {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, switch), "netns": lab.netns(switch)}
+
+
 def _keygen(path: Path, comment: str) -> None:
     pair = (path, Path(str(path) + ".pub"))
     if all(os.path.lexists(p) and stat.S_ISREG(os.lstat(p).st_mode) for p in pair):
@@ -107,7 +119,7 @@ def sshd_config(lab, switch: str) -> str:
     return "\n".join([
         "# railonly lab sshd for one switch namespace (generated; see railonly.emulation.runtime.netns.sshd)",
         f"Port {PORT}",
-        f"ListenAddress {ADDRESS}",
+        *(f"ListenAddress {a}" for a in dict.fromkeys((ADDRESS, endpoint(lab, switch)["host"]))),
         f"HostKey {d / 'ssh_host_ed25519_key'}",
         "PidFile none",  # the engine writes and owns the pid file
         f"AuthorizedKeysFile {ssh_dir(lab) / 'authorized_keys'}",
@@ -163,7 +175,7 @@ def prepare(lab) -> dict:
             "ascii", "replace").split()
         known.append(f"{host_alias(lab, sw.name)} {host_pub[0]} {host_pub[1]}")
         tree.write_text(f"{rel}/{sw.name}/sshd_config", sshd_config(lab, sw.name))
-        switches[sw.name] = {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
+        switches[sw.name] = endpoint(lab, sw.name)
     tree.write_text(f"{rel}/known_hosts", "\n".join(known) + "\n")
     info = {"lab": lab.name, "user": USER, "client_key": str(client), "known_hosts": str(base / "known_hosts"),
             "switches": switches}
@@ -244,8 +256,7 @@ def load_info(lab) -> dict | None:
         raise LabError(str(path), f"is not the switch sshd record of lab {lab.name}",
                        f"redeploy the lab: railonly lab deploy {lab.outdir}")
     base = ssh_dir(lab)
-    switches = {sw.name: {"host": ADDRESS, "port": PORT, "alias": host_alias(lab, sw.name)}
-                for sw in sonic_switches(lab) if sw.name in data["switches"]}
+    switches = {sw.name: endpoint(lab, sw.name) for sw in sonic_switches(lab) if sw.name in data["switches"]}
     return {"lab": lab.name, "user": USER, "client_key": str(base / "client_ed25519"),
             "known_hosts": str(base / "known_hosts"), "switches": switches}
 

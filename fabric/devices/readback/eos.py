@@ -79,6 +79,8 @@ def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent
         elif words[0] == "vlan" and len(words) == 2:
             for vid in _vlan_ids(words[1], where):
                 declared[vid] = f"Vlan{vid}"
+        elif words[0] == "interface" and len(words) == 2 and words[1].startswith("Management"):
+            continue  # the management port: the lab gives it its own address (netns/mgmt), not from here
         elif words[0] == "interface" and len(words) == 2:
             name = words[1]
             mtu, up, routed, addrs, vid = None, True, False, [], 1
@@ -243,8 +245,8 @@ def parse_bgp(text: str, path: str = "startup-config") -> BgpIntent | None:
                 if peer not in neighbors:
                     neighbors.append(peer)
                 sess.append(f"neighbor {peer} peer-group {rest[-1]}")
-            elif rest[0] == "bfd":
-                warn.append(f"{where}: 'neighbor {peer} bfd' is not emulated (no bfdd)")
+            elif rest == ["bfd"]:
+                sess.append(f"neighbor {peer} bfd")  # the lab runs bfdd beside bgpd
             elif rest[0] == "update-source" and len(rest) == 2:
                 sess.append(f"neighbor {peer} update-source {_ifname(rest[1])}")
             elif rest[0] in _SESSION:
@@ -277,7 +279,7 @@ def parse_bgp(text: str, path: str = "startup-config") -> BgpIntent | None:
 
     if default_activate:
         activated = groups + [n for n in neighbors if n not in grouped]
-    policy = [x for x in bs if x.head.startswith(("ip prefix-list ", "ip route ", "route-map "))]
+    policy = [x for x in bs if x.head.startswith(("ip prefix-list ", "ip route ", "route-map ", "ip community-list "))]
     return BgpIntent(asn, hostname, glob, sess, af, activated, max_paths, policy, warn)
 
 
@@ -293,6 +295,11 @@ def frr_text(bgp: BgpIntent) -> str:
     for x in bs:
         if x.head.startswith("ip prefix-list "):
             out += _prefix_list_lines(x)
+    for x in bs:
+        w = x.head.split()
+        # EOS `ip community-list NAME permit|deny COMMUNITY...` is FRR's standard list
+        if w[:2] == ["ip", "community-list"] and len(w) >= 5 and w[3] in ("permit", "deny"):
+            out.append("bgp community-list standard " + " ".join(w[2:]))
     for x in bs:
         w = x.head.split()
         if w[:2] == ["ip", "route"] and len(w) >= 4:

@@ -170,6 +170,9 @@ def check_args(p) -> None:
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML (one testcase per id)")
     p.add_argument("--timeout", type=positive(float), default=60.0, help="seconds to wait for convergence (default 60)")
     p.add_argument("--only", action="append", choices=CHECKS, help="run only this check (repeatable)")
+    p.add_argument("--failover", metavar="SWITCH",
+                   help="take SWITCH down as 'lab fault --node' does, report the time until every pair passes "
+                        "again, then restore it (docs/bgp.md)")
 
 
 def check(args) -> int:
@@ -178,8 +181,14 @@ def check(args) -> int:
     from railonly.emulation.checks.check_plan import CHECKS
 
     rt, lab = open_lab(args)
-    with locked(lab, shared=True), console.reporter() as bar:
-        run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
+    if args.failover:
+        from railonly.emulation.traffic import failover
+
+        with locked(lab), console.reporter() as bar:  # exclusive: it changes the lab, as fault does
+            run = failover.measure(lab, rt, args.failover, timeout=args.timeout, progress=bar.step)
+    else:
+        with locked(lab, shared=True), console.reporter() as bar:
+            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
     if run.failed or not args.quiet:
         console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
@@ -205,6 +214,9 @@ def traffic_args(p) -> None:
                    help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
     p.add_argument("--tolerance", type=float, default=0.10,
                    help="measured network time passes within this share of the placement-aware model (default 0.10)")
+    p.add_argument("--reroute", action="store_true",
+                   help="--job: send the flows of GPUs whose rail NIC is down (lab fault --link) through an HB"
+                        " sibling's NIC, as NCCL's PXN does, and put the slowdown beside analyze --fail's")
     p.add_argument("--streams", type=int, default=None,
                    help="parallel TCP streams per transfer (default: NCCL's channels per network peer for the"
                         " design's NIC, 4 at 400G), each hashed by ECMP on its own")
@@ -215,6 +227,10 @@ def traffic(args) -> int:
     from railonly.emulation.traffic import iperf3
 
     _check_timing_options(args)
+    if getattr(args, "reroute", False) and not args.job:
+        from railonly.emulation.lab import LabError
+
+        raise LabError("command line", "--reroute replays a job's flows through HB siblings", "add --job JOB.yml")
     if args.job:
         return traffic_job(args)
     rt, lab = open_lab(args)
@@ -275,9 +291,12 @@ def traffic_job(args) -> int:
     try:
         with locked(lab, shared=True):
             rep = replay.run(lab, rt, job, iterations=args.iterations, time_scale=args.time_scale,
-                             tolerance=args.tolerance, streams=args.streams, progress=say, detail=detail)
+                             tolerance=args.tolerance, streams=args.streams,
+                             reroute=args.reroute, progress=say, detail=detail)
     except job_plan.ScaleError as exc:
-        raise LabError(args.job, str(exc), "use a job whose tensor-parallel group fits the lab's HB domain") from None
+        fix = ("restore a NIC of that HB domain (lab fault --restore)" if "no detour" in str(exc)
+               else "use a job whose tensor-parallel group fits the lab's HB domain")
+        raise LabError(args.job, str(exc), fix) from None
     if rep["verdict"] == "fail" or not quiet:
         console.out(replay.format_report(rep))
     if args.json:

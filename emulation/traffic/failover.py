@@ -1,0 +1,98 @@
+"""Failover time of a switch fault, measured with the reachability probes (docs/bgp.md).
+
+`railonly lab check OUTDIR --failover SWITCH`: every same-rail pair must pass
+first; then the switch goes down exactly as `railonly lab fault --node` takes
+it down (recorded in the OUTDIR, so `lab fault --restore` undoes it too), and
+every pair is probed in numbered rounds of :data:`ROUND_S` until one whole
+round arrives. The failover time is from the fault to the start of that
+round, so it is exact to one round. The fault is restored at the end and the
+result says how long the fabric took to converge back.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from ..lab import Lab, LabError
+from ..checks import judge, probe
+from ..checks import check_plan as checks_plan
+from ..checks.checker import CheckRun, _open_sockets, _reach, collect_bfd, collect_bgp
+from ..runtime.protocol import Runtime
+from . import faults
+
+ROUND_S = 0.1  # one probe round: the resolution of the failover time
+MAX_ROUNDS = 255  # round numbers ride in one byte of the probe
+
+
+def _round_sender(ag: probe.Agent, lab: Lab, cp: checks_plan.CheckPlan) -> Callable[[int], None]:
+    pairs = cp.reach_pairs()
+    for i, (a, _) in enumerate(pairs):
+        ag.reach_src[i] = a
+
+    def send(rnd: int) -> None:
+        groups: dict[int, list] = {}
+        for i, (a, b) in enumerate(pairs):
+            pkt = probe.ip_udp(cp.gpus[a].ip, cp.gpus[b].ip, probe.payload(lab.name, probe.K_REACH, i, rnd), ident=i)
+            groups.setdefault(cp.gpus[a].rail, []).append((a, pkt, cp.gpus[b].ip))
+        ag.send_ip_groups(list(groups.values()), threads=2)
+
+    return send
+
+
+def measure(lab: Lab, rt: Runtime, switch: str, *, timeout: float = 30.0,
+            progress: Callable[[str], None] = lambda s: None) -> CheckRun:
+    cp = checks_plan.load(lab)
+    node = lab.node(switch)  # LabError (exit 2) for an unknown node
+    if node.role != "switch":
+        raise LabError(switch, f"{switch} is a {node.role}, not a switch", "--failover takes a switch")
+    out = CheckRun(lab.name)
+    rid = f"failover/{switch}"
+    netns = {n.name: n.netns for n in lab.nodes.values()}
+    total = len(cp.reach_pairs())
+    with probe.Agent(lab.name, netns) as ag:
+        _open_sockets(ag, lab, cp)
+        progress(f"failover: {total} same-rail pairs before the fault")
+        _reach(ag, lab, cp, min(timeout, 10.0), progress)
+        if len(ag.ev.reach) < total:
+            out.results.append(judge.Result(rid, "failover", False,
+                                            f"only {len(ag.ev.reach)} of {total} pairs pass before the fault: run 'railonly lab check' first"))
+            return out
+        send = _round_sender(ag, lab, cp)
+        progress(f"failover: {switch} down")
+        t0 = time.monotonic()
+        what = faults.node_down(lab, rt, switch)
+        started: dict[int, float] = {}
+        try:
+            for rnd in range(1, MAX_ROUNDS + 1):
+                started[rnd] = time.monotonic() - t0
+                send(rnd)
+                ag.pump(ROUND_S)
+                if any(len(got) == total for got in ag.ev.reach_rounds.values()) or started[rnd] > timeout:
+                    break
+            ag.pump(ROUND_S)  # late answers of the last rounds
+        finally:
+            progress("failover: restoring")
+            faults.restore(lab, rt)
+    got = {r: len(ag.ev.reach_rounds.get(r, ())) for r in started}
+    whole = [r for r in sorted(got) if got[r] == total]
+    done_at = started[whole[0]] if whole else None
+    worst = min([got[r] for r in got if not whole or r < whole[0]], default=total)
+    if done_at is None:
+        out.results.append(judge.Result(rid, "failover", False,
+                                        f"{what}; not every pair passed again within {timeout:g} s"))
+    else:
+        detail = (f"{what}; every pair passes again {done_at:.2f} s after the fault "
+                  f"(rounds of {ROUND_S:g} s; the worst round saw {worst} of {total} pairs)")
+        out.results.append(judge.Result(rid, "failover", True, detail))
+        out.timings["failover"] = done_at
+        out.notes.append(f"failover {switch}: {done_at:.2f} s until all {total} pairs pass again")
+    # back to where it started: sessions re-established, BFD up
+    t = time.monotonic()
+    peers, routes = collect_bgp(rt, lab, cp, timeout)
+    back = judge.bgp(cp, peers, routes) + judge.bfd(cp, collect_bfd(rt, lab, cp, timeout))
+    ok = all(r.passed for r in back)
+    out.results.append(judge.Result(f"failover/{switch}/restored", "failover", ok,
+                                    f"after restore: {sum(r.passed for r in back)} of {len(back)} BGP/BFD checks pass "
+                                    f"after {time.monotonic() - t:.1f} s"))
+    return out

@@ -1,0 +1,164 @@
+"""The management plane of the switches (design section `management:`, docs/management.md).
+
+Vendor-neutral and pure: the design keys, their checks, and what each switch
+gets (its management address). The renderers print it in their own form:
+SONiC ConfigDB tables (MGMT_PORT, MGMT_INTERFACE, MGMT_VRF_CONFIG, NTP,
+NTP_SERVER, SYSLOG_SERVER, DNS_NAMESERVER), EOS lines (Management1 in a VRF,
+`ntp server vrf`, `logging vrf`, `ip name-server vrf`, `username`).
+
+Secrets never travel in clear: a user gives a SHA-512 crypt hash (`$6$...`,
+as `openssl passwd -6` or `mkpasswd -m sha-512` print it) or an SSH public
+key; a `password` key is refused. Every value that reaches a config line is
+checked against a strict form here, so no design value can add a line.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import struct
+from dataclasses import dataclass
+
+from ..input.schema import Field
+
+SONIC_MGMT_VRF = "mgmt"  # SONiC's management VRF has this fixed name
+SONIC_MGMT_PORT = "eth0"
+EOS_MGMT_PORT = "Management1"
+ROLES = ("network-admin", "network-operator")  # EOS built-in roles; SONiC: admin (sudo) or read-only
+USER_NAME = r"[a-z_][a-z0-9_-]{0,31}"
+VRF_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,31}"
+# SHA-512 crypt: $6$, a salt of up to 16 characters of [./A-Za-z0-9], $, 86 characters
+SHA512_CRYPT = r"\$6\$[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{86}"
+SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
+SSH_KEY = rf"({'|'.join(SSH_KEY_TYPES)}) [A-Za-z0-9+/]{{16,8192}}={{0,3}}( [A-Za-z0-9@._-]{{1,64}})?"
+IPV4 = r"(\d{1,3}\.){3}\d{1,3}"
+
+_ADDR_LIST = Field("list", default=[], item=Field("str", pattern=IPV4, pattern_text="an IPv4 address like 192.0.2.10"))
+
+FIELDS: dict[str, Field] = {
+    "pool": Field("cidr", required=True, hint="management subnet, one address per switch, e.g. 192.168.100.0/24"),
+    "gateway": Field("str", required=True, pattern=IPV4, pattern_text="an IPv4 address inside management.pool",
+                     hint="the management network's router, e.g. 192.168.100.1"),
+    "vrf": Field("str", default=SONIC_MGMT_VRF, pattern=VRF_NAME, pattern_text="a VRF name (letters, digits, '_', '-')",
+                 hint="VRF of the management port (SONiC's is always 'mgmt')"),
+    "ntp": Field("list", default=[], item=_ADDR_LIST.item, hint="NTP servers, reached in the management VRF"),
+    "syslog": Field("list", default=[], item=_ADDR_LIST.item, hint="syslog servers (UDP 514), in the management VRF"),
+    "dns": Field("list", default=[], item=_ADDR_LIST.item, hint="DNS name servers, in the management VRF"),
+    "users": Field("list", default=[], hint="local users: {name, role, sha512} or {name, role, ssh_key}", item=Field(
+        "section", fields={
+            "name": Field("str", required=True, pattern=USER_NAME, pattern_text="a user name (lowercase, digits, '_', '-')",
+                          hint="e.g. name: netops"),
+            "role": Field("choice", default="network-operator", choices=ROLES, hint="network-admin or network-operator"),
+            "sha512": Field("str", default=None, pattern=SHA512_CRYPT,
+                            pattern_text="a SHA-512 crypt hash ($6$salt$ and 86 characters)",
+                            hint="make one with: openssl passwd -6"),
+            "ssh_key": Field("str", default=None, pattern=SSH_KEY,
+                             pattern_text="one SSH public key line (type, base64, optional comment)",
+                             hint="e.g. the line of ~/.ssh/id_ed25519.pub"),
+            "password": Field("str", default=None, hint="never: give sha512 or ssh_key"),  # declared to refuse it by name
+        })),
+    "tacacs": Field("list", default=[], item=_ADDR_LIST.item,
+                    hint="TACACS+ servers (their shared key is installed on the switch, never written here); local users stay the fallback"),
+    "gnmi": Field("bool", default=False, hint="true: enable the gNMI server in the management VRF"),
+}
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    role: str
+    sha512: str | None
+    ssh_key: str | None
+
+
+@dataclass(frozen=True)
+class Management:
+    pool: ipaddress.IPv4Network
+    gateway: str
+    vrf: str
+    ntp: tuple[str, ...]
+    syslog: tuple[str, ...]
+    dns: tuple[str, ...]
+    users: tuple[User, ...]
+    tacacs: tuple[str, ...]
+    gnmi: bool
+
+    @property
+    def prefixlen(self) -> int:
+        return self.pool.prefixlen
+
+
+def from_values(v: dict | None) -> Management | None:
+    if not v:
+        return None
+    return Management(
+        pool=v["pool"], gateway=v["gateway"], vrf=v["vrf"], ntp=tuple(v["ntp"]), syslog=tuple(v["syslog"]),
+        dns=tuple(v["dns"]), tacacs=tuple(v["tacacs"]), gnmi=v["gnmi"],
+        users=tuple(User(u["name"], u["role"], u["sha512"], u["ssh_key"]) for u in v["users"]),
+    )
+
+
+def problems(v: dict, platforms: set[str], switches: int | None, bad) -> None:
+    """Checks across the section's keys (`bad(path, message, hint)` reports one);
+    `switches`: how many need an address (None: unknown yet)."""
+    pool = v.get("pool")
+    for key in ("gateway", "ntp", "syslog", "dns", "tacacs"):
+        values = v.get(key)
+        for i, a in enumerate([values] if isinstance(values, str) else values or []):
+            path = f"management.{key}" + ("" if key == "gateway" else f"[{i}]")
+            try:
+                ip = ipaddress.IPv4Address(a)
+            except ValueError:
+                bad(path, f"{a!r} is not an IPv4 address", "write four numbers 0-255, e.g. 192.0.2.10")
+                continue
+            if key == "gateway" and isinstance(pool, ipaddress.IPv4Network) and ip not in pool:
+                bad(path, f"{a} is outside management.pool ({pool})", "use an address inside the pool, e.g. its first")
+    seen: set[str] = set()
+    for i, u in enumerate(v.get("users") or []):
+        if not isinstance(u, dict):
+            continue
+        where = f"management.users[{i}]"
+        if u.get("password") is not None:
+            bad(f"{where}.password", "a plaintext password is refused: it would sit in every config and every copy of the design",
+                "replace it with sha512: <the output of 'openssl passwd -6'>, or ssh_key: <a public key line>")
+        if u.get("sha512") is None and u.get("ssh_key") is None and u.get("password") is None:
+            bad(where, "gives neither sha512 nor ssh_key", "add sha512: (openssl passwd -6) or ssh_key: (a .pub line)")
+        key = u.get("ssh_key")
+        if isinstance(key, str) and not _ssh_key_ok(key):
+            bad(f"{where}.ssh_key", "is not a valid SSH public key (its base64 does not decode to a key of the named type)",
+                "paste the whole line of your .pub file")
+        name = u.get("name")
+        if isinstance(name, str):
+            if name in seen:
+                bad(f"{where}.name", f"user {name!r} is given twice", "give each user once")
+            seen.add(name)
+    if "sonic" in platforms and v.get("vrf") not in (None, SONIC_MGMT_VRF):
+        bad("management.vrf", f"SONiC's management VRF is always named {SONIC_MGMT_VRF!r}, got {v.get('vrf')!r}",
+            f"use vrf: {SONIC_MGMT_VRF} (or leave it out) while any switch runs SONiC")
+    if isinstance(pool, ipaddress.IPv4Network) and switches is not None:
+        usable = pool.num_addresses - 2 - 1  # network, broadcast, gateway
+        if switches > usable:
+            bad("management.pool", f"{pool} has {max(0, usable):,} addresses for switches, the design has {switches:,}",
+                f"use a pool of at least /{32 - (switches + 3 - 1).bit_length()}")
+
+
+def _ssh_key_ok(line: str) -> bool:
+    """The blob decodes and names the same key type (a wire-format string first)."""
+    kind, blob = line.split()[:2]
+    try:
+        raw = base64.b64decode(blob, validate=True)
+        (n,) = struct.unpack(">I", raw[:4])
+        return raw[4:4 + n].decode("ascii") == kind
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return False
+
+
+def assign(fab) -> None:
+    """One address per switch, in fabric order, skipping the gateway (hosts .1 up)."""
+    m = fab.design.management
+    if m is None:
+        return
+    gw = ipaddress.IPv4Address(m.gateway)
+    hosts = (h for h in m.pool.hosts() if h != gw)
+    for sw in fab.switches:
+        sw.mgmt_ip = f"{next(hosts)}/{m.prefixlen}"

@@ -1,0 +1,139 @@
+"""The management plane (docs/management.md): both vendors' forms, YANG-valid and
+`validate` clean; secrets only as hashes or keys; hostile values never reach a line;
+`validate` accepts exactly the management forms railonly writes and EOS prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cases import CASES, MGMT  # noqa: E402
+
+from railonly.cli import main  # noqa: E402
+from railonly.fabric.outdir.reader import check_eos  # noqa: E402
+
+HASH = "$6$railonlysalt0001$XpJUZ2GBYrUOtLdsK/BO3aghgmYCL9Y/c1iP2TPprCjp5kg2NKrnBzw7OXIyH8c3sMx14sME9FIBpnflRZnDq0"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f ops@example"
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("mgmt")
+    (base / "d.yml").write_text(CASES["mixed-mgmt-2tier"])
+    assert main(["compile", str(base / "d.yml"), "-o", str(base / "out"), "-q"]) == 0
+    return base / "out"
+
+
+def compile_text(tmp_path: Path, text: str, capsys) -> tuple[int, str]:
+    (tmp_path / "d.yml").write_text(text)
+    rc = main(["compile", str(tmp_path / "d.yml"), "-o", str(tmp_path / "out"), "-q"])
+    return rc, capsys.readouterr().err
+
+
+def test_both_vendors_validate_clean_with_yang(outdir, capsys):
+    assert main(["validate", str(outdir)]) == 0, capsys.readouterr().out
+
+
+def test_sonic_tables_in_their_yang_forms(outdir):
+    doc = json.loads((outdir / "configs/rail0-leaf0/config_db.json").read_text())
+    fabric = json.loads((outdir / "fabric.json").read_text())
+    ip = next(n["mgmt_ip"] for n in fabric["nodes"] if n["name"] == "rail0-leaf0")
+    assert doc["MGMT_INTERFACE"] == {f"eth0|{ip}": {"gwaddr": "192.168.100.1"}}
+    assert doc["MGMT_PORT"]["eth0"]["admin_status"] == "up"
+    assert doc["MGMT_VRF_CONFIG"] == {"vrf_global": {"mgmtVrfEnabled": "true"}}
+    assert set(doc["NTP_SERVER"]) == {"192.0.2.1", "192.0.2.2"} and doc["NTP"]["global"]["vrf"] == "mgmt"
+    assert doc["SYSLOG_SERVER"] == {"192.0.2.3": {"vrf": "mgmt", "port": "514"}}
+    assert doc["DNS_NAMESERVER"] == {"192.0.2.53": {}}
+
+
+def test_one_distinct_management_address_per_switch(outdir):
+    fabric = json.loads((outdir / "fabric.json").read_text())
+    ips = [n["mgmt_ip"] for n in fabric["nodes"] if n["role"] == "switch"]
+    assert len(ips) == len(set(ips)) == 10 and "192.168.100.1/24" not in ips
+
+
+def test_eos_lines(outdir):
+    text = (outdir / "configs/rail0-spine0/startup-config").read_text()
+    for line in (f"username netops privilege 15 role network-admin secret sha512 {HASH}",
+                 "username viewer privilege 1 role network-operator nopassword", f"username viewer ssh-key {KEY}",
+                 "logging vrf mgmt host 192.0.2.3", "ip name-server vrf mgmt 192.0.2.53", "vrf instance mgmt",
+                 "interface Management1\n   description management\n   vrf mgmt\n   ip address 192.168.100.",
+                 "no ip routing vrf mgmt", "ip route vrf mgmt 0.0.0.0/0 192.168.100.1",
+                 "ntp server vrf mgmt 192.0.2.1 iburst local-interface Management1",
+                 "tacacs-server host 192.0.2.49 vrf mgmt", "management api gnmi\n   transport grpc default\n      vrf mgmt"):
+        assert line in text, line
+
+
+def test_a_plaintext_password_is_exit_2_naming_the_key(tmp_path, capsys):
+    text = CASES["sonic-routed-2tier"] + MGMT.replace(f'sha512: "{HASH}"', 'password: "hunter2"')
+    rc, err = compile_text(tmp_path, text, capsys)
+    assert rc == 2
+    assert "management.users[0].password" in err and "plaintext password is refused" in err and "openssl passwd -6" in err
+    assert "hunter2" not in err  # the secret is not echoed back
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("name: netops", 'name: "netops\\nusername evil privilege 15 nopassword"', "users[0].name"),
+    (f'sha512: "{HASH}"', f'sha512: "{HASH}\\nbash rm -rf /"', "users[0].sha512"),
+    (f'sha512: "{HASH}"', 'sha512: "$1$md5salt$notsha512"', "users[0].sha512"),
+    (f'ssh_key: "{KEY}"', f'ssh_key: "{KEY}\\nusername evil nopassword"', "users[1].ssh_key"),
+    (f'ssh_key: "{KEY}"', 'ssh_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f"'
+                          .replace("AAAAC3NzaC1lZDI1NTE5", "AAAAB3NzaC1yc2EAAAAD"), "users[1].ssh_key"),
+    ("ntp: [192.0.2.1, 192.0.2.2]", 'ntp: ["192.0.2.1 prefer\\nbash id"]', "ntp[0]"),
+    ("syslog: [192.0.2.3]", "syslog: [300.1.1.1]", "syslog[0]"),
+    ("gateway: 192.168.100.1", "gateway: 10.9.9.9", "gateway"),
+    ("pool: 192.168.100.0/24", "pool: 192.168.100.0/29", "management.pool"),
+])
+def test_hostile_or_wrong_values_are_exit_2_naming_the_key(tmp_path, capsys, old, new, key):
+    text = CASES["mixed-mgmt-2tier"]
+    assert old in text
+    rc, err = compile_text(tmp_path, text.replace(old, new), capsys)
+    assert rc == 2 and key in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_sonic_needs_the_vrf_named_mgmt(tmp_path, capsys):
+    rc, err = compile_text(tmp_path, CASES["mixed-mgmt-2tier"].replace("gateway:", "vrf: oob\n  gateway:"), capsys)
+    assert rc == 2 and "management.vrf" in err and "'mgmt'" in err
+    eos_only = CASES["eos-routed-2tier"] + MGMT.replace("gateway:", "vrf: MGMT\n  gateway:")
+    rc, err = compile_text(tmp_path, eos_only, capsys)
+    assert rc == 0, err
+    assert "vrf instance MGMT" in (tmp_path / "out/configs/rail0-leaf0/startup-config").read_text()
+
+
+# --- validate: exactly the forms railonly writes and EOS prints ------------------------
+
+def test_validate_accepts_the_forms_eos_prints():
+    printed = ("hostname a\nno aaa root\n"
+               f"username admin privilege 15 role network-admin secret sha512 {HASH}\n"
+               f"username netops role network-admin secret sha512 {HASH}\n"
+               "username viewer privilege 1 role network-operator nopassword\n"
+               f"username viewer ssh-key {KEY}\n"
+               "logging vrf MGMT host 192.0.2.3\nntp server vrf MGMT 192.0.2.1 iburst\n"
+               "ntp server vrf MGMT 192.0.2.2\nmanagement api http-commands\n   no shutdown\n"
+               "management api gnmi\n   transport grpc default\n      vrf MGMT\n"
+               "tacacs-server host 192.0.2.49 vrf MGMT\nend\n")
+    assert check_eos(printed, "x") == []
+
+
+@pytest.mark.parametrize("line, why", [
+    ("username evil privilege 15 nopassword", "no password and no SSH key"),
+    ("username evil privilege 15 role network-admin secret 0 hunter2", "not one railonly writes"),
+    ("username evil privilege 15 role network-admin secret 5 $1$abc$def", "not one railonly writes"),
+    ("username evil shell /bin/bash nopassword", "not one railonly writes"),
+    ("username evil ssh-key ssh-ed25519 AAAA; rm -rf /", "not one railonly writes"),
+    ("ntp server vrf MGMT evil.example.com", "not one railonly writes"),
+    ("logging host 192.0.2.3 protocol tcp", "not one railonly writes"),
+    ("management security", "not one railonly writes"),
+    ("tacacs-server key 0 hunter2", "not one railonly writes"),
+    ("aaa authentication login default none", "runs programs or changes access"),
+    ("   username evil nopassword", "runs programs or changes access"),
+])
+def test_validate_refuses_dangerous_management_forms(line, why):
+    probs = check_eos(f"hostname a\n{line}\nend\n", "x")
+    assert probs and why in probs[0].message, [p.message for p in probs]
