@@ -62,6 +62,9 @@ FIELDS: dict[str, Field] = {
                          hint="HB domains at build-out (default: count); the spine and core tiers are sized for it, "
                               "so growing count up to it only adds cables"),
         "gbps": Field("number", default=3600, min=1, max=1_000_000, hint="per-GPU HB (NVLink) bandwidth in Gbit/s, one direction"),
+        "gpus_per_host": Field("int", default=None, min=1, max=512,
+                               hint="GPUs per host (server or compute tray), a divisor of size (default: size, one host per domain); "
+                                    "4 for GB200 NVL72 (18 trays of 4): hosts/, NetBox and cabling.csv are then per tray"),
     }),
     "nic": Field("section", fields={
         "gbps": Field("int", default=NIC_GBPS_DEFAULT, min=1, max=1600, hint=f"per-GPU NIC speed in Gbit/s, one of {', '.join(map(str, SPEEDS_GBPS))}"),
@@ -150,6 +153,7 @@ class Design:
     lab_domains: int | None
     lab_nic_mbps: float
     hb_planned: int | None = None  # HB domains at build-out (None: hb_count)
+    hb_gpus_per_host: int | None = None  # GPUs per host (server or tray); None: the whole domain
     cable_length_m: dict[int, int] = field(default_factory=physical.default_lengths)  # cable tier -> metres
     nic_optic: str = physical.NIC_OPTIC_DEFAULT  # the NIC-leaf medium (physical.NIC_OPTICS)
     switch_model: str = catalog.GENERIC
@@ -170,6 +174,11 @@ class Design:
     @property
     def gpus(self) -> int:
         return self.hb_size * self.hb_count
+
+    @property
+    def gpus_per_host(self) -> int:
+        """GPUs (and NICs) per host: a server is the whole HB domain, a rack's compute tray a part."""
+        return self.hb_gpus_per_host or self.hb_size
 
     @property
     def rails(self) -> int:
@@ -220,6 +229,11 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
     if have("hb_domain.count") and planned is not None and planned < count:
         bad("hb_domain.planned", f"must be at least hb_domain.count ({count:,}): the build-out cannot be smaller than what is built, got {planned:,}",
             f"use hb_domain.planned: {count} or more, or leave it out (default: count)")
+    per_host = _get(v, "hb_domain.gpus_per_host")
+    if have("hb_domain.size", "hb_domain.gpus_per_host") and per_host is not None and K % per_host:
+        fits = [g for g in range(1, K + 1) if K % g == 0]
+        bad("hb_domain.gpus_per_host", f"must divide hb_domain.size ({K}) so every host holds as many GPUs, got {per_host}",
+            f"use one of {', '.join(map(str, fits))} (e.g. 4 for GB200 NVL72), or leave it out (default: size)")
     if have("switch.radix") and k % 2:
         bad("switch.radix", f"must be even (half the ports go up in a multi-tier Clos), got {k}", f"use radix {k + 1} or {k - 1}")
     if have("nic.gbps") and v["nic"]["gbps"] not in SPEEDS_GBPS:
@@ -325,6 +339,7 @@ def design_from_source(src: Source, text: str = "") -> Design:
         lab_domains=values["lab"]["domains"],
         lab_nic_mbps=values["lab"]["nic_mbps"],
         hb_planned=values["hb_domain"]["planned"],
+        hb_gpus_per_host=values["hb_domain"]["gpus_per_host"],
         cable_length_m={tier: values["cabling"][key] for tier, (key, _, _) in physical.TIERS.items()},
         nic_optic=values["cabling"]["nic_optic"],
         switch_model=values["switch"]["model"],

@@ -12,9 +12,12 @@ which the design check enforces.
 
 Names. The fabric graph (and the lab, which runs one namespace per GPU) has a
 node `hb<d>-gpu<r>` whose NIC is `eth1`. On the floor that NIC is port
-`rail<r>` of server `hb<d>`, as the host configs name it; the plant files
-(cabling, NetBox) use the floor names and keep the graph node in a column, and
-:class:`Naming` maps one to the other in both directions.
+`rail<r>` of the host that holds GPU r: server `hb<d>` when one host is the
+whole HB domain (a DGX), tray `hb<d>-tray<t>` when the domain is a rack of
+trays of `hb_domain.gpus_per_host` GPUs (GB200 NVL72: 18 trays of 4, GPU r in
+tray r // 4). The host configs, cabling and NetBox use the floor names and keep
+the graph node in a column, and :class:`Naming` maps one to the other in both
+directions.
 """
 
 from __future__ import annotations
@@ -113,10 +116,28 @@ def nic_name(rank: int) -> str:
     return f"rail{rank}"
 
 
-class Naming:
-    """Graph ends <-> floor ends, built from the fabric's nodes (graph objects or fabric.json dicts)."""
+def host_name(domain: str, rank: int, gpus_per_host: int | None, hb_size: int) -> str:
+    """The host (server or tray) that holds GPU `rank` of HB domain `domain` ('hb3'):
+    the domain itself when one host holds all its GPUs, else its tray 'hb3-tray<t>'."""
+    if not gpus_per_host or gpus_per_host >= hb_size:
+        return domain
+    return f"{domain}-tray{rank // gpus_per_host}"
 
-    def __init__(self, nodes):
+
+def hosts_of(domain: str, hb_size: int, gpus_per_host: int | None) -> list[tuple[str, range]]:
+    """(host name, GPU ranks) of every host of an HB domain, in rank order."""
+    per = gpus_per_host if gpus_per_host and gpus_per_host < hb_size else hb_size
+    return [(host_name(domain, t * per, per, hb_size), range(t * per, min(hb_size, (t + 1) * per)))
+            for t in range(-(-hb_size // per))]
+
+
+class Naming:
+    """Graph ends <-> floor ends, built from the fabric's nodes (graph objects or fabric.json dicts)
+    and the GPUs per host (None: one host per HB domain)."""
+
+    def __init__(self, nodes, gpus_per_host: int | None = None):
+        if not isinstance(gpus_per_host, int) or isinstance(gpus_per_host, bool) or gpus_per_host < 1:
+            gpus_per_host = None  # a hostile fabric.json value: name by domain (the plant check then disagrees)
         server_of: dict[int, str] = {}
         gpus: list[tuple[str, int, int]] = []
         for n in nodes:
@@ -127,8 +148,12 @@ class Naming:
                 gpus.append((name, dom, _get(n, "rank")))
         self._floor: dict[str, tuple[str, str]] = {}  # gpu node -> (server, nic)
         self._graph: dict[tuple[str, str], str] = {}  # (server, nic) -> gpu node
+        size: dict[int, int] = {}
+        for _, dom, rank in gpus:
+            size[dom] = max(size.get(dom, 0), (rank if isinstance(rank, int) else 0) + 1)
         for name, dom, rank in gpus:
-            end = (server_of.get(dom, name), nic_name(rank))
+            server = server_of.get(dom)
+            end = (host_name(server, rank, gpus_per_host, size[dom]) if server and isinstance(rank, int) else name, nic_name(rank))
             self._floor[name] = end
             self._graph[end] = name
 
@@ -159,5 +184,5 @@ def naming(fab) -> Naming:
     file reads them; built before the compiler forks its workers, so they inherit it)."""
     names = fab.__dict__.get("_naming")
     if names is None:
-        names = fab.__dict__["_naming"] = Naming(fab.nodes)
+        names = fab.__dict__["_naming"] = Naming(fab.nodes, fab.design.gpus_per_host)
     return names

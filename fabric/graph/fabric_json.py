@@ -51,6 +51,8 @@ def render(fab: Fabric) -> str:
         "nic_gbps": d.nic_gbps, "hb_gbps": d.hb_gbps, "tiers": fab.tiers,
         "lab_nic_mbps": d.lab_nic_mbps,  # the emulation's NIC rate (design lab.nic_mbps); it never recompiles
     }
+    if d.gpus_per_host < d.hb_size:  # a rack of trays; absent: one host per domain (the files before trays)
+        head["gpus_per_host"] = d.gpus_per_host
     if d.management is not None:  # the lab builds its management network from these (docs/management.md)
         head["management"] = {"pool": str(d.management.pool), "gateway": d.management.gateway}
     dumps = json.JSONEncoder(sort_keys=False, separators=(", ", ": ")).encode

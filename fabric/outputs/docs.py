@@ -205,8 +205,12 @@ def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
     _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
     gpu = fab.gpus[0]
     server, port, _ = physical.naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
+    host = "server" if d.gpus_per_host >= d.hb_size else (
+        f"compute tray (`hb_domain.gpus_per_host: {d.gpus_per_host}`: each HB domain is {d.hb_size // d.gpus_per_host} "
+        f"trays `hb<d>-tray<t>` of {d.gpus_per_host} GPUs, GPU r in tray r // {d.gpus_per_host}; `hosts/`, NetBox and "
+        f"`cabling.csv` name the tray)")
     add(f"Servers and NICs are named as the host configs name them: GPU r's NIC is port `rail<r>` of its "
-        f"server (here `{server}` port `{port}` is GPU {gpu.rank}); the lab runs one namespace per GPU "
+        f"{host} (here `{server}` port `{port}` is GPU {gpu.rank}); the lab runs one namespace per GPU "
         f"(`{gpu.name}`), which `cabling.csv` gives in its `a_gpu` column.")
     add("")
 

@@ -22,7 +22,7 @@ import csv
 import io
 
 from ..cost.prices import PriceBook, default_prices
-from ..design.physical import cable_length_m, naming, nic_name
+from ..design.physical import cable_length_m, hosts_of, naming, nic_name
 from ..devices.device import switch_view
 from ..graph.model import Fabric
 
@@ -74,9 +74,13 @@ def render_devices(fab: Fabric) -> str:
     d = fab.design
     buf, w = _writer()
     w.writerow(DEVICE_COLUMNS)
+    per = d.gpus_per_host
     for hb in fab.hbs:
-        w.writerow([hb.name, SERVER_ROLE, MANUFACTURER, server_type(d.hb_size, d.nic_gbps), "", "planned", d.name,
-                    f"HB domain {hb.hb_domain}: {d.hb_size} GPUs, NIC rail<r> for GPU r"])
+        for host, ranks in hosts_of(hb.name, d.hb_size, per):
+            what = (f"HB domain {hb.hb_domain}: {d.hb_size} GPUs" if per >= d.hb_size else
+                    f"HB domain {hb.hb_domain} tray {ranks[0] // per}: GPUs {ranks[0]}-{ranks[-1]} of {d.hb_size}")
+            w.writerow([host, SERVER_ROLE, MANUFACTURER, server_type(per, d.nic_gbps), "", "planned", d.name,
+                        f"{what}, NIC rail<r> for GPU r"])
     for sw in fab.switches:
         rails = ",".join(map(str, sw.rails)) if sw.rails else "all (joins rails)"
         model = d.model_of_tier(sw.tier)  # a catalog platform: its vendor and model name
@@ -93,12 +97,13 @@ def render_interfaces(fab: Fabric) -> str:
     speed = int(d.nic_gbps) * 1_000_000  # NetBox speed is in kbit/s
     buf, w = _writer()
     w.writerow(INTERFACE_COLUMNS)
+    names = naming(fab)
     gpus_of: dict[int, list] = {}
     for g in fab.gpus:
         gpus_of.setdefault(g.hb_domain, []).append(g)
     for hb in fab.hbs:
         for g in sorted(gpus_of.get(hb.hb_domain, []), key=lambda g: g.rank):
-            w.writerow([hb.name, nic_name(g.rank), f"GPU {g.rank}", kind, "true", d.nic_mtu, speed,
+            w.writerow([names.server_of(g.name) or hb.name, nic_name(g.rank), f"GPU {g.rank}", kind, "true", d.nic_mtu, speed,
                         f"NIC of GPU {g.rank} (lab node {g.name}), rail {g.rail}"])
     for sw in fab.switches:
         for p in switch_view(fab, sw).ports:

@@ -69,7 +69,7 @@ def _int(text) -> int | None:
 
 
 def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
-    names = Naming(fabric["nodes"])
+    names = Naming(fabric["nodes"], fabric.get("gpus_per_host"))
     cables = {lk["cable_id"]: lk for lk in fabric["links"] if lk.get("cable_id")}
 
     def floor(e: dict) -> tuple[str, str]:

@@ -109,13 +109,14 @@ def test_nic_ends_are_named_as_the_host_configs_name_them(make):
     assert nic_rows
     for r in nic_rows:
         gpu = fab.node(r["a_gpu"])  # the lab's per-GPU node stays the GPU's
-        assert r["a_device"] == f"hb{gpu.hb_domain}" and r["a_port"] == f"rail{gpu.rank}"
+        host = physical.host_name(f"hb{gpu.hb_domain}", gpu.rank, design.gpus_per_host, design.hb_size)
+        assert r["a_device"] == host and r["a_port"] == f"rail{gpu.rank}"
         assert r["a_port"] in hosts[r["a_device"]], "host config has no NIC of that name"
         assert (r["a_device"], r["a_port"]) in interfaces and (r["b_device"], r["b_port"]) in interfaces
         assert devices[r["a_device"]]["role"] == "gpu-server"
         assert cabling.graph_ends(r)[0] == (gpu.name, "eth1")
-    # one NetBox device per server and switch, never per GPU
-    assert len(devices) == len(fab.hbs) + len(fab.switches)
+    # one NetBox device per host (server or tray) and switch, never per GPU
+    assert len(devices) == len(fab.hbs) * (design.hb_size // design.gpus_per_host) + len(fab.switches)
     assert not any("-gpu" in name for name in devices)
 
 
