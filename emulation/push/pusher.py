@@ -333,25 +333,27 @@ def _interfaces_up(conn, platform: str) -> set[str]:
     return up
 
 
-def _bfd_down(conn, platform: str) -> list[str]:
+def _bfd_up(conn, platform: str) -> set[str]:
+    """BFD peers whose session is up (none on EOS: its BFD state is read through BGP)."""
     if platform == "eos":
-        return []
+        return set()
     rc, out = _cmd_rc(conn, "vtysh -c 'show bfd peers json'")
     try:
         peers = json.loads(out[out.index("["):]) if rc == 0 and "[" in out else []
     except ValueError:
-        return []
-    return [str(p.get("peer")) for p in peers if isinstance(p, dict) and p.get("status") != "up"]
+        return set()
+    return {str(p.get("peer")) for p in peers if isinstance(p, dict) and p.get("status") == "up"}
 
 
 @dataclass
 class Health:
     bgp: dict[str, tuple[str, int]]
     up: set[str]
+    bfd: set[str]  # BFD peers up
 
 
 def health(conn, platform: str) -> Health:
-    return Health(_bgp_state(conn, platform), _interfaces_up(conn, platform))
+    return Health(_bgp_state(conn, platform), _interfaces_up(conn, platform), _bfd_up(conn, platform))
 
 
 def verify(conn, platform: str, before: Health, timeout: float, gone: set[str] = frozenset()) -> list[str]:
@@ -370,7 +372,9 @@ def verify(conn, platform: str, before: Health, timeout: float, gone: set[str] =
             elif n < pfx:
                 wrong.append(f"BGP {peer} {n} prefixes, {pfx} before")
         wrong += [f"{i} down" for i in sorted(before.up - now.up)]
-        wrong += [f"BFD {p} down" for p in _bfd_down(conn, platform)]
+        # as BGP: a BFD session up before must be up again; a new peer's session (a neighbour
+        # the change adds, not yet reachable) is not required
+        wrong += [f"BFD {p} down" for p in sorted(before.bfd - now.bfd - set(gone))]
         if not wrong or time.monotonic() > deadline:
             return wrong
         time.sleep(0.5)

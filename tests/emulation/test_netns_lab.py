@@ -89,7 +89,7 @@ def iperf_mbit(src: str, server: str, reverse: bool = False) -> float:
 
 def test_all_namespaces_and_processes_up(main_lab):
     lb, plan, insts, rep = main_lab
-    assert not rep.noop and rep.namespaces == 6 and rep.processes == 7
+    assert not rep.noop and rep.namespaces == 6 and rep.processes == 2 * len(frr.DAEMONS) + 1  # FRR per router, and one more
     st = engine.status(lb.state(plan.lab))
     assert st.complete, st
     assert set(st.namespaces) == {n.name for n in plan.namespaces}
