@@ -128,7 +128,7 @@ def test_hitless_change_on_every_spine_loses_no_probe(minilab, capsys):
 def test_disruptive_bgp_change_on_every_spine_loses_no_probe(minilab, capsys):
     outdir, lab = minilab
     for sw in SPINES:
-        edit_frr(outdir, sw, " neighbor FABRIC timers 3 9\n", " neighbor FABRIC timers 5 15\n")
+        edit_frr(outdir, sw, " neighbor FABRIC_DOWN timers 3 9\n", " neighbor FABRIC_DOWN timers 5 15\n")
     rc, out = push(outdir, capsys)
     assert rc == 0, out
     waves = waves_of(out)
@@ -139,7 +139,7 @@ def test_disruptive_bgp_change_on_every_spine_loses_no_probe(minilab, capsys):
     assert out.count("- apply: clear bgp * (session settings changed)") == 4  # every spine's sessions did reset
     assert out.count("- drain: AS-path prepend x3 + GRACEFUL_SHUTDOWN") == 4 and out.count("- undrain:") == 4
     for sw in SPINES:
-        assert "neighbor FABRIC timers 5 15" in running_frr(lab, sw)
+        assert "neighbor FABRIC_DOWN timers 5 15" in running_frr(lab, sw)
         assert "railonly-drain" not in running_frr(lab, sw)  # undrained
         assert established(lab, sw) == 3
 
@@ -147,7 +147,7 @@ def test_disruptive_bgp_change_on_every_spine_loses_no_probe(minilab, capsys):
 def test_a_switch_failing_verify_stops_the_rollout_and_is_back_on_its_old_config(minilab, capsys):
     outdir, lab = minilab
     for sw in SPINES:
-        edit_frr(outdir, sw, " neighbor FABRIC timers 5 15\n", " neighbor FABRIC timers 4 12\n")
+        edit_frr(outdir, sw, " neighbor FABRIC_DOWN timers 5 15\n", " neighbor FABRIC_DOWN timers 4 12\n")
     # rail0-spine1 (wave 1) gets a wrong ASN for a leaf: that session cannot come up
     bad = "rail0-spine1"
     m = re.search(r" neighbor (\S+) remote-as (\d+)\n", (outdir / "configs" / bad / "frr.conf").read_text())
@@ -159,11 +159,11 @@ def test_a_switch_failing_verify_stops_the_rollout_and_is_back_on_its_old_config
     assert "rollout stopped at wave 1" in out
     # the failed switch runs its old config: the old ASN and timers, sessions up, undrained
     text = running_frr(lab, bad)
-    assert f"neighbor {m.group(1)} remote-as {m.group(2)}" in text and "neighbor FABRIC timers 5 15" in text
+    assert f"neighbor {m.group(1)} remote-as {m.group(2)}" in text and "neighbor FABRIC_DOWN timers 5 15" in text
     assert "railonly-drain" not in text and established(lab, bad) == 3
     # the canary and wave 1's other switch changed; the switch after the stop did not
-    assert "neighbor FABRIC timers 4 12" in running_frr(lab, "rail0-spine0")
-    assert "neighbor FABRIC timers 5 15" in running_frr(lab, "rail1-spine1")
+    assert "neighbor FABRIC_DOWN timers 4 12" in running_frr(lab, "rail0-spine0")
+    assert "neighbor FABRIC_DOWN timers 5 15" in running_frr(lab, "rail1-spine1")
     assert all(lost == 0 for _, lost, _ in waves_of(out)), waves_of(out)
 
 
@@ -179,4 +179,4 @@ def test_a_change_that_needs_a_reload_says_why_and_starts_drained(minilab, capsy
             "(starting drained)") in out
     assert [lost for _, lost, _ in waves_of(out)] == [0], waves_of(out)
     text = running_frr(lab, sw)
-    assert "railonly-drain" not in text and "neighbor FABRIC timers 4 12" in text and established(lab, sw) == 3
+    assert "railonly-drain" not in text and "neighbor FABRIC_DOWN timers 4 12" in text and established(lab, sw) == 3
