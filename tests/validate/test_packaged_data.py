@@ -93,7 +93,8 @@ def test_validate_checks_the_lab_files_against_their_schemas(tmp_path, capsys):
 
 
 def test_no_code_or_test_reads_outside_the_repository():
-    """No `../shared`, no path built from "shared", no citation of files not in the repo."""
+    """No path into the sibling reference folder (its relative path, or one joined from its
+    name), no citation of files not in the repo. This test reads only the repository."""
     bad = re.compile(r"""\.\./shared|["']shared["']\s*[/)\],]|/\s*["']shared["']|"""
                      r"""\bContract [1-6]\b|\b(?:PAPER|ANALYSIS|EMULATION|ARCHITECTURE)\.md\b""")
     me = Path(__file__).resolve()
