@@ -80,10 +80,14 @@ def test_switch_link_counters_place_every_inter_leaf_byte(routed_shared, tmp_pat
     for st in rep["steps"]:
         flows = [f for f in rep["flows"] if f["step"] == st["step"]]
         # the NIC leg of a forwarded flow starts at the forwarding GPU
-        leaving = sum(f["bytes_written"] for f in flows if cp.gpus[f["via"] or f["src"]].leaf != cp.gpus[f["dst"]].leaf)
+        crossing = [f for f in flows if cp.gpus[f["via"] or f["src"]].leaf != cp.gpus[f["dst"]].leaf]
+        # every byte the receivers got crossed an uplink; what a sender wrote may partly have
+        # stayed in its socket buffer when iperf3 ended the -n test, so it bounds from above only
+        received = sum(f["bytes"] for f in crossing)
+        written = sum(f["bytes_written"] for f in crossing)
         up = sum(v for k, v in st["link_bytes"].items()
                  if tiers[k.split(":")[0]] == 1 and tiers[k.split("->")[1]] == 2)
-        assert leaving * 0.99 <= up <= rep["bytes_per_flow"] * 0.05 * len(flows) + leaving * 1.06, (st["step"], up, leaving)
+        assert received <= up <= rep["bytes_per_flow"] * 0.05 * len(flows) + written * 1.06, (st["step"], up, received, written)
         assert st["model_placed_s"] >= st["model_ideal_s"]
         if st["ecmp"]:
             busiest = st["link_bytes"][st["ecmp"]["busiest"]]
