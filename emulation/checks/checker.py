@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..lab import Lab, run_dir
-from ..runtime.protocol import Runtime, deployed_status
+from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import judge, probe
 from . import check_plan as checks_plan
 from .check_plan import CHECKS, CheckPlan
@@ -40,20 +40,27 @@ class CheckRun:
         return sum(not r.passed for r in self.results)
 
 
-# --- switch tables through Runtime.exec -----------------------------------------------------
+# --- switch tables: the daemons' vty sockets and the kernel's routes ---------------------------
 
 
 def vtysh_argv(rt: Runtime, lab: Lab, switch: str) -> list[str]:
     return rt.daemon_argv(lab, switch, "vtysh")
 
 
-def bgp_peers(rt: Runtime, lab: Lab, switch: str) -> dict | None:
-    rc, out = rt.exec(lab.netns(switch), [*vtysh_argv(rt, lab, switch), "-c", "show bgp summary json"], timeout=15)
+def _show_json(rt: Runtime, lab: Lab, switch: str, daemon: str, command: str):
+    rc, out = rt.daemon_show(lab, switch, daemon, command, timeout=15)
     if rc != 0:
         return None
     try:
-        data = json.loads(out)
+        return json.loads(out or "null")
     except ValueError:
+        return None
+
+
+def bgp_peers(rt: Runtime, lab: Lab, switch: str) -> dict | None:
+    """{peer: summary entry} of a switch's bgpd; None when it does not answer."""
+    data = _show_json(rt, lab, switch, "bgpd", "show bgp summary json")
+    if not isinstance(data, dict):
         return None
     peers: dict[str, dict] = {}
     for af in data.values():
@@ -64,36 +71,34 @@ def bgp_peers(rt: Runtime, lab: Lab, switch: str) -> dict | None:
 
 def bfd_peers(rt: Runtime, lab: Lab, switch: str) -> list | None:
     """``show bfd peers json`` of a switch; None when bfdd does not answer."""
-    rc, out = rt.exec(lab.netns(switch), [*vtysh_argv(rt, lab, switch), "-c", "show bfd peers json"], timeout=15)
-    if rc != 0:
-        return None
-    try:
-        data = json.loads(out or "[]")
-    except ValueError:
-        return None
+    data = _show_json(rt, lab, switch, "bfdd", "show bfd peers json")
     return data if isinstance(data, list) else None
 
 
-def collect_bfd(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> dict[str, list | None]:
-    """Poll until every planned BFD session is up, or until timeout (BFD comes up
-    after BGP, within a few detection intervals)."""
-    sws = sorted({s.switch for s in cp.bgp if s.bfd})
-    deadline = time.monotonic() + timeout
-    while True:
-        seen = {s: bfd_peers(rt, lab, s) for s in sws}
-        if all(r.passed for r in judge.bfd(cp, seen)) or time.monotonic() > deadline:
-            return seen
-        time.sleep(0.5)
+def _kept_routes(rows) -> list[dict]:
+    return [r for r in rows if r.get("type") in (None, "unicast", "blackhole", "unreachable")]
 
 
 def kernel_routes(rt: Runtime, lab: Lab, switch: str) -> list[dict] | None:
+    """A switch's IPv4 routes of every table (``ip -j route show table all``); None if unreadable."""
     rc, out = rt.exec(lab.netns(switch), ["ip", "-4", "-j", "route", "show", "table", "all"], timeout=15)
     if rc != 0:
         return None
     try:
-        return [r for r in json.loads(out or "[]") if r.get("type") in (None, "unicast", "blackhole", "unreachable")]
+        return _kept_routes(json.loads(out or "[]"))
     except ValueError:
         return None
+
+
+def kernel_routes_many(rt: Runtime, lab: Lab, switches: list[str]) -> dict[str, list[dict] | None]:
+    """The routes of many switches: one netlink dump per switch from a few threads that
+    enter its namespace (no process per switch), else ``ip`` through exec."""
+    door = rt.door()
+    try:
+        res = door.call_many([(lab.netns(s), door.ipv4_routes) for s in switches], 2)
+    except RuntimeProblem:  # a runtime whose namespaces this process cannot enter
+        return {s: kernel_routes(rt, lab, s) for s in switches}
+    return {s: None if isinstance(r, BaseException) else _kept_routes(r) for s, r in zip(switches, res)}
 
 
 def fdb_table(rt: Runtime, lab: Lab, switch: str) -> dict[str, str] | None:
@@ -107,24 +112,63 @@ def fdb_table(rt: Runtime, lab: Lab, switch: str) -> dict[str, str] | None:
     return {r["mac"]: r.get("ifname", "") for r in rows if "mac" in r and r.get("master") and "permanent" not in (r.get("state") or "")}
 
 
+@dataclass
+class SwitchState:
+    """The switches' tables, read together in each polling round."""
+
+    peers: dict = field(default_factory=dict)  # switch -> {peer: bgp summary entry} | None
+    routes: dict = field(default_factory=dict)  # switch -> kernel routes | None
+    bfd: dict = field(default_factory=dict)  # switch -> bfd peers | None
+    seconds: dict = field(default_factory=dict)  # "bgp" / "bfd" -> seconds until done (or gave up)
+
+
+def collect_switches(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float, *, bgp: bool, bfd: bool) -> SwitchState:
+    """Poll the switches until every planned BGP session is Established, every planned
+    subnet installed and (``bfd``) every planned BFD session up, or until timeout: each
+    round reads every switch's bgpd and kernel routes once, and bfdd until BFD is up
+    (it comes up after BGP, within a few detection intervals). The last readings either way."""
+    bgp_sws = sorted({s.switch for s in cp.bgp} | set(cp.prefixes) | set(cp.foreign)) if bgp else []
+    bfd_sws = sorted({s.switch for s in cp.bgp if s.bfd}) if bfd else []
+    st = SwitchState()
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    bgp_done, bfd_done = not bgp_sws, not bfd_sws
+    with ThreadPoolExecutor(max_workers=4) as pool:  # socket round trips: the daemons do the work
+        while True:
+            peer_jobs = {s: pool.submit(bgp_peers, rt, lab, s) for s in bgp_sws if s in cp.prefixes} if not bgp_done else {}
+            bfd_jobs = {s: pool.submit(bfd_peers, rt, lab, s) for s in bfd_sws} if not bfd_done else {}
+            if not bgp_done:
+                st.routes = kernel_routes_many(rt, lab, bgp_sws)
+                st.peers = {s: j.result() for s, j in peer_jobs.items()}
+                bgp_done = _bgp_done(cp, st.peers, st.routes)
+                if bgp_done:
+                    st.seconds["bgp"] = time.monotonic() - t0
+            if bfd_jobs:
+                st.bfd = {s: j.result() for s, j in bfd_jobs.items()}
+                bfd_done = all(r.passed for r in judge.bfd(cp, st.bfd))
+                if bfd_done:
+                    st.seconds["bfd"] = time.monotonic() - t0
+            if (bgp_done and bfd_done) or time.monotonic() > deadline:
+                for k, sws in (("bgp", bgp_sws), ("bfd", bfd_sws)):
+                    if sws:
+                        st.seconds.setdefault(k, time.monotonic() - t0)
+                return st
+            time.sleep(0.5)
+
+
 def _bgp_done(cp: CheckPlan, peers: dict, routes: dict) -> bool:
     return all(r.passed for r in judge.bgp(cp, peers, routes))
 
 
 def collect_bgp(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> tuple[dict, dict]:
-    """Poll the switches until every planned session is Established and every
-    planned subnet installed, or until timeout; the last readings either way."""
-    sws = sorted({s.switch for s in cp.bgp} | set(cp.prefixes) | set(cp.foreign))
-    deadline = time.monotonic() + timeout
-    with ThreadPoolExecutor(max_workers=8) as pool:  # each reading is a process: 96 of them on 48 switches
-        while True:
-            peer_jobs = {s: pool.submit(bgp_peers, rt, lab, s) for s in sws if s in cp.prefixes}
-            route_jobs = {s: pool.submit(kernel_routes, rt, lab, s) for s in sws}
-            peers = {s: j.result() for s, j in peer_jobs.items()}
-            routes = {s: j.result() for s, j in route_jobs.items()}
-            if _bgp_done(cp, peers, routes) or time.monotonic() > deadline:
-                return peers, routes
-            time.sleep(0.5)
+    """BGP sessions and routes only (:func:`collect_switches`): (peers, routes)."""
+    st = collect_switches(rt, lab, cp, timeout, bgp=True, bfd=False)
+    return st.peers, st.routes
+
+
+def collect_bfd(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float) -> dict[str, list | None]:
+    """BFD sessions only (:func:`collect_switches`)."""
+    return collect_switches(rt, lab, cp, timeout, bgp=False, bfd=True).bfd
 
 
 # --- probes -------------------------------------------------------------------------------------------
@@ -162,12 +206,15 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
         out.notes.append(f"lab state {st.state}: {st.detail}")
     t0 = time.perf_counter()
 
-    peers: dict = {}
-    routes: dict = {}
-    if cp.mode == "routed" and ({"bgp", "isolation"} & set(checks)) and (cp.bgp or cp.foreign):
-        progress(f"bgp: waiting up to {timeout:g} s for {len(cp.bgp)} sessions")
-        peers, routes = collect_bgp(rt, lab, cp, timeout)
-        out.timings["bgp"] = time.perf_counter() - t0
+    sw = SwitchState()
+    want_bgp = cp.mode == "routed" and bool({"bgp", "isolation"} & set(checks)) and bool(cp.bgp or cp.foreign)
+    want_bfd = "bfd" in checks and cp.mode == "routed" and any(s.bfd for s in cp.bgp)
+    if want_bgp or want_bfd:
+        progress(f"bgp: waiting up to {timeout:g} s for {len(cp.bgp)} sessions"
+                 + (f" and {sum(s.bfd for s in cp.bgp)} BFD sessions" if want_bfd else ""))
+        sw = collect_switches(rt, lab, cp, timeout, bgp=want_bgp, bfd=want_bfd)
+        out.timings.update(sw.seconds)
+    peers, routes = sw.peers, sw.routes
     out.notes += _neighbour_table_notes(cp, rt)
 
     netns = {n.name: n.netns for n in lab.nodes.values()}
@@ -212,10 +259,8 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
 
     if "bgp" in checks and cp.mode == "routed":
         out.results += judge.bgp(cp, peers, routes)
-    if "bfd" in checks and cp.mode == "routed" and any(s.bfd for s in cp.bgp):
-        t = time.perf_counter()
-        out.results += judge.bfd(cp, collect_bfd(rt, lab, cp, timeout))
-        out.timings["bfd"] = time.perf_counter() - t
+    if want_bfd:
+        out.results += judge.bfd(cp, sw.bfd)
     out.timings["total"] = time.perf_counter() - t0
     dup = judge.unique(out.results)
     if dup:

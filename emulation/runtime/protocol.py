@@ -59,6 +59,8 @@ class NodeDoor(Protocol):
 
     def link_states(self) -> dict[str, tuple[int, int]]: ...
 
+    def ipv4_routes(self) -> list[dict]: ...
+
 
 class NoDoor:
     """The door of a runtime whose nodes this process cannot enter: every use is a RuntimeProblem."""
@@ -69,7 +71,7 @@ class NoDoor:
     def _refuse(self, *_args, **_kw):
         raise RuntimeProblem(f"the {self.runtime} runtime gives no way into a node's network namespace")
 
-    call_in = call_many = link_states = _refuse
+    call_in = call_many = link_states = ipv4_routes = _refuse
 
 
 @runtime_checkable
@@ -115,6 +117,12 @@ class Runtime(Protocol):
     def daemon_argv(self, lab: Lab, node: str, daemon: str = "vtysh") -> list[str]:
         """The argv prefix of a node daemon's control client (vtysh: its FRR's socket)."""
         return [daemon]
+
+    def daemon_show(self, lab: Lab, node: str, daemon: str, command: str, timeout: float = 15.0) -> tuple[int, str]:
+        """One read-only command to one FRR daemon of a switch (``bgpd``, ``bfdd``):
+        (exit code, output), as ``exec`` reports them. Default: its control client."""
+        return self.exec(lab.netns(node), [*self.daemon_argv(lab, node, "vtysh"), "-d", daemon, "-c", command],
+                         timeout=timeout)
 
     def settle_links(self, lab: Lab, timeout: float = 3.0) -> list[str]:
         """Wait until the kernel has acted on every link carrier; the nodes still pending."""

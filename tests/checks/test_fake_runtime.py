@@ -80,7 +80,7 @@ def test_bgp_healthy_tables_pass(lab):
     peers, routes = checks_run.collect_bgp(fake, lab, cp, timeout=0)
     results = judge.bgp(cp, peers, routes)
     assert results and all(r.passed for r in results)
-    assert fake.ran("vtysh", "-c", "show bgp summary json")  # a runtime other than netns: plain vtysh
+    assert fake.ran("vtysh", "-d", "bgpd", "-c", "show bgp summary json")  # a runtime other than netns: plain vtysh
 
 
 def test_bgp_a_session_down_and_a_mute_bgpd_fail_by_name(lab):

@@ -37,7 +37,7 @@ def test_status_rows_come_through_exec(fake, capsys):
     assert gpu["addresses"] == ["eth1 10.0.0.2/29"] and gpu["bgp"] is None and gpu["state"] == "running"
     assert {"name": "bgpd", "pid": 42} in leaf["processes"]  # a container runtime: its own ps
     assert leaf["bgp"] == {"up": 1, "total": 2}
-    assert rt.ran("vtysh", "-c", "show bgp summary json")
+    assert rt.ran("vtysh", "-d", "bgpd", "-c", "show bgp summary json")
 
 
 def test_exec_passes_argv_and_returns_the_code(fake, capsys):

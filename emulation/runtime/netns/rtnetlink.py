@@ -82,6 +82,80 @@ def dump_links(sock: socket.socket, seq: int = 1):
             off += (ln + 3) & ~3
 
 
+RTM_GETROUTE = 26
+RTN_NAMES = {2: "local", 3: "broadcast", 4: "anycast", 5: "multicast", 6: "blackhole", 7: "unreachable",
+             8: "prohibit", 9: "throw", 10: "nat"}  # RTN_UNICAST (1) is unnamed, as in `ip -j route`
+
+
+def _route_attrs(data: bytes, a: int, end: int):
+    while a + 4 <= end:
+        alen, atyp = struct.unpack_from("=HH", data, a)
+        if alen < 4:
+            return
+        yield atyp, data[a + 4 : a + alen]
+        a += (alen + 3) & ~3
+
+
+def dump_routes(sock: socket.socket, seq: int = 1) -> list[dict]:
+    """The IPv4 routes of every table of the socket's namespace, from one RTM_GETROUTE
+    dump, shaped as ``ip -4 -j route show table all`` prints them (dst "default" or
+    a.b.c.d[/len], "type" only when not unicast, "gateway", "dev", "table" when not
+    main, "nexthops" of a multipath route): what ``lab check`` reads, without an
+    ``ip`` process per switch."""
+    names = {idx: name for idx, _flags, name, _oper in dump_links(sock, seq)}
+    body = struct.pack("=BBBBBBBBI", socket.AF_INET, 0, 0, 0, 0, 0, 0, 0, 0)
+    sock.send(struct.pack("=IHHII", 16 + len(body), RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq + 1, 0) + body)
+    out: list[dict] = []
+    while True:
+        data = sock.recv(1 << 20)
+        off = 0
+        while off + 16 <= len(data):
+            ln, typ, _, _, _ = struct.unpack_from("=IHHII", data, off)
+            if ln < 16:
+                return out
+            if typ == NLMSG_DONE:
+                return out
+            if typ == NLMSG_ERROR:
+                raise RtnlError(-struct.unpack_from("=i", data, off + 16)[0], "route dump failed")
+            if typ == RTM_NEWROUTE:
+                _fam, dst_len, _src_len, _tos, table, _proto, _scope, rtype, _flags = struct.unpack_from("=BBBBBBBBI", data, off + 16)
+                r: dict = {}
+                dst = None
+                for atyp, v in _route_attrs(data, off + 28, off + ln):
+                    if atyp == RTA_DST:
+                        dst = socket.inet_ntoa(v[:4])
+                    elif atyp == RTA_GATEWAY:
+                        r["gateway"] = socket.inet_ntoa(v[:4])
+                    elif atyp == RTA_OIF:
+                        r["dev"] = names.get(struct.unpack("=i", v[:4])[0], "?")
+                    elif atyp == RTA_TABLE:
+                        table = struct.unpack("=I", v[:4])[0]
+                    elif atyp == RTA_MULTIPATH:
+                        r["nexthops"] = _nexthops(v, names)
+                if rtype in RTN_NAMES:
+                    r["type"] = RTN_NAMES[rtype]
+                r["dst"] = "default" if dst_len == 0 else dst if dst_len == 32 else f"{dst}/{dst_len}"
+                if table != RT_TABLE_MAIN:
+                    r["table"] = {255: "local", 253: "default"}.get(table, str(table))
+                out.append(r)
+            off += (ln + 3) & ~3
+
+
+def _nexthops(v: bytes, names: dict[int, str]) -> list[dict]:
+    hops, off = [], 0
+    while off + 8 <= len(v):
+        rlen, _flags, _hops, idx = struct.unpack_from("=HBBi", v, off)
+        if rlen < 8:
+            break
+        hop = {"dev": names.get(idx, "?")}
+        for atyp, a in _route_attrs(v, off + 8, off + rlen):
+            if atyp == RTA_GATEWAY:
+                hop["gateway"] = socket.inet_ntoa(a[:4])
+        hops.append(hop)
+        off += (rlen + 3) & ~3
+    return hops
+
+
 class RtnlError(OSError):
     pass
 

@@ -294,6 +294,9 @@ class NetnsRuntime(Runtime):
             return [daemon]
         return ["vtysh", "--vty_socket", frr.instance(run_dir(lab.name), node, lab.netns(node)).rundir]
 
+    def daemon_show(self, lab: Lab, node: str, daemon: str, command: str, timeout: float = 15.0) -> tuple[int, str]:
+        return frr.vty_show(frr.instance(run_dir(lab.name), node, lab.netns(node)), daemon, command, timeout)
+
     def settle_links(self, lab: Lab, timeout: float = 3.0) -> list[str]:
         return wait_links_settled([n.netns for n in lab.nodes.values()], timeout)
 

@@ -108,6 +108,19 @@ def link_states() -> dict[str, tuple[int, int]]:
         return {name: (flags, oper) for _idx, flags, name, oper in dump_links(s)}
 
 
+def ipv4_routes() -> list[dict]:
+    """The IPv4 routes of every table of the current thread's namespace, as
+    ``ip -4 -j route show table all`` prints them (one rtnetlink dump, no subprocess)."""
+    import socket
+
+    from .rtnetlink import dump_routes
+
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as s:
+        s.settimeout(5.0)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        return dump_routes(s)
+
+
 def call_many(jobs: list[tuple[str, Callable[[], T]]], workers: int) -> list[T | BaseException]:
     """Run each (namespace, fn) on a few long-lived threads that setns into the
     job's namespace before it and back to the root namespace after it: one
