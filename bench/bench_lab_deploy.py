@@ -5,6 +5,10 @@ For each lab, in the same run:
   floor     one hand-written `ip -batch` creating the lab's namespaces and
             veth pairs (directly in their namespaces; nothing else), the
             floor of bench/bench_netns_engine.py applied to the lab's plan
+  frr_floor the lab's FRR daemons started on those pre-made namespaces (config
+            written, argv run in the namespace, per namespace in order, on the
+            deploy's worker count; no readiness wait): routed deploys are held
+            to floor + frr_floor (frr_ratio)
   deploy    NetnsRuntime.deploy: namespaces, veths, bridges, switch config
             read from the generated files, addresses, routes, sysctls,
             tbf/htb shaping, FRR, link-settle wait (BGP convergence timed
@@ -20,21 +24,29 @@ everything is recorded in a state file first, so an interrupted run is
 removed by destroy like any lab. Root; about 2 minutes.
 
   .venv/bin/python bench/bench_lab_deploy.py [--quick] [--l2 2,16,128] [--routed 2,4] [--compare] [--json FILE]
+  .venv/bin/python bench/bench_lab_deploy.py --l2 '' --routed '' --design labs/dgx-h100-1k.yml --lab-domains 128 \
+      --lab-name NAME --repeat 1    # the full 1,024-GPU routed lab (48 FRR switches) only
 """
 
 from __future__ import annotations
 
 import argparse
+import grp
 import importlib.util
 import json
 import os
+import pwd
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import yaml
+
+from railonly import proc
 from railonly.emulation.lab import load_lab
-from railonly.emulation.runtime.netns import engine, lab_plan
+from railonly.emulation.runtime.netns import engine, frr, lab_plan
 from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design.design import parse_design
@@ -55,6 +67,38 @@ L2 = "name: {name}\nhb_domain: {{size: 8, count: {n}}}\nswitch: {{radix: {radix}
 ROUTED = "name: {name}\nhb_domain: {{size: {k}, count: 6}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\nlab: {{domains: 6}}\n"
 # 64 FRR switches: 8 rails of 20 GPUs on radix 8 = 5 leaves + 3 spines per rail.
 ROUTED64 = "name: rbr64\nhb_domain: {size: 8, count: 20}\nswitch: {radix: 8, platform: sonic}\nrail: {mode: routed}\nlab: {domains: 20}\n"
+
+
+def frr_floor(plan, state: str, workers: int) -> float:
+    """The plan's FRR daemons started on the namespaces the ip -batch floor made: per
+    namespace in plan order (zebra first), namespaces on the deploy's worker count; each
+    config written and each daemon's argv run in its namespace until it daemonizes,
+    nothing else (no readiness wait on pid files). Recorded in the state file first."""
+    procs = [p for p in plan.processes if p.argv and p.argv[0].startswith(frr.FRR_LIBDIR)]
+    st = json.loads(Path(state).read_text())
+    st["processes"] = [{"name": p.name, "netns": p.netns, "argv": list(p.argv), "pidfile": p.pidfile,
+                        "pid": None, "starttime": None, "dirs": list(p.dirs)} for p in procs]
+    engine._save(state, st)
+    uid, gid = pwd.getpwnam("frr").pw_uid, grp.getgrnam("frr").gr_gid
+    by_ns: dict[str, list] = {}
+    for p in procs:
+        by_ns.setdefault(p.netns, []).append(p)
+
+    def start(group: list) -> None:
+        for p in group:
+            for d in p.dirs:
+                os.makedirs(d, exist_ok=True)
+                os.chown(d, uid, gid)
+            for path, text in p.files:
+                Path(path).write_text(text)
+                os.chown(path, uid, gid)
+            res = proc.run(list(p.argv), netns=p.netns, timeout=p.ready_timeout)
+            assert res.ok, res.stderr
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        list(ex.map(start, by_ns.values()))
+    return time.perf_counter() - t
 
 
 def labs(quick: bool, l2: list[int] | None = None, routed: list[int] | None = None) -> list[tuple[str, str]]:
@@ -78,6 +122,10 @@ def main() -> int:
     ap.add_argument("--routed", help="rails of the routed labs, e.g. 2,4 (empty: none)")
     ap.add_argument("--compare", action="store_true", help="also deploy with the older setns strategy (ip/tc processes)")
     ap.add_argument("--repeat", type=int, default=3, help="best of N floor/deploy pairs per lab (default 3)")
+    ap.add_argument("--design", help="also a design file's lab, e.g. labs/dgx-h100-1k.yml (the full 1,024-GPU"
+                    " routed lab with --lab-domains 128)")
+    ap.add_argument("--lab-domains", type=int, help="HB domains of --design's lab (default: the design's lab.domains)")
+    ap.add_argument("--lab-name", default="rbdesign", help="lab name for --design (default rbdesign)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root", file=sys.stderr)
@@ -90,7 +138,14 @@ def main() -> int:
     t_all = time.perf_counter()
     try:
         sizes = lambda v: None if v is None else [int(x) for x in v.split(",") if x]  # noqa: E731
-        for label, text in labs(args.quick, sizes(args.l2), sizes(args.routed)):
+        todo = labs(args.quick, sizes(args.l2), sizes(args.routed))
+        if args.design:
+            d = yaml.safe_load(Path(args.design).read_text(encoding="utf-8"))
+            d["name"] = args.lab_name
+            if args.lab_domains:
+                d.setdefault("lab", {})["domains"] = args.lab_domains
+            todo.append((f"{Path(args.design).stem}-{args.lab_domains or 'lab'}dom", yaml.safe_dump(d)))
+        for label, text in todo:
             design = parse_design(text, f"{label}.yml")
             outdir = os.path.join(tmp, label)
             _, files = compile_design(design)
@@ -102,11 +157,12 @@ def main() -> int:
                    "ns": len(plan.namespaces), "veths": len(plan.veths), "frr": len(plan.processes)}
             # Floor and deploy alternate, best of --repeat runs each: the floor swings
             # (1.2-3.9 s at 1,024 GPUs) with the kernel's clean-up of the last lab.
-            floors, deploys, destroys = [], [], []
+            floors, frr_floors, deploys, destroys = [], [], [], []
             for _ in range(args.repeat):
                 state = os.path.join(tmp, f"{label}.floor.json")
                 floors.append(eb.raw_floor(plan, state, config=False))
-                engine.destroy(state)
+                frr_floors.append(frr_floor(plan, state, engine._workers(None)))
+                engine.destroy(state, kill_all_inside=True)
                 eb.settle_kernel()
                 res = rt.deploy(lab)
                 deploys.append(res.seconds)
@@ -115,6 +171,8 @@ def main() -> int:
                 destroys.append(time.perf_counter() - t)
                 eb.settle_kernel()
             row["floor"] = min(floors)
+            row["frr_floor"] = min(frr_floors)
+            row["load"] = round(os.getloadavg()[0], 1)
             row["deploy"] = min(deploys)
             row["destroy"] = min(destroys)
             row["settle"] = res.phases.get("settle", 0.0)
@@ -123,6 +181,7 @@ def main() -> int:
             row["bgp"] = res.bgp_seconds if res.bgp_converged is not None else None
             row["converged"] = res.bgp_converged
             row["ratio"] = row["deploy"] / row["floor"]
+            row["frr_ratio"] = row["deploy"] / (row["floor"] + row["frr_floor"])
             row["setns"] = row["s_ratio"] = None
             if args.compare:
                 eb.settle_kernel()
@@ -138,10 +197,13 @@ def main() -> int:
                 rt.destroy(lab)
             except Exception as exc:  # report and go on: the others must go too
                 print(f"destroy {lab.name}: {exc}", file=sys.stderr)
-    cols = ["lab", "gpus", "switches", "ns", "veths", "frr", "floor", "deploy", "ratio", "settle", "procs", "bgp", "destroy"]
+    cols = ["lab", "gpus", "switches", "ns", "veths", "frr", "floor", "frr_floor", "deploy", "ratio", "frr_ratio",
+            "settle", "procs", "bgp", "destroy", "load"]
     if args.compare:
         cols += ["setns", "s_ratio"]
-    print("seconds; floor = one ip -batch of the same namespaces + veths; deploy = NetnsRuntime.deploy "
+    print("seconds; floor = one ip -batch of the same namespaces + veths; frr_floor = the same FRR daemons started "
+          "on those namespaces (frr_ratio = deploy / (floor + frr_floor)); load = 1-minute load average; "
+          "deploy = NetnsRuntime.deploy "
           "(settle/procs are parts of it; bgp = convergence wait after it); setns = the same deploy with "
           "ip/tc processes per namespace (ratio s_ratio)")
     print(" ".join(f"{c:>12}" for c in cols))

@@ -229,6 +229,8 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
             t = time.perf_counter()
             out.results += _cabling(ag, lab, cp, absent, timeout, progress)
             out.timings["cabling"] = time.perf_counter() - t
+        # the probes after cabling are seen only at GPU rail NICs: the switch ports' taps go
+        ag.release_ports([k for k in ag.pkt if k[0] not in cp.gpus])
         if {"reachability", "path", "isolation"} & set(checks):
             t = time.perf_counter()
             _reach(ag, lab, cp, timeout, progress)
@@ -237,13 +239,15 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
             out.timings["reachability"] = time.perf_counter() - t
         if "isolation" in checks and cp.isolation_applies:
             t = time.perf_counter()
-            probes, frames = _isolation(ag, cp, lab)
-            progress(f"isolation: {len(probes)} frames")
+            probes, frames, unsent = _isolation(ag, cp, lab)
+            progress(f"isolation: {len(frames)} frames")
             for _ in range(2):  # the same frames twice: one lost frame must not pass isolation
                 for node, port, frame in frames:
-                    ag.send_frame(node, port, frame)
+                    why = ag.send_frame(node, port, frame)
+                    if why:
+                        unsent.setdefault(node, why)
                 ag.pump(0.5)
-            out.results += judge.isolation_probes(cp, ag.ev.iso_seen, probes)
+            out.results += judge.isolation_probes(cp, ag.ev.iso_seen, probes, unsent)
             if cp.mode == "routed":
                 out.results += judge.isolation_routes(cp, routes)
             out.timings["isolation"] = time.perf_counter() - t
@@ -382,22 +386,27 @@ def _trace_paths(ag: probe.Agent, lab: Lab, cp: CheckPlan, timeout: float, progr
     _rounds(ag, send_path, min(timeout, 10.0))
 
 
-def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int, str, str, str]], list[tuple[str, str, bytes]]]:
+def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int, str, str, str]], list[tuple[str, str, bytes]], dict[str, str]]:
     """The isolation frames of every GPU's rail NIC, built once: (idx, src, what, target)
-    of each probe, and the (node, port, frame) to send. A routed GPU's frames go to its
-    gateway's MAC, as the GPU's neighbour table holds it (one netlink get per GPU on
-    a few pool threads, not a thread per GPU and send reading the whole shared table)."""
+    of each probe, the (node, port, frame) to send, and {GPU: why its frames cannot be
+    sent} (a frame never sent proves nothing: that GPU fails). A routed GPU's frames go
+    to its gateway's MAC, as the GPU's neighbour table holds it (one netlink get per GPU
+    on a few pool threads, not a thread per GPU and send reading the whole shared table)."""
     probes = []
     frames: list[tuple[str, str, bytes]] = []
+    unsent: dict[str, str] = {}
     gateways = probe.Gateways(a for a, n in cp.ip_owner.items() if n in cp.switches)
+    gw_of = {n: gateways.of(g.prefixlen, g.ip) for n, g in cp.gpus.items()} if cp.mode != "l2" else {}
     gw_mac: dict[str, str | None] = {}
     if cp.mode != "l2":
-        gw_mac = ag.neighbours({n: (g.port, gateways.of(g.prefixlen, g.ip)) for n, g in sorted(cp.gpus.items())
-                                if (n, g.port) in ag.pkt and gateways.of(g.prefixlen, g.ip)})
+        gw_mac = ag.neighbours({n: (g.port, gw_of[n]) for n, g in sorted(cp.gpus.items())
+                                if (n, g.port) in ag.pkt and gw_of[n]})
     for gi, name in enumerate(sorted(cp.gpus)):
         g = cp.gpus[name]
         key = (name, g.port)
         if key not in ag.pkt:
+            unsent[name] = f"no socket on its rail NIC {g.port} (no such device in its namespace)"
+            probes.append((gi * 256, name, "packet" if cp.mode != "l2" else "broadcast", "(none sent)"))
             continue
         src_mac = bytes.fromhex(ag.ev.macs[key].replace(":", ""))
         if cp.mode == "l2":
@@ -410,6 +419,9 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int
             probes.append((gi * 256 + 1, name, "unknown unicast", unknown.hex(":")))
         else:
             mac = gw_mac.get(name)
+            if mac is None:
+                unsent[name] = (f"no gateway address on its subnet {g.ip}/{g.prefixlen}" if not gw_of[name] else
+                                f"its neighbour table holds no MAC for its gateway {gw_of[name]} on {g.port}")
             for j, other in enumerate(cp.isolation_targets(name)):
                 o = cp.gpus[other]
                 idx = gi * 256 + 2 + j
@@ -418,4 +430,4 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int
                     continue
                 body = probe.ip_udp(g.ip, o.ip, probe.payload(lab.name, probe.K_ISO_ROUTED, idx), checksum=True)
                 frames.append((name, g.port, probe.ether(bytes.fromhex(mac.replace(":", "")), src_mac, probe.ETH_P_IP, body)))
-    return probes, frames
+    return probes, frames, unsent

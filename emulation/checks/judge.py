@@ -29,12 +29,15 @@ def reachability(cp: CheckPlan, seen: set[tuple[str, str]]) -> list[Result]:
     sent_ok = {a for a, _ in seen}
     got_ok = {b for _, b in seen}
     out = []
+    # per GPU once: this loop makes a Result per same-rail pair (130,048 at 1,024 GPUs)
+    label = {n: f"{n} {g.ip}" for n, g in cp.gpus.items()}
+    prefix = {n: f"reachability/rail{g.rail}/{n}->" for n, g in cp.gpus.items()}
     for a, b in pairs:
-        ga, gb = cp.gpus[a], cp.gpus[b]
-        rid = f"reachability/rail{ga.rail}/{a}->{b}"
         if (a, b) in seen:
-            out.append(Result(rid, "reachability", True, f"{a} {ga.ip} -> {b} {gb.ip} (UDP 4791 BTH probe)"))
+            out.append(Result(prefix[a] + b, "reachability", True, f"{label[a]} -> {label[b]} (UDP 4791 BTH probe)"))
             continue
+        ga, gb = cp.gpus[a], cp.gpus[b]
+        rid = prefix[a] + b
         why = []
         if a not in sent_ok:
             why.append(f"nothing {a} sent reached any GPU")
@@ -49,9 +52,11 @@ def reachability(cp: CheckPlan, seen: set[tuple[str, str]]) -> list[Result]:
 
 
 def isolation_probes(cp: CheckPlan, seen: dict[int, set[tuple[str, str]]],
-                     probes: list[tuple[int, str, str, str]]) -> list[Result]:
+                     probes: list[tuple[int, str, str, str]], unsent: dict[str, str] | None = None) -> list[Result]:
     """probes: (idx, src GPU, what, target description). A probe must not be seen
-    at the rail NIC of a GPU of any other rail."""
+    at the rail NIC of a GPU of any other rail; unsent: {src GPU: why its probes
+    could not be sent}: such a GPU fails (no frame proves nothing)."""
+    unsent = unsent or {}
     by_src: dict[str, list[tuple[int, str, str]]] = {}
     for idx, src, what, tgt in probes:
         by_src.setdefault(src, []).append((idx, what, tgt))
@@ -70,7 +75,10 @@ def isolation_probes(cp: CheckPlan, seen: dict[int, set[tuple[str, str]]],
                     same += 1
         rid = f"isolation/rail{g.rail}/{src}"
         kinds = ", ".join(sorted({w for _, w, _ in by_src[src]}))
-        if leaks:
+        if src in unsent:
+            out.append(Result(rid, "isolation", False, f"no {kinds} could be sent from {src}:{g.port} (rail {g.rail}): "
+                              f"{unsent[src]}" + ("; " + "; ".join(leaks[:5]) if leaks else "")))
+        elif leaks:
             out.append(Result(rid, "isolation", False, "; ".join(leaks[:5]) + (f" (+{len(leaks) - 5} more)" if len(leaks) > 5 else "")))
         else:
             out.append(Result(rid, "isolation", True, f"{kinds} from {src}:{g.port} stayed on rail {g.rail} ({same} receipts on the rail)"))

@@ -68,16 +68,26 @@ def lab_tag(lab: str) -> bytes:
 # --- pure frame building ---------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=64)
+def _head(lab: str) -> bytes:
+    # what every probe of a lab starts with; built once (payload runs per probe: 130k at 1,024 GPUs)
+    return bth() + MAGIC + lab_tag(lab)
+
+
+_TAG = struct.Struct("!BIB4x")  # kind, idx, ttl, then the ICRC (not computed)
+
+
 def payload(lab: str, kind: int, idx: int, ttl: int = 0) -> bytes:
-    return bth() + MAGIC + lab_tag(lab) + struct.pack("!BIB", kind, idx, ttl) + b"\0\0\0\0"  # ICRC not computed
+    return _head(lab) + _TAG.pack(kind, idx, ttl)
 
 
 def parse_payload(data: bytes, lab: str) -> tuple[int, int, int] | None:
     """(kind, idx, ttl) of a probe payload of this lab, else None."""
-    off = len(bth())
-    if len(data) < off + 14 or data[off : off + 4] != MAGIC or data[off + 4 : off + 8] != lab_tag(lab):
+    head = _head(lab)
+    off = len(head)
+    if len(data) < off + 6 or data[off - 8 : off] != head[-8:]:  # MAGIC + the lab's tag
         return None
-    return struct.unpack_from("!BIB", data, off + 8)
+    return struct.unpack_from("!BIB", data, off)
 
 
 def _csum(b: bytes) -> int:
@@ -89,14 +99,18 @@ def _csum(b: bytes) -> int:
     return ~s & 0xFFFF
 
 
+_IP_UDP = struct.Struct("!BBHHHBBH4s4sHHHH")
+_aton = functools.lru_cache(maxsize=1 << 16)(socket.inet_aton)  # each GPU's address meets 127 peers
+
+
 def ip_udp(src: str, dst: str, body: bytes, *, ttl: int = 64, ident: int = 1, checksum: bool = False) -> bytes:
     """IPv4 + UDP (dport 4791) bytes; the kernel fills the IP checksum on raw sends."""
-    udp = struct.pack("!HHHH", SPORT, ROCE_PORT, 8 + len(body), 0) + body
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), ident & 0xFFFF, 0x4000, ttl, 17, 0,
-                      socket.inet_aton(src), socket.inet_aton(dst))
+    n = 8 + len(body)
+    pkt = _IP_UDP.pack(0x45, 0, 20 + n, ident & 0xFFFF, 0x4000, ttl, 17, 0, _aton(src), _aton(dst),
+                       SPORT, ROCE_PORT, n, 0) + body
     if checksum:
-        hdr = hdr[:10] + struct.pack("!H", _csum(hdr)) + hdr[12:]
-    return hdr + udp
+        pkt = pkt[:10] + struct.pack("!H", _csum(pkt[:20])) + pkt[12:]
+    return pkt
 
 
 def ether(dst: bytes, src: bytes, ethertype: int, body: bytes) -> bytes:
@@ -275,6 +289,7 @@ class Agent:
         self.ip_node: dict[str, str] = {}
         self.path_ttl: dict[tuple[str, int], int] = {}
         self.reach_src: dict[int, str] = {}  # reachability probe idx -> the GPU that sent it
+        self._closers: list[threading.Thread] = []  # release_ports' closing threads
 
     # opening
     def open_gpu(self, node: str) -> None:
@@ -361,7 +376,31 @@ class Agent:
                 raise r
         return dict(zip(nodes, res))
 
+    def release_ports(self, keys, threads: int = 32) -> None:
+        """Close the packet sockets of these (node, port) now, on background threads that
+        :meth:`close` joins. A packet socket on a device taps every frame crossing it (a
+        clone and a filter run per frame sent): switch ports serve only the neighbour
+        frames, and 130k reachability probes cross three switch links each."""
+        socks = []
+        for k in keys:
+            sk = self.pkt.pop(k, None)
+            if sk is None:
+                continue
+            self.dev_of.pop(k, None)
+            self.sel.unregister(sk)
+            socks.append(sk)
+        gone = set(map(id, socks))
+        self.socks = [x for x in self.socks if id(x) not in gone]
+        chunks = [socks[i::threads] for i in range(min(threads, len(socks)))]
+        for c in chunks:
+            w = threading.Thread(target=lambda c=c: [x.close() for x in c], name="probe-release")
+            w.start()
+            self._closers.append(w)
+
     def close(self, threads: int = 64) -> None:
+        for w in self._closers:
+            w.join()
+        self._closers.clear()
         packet = []
         for s in self.socks:
             try:
@@ -439,11 +478,14 @@ class Agent:
         for w in ws:
             w.join()
 
-    def send_frame(self, node: str, port: str, frame: bytes) -> None:
+    def send_frame(self, node: str, port: str, frame: bytes) -> str | None:
+        """Send a frame on a port; None when sent, else why not (also noted in ev.errors)."""
         try:
             self.pkt[(node, port)].send(frame)
         except OSError as exc:
             self.ev.errors.append(f"{node}:{port}: send: {exc.strerror}")
+            return f"sending on {port} failed: {exc.strerror}"
+        return None
 
     # receiving
     def pump(self, seconds: float) -> None:

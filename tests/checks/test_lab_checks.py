@@ -97,6 +97,24 @@ def test_stray_routed_link_between_rails_fails_isolation(routed, tmp_path):
     assert any(k.startswith("isolation/rail0/") and "arrived at" in v for k, v in bad.items())
 
 
+def test_isolation_fails_a_gpu_whose_frames_cannot_be_sent(routed_shared, tmp_path, monkeypatch):
+    # a GPU without its gateway's neighbour entry sends no isolation frame: it must fail, not pass
+    from railonly.emulation.checks import probe
+
+    real = probe.Agent.neighbours
+
+    def without_hb3_gpu0(self, asks, workers=4):
+        got = real(self, asks, workers)
+        assert got.get("hb3-gpu0")  # the healthy lab has the entry
+        return {**got, "hb3-gpu0": None}
+
+    monkeypatch.setattr(probe.Agent, "neighbours", without_hb3_gpu0)
+    rc, doc = check(routed_shared, tmp_path, "--only", "isolation")
+    assert rc == 1
+    bad = {r["id"]: r["detail"] for r in failed(doc, "isolation")}
+    assert list(bad) == ["isolation/rail0/hb3-gpu0"] and "no MAC for its gateway" in bad["isolation/rail0/hb3-gpu0"]
+
+
 def test_switch_down_fails_bgp_and_cabling(routed, tmp_path):
     # plain ip: every port of a spine down
     ns = routed.ns("rail0-spine0")

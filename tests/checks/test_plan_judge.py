@@ -65,6 +65,15 @@ def test_isolation_leak_fails(plans):
     assert not r.passed and "hb0-gpu1:eth1" in r.detail and g.rail == 0
 
 
+def test_isolation_probe_that_could_not_be_sent_fails(plans):
+    cp = plans["mini-routed"]
+    probes = [(2, "hb0-gpu0", "packet", "to hb0-gpu1"), (258, "hb1-gpu0", "packet", "to hb1-gpu1")]
+    why = "its neighbour table holds no MAC for its gateway 10.0.0.1 on eth1"
+    res = {r.id: r for r in judge.isolation_probes(cp, {}, probes, {"hb0-gpu0": why})}
+    assert not res["isolation/rail0/hb0-gpu0"].passed and why in res["isolation/rail0/hb0-gpu0"].detail
+    assert res["isolation/rail0/hb1-gpu0"].passed  # nothing seen elsewhere, and it was sent
+
+
 def test_isolation_routes(plans):
     cp = plans["mini-routed"]
     own = [{"dst": p, "dev": "Vlan1000"} for p in cp.rail_subnets[0]]
