@@ -30,6 +30,12 @@ from railonly.emulation.runtime.netns.runtime import NetnsRuntime
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its waited-for children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--design", default=str(REPO / "labs" / "dgx-h100-1k.yml"))
@@ -62,7 +68,10 @@ def main() -> int:
             row["deploy"] = time.perf_counter() - t
         cp = check_plan.load(lab)
         counts = cp.counts()
+        row["load"] = os.getloadavg()[0]
+        cpu0, t0 = _cpu(), time.perf_counter()
         run = checker.run(lab, rt, timeout=args.timeout)
+        row["check_s"], row["check_cpu_s"] = time.perf_counter() - t0, _cpu() - cpu0
     finally:
         if owned:
             rt.destroy(lab)
@@ -85,6 +94,8 @@ def main() -> int:
     floor = row["isolation_floor"]
     print(f"  isolation     {counts['isolation']:>7} checks    {iso_s:7.2f} s  ({iso_probes} frames; at reachability's rate"
           f" {floor if floor is not None else float('nan'):.2f} s + the check's fixed 1.0 s of listening)")
+    print(f"  whole check   {row['check_s']:7.2f} s wall, {row['check_cpu_s']:.2f} s CPU of this process and its"
+          f" children (on a loaded machine the wall time is the CPU time stretched by the load: 2 cores shared)")
     print(f"  timings: {row['timings']}")
     print(f"  results: {run.passed} passed, {run.failed} failed")
     if args.json:

@@ -399,8 +399,19 @@ def _isolation(ag: probe.Agent, cp: CheckPlan, lab: Lab) -> tuple[list[tuple[int
     gw_of = {n: gateways.of(g.prefixlen, g.ip) for n, g in cp.gpus.items()} if cp.mode != "l2" else {}
     gw_mac: dict[str, str | None] = {}
     if cp.mode != "l2":
-        gw_mac = ag.neighbours({n: (g.port, gw_of[n]) for n, g in sorted(cp.gpus.items())
-                                if (n, g.port) in ag.pkt and gw_of[n]})
+        asks = {n: (g.port, gw_of[n]) for n, g in sorted(cp.gpus.items()) if (n, g.port) in ag.pkt and gw_of[n]}
+        gw_mac = ag.neighbours(asks)
+        # an entry can be gone by now (the shared table's garbage collection during a long
+        # reachability round): a packet to the gateway itself makes the GPU resolve it again
+        for attempt in range(3):
+            missing = [n for n in asks if gw_mac.get(n) is None]
+            if not missing:
+                break
+            for n in missing:
+                g, gw = cp.gpus[n], asks[n][1]
+                ag.send_ip(n, probe.ip_udp(g.ip, gw, probe.payload(lab.name, 0, 0)), gw)
+            ag.pump(0.2 * (attempt + 1))
+            gw_mac.update(ag.neighbours({n: asks[n] for n in missing}))
     for gi, name in enumerate(sorted(cp.gpus)):
         g = cp.gpus[name]
         key = (name, g.port)

@@ -102,3 +102,23 @@ def test_refused_request_fails_deploy_and_names_it(lab):
     name, state = lab
     with pytest.raises(engine.DeployError, match=r"config in clab-.*-c: .*route add 10\.4\.0\.0/16 via 192\.0\.2\.1"):
         engine.deploy(plan(name, bad_route=True), state)
+
+
+def test_route_dump_reads_what_ip_route_shows(lab):
+    # lab check reads switch routes with one netlink dump instead of `ip -j route`: same rows
+    from railonly.emulation.runtime.netns import setns
+
+    name, state = lab
+    pl = plan(name)
+    engine.deploy(pl, state)
+    keep = ("dst", "type", "gateway", "dev", "table")
+    for n in pl.namespaces:
+        r = proc.run(["ip", "-4", "-j", "route", "show", "table", "all"], netns=n.name)
+        assert r.ok, r.stderr
+        want = [{k: x[k] for k in keep if k in x} | ({"nexthops": [{k: h[k] for k in ("gateway", "dev") if k in h}
+                                                                    for h in x["nexthops"]]} if "nexthops" in x else {})
+                for x in json.loads(r.stdout)]
+        got = setns.call_in(n.name, setns.ipv4_routes)
+        key = lambda x: json.dumps(x, sort_keys=True)  # noqa: E731
+        assert sorted(map(key, got)) == sorted(map(key, want)), n.name
+    assert any("nexthops" in x for x in setns.call_in(pl.namespaces[1].name, setns.ipv4_routes))
