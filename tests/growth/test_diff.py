@@ -245,3 +245,24 @@ def test_missing_outdir_and_unwritable_json_are_exit_2(grown, tmp_path, capsys):
     assert code == 2 and "nope: no such directory" in err
     code, _, err = _run(["diff", grown["128"], grown["144"], "--json", str(tmp_path / "no" / "dir" / "p.json")], capsys)
     assert code == 2 and "cannot write" in err
+
+
+@pytest.mark.parametrize("field, refused", [
+    ("rail0-leaf0", False),
+    ("leaf-\u00e9", False),  # printable, not ASCII: the per-field check, accepted
+    ("leaf\x1b[2J", True),  # a terminal escape
+    ('"leaf,\x07zero"', True),  # quoted (a comma inside) with a bell
+    ("x" * 201, True),  # longer than 200 characters
+])
+def test_parse_cabling_refuses_what_a_terminal_must_not_print(field, refused):
+    from railonly.fabric.outdir.changeplan import parse_cabling
+    from railonly.fabric.outdir.reader import UntrustedFile
+
+    text = ("cable_id,a_device,a_port,b_device,b_port,rail,tier,media,length_m\n"
+            "C1,hb0,gpu0,rail0-leaf0,Ethernet0,0,1,400G-SR8 MMF,3\n"
+            f"C2,hb1,gpu0,{field},Ethernet4,0,1,400G-SR8 MMF,3\n")
+    if refused:
+        with pytest.raises(UntrustedFile, match="line 3: a_device|line 3: b_device"):
+            parse_cabling(text)
+    else:
+        assert parse_cabling(text)["C2"].b == (field, "Ethernet4")
