@@ -34,8 +34,9 @@ from typing import Callable
 from ..checks import check_plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
 from ..runtime import rundir
-from ..runtime.protocol import Runtime, deployed_status
+from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host
+from .agents import SocketAgents, window_bytes
 from .completion import default_bytes, model, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
@@ -192,6 +193,65 @@ class Agents:
         stop_servers(self.lab, self.rt)
         self.servers.clear()
         self.stop_s += time.monotonic() - t0
+
+
+class FlowAgents:
+    """The persistent socket agents (agents.py) driven by Flows: connections opened once per
+    (source, destination address, port), a step sent without starting a process."""
+
+    def __init__(self, lab: Lab, cp, door, streams: int, window: str | None):
+        self.cp = cp
+        self.sockets = SocketAgents(door, {g: lab.netns(g) for g in cp.gpus}, streams=streams,
+                                    window=window_bytes(window) if window else None)
+        self.streams = self.sockets.streams
+
+    @property
+    def start_s(self) -> float:
+        return self.sockets.start_s
+
+    @property
+    def stop_s(self) -> float:
+        return self.sockets.stop_s
+
+    def _key(self, f: Flow) -> tuple[str, str, str, int]:
+        return f.src, f.dst, _dst_ip(self.cp, f), f.port
+
+    def ensure(self, flows: list[Flow]) -> None:
+        try:
+            self.sockets.ensure([self._key(f) for f in flows])
+        except OSError as exc:
+            raise RuntimeProblem(f"traffic agents: {exc} (lab check shows which pairs do not reach each other)") from exc
+
+    def run_step(self, st: list[Flow], nic_mbps: float, t_run: float) -> tuple[list[dict], float]:
+        """(one result per flow, the step's wall seconds); start_s/end_s relative to ``t_run``."""
+        deadline = 120 + max(f.bytes for f in st) * 8 / (nic_mbps * 1e6) * 4
+        rs, t0, wall = self.sockets.run_step([self._key(f) + (f.bytes,) for f in st], deadline)
+        out = []
+        for f, res in zip(st, rs):
+            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
+                 "start_s": round(t0 - t_run, 3), "streams": self.streams}
+            if f.hb:
+                r["over"] = "hb"
+            r.update(res)
+            r["end_s"] = round(t0 - t_run + (r["seconds"] or wall), 3)
+            out.append(r)
+        return out, wall
+
+    def stop(self) -> None:
+        self.sockets.stop()
+
+
+def traffic_agents(lab: Lab, rt: Runtime, cp, streams: int, window: str | None = None) -> "FlowAgents | Agents":
+    """The run's traffic agents: persistent sockets through the runtime's door, or, for a
+    runtime whose nodes this process cannot enter, iperf3 (servers once, a client per flow)."""
+    door = rt.door()
+    try:
+        first = min(cp.gpus) if cp.gpus else None
+        if first is not None:
+            door.call_in(lab.netns(first), lambda: None)
+    except (RuntimeProblem, OSError):
+        return Agents(lab, rt, cp)
+    return FlowAgents(lab, cp, door, streams, window)
 
 
 def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]:
@@ -367,70 +427,45 @@ class StepsRun:
 
 
 def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str | None = None, nic_mbps: float,
-              streams: int = 1, agents: Agents | None = None, links: LinkCounters | None = None,
+              streams: int = 1, agents: "Agents | FlowAgents | None" = None, links: LinkCounters | None = None,
               cpu: host.CpuMeter | None = None, progress: Callable[[str], None] = lambda s: None) -> StepsRun:
     """Run steps of flows one after another, every flow of a step at once (``streams``
     parallel TCP streams each); a step's time is its slowest flow's seconds_at_rate. The
     flows' ports are re-numbered by slot (slot_ports; results keep the steps' order).
-    ``agents``: the run's servers (else started here and stopped in a finally); ``links``:
+    ``agents``: the run's agents (traffic_agents; else started here and stopped in a finally); ``links``:
     link counters read after each step (``steps[].link_bytes``); ``cpu``: sampled around
     each step. ``progress`` gets a line per flow."""
     steps = slot_ports(steps)
     flows = [f for st in steps for f in st]
     win = window or stream_window(streams)
     results: dict[int, dict] = {}
-    lock = threading.Lock()
     step_rep: list[dict] = []
     own = agents is None
-    agents = agents or Agents(lab, rt, cp)
+    agents = agents or traffic_agents(lab, rt, cp, streams, window)
     agents_before = agents.start_s
     completion = 0.0
     try:
         agents.ensure(flows)
         t0 = time.monotonic()
         last = links.read() if links else None
-
-        def one(i: int, f: Flow) -> None:
-            argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
-                    "--connect-timeout", "3000", "-w", win] + (["-P", str(streams)] if streams > 1 else [])
-            start = time.monotonic()
-            for attempt in range(8):  # a reused server may still be closing its previous test
-                rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
-                if rc == 0 or not ("unable to connect" in out or "server is busy" in out):
-                    break
-                time.sleep(0.05 * (attempt + 1))
-            end = time.monotonic()
-            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
-                 "start_s": round(start - t0, 3), "end_s": round(end - t0, 3), "streams": streams}
-            if f.hb:
-                r["over"] = "hb"
-            r.update(parse_iperf3(out, rc, f.bytes))
-            with lock:
-                results[i] = r
-                progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"
-                         + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
-                         + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
-
-        first = 0
-        with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
+        if isinstance(agents, FlowAgents):
             for st in steps:
-                idx = range(first, first + len(st))
-                first += len(st)
                 if cpu:
                     cpu.start()
-                list(ex.map(one, idx, st))
+                rs, wall = agents.run_step(st, nic_mbps, t0)
                 if cpu:
                     cpu.stop()
-                rs = [results[i] for i in idx]
-                secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
-                wall = max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs)
-                rep = {"step": st[0].step, "flows": len(st), "seconds": round(max(secs), 4) if secs else None,
-                       "wall_s": round(wall, 3), "overhead_s": round(max(0.0, wall - (max(secs) if secs else 0.0)), 3)}
+                for f, r in zip(st, rs):
+                    results[len(results)] = r
+                    progress(_flow_line(len(results), len(flows), f, r))
+                step_rep.append(_step_rep(st, rs, wall))
                 if links:
                     now = links.read()
-                    rep["link_bytes"] = links.delta(now, last)
+                    step_rep[-1]["link_bytes"] = links.delta(now, last)
                     last = now
-                step_rep.append(rep)
+        else:
+            step_rep += _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results, links, last,
+                                      cpu, progress)
         completion = max((r["end_s"] for r in results.values()), default=0.0)
     finally:
         if own:
@@ -441,6 +476,64 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
                 "client_start_and_barrier_s": round(sum(s["overhead_s"] for s in step_rep), 3),
                 "counter_reads_s": round(links.read_s, 3) if links else 0.0}
     return StepsRun([results[i] for i in range(len(flows))], step_rep, completion, network, overhead)
+
+
+def _flow_line(n: int, total: int, f: Flow, r: dict) -> str:
+    return (f"[{n}/{total}] step {f.step} {f.src}->{f.dst}" + (f" via {f.via}" if f.via else "")
+            + (" over HB" if f.hb else "")
+            + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
+
+
+def _step_rep(st: list[Flow], rs: list[dict], wall: float) -> dict:
+    """A step's figures: its network time (slowest flow at rate), its wall time and the rest (overhead)."""
+    secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
+    return {"step": st[0].step, "flows": len(st), "seconds": round(max(secs), 4) if secs else None,
+            "wall_s": round(wall, 3), "overhead_s": round(max(0.0, wall - (max(secs) if secs else 0.0)), 3)}
+
+
+def _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results, links, last, cpu, progress) -> list[dict]:
+    """The steps with an iperf3 client per flow (a runtime without a door): a step's wall time
+    runs from its first client's start to its last one's end."""
+    lock = threading.Lock()
+    step_rep = []
+
+    def one(i: int, f: Flow) -> None:
+        argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
+                "--connect-timeout", "3000", "-w", win] + (["-P", str(streams)] if streams > 1 else [])
+        start = time.monotonic()
+        for attempt in range(8):  # a reused server may still be closing its previous test
+            rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
+            if rc == 0 or not ("unable to connect" in out or "server is busy" in out):
+                break
+            time.sleep(0.05 * (attempt + 1))
+        end = time.monotonic()
+        r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
+             "start_s": round(start - t0, 3), "end_s": round(end - t0, 3), "streams": streams}
+        if f.hb:
+            r["over"] = "hb"
+        r.update(parse_iperf3(out, rc, f.bytes))
+        with lock:
+            results[i] = r
+            progress(_flow_line(len(results), len(flows), f, r))
+
+    first = 0
+    with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
+        for st in steps:
+            idx = range(first, first + len(st))
+            first += len(st)
+            if cpu:
+                cpu.start()
+            list(ex.map(one, idx, st))
+            if cpu:
+                cpu.stop()
+            rs = [results[i] for i in idx]
+            rep = _step_rep(st, rs, max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs))
+            if links:
+                now = links.read()
+                rep["link_bytes"] = links.delta(now, last)
+                last = now
+            step_rep.append(rep)
+    return step_rep
 
 
 def _shaped(lab: Lab, rt: Runtime, switch: str) -> dict[str, float] | None:

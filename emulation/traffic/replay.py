@@ -43,8 +43,8 @@ from ..checks import check_plan as checks_plan
 from ..lab import Lab, link_rates
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
-from .iperf3 import (Agents, LinkCounters, ecmp_finding, judge, why, nccl_streams, placement, port_bytes, run_steps,
-                     shaped_rates, slot_ports, stop_servers)
+from .iperf3 import (LinkCounters, ecmp_finding, judge, why, nccl_streams, placement, port_bytes, run_steps,
+                     shaped_rates, slot_ports, stop_servers, traffic_agents)
 from .completion import placed_step
 
 TABLE = "railonly_replay"
@@ -243,7 +243,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     per_phase: list[list[dict]] = [[] for _ in phases]
     stop_servers(lab, rt)  # leftovers of an interrupted run
     dls, rated = placement(lab, rt, nic)
-    run_ctx = {"agents": Agents(lab, rt, cp), "links": LinkCounters(lab, rt, dls), "rated": rated,
+    run_ctx = {"agents": traffic_agents(lab, rt, cp, streams, window), "links": LinkCounters(lab, rt, dls), "rated": rated,
                "cpu": host.CpuMeter(cpu_sampler or host.proc_stat_sample), "streams": streams}
     t_run = time.monotonic()
     try:
