@@ -59,6 +59,8 @@ class NodeDoor(Protocol):
 
     def link_states(self) -> dict[str, tuple[int, int]]: ...
 
+    def link_counters(self) -> dict[str, tuple[int, int]]: ...
+
 
 class NoDoor:
     """The door of a runtime whose nodes this process cannot enter: every use is a RuntimeProblem."""
@@ -69,7 +71,7 @@ class NoDoor:
     def _refuse(self, *_args, **_kw):
         raise RuntimeProblem(f"the {self.runtime} runtime gives no way into a node's network namespace")
 
-    call_in = call_many = link_states = _refuse
+    call_in = call_many = link_states = link_counters = _refuse
 
 
 @runtime_checkable

@@ -177,8 +177,7 @@ class SocketAgents:
     # -- set-up, untimed ------------------------------------------------------------------
 
     def _buffers(self, s: socket.socket) -> None:
-        """Fixed buffers only when asked (--window): by default the kernel autotunes them, as
-        for NCCL's sockets (no unread tail to keep small: every byte is read and timed)."""
+        """Fixed send and receive buffers (iperf3's -w); None: the kernel autotunes them."""
         if self.window is None:
             return
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.window)
@@ -236,17 +235,30 @@ class SocketAgents:
         got = self.door.call_many([(self.netns[s], connect(a, p)) for s, _d, a, p in wants], workers=8)
         for (src, dst, a, p), socks in zip(wants, got):
             if isinstance(socks, BaseException):
+                for other in got:
+                    for o in other if isinstance(other, list) else ():
+                        o.close()
                 raise OSError(f"{src} cannot connect to {dst} at {a}:{p}: {socks}")
-            lst = self.listeners[(dst, a, p)]
-            by_peer = {s.getsockname(): s for s in socks}
-            conns = []
+        # several sources share a listener: accept all its connections, then pair them by address
+        expect: dict[tuple[str, str, int], int] = {}
+        for (_s, d, a, p), socks in zip(wants, got):
+            expect[(d, a, p)] = expect.get((d, a, p), 0) + len(socks)
+        accepted: dict[tuple, socket.socket] = {}
+        for key, n in sorted(expect.items()):
+            lst = self.listeners[key]
             lst.settimeout(CONNECT_TIMEOUT_S)
-            while by_peer:  # the accept queue holds them in connect order, possibly with others' first
-                r, peer = lst.accept()
-                s = by_peer.pop(peer, None)
-                if s is None:  # not ours: nothing else connects to a lab port the run chose
-                    r.close()
-                    continue
+            for _ in range(n):
+                try:
+                    r, peer = lst.accept()
+                except OSError as exc:
+                    raise OSError(f"{key[0]} accepted {_} of {n} connections on {key[1]}:{key[2]}: {exc}") from exc
+                accepted[(key, peer)] = r
+        for (src, dst, a, p), socks in zip(wants, got):
+            conns = []
+            for s in socks:
+                r = accepted.pop(((dst, a, p), s.getsockname()), None)
+                if r is None:
+                    raise OSError(f"{dst} did not accept the connection of {src} to {a}:{p}")
                 conns.append(Conn(src, dst, s, r))
             for c in conns:
                 c.tx.setblocking(False)

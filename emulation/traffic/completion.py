@@ -100,3 +100,17 @@ def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tup
         ecmp = {"busiest": name, "busiest_bytes": link_bytes[name], "busiest_s": round(times[name], 4),
                 "imbalance": round(link_bytes[name] / mean, 3) if mean > 0 else 1.0, "links": len(members)}
     return {"placed_s": max(ideal_s, times[name]), "ecmp": ecmp}
+
+
+def hb_bytes(flows: list[Flow]) -> int:
+    """Bytes of a step that cross an HB domain (an HB flow, or a flow forwarded by a sibling) (pure)."""
+    return sum(f.bytes for f in flows if f.hb or (f.via and f.via != f.src))
+
+
+def host_step(placed_s: float, hb_step_bytes: int, capacity: dict | None) -> float:
+    """The step's model under what the host delivered (pure): at least the placed model, and at
+    least its HB bytes at the aggregate HB rate the host was measured to forward in the same run
+    (``capacity["hb_bytes_per_s"]``). Veths and qdiscs forward with the host's CPU: HB links
+    shaped at 9x the NIC rate ask more of a small host than it has."""
+    rate = (capacity or {}).get("hb_bytes_per_s")
+    return max(placed_s, hb_step_bytes / rate) if rate and hb_step_bytes else placed_s

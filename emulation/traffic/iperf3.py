@@ -37,7 +37,7 @@ from ..runtime import rundir
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host
 from .agents import SocketAgents, window_bytes
-from .completion import default_bytes, model, placed_step
+from .completion import default_bytes, hb_bytes, host_step, model, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
@@ -201,8 +201,10 @@ class FlowAgents:
 
     def __init__(self, lab: Lab, cp, door, streams: int, window: str | None):
         self.cp = cp
+        # the same per-stream buffers as iperf3 -w: autotuned buffers grow queues in the shaped
+        # links until they drop, and retransmitted bytes then miss the replay's byte counts
         self.sockets = SocketAgents(door, {g: lab.netns(g) for g in cp.gpus}, streams=streams,
-                                    window=window_bytes(window) if window else None)
+                                    window=window_bytes(window or stream_window(streams)))
         self.streams = self.sockets.streams
 
     @property
@@ -295,8 +297,19 @@ def unshape_fabric(lab: Lab, rt: Runtime) -> int:
 
 
 def port_bytes(lab: Lab, rt: Runtime, ports: dict[str, set[str]]) -> dict[tuple[str, str], tuple[int, int]]:
-    """{(node, port): (tx bytes, rx bytes)} of the given ports (``ip -s -j link`` in each node's namespace)."""
+    """{(node, port): (tx bytes, rx bytes)} of the given ports: one rtnetlink dump per node
+    through the runtime's door, else ``ip -s -j link`` in each node's namespace."""
     out: dict[tuple[str, str], tuple[int, int]] = {}
+    nodes = sorted(ports)
+    door = rt.door()
+    try:
+        got = door.call_many([(lab.netns(n), door.link_counters) for n in nodes], workers=4) if nodes else []
+    except RuntimeProblem:
+        got = None
+    if got is not None and not any(isinstance(c, BaseException) for c in got):
+        for n, c in zip(nodes, got):
+            out.update({(n, p): c[p] for p in ports[n] if p in c})
+        return out
     for node, want in sorted(ports.items()):
         rc, text = rt.exec(lab.netns(node), ["ip", "-s", "-j", "link"], timeout=10)
         try:
@@ -348,8 +361,9 @@ def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
 
 
 class LinkCounters:
-    """Reads the tx counters of every switch-to-switch link end (``ip -s -j link`` in each
-    switch, in parallel): what crossed each link between two reads."""
+    """Reads the tx counters of every switch-to-switch link end: what crossed each link
+    between two reads. Through the runtime's door (one rtnetlink dump per switch, no process)
+    where it has one, else ``ip -s -j link`` in each switch, in parallel."""
 
     def __init__(self, lab: Lab, rt: Runtime, links: list[DirectedLink]):
         self.lab, self.rt, self.links = lab, rt, links
@@ -357,13 +371,25 @@ class LinkCounters:
         for dl in links:
             self.want.setdefault(dl.end[0], set()).add(dl.end[1])
         self.read_s = 0.0
+        self.door = rt.door()
+        try:
+            if self.want:
+                self.door.call_in(lab.netns(min(self.want)), self.door.link_counters)
+        except (RuntimeProblem, OSError):
+            self.door = None
 
     def read(self) -> dict[tuple[str, str], int]:
         t0 = time.monotonic()
         out: dict[tuple[str, str], int] = {}
-        if self.want:
-            with ThreadPoolExecutor(max_workers=min(len(self.want), 8)) as ex:
-                for part in ex.map(lambda n: port_counters(self.lab, self.rt, {n: self.want[n]}), sorted(self.want)):
+        nodes = sorted(self.want)
+        if self.door is not None and nodes:
+            got = self.door.call_many([(self.lab.netns(n), self.door.link_counters) for n in nodes], workers=4)
+            for n, c in zip(nodes, got):
+                if isinstance(c, dict):
+                    out.update({(n, p): c[p][0] for p in self.want[n] if p in c})
+        elif nodes:
+            with ThreadPoolExecutor(max_workers=min(len(nodes), 8)) as ex:
+                for part in ex.map(lambda n: port_counters(self.lab, self.rt, {n: self.want[n]}), nodes):
                     out.update(part)
         self.read_s += time.monotonic() - t0
         return out
@@ -570,13 +596,16 @@ def placement(lab: Lab, rt: Runtime, nic_mbps: float) -> tuple[list[DirectedLink
     return dls, rated
 
 
-def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bool, cpu: dict) -> str:
+def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bool, cpu: dict,
+          host_s: float | None = None) -> str:
     """pass | fail | inconclusive (pure): a failed flow fails; otherwise a saturated host is
-    inconclusive (timing judges the host then, not the fabric); otherwise measured network
-    time within ``tolerance`` of the placement-aware model passes."""
+    inconclusive (timing judges the host then, not the fabric), and so is a host that cannot
+    deliver the model (``host_s``, the model under the host's measured HB capacity, beyond the
+    tolerance of the placed model); otherwise measured network time within ``tolerance`` of the
+    placement-aware model passes."""
     if failed:
         return "fail"
-    if cpu.get("saturated"):
+    if cpu.get("saturated") or host_bound(placed_s, host_s, tolerance):
         return "inconclusive"
     if network_s is None or placed_s <= 0:
         return "fail"
@@ -584,6 +613,48 @@ def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bo
 
 
 ABS_SLACK_S = 0.05  # on top of the relative tolerance: timer and scheduling noise of a step
+
+
+def host_bound(placed_s: float, host_s: float | None, tolerance: float) -> bool:
+    """The host could not deliver the placed model (pure): its HB capacity alone takes longer."""
+    return host_s is not None and host_s > placed_s * (1 + tolerance) + ABS_SLACK_S
+
+
+HOST_PROBE_S = 0.25  # the capacity probe: each HB flow carries this long at its shaped rate
+
+
+def host_capacity(agents, cp, hb_mbps: float, cpu: host.CpuMeter | None = None) -> dict | None:
+    """What this host forwards over the HB links at once, measured in the run (None: no HB
+    links, or a runtime without persistent agents): every GPU sends to the next GPU of its HB
+    domain over HB, all at once, HOST_PROBE_S worth of bytes at the shaped HB rate; the
+    aggregate rate is ``hb_bytes_per_s`` beside what the shaping allows."""
+    if not isinstance(agents, FlowAgents) or not hb_mbps:
+        return None
+    doms: dict[int, list[str]] = {}
+    for g in sorted(cp.gpus.values(), key=lambda g: (g.hb, g.name)):
+        if g.hb_ip:
+            doms.setdefault(g.hb, []).append(g.name)
+    nbytes = max(256 * 1024, int(hb_mbps * 1e6 / 8 * HOST_PROBE_S))
+    flows = [Flow(d[i], d[(i + 1) % len(d)], None, nbytes, BASE_PORT, 0, True)
+             for d in doms.values() if len(d) > 1 for i in range(len(d))]
+    if not flows:
+        return None
+    flows = slot_ports([flows])[0]
+    agents.ensure(flows)
+    if cpu:
+        cpu.start()
+    rs, _wall = agents.run_step(flows, hb_mbps, time.monotonic())
+    if cpu:
+        cpu.stop()
+    secs = [r["seconds"] for r in rs if r.get("seconds")]
+    if len(secs) < len(flows) or not max(secs):
+        return None
+    cap = len(flows) * nbytes / max(secs)
+    shaped = len(flows) * hb_mbps * 1e6 / 8
+    return {"hb_bytes_per_s": round(cap), "hb_shaped_bytes_per_s": round(shaped), "share": round(cap / shaped, 3),
+            "flows": len(flows), "bytes_per_flow": nbytes, "seconds": round(max(secs), 4),
+            "how": "every GPU sends to the next GPU of its HB domain over HB at once, before the timed steps;"
+                   " aggregate bytes / the slowest flow's seconds"}
 
 
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
@@ -618,9 +689,18 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     dls, rated = placement(lab, rt, nic)
     cpu = host.CpuMeter(cpu_sampler or host.proc_stat_sample)
     t_run = time.monotonic()
-    ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams,
-                    links=LinkCounters(lab, rt, dls), cpu=cpu, progress=progress)
+    agents = traffic_agents(lab, rt, cp, streams, window)
+    try:
+        capacity = host_capacity(agents, cp, hb)
+        ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams, agents=agents,
+                        links=LinkCounters(lab, rt, dls), cpu=cpu, progress=progress)
+    finally:
+        agents.stop()
+    ran.overhead["agents_start_s"] = round(agents.start_s, 3)
+    ran.overhead["agents_stop_s"] = round(agents.stop_s, 3)
     total_s = time.monotonic() - t_run
+    if capacity:
+        ran.overhead["host_capacity_probe_s"] = capacity["seconds"]
     step_rep = ran.steps
     for i, sr in enumerate(step_rep):
         ideal = m["steps"][i]["pipelined"]
@@ -628,6 +708,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         sr["measured_s"] = sr["seconds"]
         sr["model_ideal_s"] = round(ideal, 4)
         sr["model_placed_s"] = round(pl["placed_s"], 4)
+        sr["model_host_s"] = round(host_step(pl["placed_s"], hb_bytes(steps[i]), capacity), 4)
         sr["model_s"] = sr["model_ideal_s"]
         sr["model_store_forward_s"] = round(m["steps"][i]["store_forward"], 4)
         sr["ecmp"] = pl["ecmp"]
@@ -635,8 +716,9 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     fl = ran.flows
     failed = sum(1 for r in fl if r.get("error") or not r.get("seconds"))
     placed = round(sum(s["model_placed_s"] for s in step_rep), 4)
+    host_s = round(sum(s["model_host_s"] for s in step_rep), 4)
     cpu_rep = cpu.report()
-    verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep)
+    verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep, host_s)
     return {
         "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
         "verdict": verdict, "tolerance": tolerance,
@@ -645,8 +727,11 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         "overhead": ran.overhead,
         "model_ideal_s": round(m["pipelined"], 4),
         "model_placed_s": placed,
+        "model_host_s": host_s,
+        "host_capacity": capacity,
         "ecmp_imbalance": ecmp_finding(step_rep),
-        "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed),
+        "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed, host_s, capacity,
+                   tolerance),
         "host_cpu": cpu_rep,
         "streams": streams,
         "completion_s": round(ran.completion_s, 3),
@@ -679,13 +764,18 @@ def ecmp_finding(steps: list[dict]) -> dict | None:
             "busiest_link": worst["ecmp"]["busiest"], "steps_over_1_25": sum(1 for s in rated if s["ecmp"]["imbalance"] > 1.25)}
 
 
-def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cpu: dict, failed: int) -> str:
+def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cpu: dict, failed: int,
+        host_s: float | None = None, capacity: dict | None = None, tolerance: float = 0.10) -> str:
     """One line: why the measured figure differs from the model (pure)."""
     if failed:
         return f"{failed} flow(s) failed"
     parts = []
     if cpu.get("saturated"):
         parts.append(f"host CPU {100 * cpu['busy_share']:.0f}% busy: timing judges the host, not the fabric")
+    if capacity and host_bound(placed_s, host_s, tolerance):
+        parts.append(f"the host forwarded HB at {100 * capacity['share']:.0f}% of the shaped rate"
+                     f" ({capacity['hb_bytes_per_s'] * 8 / 1e9:.2f} of {capacity['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f}"
+                     f" Gbit/s): {host_s:.2f} s at what it delivers ({100 * (network_s / host_s - 1):+.0f}% measured)")
     if ecmp and placed_s > ideal_s * 1.02:
         parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link"
                      f" (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
@@ -693,6 +783,17 @@ def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cp
     parts.append(f"{100 * rest:+.0f}% beyond the placement"
                  + ("" if cpu.get("saturated") else f" (TCP ramp and pacing; host CPU {100 * (cpu.get('busy_share') or 0):.0f}%)"))
     return "; ".join(parts)
+
+
+def host_lines(rep: dict) -> list[str]:
+    """The host-capacity line of a report (pure; none when it was not measured)."""
+    c = rep.get("host_capacity")
+    if not c:
+        return []
+    key = "communication_model_host_s" if "communication_model_host_s" in rep else "model_host_s"
+    return [f"  host capacity: HB forwarded at {c['hb_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s by {c['flows']} flows at once,"
+            f" {100 * c['share']:.0f}% of the shaped {c['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s;"
+            f" model at what the host delivers {rep[key]:.2f} s"]
 
 
 def format_report(rep: dict) -> str:
@@ -710,6 +811,7 @@ def format_report(rep: dict) -> str:
              f"  overhead {rep['overhead_s']:.2f} s apart from it ("
              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep.get("overhead", {}).items())
              + f"); wall {rep['completion_s']:.2f} s"]
+    lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")
     if e:
         lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"
