@@ -243,6 +243,11 @@ class FlowAgents:
         self.sockets.stop()
 
 
+def agents_kind(agents) -> str:
+    """How the run sent (reported as ``agents``): "sockets" (persistent, no process per flow) or "iperf3"."""
+    return "sockets" if isinstance(agents, FlowAgents) else "iperf3"
+
+
 def traffic_agents(lab: Lab, rt: Runtime, cp, streams: int, window: str | None = None) -> "FlowAgents | Agents":
     """The run's traffic agents: persistent sockets through the runtime's door, or, for a
     runtime whose nodes this process cannot enter, iperf3 (servers once, a client per flow)."""
@@ -729,6 +734,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         "model_placed_s": placed,
         "model_host_s": host_s,
         "host_capacity": capacity,
+        "agents": agents_kind(agents),
         "ecmp_imbalance": ecmp_finding(step_rep),
         "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed, host_s, capacity,
                    tolerance),

@@ -43,7 +43,7 @@ from ..checks import check_plan as checks_plan
 from ..lab import Lab, link_rates
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
-from .iperf3 import (LinkCounters, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
+from .iperf3 import (LinkCounters, agents_kind, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
                      port_bytes, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
 from .completion import hb_bytes, host_step, placed_step
 
@@ -407,6 +407,7 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
         "communication_model_ideal_s": comm_ideal,
         "communication_model_host_s": comm_host,
         "host_capacity": ctx.get("capacity"),
+        "agents": agents_kind(ctx["agents"]),
         "ecmp_imbalance": ecmp,
         "why": why(comm_measured or 0.0, comm_ideal, comm_placed, ecmp, cpu, len(failed), comm_host, ctx.get("capacity"),
                    tolerance) if comm else "",
