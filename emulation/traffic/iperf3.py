@@ -37,7 +37,7 @@ from ..runtime import rundir
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host
 from .agents import SocketAgents, window_bytes
-from .completion import default_bytes, hb_bytes, host_step, model, placed_step
+from .completion import default_bytes, hb_bytes, host_step, model, nic_bytes, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
@@ -628,11 +628,23 @@ def host_bound(placed_s: float, host_s: float | None, tolerance: float) -> bool:
 HOST_PROBE_S = 0.25  # the capacity probe: each HB flow carries this long at its shaped rate
 
 
-def host_capacity(agents, cp, hb_mbps: float, cpu: host.CpuMeter | None = None) -> dict | None:
-    """What this host forwards over the HB links at once, measured in the run (None: no HB
-    links, or a runtime without persistent agents): every GPU sends to the next GPU of its HB
-    domain over HB, all at once, HOST_PROBE_S worth of bytes at the shaped HB rate; the
-    aggregate rate is ``hb_bytes_per_s`` beside what the shaping allows."""
+def _probe(agents: "FlowAgents", flows: list[Flow], mbps: float) -> tuple[float, float, float] | None:
+    """(aggregate bytes/s, shaped bytes/s, seconds) of one probe step, None if a flow failed."""
+    flows = slot_ports([flows])[0]
+    agents.ensure(flows)
+    rs, _wall = agents.run_step(flows, mbps, time.monotonic())
+    secs = [r["seconds"] for r in rs if r.get("seconds")]
+    if len(secs) < len(flows) or not max(secs):
+        return None
+    return sum(f.bytes for f in flows) / max(secs), len(flows) * mbps * 1e6 / 8, max(secs)
+
+
+def host_capacity(agents, cp, hb_mbps: float, nic_mbps: float | None = None) -> dict | None:
+    """What this host forwards at once, measured in the run (None: no HB links, or a runtime
+    without persistent agents), before the timed steps, each probe HOST_PROBE_S worth of bytes
+    at the shaped rate: over HB, every GPU to the next GPU of its HB domain; over the rails,
+    every GPU to the GPU of its rail in the next HB domain. Aggregate bytes / the slowest
+    flow's seconds, beside what the shaping allows (``share``, ``nic_share``)."""
     if not isinstance(agents, FlowAgents) or not hb_mbps:
         return None
     doms: dict[int, list[str]] = {}
@@ -640,26 +652,27 @@ def host_capacity(agents, cp, hb_mbps: float, cpu: host.CpuMeter | None = None) 
         if g.hb_ip:
             doms.setdefault(g.hb, []).append(g.name)
     nbytes = max(256 * 1024, int(hb_mbps * 1e6 / 8 * HOST_PROBE_S))
-    flows = [Flow(d[i], d[(i + 1) % len(d)], None, nbytes, BASE_PORT, 0, True)
-             for d in doms.values() if len(d) > 1 for i in range(len(d))]
-    if not flows:
+    hb = _probe(agents, [Flow(d[i], d[(i + 1) % len(d)], None, nbytes, BASE_PORT, 0, True)
+                         for d in doms.values() if len(d) > 1 for i in range(len(d))], hb_mbps)
+    if hb is None:
         return None
-    flows = slot_ports([flows])[0]
-    agents.ensure(flows)
-    if cpu:
-        cpu.start()
-    rs, _wall = agents.run_step(flows, hb_mbps, time.monotonic())
-    if cpu:
-        cpu.stop()
-    secs = [r["seconds"] for r in rs if r.get("seconds")]
-    if len(secs) < len(flows) or not max(secs):
-        return None
-    cap = len(flows) * nbytes / max(secs)
-    shaped = len(flows) * hb_mbps * 1e6 / 8
-    return {"hb_bytes_per_s": round(cap), "hb_shaped_bytes_per_s": round(shaped), "share": round(cap / shaped, 3),
-            "flows": len(flows), "bytes_per_flow": nbytes, "seconds": round(max(secs), 4),
-            "how": "every GPU sends to the next GPU of its HB domain over HB at once, before the timed steps;"
-                   " aggregate bytes / the slowest flow's seconds"}
+    out = {"hb_bytes_per_s": round(hb[0]), "hb_shaped_bytes_per_s": round(hb[1]), "share": round(hb[0] / hb[1], 3),
+           "flows": sum(len(d) for d in doms.values() if len(d) > 1), "bytes_per_flow": nbytes, "seconds": round(hb[2], 4),
+           "how": "over HB every GPU to the next GPU of its HB domain, over the rails every GPU to its rail's GPU in"
+                  " the next HB domain, each probe all at once before the timed steps; aggregate bytes / the"
+                  " slowest flow's seconds"}
+    rails: dict[int, list[str]] = {}
+    for g in sorted(cp.gpus.values(), key=lambda g: (g.rail, g.hb, g.name)):
+        rails.setdefault(g.rail, []).append(g.name)
+    if nic_mbps:
+        nb = max(256 * 1024, int(nic_mbps * 1e6 / 8 * HOST_PROBE_S))
+        nic = _probe(agents, [Flow(r[i], r[(i + 1) % len(r)], None, nb, BASE_PORT, 0)
+                              for r in rails.values() if len(r) > 1 for i in range(len(r))], nic_mbps)
+        if nic is not None:
+            out.update({"nic_bytes_per_s": round(nic[0]), "nic_shaped_bytes_per_s": round(nic[1]),
+                        "nic_share": round(nic[0] / nic[1], 3)})
+            out["seconds"] = round(out["seconds"] + nic[2], 4)
+    return out
 
 
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
@@ -696,7 +709,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     t_run = time.monotonic()
     agents = traffic_agents(lab, rt, cp, streams, window)
     try:
-        capacity = host_capacity(agents, cp, hb)
+        capacity = host_capacity(agents, cp, hb, nic)
         ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams, agents=agents,
                         links=LinkCounters(lab, rt, dls), cpu=cpu, progress=progress)
     finally:
@@ -713,7 +726,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         sr["measured_s"] = sr["seconds"]
         sr["model_ideal_s"] = round(ideal, 4)
         sr["model_placed_s"] = round(pl["placed_s"], 4)
-        sr["model_host_s"] = round(host_step(pl["placed_s"], hb_bytes(steps[i]), capacity), 4)
+        sr["model_host_s"] = round(host_step(pl["placed_s"], hb_bytes(steps[i]), capacity, nic_bytes(steps[i])), 4)
         sr["model_s"] = sr["model_ideal_s"]
         sr["model_store_forward_s"] = round(m["steps"][i]["store_forward"], 4)
         sr["ecmp"] = pl["ecmp"]
@@ -781,7 +794,8 @@ def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cp
     if capacity and host_bound(placed_s, host_s, tolerance):
         parts.append(f"the host forwarded HB at {100 * capacity['share']:.0f}% of the shaped rate"
                      f" ({capacity['hb_bytes_per_s'] * 8 / 1e9:.2f} of {capacity['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f}"
-                     f" Gbit/s): {host_s:.2f} s at what it delivers ({100 * (network_s / host_s - 1):+.0f}% measured)")
+                     f" Gbit/s)" + (f", the rails at {100 * capacity['nic_share']:.0f}%" if "nic_share" in capacity else "")
+                     + f": {host_s:.2f} s at what it delivers ({100 * (network_s / host_s - 1):+.0f}% measured)")
     if ecmp and placed_s > ideal_s * 1.02:
         parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link"
                      f" (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
@@ -797,8 +811,10 @@ def host_lines(rep: dict) -> list[str]:
     if not c:
         return []
     key = "communication_model_host_s" if "communication_model_host_s" in rep else "model_host_s"
+    nic = (f"; rails {c['nic_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s, {100 * c['nic_share']:.0f}% of the shaped"
+           f" {c['nic_shaped_bytes_per_s'] * 8 / 1e9:.2f}" if "nic_share" in c else "")
     return [f"  host capacity: HB forwarded at {c['hb_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s by {c['flows']} flows at once,"
-            f" {100 * c['share']:.0f}% of the shaped {c['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s;"
+            f" {100 * c['share']:.0f}% of the shaped {c['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s{nic};"
             f" model at what the host delivers {rep[key]:.2f} s"]
 
 

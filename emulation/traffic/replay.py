@@ -45,7 +45,7 @@ from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
 from .iperf3 import (LinkCounters, agents_kind, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
                      port_bytes, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
-from .completion import hb_bytes, host_step, placed_step
+from .completion import hb_bytes, host_step, nic_bytes, placed_step
 
 TABLE = "railonly_replay"
 BYTE_SLACK_REL = 0.10  # counted bytes include TCP/IP headers (a few %) and iperf3's control messages
@@ -247,7 +247,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
                "cpu": host.CpuMeter(cpu_sampler or host.proc_stat_sample), "streams": streams}
     t_run = time.monotonic()
     try:
-        run_ctx["capacity"] = host_capacity(run_ctx["agents"], cp, hb)  # before the counters: not the job's bytes
+        run_ctx["capacity"] = host_capacity(run_ctx["agents"], cp, hb, nic)  # before the counters: not the job's bytes
         counters.install()
         # every server of every phase once, before the first timed step
         run_ctx["agents"].ensure([f for ph in phases for st in slot_ports([list(s) for s in ph.steps]) for f in st])
@@ -287,7 +287,7 @@ def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance
         for st, sr in zip(ph.steps, ran.steps):
             ideal = job_plan.step_model_s(st, nic, hb)
             placed = placed_step(ideal, sr.get("link_bytes") or {}, ctx["rated"])
-            on_host = host_step(placed["placed_s"], hb_bytes(list(st)), ctx.get("capacity"))
+            on_host = host_step(placed["placed_s"], hb_bytes(list(st)), ctx.get("capacity"), nic_bytes(list(st)))
             sr["measured_s"], sr["model_ideal_s"] = sr["seconds"], round(ideal, 4)
             sr["model_placed_s"], sr["ecmp"] = round(placed["placed_s"], 4), placed["ecmp"]
             sr["model_host_s"] = round(on_host, 4)
