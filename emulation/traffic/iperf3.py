@@ -1,23 +1,23 @@
-"""Synthetic collective traffic on a deployed lab, run with iperf3 and judged against the model.
+"""Synthetic collective traffic on a deployed lab, sent by persistent agents and judged against the model.
 
-Traffic agents are persistent: one iperf3 server per (destination, address,
-port) is started once per lab run (``-D --pidfile``, recorded in
-the lab's state directory (``/run/railonly/<lab>/state/traffic.json``) before it starts, stopped by pid in a
-``finally``) and serves every step; a flow's port is its destination's slot in
-its step (``slot_ports``), so a run needs as many servers per GPU as it receives
-flows at once, not one per flow. Each transfer runs as NCCL sends it: ``-P``
-parallel TCP streams (``streams``; default NCCL's channels per network peer,
-see :func:`nccl_streams`), each its own 5-tuple for ECMP to hash.
+Traffic agents are persistent (agents.py): through the runtime's door one thread per GPU
+namespace opens, before the first timed step, a listener per (destination, address, port)
+and ``streams`` TCP connections per transfer, reused by every step; a step starts no
+process. A flow's port is its destination's slot in its step (``slot_ports``). Each
+transfer runs as NCCL sends it: ``streams`` parallel connections (default NCCL's channels
+per network peer, see :func:`nccl_streams`), each its own 5-tuple for ECMP to hash. A
+runtime without a door keeps iperf3: one server per (destination, address, port) started
+once per run (``-D --pidfile``, recorded in the lab's state directory
+(``/run/railonly/<lab>/state/traffic.json``) before it starts, stopped by pid in a
+``finally``) and a client per flow and step (``-P streams``).
 
-A step's measured network time (``steps[].seconds``, summed in ``network_s``)
-is its slowest flow's ``seconds_at_rate``: the planned bytes at the rate iperf3's
-receiver measured, so neither process start nor the tail a ``-n`` test leaves
-unread is counted. What is not network time is measured apart
-(``overhead_s``): starting the agents, each step's client start-up and barrier
-(its wall time minus its network time) and the counter reads between steps.
-Around every step the tx counters of every switch-to-switch link end are read
-(the flows' actual placement, for the placement-aware model) and the host's
-CPU is sampled (host.py).
+A step's measured network time (``steps[].seconds``, summed in ``network_s``) is its
+slowest flow: with the agents, the step's start to the flow's last byte read; with iperf3,
+the planned bytes at the rate its receiver measured. What is not network time is measured
+apart (``overhead_s``): opening the agents, each step's barrier (its wall time minus its
+network time), the counter reads between steps and the host-capacity probe. Around every
+step the tx counters of every switch-to-switch link end are read (the flows' actual
+placement, for the placement-aware model) and the host's CPU is sampled (host.py).
 """
 
 from __future__ import annotations
