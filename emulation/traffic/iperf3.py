@@ -670,7 +670,7 @@ def host_capacity(agents, cp, hb_mbps: float, nic_mbps: float | None = None) -> 
                               for r in rails.values() if len(r) > 1 for i in range(len(r))], nic_mbps)
         if nic is not None:
             out.update({"nic_bytes_per_s": round(nic[0]), "nic_shaped_bytes_per_s": round(nic[1]),
-                        "nic_share": round(nic[0] / nic[1], 3)})
+                        "nic_share": round(nic[0] / nic[1], 3), "nic_bytes_per_flow": nb})
             out["seconds"] = round(out["seconds"] + nic[2], 4)
     return out
 
