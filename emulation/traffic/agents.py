@@ -173,6 +173,7 @@ class SocketAgents:
         self._cv = threading.Condition()
         self._ready_n = 0
         self._reports: dict[str, dict] = {}
+        self.unreachable: dict[tuple[str, str, str, int], str] = {}  # of the last ensure: why not connected
 
     # -- set-up, untimed ------------------------------------------------------------------
 
@@ -233,12 +234,12 @@ class SocketAgents:
             return fn
 
         got = self.door.call_many([(self.netns[s], connect(a, p)) for s, _d, a, p in wants], workers=8)
-        for (src, dst, a, p), socks in zip(wants, got):
-            if isinstance(socks, BaseException):
-                for other in got:
-                    for o in other if isinstance(other, list) else ():
-                        o.close()
-                raise OSError(f"{src} cannot connect to {dst} at {a}:{p}: {socks}")
+        self.unreachable = {}
+        for want, socks in zip(wants, got):
+            if isinstance(socks, BaseException):  # the flows on it fail (a fault, a route missing); retried next step
+                self.unreachable[want] = f"{want[0]} cannot connect to {want[1]} at {want[2]}:{want[3]}: {socks}"
+        wants, got = zip(*[(w, g) for w, g in zip(wants, got) if w not in self.unreachable]) if len(
+            self.unreachable) < len(wants) else ((), ())
         # several sources share a listener: accept all its connections, then pair them by address
         expect: dict[tuple[str, str, int], int] = {}
         for (_s, d, a, p), socks in zip(wants, got):
@@ -288,7 +289,9 @@ class SocketAgents:
         t_hand = time.monotonic()
         tasks: dict[str, _Task] = {}
         for i, (src, dst, a, p, nbytes) in enumerate(flows):
-            conns = self.conns[(src, dst, a, p)]
+            conns = self.conns.get((src, dst, a, p), [])
+            if not conns:  # unreachable: the flow fails below
+                continue
             share, extra = divmod(nbytes, len(conns))
             for k, c in enumerate(conns):
                 b = share + (k < extra)
@@ -313,9 +316,9 @@ class SocketAgents:
         for i, (src, dst, a, p, nbytes) in enumerate(flows):
             s, r = (reports.get(src) or {}).get(i, {}), (reports.get(dst) or {}).get(i, {})
             res: dict = {"bytes_written": s.get("sent", 0), "bytes": r.get("read", 0)}
-            err = s.get("error") or r.get("error") or (None if src in reports and dst in reports
+            err = self.unreachable.get((src, dst, a, p)) or s.get("error") or r.get("error") or (None if src in reports and dst in reports
                                                         else "the agent did not report (stuck past the deadline)")
-            if nbytes == 0:
+            if nbytes == 0 and not self.unreachable.get((src, dst, a, p)):
                 r, err = {"end": t0}, None
             if err is None and (r.get("end") is None or res["bytes"] != nbytes):
                 err = f"received {res['bytes']:,} of {nbytes:,} bytes"
@@ -328,7 +331,7 @@ class SocketAgents:
                 res["seconds_at_rate"] = res["seconds"]  # every planned byte was read: nothing extrapolated
                 res["mbps"] = round(nbytes * 8 / sec / 1e6, 3) if sec > 0 else None
                 rtts, retrans = [], 0
-                for c in self.conns[(src, dst, a, p)]:
+                for c in self.conns.get((src, dst, a, p), []):
                     rtt, tot = tcp_stats(c.tx)
                     if rtt is not None:
                         rtts.append(rtt)

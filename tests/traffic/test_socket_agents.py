@@ -83,12 +83,13 @@ def test_a_step_with_a_broken_stream_fails_that_flow_and_reconnects_later(pool):
     assert "error" not in res[0] and res[0]["bytes"] == 400_000  # reconnected before the next step
 
 
-def test_unreachable_destination_names_the_pair(pool):
-    (port,) = _free_ports(1)
+def test_unreachable_destination_fails_its_flows_and_names_the_pair(pool):
+    port, good = _free_ports(2)
     pool.netns["g9"] = "ns9"
     pool.listeners[("g9", "127.0.0.1", port)] = None  # pretend listening; nobody accepts on the port
-    with pytest.raises(OSError, match="g0 cannot connect to g9 at 127.0.0.1"):
-        pool.ensure([("g0", "g9", "127.0.0.1", port)])
+    res, _t0, _wall = pool.run_step([("g0", "g9", "127.0.0.1", port, 1000), ("g1", "g2", "127.0.0.1", good, 1000)], 10)
+    assert res[0]["error"].startswith("g0 cannot connect to g9 at 127.0.0.1") and res[0]["bytes"] == 0
+    assert "error" not in res[1] and res[1]["bytes"] == 1000  # the others still run
     del pool.listeners[("g9", "127.0.0.1", port)]
 
 
