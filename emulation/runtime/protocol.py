@@ -61,6 +61,8 @@ class NodeDoor(Protocol):
 
     def ipv4_routes(self) -> list[dict]: ...
 
+    def link_counters(self) -> dict[str, tuple[int, int]]: ...
+
 
 class NoDoor:
     """The door of a runtime whose nodes this process cannot enter: every use is a RuntimeProblem."""
@@ -71,7 +73,7 @@ class NoDoor:
     def _refuse(self, *_args, **_kw):
         raise RuntimeProblem(f"the {self.runtime} runtime gives no way into a node's network namespace")
 
-    call_in = call_many = link_states = ipv4_routes = _refuse
+    call_in = call_many = link_states = ipv4_routes = link_counters = _refuse
 
 
 @runtime_checkable

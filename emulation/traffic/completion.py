@@ -100,3 +100,32 @@ def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tup
         ecmp = {"busiest": name, "busiest_bytes": link_bytes[name], "busiest_s": round(times[name], 4),
                 "imbalance": round(link_bytes[name] / mean, 3) if mean > 0 else 1.0, "links": len(members)}
     return {"placed_s": max(ideal_s, times[name]), "ecmp": ecmp}
+
+
+def hb_bytes(flows: list[Flow]) -> int:
+    """Bytes of a step that cross an HB domain (an HB flow, or a flow forwarded by a sibling) (pure)."""
+    return sum(f.bytes for f in flows if f.hb or (f.via and f.via != f.src))
+
+
+def nic_bytes(flows: list[Flow]) -> int:
+    """Bytes of a step that cross a rail NIC (every flow but an HB one) (pure)."""
+    return sum(f.bytes for f in flows if not f.hb)
+
+
+HOST_LIMITED = 0.9  # a probe below this share of its shaped rate: the host, not the shaping, set its rate
+
+
+def host_step(placed_s: float, hb_step_bytes: int, capacity: dict | None, nic_step_bytes: int = 0) -> float:
+    """The step's model under what the host delivered (pure): at least the placed model, and at
+    least its bytes at the aggregate rates the host was measured to forward in the same run
+    (``capacity``: HB ``hb_bytes_per_s``, rails ``nic_bytes_per_s``). Veths and qdiscs forward
+    with the host's CPU: HB links shaped at 9x the NIC rate ask more of a small host than it
+    has. Only a kind the host limited (its probe below HOST_LIMITED of the shaped rate) counts,
+    and the limited kinds add up: they share the one CPU."""
+    c = capacity or {}
+    t = 0.0
+    for nbytes, rate, share in ((hb_step_bytes, c.get("hb_bytes_per_s"), c.get("share")),
+                                (nic_step_bytes, c.get("nic_bytes_per_s"), c.get("nic_share"))):
+        if nbytes and rate and share is not None and share < HOST_LIMITED:
+            t += nbytes / rate
+    return max(placed_s, t)

@@ -1,23 +1,23 @@
-"""Synthetic collective traffic on a deployed lab, run with iperf3 and judged against the model.
+"""Synthetic collective traffic on a deployed lab, sent by persistent agents and judged against the model.
 
-Traffic agents are persistent: one iperf3 server per (destination, address,
-port) is started once per lab run (``-D --pidfile``, recorded in
-the lab's state directory (``/run/railonly/<lab>/state/traffic.json``) before it starts, stopped by pid in a
-``finally``) and serves every step; a flow's port is its destination's slot in
-its step (``slot_ports``), so a run needs as many servers per GPU as it receives
-flows at once, not one per flow. Each transfer runs as NCCL sends it: ``-P``
-parallel TCP streams (``streams``; default NCCL's channels per network peer,
-see :func:`nccl_streams`), each its own 5-tuple for ECMP to hash.
+Traffic agents are persistent (agents.py): through the runtime's door one thread per GPU
+namespace opens, before the first timed step, a listener per (destination, address, port)
+and ``streams`` TCP connections per transfer, reused by every step; a step starts no
+process. A flow's port is its destination's slot in its step (``slot_ports``). Each
+transfer runs as NCCL sends it: ``streams`` parallel connections (default NCCL's channels
+per network peer, see :func:`nccl_streams`), each its own 5-tuple for ECMP to hash. A
+runtime without a door keeps iperf3: one server per (destination, address, port) started
+once per run (``-D --pidfile``, recorded in the lab's state directory
+(``/run/railonly/<lab>/state/traffic.json``) before it starts, stopped by pid in a
+``finally``) and a client per flow and step (``-P streams``).
 
-A step's measured network time (``steps[].seconds``, summed in ``network_s``)
-is its slowest flow's ``seconds_at_rate``: the planned bytes at the rate iperf3's
-receiver measured, so neither process start nor the tail a ``-n`` test leaves
-unread is counted. What is not network time is measured apart
-(``overhead_s``): starting the agents, each step's client start-up and barrier
-(its wall time minus its network time) and the counter reads between steps.
-Around every step the tx counters of every switch-to-switch link end are read
-(the flows' actual placement, for the placement-aware model) and the host's
-CPU is sampled (host.py).
+A step's measured network time (``steps[].seconds``, summed in ``network_s``) is its
+slowest flow: with the agents, the step's start to the flow's last byte read; with iperf3,
+the planned bytes at the rate its receiver measured. What is not network time is measured
+apart (``overhead_s``): opening the agents, each step's barrier (its wall time minus its
+network time), the counter reads between steps and the host-capacity probe. Around every
+step the tx counters of every switch-to-switch link end are read (the flows' actual
+placement, for the placement-aware model) and the host's CPU is sampled (host.py).
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from typing import Callable
 from ..checks import check_plan as checks_plan
 from ..lab import Lab, LabError, link_rates, run_dir
 from ..runtime import rundir
-from ..runtime.protocol import Runtime, deployed_status
+from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host
-from .completion import default_bytes, model, placed_step
+from .agents import SocketAgents, window_bytes
+from .completion import default_bytes, hb_bytes, host_step, model, nic_bytes, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
@@ -194,6 +195,72 @@ class Agents:
         self.stop_s += time.monotonic() - t0
 
 
+class FlowAgents:
+    """The persistent socket agents (agents.py) driven by Flows: connections opened once per
+    (source, destination address, port), a step sent without starting a process."""
+
+    def __init__(self, lab: Lab, cp, door, streams: int, window: str | None):
+        self.cp = cp
+        # the same per-stream buffers as iperf3 -w: autotuned buffers grow queues in the shaped
+        # links until they drop, and retransmitted bytes then miss the replay's byte counts
+        self.sockets = SocketAgents(door, {g: lab.netns(g) for g in cp.gpus}, streams=streams,
+                                    window=window_bytes(window or stream_window(streams)))
+        self.streams = self.sockets.streams
+
+    @property
+    def start_s(self) -> float:
+        return self.sockets.start_s
+
+    @property
+    def stop_s(self) -> float:
+        return self.sockets.stop_s
+
+    def _key(self, f: Flow) -> tuple[str, str, str, int]:
+        return f.src, f.dst, _dst_ip(self.cp, f), f.port
+
+    def ensure(self, flows: list[Flow]) -> None:
+        try:
+            self.sockets.ensure([self._key(f) for f in flows])
+        except OSError as exc:
+            raise RuntimeProblem(f"traffic agents: {exc} (lab check shows which pairs do not reach each other)") from exc
+
+    def run_step(self, st: list[Flow], nic_mbps: float, t_run: float) -> tuple[list[dict], float]:
+        """(one result per flow, the step's wall seconds); start_s/end_s relative to ``t_run``."""
+        deadline = 120 + max(f.bytes for f in st) * 8 / (nic_mbps * 1e6) * 4
+        rs, t0, wall = self.sockets.run_step([self._key(f) + (f.bytes,) for f in st], deadline)
+        out = []
+        for f, res in zip(st, rs):
+            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
+                 "start_s": round(t0 - t_run, 3), "streams": self.streams}
+            if f.hb:
+                r["over"] = "hb"
+            r.update(res)
+            r["end_s"] = round(t0 - t_run + (r["seconds"] or wall), 3)
+            out.append(r)
+        return out, wall
+
+    def stop(self) -> None:
+        self.sockets.stop()
+
+
+def agents_kind(agents) -> str:
+    """How the run sent (reported as ``agents``): "sockets" (persistent, no process per flow) or "iperf3"."""
+    return "sockets" if isinstance(agents, FlowAgents) else "iperf3"
+
+
+def traffic_agents(lab: Lab, rt: Runtime, cp, streams: int, window: str | None = None) -> "FlowAgents | Agents":
+    """The run's traffic agents: persistent sockets through the runtime's door, or, for a
+    runtime whose nodes this process cannot enter, iperf3 (servers once, a client per flow)."""
+    door = rt.door()
+    try:
+        first = min(cp.gpus) if cp.gpus else None
+        if first is not None:
+            door.call_in(lab.netns(first), lambda: None)
+    except (RuntimeProblem, OSError):
+        return Agents(lab, rt, cp)
+    return FlowAgents(lab, cp, door, streams, window)
+
+
 def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]:
     """(NIC, HB) Mbit/s read back from tc in one GPU namespace (None if unreadable)."""
     g = next(iter(sorted(cp.gpus.values(), key=lambda g: g.name)), None)
@@ -235,8 +302,19 @@ def unshape_fabric(lab: Lab, rt: Runtime) -> int:
 
 
 def port_bytes(lab: Lab, rt: Runtime, ports: dict[str, set[str]]) -> dict[tuple[str, str], tuple[int, int]]:
-    """{(node, port): (tx bytes, rx bytes)} of the given ports (``ip -s -j link`` in each node's namespace)."""
+    """{(node, port): (tx bytes, rx bytes)} of the given ports: one rtnetlink dump per node
+    through the runtime's door, else ``ip -s -j link`` in each node's namespace."""
     out: dict[tuple[str, str], tuple[int, int]] = {}
+    nodes = sorted(ports)
+    door = rt.door()
+    try:
+        got = door.call_many([(lab.netns(n), door.link_counters) for n in nodes], workers=4) if nodes else []
+    except RuntimeProblem:
+        got = None
+    if got is not None and not any(isinstance(c, BaseException) for c in got):
+        for n, c in zip(nodes, got):
+            out.update({(n, p): c[p] for p in ports[n] if p in c})
+        return out
     for node, want in sorted(ports.items()):
         rc, text = rt.exec(lab.netns(node), ["ip", "-s", "-j", "link"], timeout=10)
         try:
@@ -288,8 +366,9 @@ def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
 
 
 class LinkCounters:
-    """Reads the tx counters of every switch-to-switch link end (``ip -s -j link`` in each
-    switch, in parallel): what crossed each link between two reads."""
+    """Reads the tx counters of every switch-to-switch link end: what crossed each link
+    between two reads. Through the runtime's door (one rtnetlink dump per switch, no process)
+    where it has one, else ``ip -s -j link`` in each switch, in parallel."""
 
     def __init__(self, lab: Lab, rt: Runtime, links: list[DirectedLink]):
         self.lab, self.rt, self.links = lab, rt, links
@@ -297,13 +376,25 @@ class LinkCounters:
         for dl in links:
             self.want.setdefault(dl.end[0], set()).add(dl.end[1])
         self.read_s = 0.0
+        self.door = rt.door()
+        try:
+            if self.want:
+                self.door.call_in(lab.netns(min(self.want)), self.door.link_counters)
+        except (RuntimeProblem, OSError):
+            self.door = None
 
     def read(self) -> dict[tuple[str, str], int]:
         t0 = time.monotonic()
         out: dict[tuple[str, str], int] = {}
-        if self.want:
-            with ThreadPoolExecutor(max_workers=min(len(self.want), 8)) as ex:
-                for part in ex.map(lambda n: port_counters(self.lab, self.rt, {n: self.want[n]}), sorted(self.want)):
+        nodes = sorted(self.want)
+        if self.door is not None and nodes:
+            got = self.door.call_many([(self.lab.netns(n), self.door.link_counters) for n in nodes], workers=4)
+            for n, c in zip(nodes, got):
+                if isinstance(c, dict):
+                    out.update({(n, p): c[p][0] for p in self.want[n] if p in c})
+        elif nodes:
+            with ThreadPoolExecutor(max_workers=min(len(nodes), 8)) as ex:
+                for part in ex.map(lambda n: port_counters(self.lab, self.rt, {n: self.want[n]}), nodes):
                     out.update(part)
         self.read_s += time.monotonic() - t0
         return out
@@ -367,70 +458,45 @@ class StepsRun:
 
 
 def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str | None = None, nic_mbps: float,
-              streams: int = 1, agents: Agents | None = None, links: LinkCounters | None = None,
+              streams: int = 1, agents: "Agents | FlowAgents | None" = None, links: LinkCounters | None = None,
               cpu: host.CpuMeter | None = None, progress: Callable[[str], None] = lambda s: None) -> StepsRun:
     """Run steps of flows one after another, every flow of a step at once (``streams``
     parallel TCP streams each); a step's time is its slowest flow's seconds_at_rate. The
     flows' ports are re-numbered by slot (slot_ports; results keep the steps' order).
-    ``agents``: the run's servers (else started here and stopped in a finally); ``links``:
+    ``agents``: the run's agents (traffic_agents; else started here and stopped in a finally); ``links``:
     link counters read after each step (``steps[].link_bytes``); ``cpu``: sampled around
     each step. ``progress`` gets a line per flow."""
     steps = slot_ports(steps)
     flows = [f for st in steps for f in st]
     win = window or stream_window(streams)
     results: dict[int, dict] = {}
-    lock = threading.Lock()
     step_rep: list[dict] = []
     own = agents is None
-    agents = agents or Agents(lab, rt, cp)
+    agents = agents or traffic_agents(lab, rt, cp, streams, window)
     agents_before = agents.start_s
     completion = 0.0
     try:
         agents.ensure(flows)
         t0 = time.monotonic()
         last = links.read() if links else None
-
-        def one(i: int, f: Flow) -> None:
-            argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
-                    "--connect-timeout", "3000", "-w", win] + (["-P", str(streams)] if streams > 1 else [])
-            start = time.monotonic()
-            for attempt in range(8):  # a reused server may still be closing its previous test
-                rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
-                if rc == 0 or not ("unable to connect" in out or "server is busy" in out):
-                    break
-                time.sleep(0.05 * (attempt + 1))
-            end = time.monotonic()
-            r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
-                 "start_s": round(start - t0, 3), "end_s": round(end - t0, 3), "streams": streams}
-            if f.hb:
-                r["over"] = "hb"
-            r.update(parse_iperf3(out, rc, f.bytes))
-            with lock:
-                results[i] = r
-                progress(f"[{len(results)}/{len(flows)}] step {f.step} {f.src}->{f.dst}"
-                         + (f" via {f.via}" if f.via else "") + (" over HB" if f.hb else "")
-                         + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
-
-        first = 0
-        with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
+        if isinstance(agents, FlowAgents):
             for st in steps:
-                idx = range(first, first + len(st))
-                first += len(st)
                 if cpu:
                     cpu.start()
-                list(ex.map(one, idx, st))
+                rs, wall = agents.run_step(st, nic_mbps, t0)
                 if cpu:
                     cpu.stop()
-                rs = [results[i] for i in idx]
-                secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
-                wall = max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs)
-                rep = {"step": st[0].step, "flows": len(st), "seconds": round(max(secs), 4) if secs else None,
-                       "wall_s": round(wall, 3), "overhead_s": round(max(0.0, wall - (max(secs) if secs else 0.0)), 3)}
+                for f, r in zip(st, rs):
+                    results[len(results)] = r
+                    progress(_flow_line(len(results), len(flows), f, r))
+                step_rep.append(_step_rep(st, rs, wall))
                 if links:
                     now = links.read()
-                    rep["link_bytes"] = links.delta(now, last)
+                    step_rep[-1]["link_bytes"] = links.delta(now, last)
                     last = now
-                step_rep.append(rep)
+        else:
+            step_rep += _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results, links, last,
+                                      cpu, progress)
         completion = max((r["end_s"] for r in results.values()), default=0.0)
     finally:
         if own:
@@ -441,6 +507,64 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
                 "client_start_and_barrier_s": round(sum(s["overhead_s"] for s in step_rep), 3),
                 "counter_reads_s": round(links.read_s, 3) if links else 0.0}
     return StepsRun([results[i] for i in range(len(flows))], step_rep, completion, network, overhead)
+
+
+def _flow_line(n: int, total: int, f: Flow, r: dict) -> str:
+    return (f"[{n}/{total}] step {f.step} {f.src}->{f.dst}" + (f" via {f.via}" if f.via else "")
+            + (" over HB" if f.hb else "")
+            + (f": {r['bytes']:,} B in {r['seconds']} s" if r.get("seconds") else f": FAILED {r.get('error', '')[:80]}"))
+
+
+def _step_rep(st: list[Flow], rs: list[dict], wall: float) -> dict:
+    """A step's figures: its network time (slowest flow at rate), its wall time and the rest (overhead)."""
+    secs = [r["seconds_at_rate"] for r in rs if r.get("seconds_at_rate")]
+    return {"step": st[0].step, "flows": len(st), "seconds": round(max(secs), 4) if secs else None,
+            "wall_s": round(wall, 3), "overhead_s": round(max(0.0, wall - (max(secs) if secs else 0.0)), 3)}
+
+
+def _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results, links, last, cpu, progress) -> list[dict]:
+    """The steps with an iperf3 client per flow (a runtime without a door): a step's wall time
+    runs from its first client's start to its last one's end."""
+    lock = threading.Lock()
+    step_rep = []
+
+    def one(i: int, f: Flow) -> None:
+        argv = ["iperf3", "-c", _dst_ip(cp, f), "-p", str(f.port), "-n", str(f.bytes), "-J",
+                "--connect-timeout", "3000", "-w", win] + (["-P", str(streams)] if streams > 1 else [])
+        start = time.monotonic()
+        for attempt in range(8):  # a reused server may still be closing its previous test
+            rc, out = rt.exec(lab.netns(f.src), argv, timeout=120 + f.bytes * 8 / (nic_mbps * 1e6) * 4)
+            if rc == 0 or not ("unable to connect" in out or "server is busy" in out):
+                break
+            time.sleep(0.05 * (attempt + 1))
+        end = time.monotonic()
+        r = {"src": f.src, "dst": f.dst, "via": f.via, "bytes": 0, "seconds": None, "step": f.step,
+             "start_s": round(start - t0, 3), "end_s": round(end - t0, 3), "streams": streams}
+        if f.hb:
+            r["over"] = "hb"
+        r.update(parse_iperf3(out, rc, f.bytes))
+        with lock:
+            results[i] = r
+            progress(_flow_line(len(results), len(flows), f, r))
+
+    first = 0
+    with ThreadPoolExecutor(max_workers=min(max(len(st) for st in steps) if steps else 1, 512)) as ex:
+        for st in steps:
+            idx = range(first, first + len(st))
+            first += len(st)
+            if cpu:
+                cpu.start()
+            list(ex.map(one, idx, st))
+            if cpu:
+                cpu.stop()
+            rs = [results[i] for i in idx]
+            rep = _step_rep(st, rs, max(r["end_s"] for r in rs) - min(r["start_s"] for r in rs))
+            if links:
+                now = links.read()
+                rep["link_bytes"] = links.delta(now, last)
+                last = now
+            step_rep.append(rep)
+    return step_rep
 
 
 def _shaped(lab: Lab, rt: Runtime, switch: str) -> dict[str, float] | None:
@@ -477,13 +601,16 @@ def placement(lab: Lab, rt: Runtime, nic_mbps: float) -> tuple[list[DirectedLink
     return dls, rated
 
 
-def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bool, cpu: dict) -> str:
+def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bool, cpu: dict,
+          host_s: float | None = None) -> str:
     """pass | fail | inconclusive (pure): a failed flow fails; otherwise a saturated host is
-    inconclusive (timing judges the host then, not the fabric); otherwise measured network
-    time within ``tolerance`` of the placement-aware model passes."""
+    inconclusive (timing judges the host then, not the fabric), and so is a host that cannot
+    deliver the model (``host_s``, the model under the host's measured HB capacity, beyond the
+    tolerance of the placed model); otherwise measured network time within ``tolerance`` of the
+    placement-aware model passes."""
     if failed:
         return "fail"
-    if cpu.get("saturated"):
+    if cpu.get("saturated") or host_bound(placed_s, host_s, tolerance):
         return "inconclusive"
     if network_s is None or placed_s <= 0:
         return "fail"
@@ -491,6 +618,61 @@ def judge(network_s: float | None, placed_s: float, tolerance: float, failed: bo
 
 
 ABS_SLACK_S = 0.05  # on top of the relative tolerance: timer and scheduling noise of a step
+
+
+def host_bound(placed_s: float, host_s: float | None, tolerance: float) -> bool:
+    """The host could not deliver the placed model (pure): its HB capacity alone takes longer."""
+    return host_s is not None and host_s > placed_s * (1 + tolerance) + ABS_SLACK_S
+
+
+HOST_PROBE_S = 0.25  # the capacity probe: each HB flow carries this long at its shaped rate
+
+
+def _probe(agents: "FlowAgents", flows: list[Flow], mbps: float) -> tuple[float, float, float] | None:
+    """(aggregate bytes/s, shaped bytes/s, seconds) of one probe step, None if a flow failed."""
+    flows = slot_ports([flows])[0]
+    agents.ensure(flows)
+    rs, _wall = agents.run_step(flows, mbps, time.monotonic())
+    secs = [r["seconds"] for r in rs if r.get("seconds")]
+    if len(secs) < len(flows) or not max(secs):
+        return None
+    return sum(f.bytes for f in flows) / max(secs), len(flows) * mbps * 1e6 / 8, max(secs)
+
+
+def host_capacity(agents, cp, hb_mbps: float, nic_mbps: float | None = None) -> dict | None:
+    """What this host forwards at once, measured in the run (None: no HB links, or a runtime
+    without persistent agents), before the timed steps, each probe HOST_PROBE_S worth of bytes
+    at the shaped rate: over HB, every GPU to the next GPU of its HB domain; over the rails,
+    every GPU to the GPU of its rail in the next HB domain. Aggregate bytes / the slowest
+    flow's seconds, beside what the shaping allows (``share``, ``nic_share``)."""
+    if not isinstance(agents, FlowAgents) or not hb_mbps:
+        return None
+    doms: dict[int, list[str]] = {}
+    for g in sorted(cp.gpus.values(), key=lambda g: (g.hb, g.name)):
+        if g.hb_ip:
+            doms.setdefault(g.hb, []).append(g.name)
+    nbytes = max(256 * 1024, int(hb_mbps * 1e6 / 8 * HOST_PROBE_S))
+    hb = _probe(agents, [Flow(d[i], d[(i + 1) % len(d)], None, nbytes, BASE_PORT, 0, True)
+                         for d in doms.values() if len(d) > 1 for i in range(len(d))], hb_mbps)
+    if hb is None:
+        return None
+    out = {"hb_bytes_per_s": round(hb[0]), "hb_shaped_bytes_per_s": round(hb[1]), "share": round(hb[0] / hb[1], 3),
+           "flows": sum(len(d) for d in doms.values() if len(d) > 1), "bytes_per_flow": nbytes, "seconds": round(hb[2], 4),
+           "how": "over HB every GPU to the next GPU of its HB domain, over the rails every GPU to its rail's GPU in"
+                  " the next HB domain, each probe all at once before the timed steps; aggregate bytes / the"
+                  " slowest flow's seconds"}
+    rails: dict[int, list[str]] = {}
+    for g in sorted(cp.gpus.values(), key=lambda g: (g.rail, g.hb, g.name)):
+        rails.setdefault(g.rail, []).append(g.name)
+    if nic_mbps:
+        nb = max(256 * 1024, int(nic_mbps * 1e6 / 8 * HOST_PROBE_S))
+        nic = _probe(agents, [Flow(r[i], r[(i + 1) % len(r)], None, nb, BASE_PORT, 0)
+                              for r in rails.values() if len(r) > 1 for i in range(len(r))], nic_mbps)
+        if nic is not None:
+            out.update({"nic_bytes_per_s": round(nic[0]), "nic_shaped_bytes_per_s": round(nic[1]),
+                        "nic_share": round(nic[0] / nic[1], 3), "nic_bytes_per_flow": nb})
+            out["seconds"] = round(out["seconds"] + nic[2], 4)
+    return out
 
 
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
@@ -525,9 +707,18 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     dls, rated = placement(lab, rt, nic)
     cpu = host.CpuMeter(cpu_sampler or host.proc_stat_sample)
     t_run = time.monotonic()
-    ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams,
-                    links=LinkCounters(lab, rt, dls), cpu=cpu, progress=progress)
+    agents = traffic_agents(lab, rt, cp, streams, window)
+    try:
+        capacity = host_capacity(agents, cp, hb, nic)
+        ran = run_steps(lab, rt, cp, steps, window=window, nic_mbps=nic, streams=streams, agents=agents,
+                        links=LinkCounters(lab, rt, dls), cpu=cpu, progress=progress)
+    finally:
+        agents.stop()
+    ran.overhead["agents_start_s"] = round(agents.start_s, 3)
+    ran.overhead["agents_stop_s"] = round(agents.stop_s, 3)
     total_s = time.monotonic() - t_run
+    if capacity:
+        ran.overhead["host_capacity_probe_s"] = capacity["seconds"]
     step_rep = ran.steps
     for i, sr in enumerate(step_rep):
         ideal = m["steps"][i]["pipelined"]
@@ -535,6 +726,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         sr["measured_s"] = sr["seconds"]
         sr["model_ideal_s"] = round(ideal, 4)
         sr["model_placed_s"] = round(pl["placed_s"], 4)
+        sr["model_host_s"] = round(host_step(pl["placed_s"], hb_bytes(steps[i]), capacity, nic_bytes(steps[i])), 4)
         sr["model_s"] = sr["model_ideal_s"]
         sr["model_store_forward_s"] = round(m["steps"][i]["store_forward"], 4)
         sr["ecmp"] = pl["ecmp"]
@@ -542,8 +734,9 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     fl = ran.flows
     failed = sum(1 for r in fl if r.get("error") or not r.get("seconds"))
     placed = round(sum(s["model_placed_s"] for s in step_rep), 4)
+    host_s = round(sum(s["model_host_s"] for s in step_rep), 4)
     cpu_rep = cpu.report()
-    verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep)
+    verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep, host_s)
     return {
         "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
         "verdict": verdict, "tolerance": tolerance,
@@ -552,8 +745,12 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         "overhead": ran.overhead,
         "model_ideal_s": round(m["pipelined"], 4),
         "model_placed_s": placed,
+        "model_host_s": host_s,
+        "host_capacity": capacity,
+        "agents": agents_kind(agents),
         "ecmp_imbalance": ecmp_finding(step_rep),
-        "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed),
+        "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed, host_s, capacity,
+                   tolerance),
         "host_cpu": cpu_rep,
         "streams": streams,
         "completion_s": round(ran.completion_s, 3),
@@ -586,13 +783,19 @@ def ecmp_finding(steps: list[dict]) -> dict | None:
             "busiest_link": worst["ecmp"]["busiest"], "steps_over_1_25": sum(1 for s in rated if s["ecmp"]["imbalance"] > 1.25)}
 
 
-def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cpu: dict, failed: int) -> str:
+def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cpu: dict, failed: int,
+        host_s: float | None = None, capacity: dict | None = None, tolerance: float = 0.10) -> str:
     """One line: why the measured figure differs from the model (pure)."""
     if failed:
         return f"{failed} flow(s) failed"
     parts = []
     if cpu.get("saturated"):
         parts.append(f"host CPU {100 * cpu['busy_share']:.0f}% busy: timing judges the host, not the fabric")
+    if capacity and host_bound(placed_s, host_s, tolerance):
+        parts.append(f"the host forwarded HB at {100 * capacity['share']:.0f}% of the shaped rate"
+                     f" ({capacity['hb_bytes_per_s'] * 8 / 1e9:.2f} of {capacity['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f}"
+                     f" Gbit/s)" + (f", the rails at {100 * capacity['nic_share']:.0f}%" if "nic_share" in capacity else "")
+                     + f": {host_s:.2f} s at what it delivers ({100 * (network_s / host_s - 1):+.0f}% measured)")
     if ecmp and placed_s > ideal_s * 1.02:
         parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link"
                      f" (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
@@ -600,6 +803,19 @@ def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cp
     parts.append(f"{100 * rest:+.0f}% beyond the placement"
                  + ("" if cpu.get("saturated") else f" (TCP ramp and pacing; host CPU {100 * (cpu.get('busy_share') or 0):.0f}%)"))
     return "; ".join(parts)
+
+
+def host_lines(rep: dict) -> list[str]:
+    """The host-capacity line of a report (pure; none when it was not measured)."""
+    c = rep.get("host_capacity")
+    if not c:
+        return []
+    key = "communication_model_host_s" if "communication_model_host_s" in rep else "model_host_s"
+    nic = (f"; rails {c['nic_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s, {100 * c['nic_share']:.0f}% of the shaped"
+           f" {c['nic_shaped_bytes_per_s'] * 8 / 1e9:.2f}" if "nic_share" in c else "")
+    return [f"  host capacity: HB forwarded at {c['hb_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s by {c['flows']} flows at once,"
+            f" {100 * c['share']:.0f}% of the shaped {c['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f} Gbit/s{nic};"
+            f" model at what the host delivers {rep[key]:.2f} s"]
 
 
 def format_report(rep: dict) -> str:
@@ -617,6 +833,7 @@ def format_report(rep: dict) -> str:
              f"  overhead {rep['overhead_s']:.2f} s apart from it ("
              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep.get("overhead", {}).items())
              + f"); wall {rep['completion_s']:.2f} s"]
+    lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")
     if e:
         lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"

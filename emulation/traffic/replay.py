@@ -43,9 +43,9 @@ from ..checks import check_plan as checks_plan
 from ..lab import Lab, link_rates
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
-from .iperf3 import (Agents, LinkCounters, ecmp_finding, judge, why, nccl_streams, placement, port_bytes, run_steps,
-                     shaped_rates, slot_ports, stop_servers)
-from .completion import placed_step
+from .iperf3 import (LinkCounters, agents_kind, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
+                     port_bytes, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
+from .completion import hb_bytes, host_step, nic_bytes, placed_step
 
 TABLE = "railonly_replay"
 BYTE_SLACK_REL = 0.10  # counted bytes include TCP/IP headers (a few %) and iperf3's control messages
@@ -243,10 +243,11 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     per_phase: list[list[dict]] = [[] for _ in phases]
     stop_servers(lab, rt)  # leftovers of an interrupted run
     dls, rated = placement(lab, rt, nic)
-    run_ctx = {"agents": Agents(lab, rt, cp), "links": LinkCounters(lab, rt, dls), "rated": rated,
+    run_ctx = {"agents": traffic_agents(lab, rt, cp, streams, window), "links": LinkCounters(lab, rt, dls), "rated": rated,
                "cpu": host.CpuMeter(cpu_sampler or host.proc_stat_sample), "streams": streams}
     t_run = time.monotonic()
     try:
+        run_ctx["capacity"] = host_capacity(run_ctx["agents"], cp, hb, nic)  # before the counters: not the job's bytes
         counters.install()
         # every server of every phase once, before the first timed step
         run_ctx["agents"].ensure([f for ph in phases for st in slot_ports([list(s) for s in ph.steps]) for f in st])
@@ -275,22 +276,27 @@ def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance
         t = time.monotonic()
         time.sleep(ph.idle_s)
         rec = {"measured_s": round(time.monotonic() - t, 4), "model_ideal_s": round(ph.idle_s, 4),
-               "model_placed_s": round(ph.idle_s, 4), "steps": [], "flows": []}
+               "model_placed_s": round(ph.idle_s, 4), "model_host_s": round(ph.idle_s, 4), "steps": [], "flows": []}
     else:
         ran = run_steps(lab, rt, cp, [list(st) for st in ph.steps], window=window, nic_mbps=nic, streams=ctx["streams"],
                         agents=ctx["agents"], links=ctx["links"], cpu=ctx["cpu"], progress=detail)
         for f, r in zip(ph.flows, ran.flows):
             r["class"], r["group"], r["planned_bytes"], r["port"] = f.pair_class, f.group, f.bytes, f.port
         extra = 0.0  # what the flows' placement adds to the phase beyond perfect balance
+        extra_host = 0.0  # ... and the host's HB capacity beyond that
         for st, sr in zip(ph.steps, ran.steps):
             ideal = job_plan.step_model_s(st, nic, hb)
             placed = placed_step(ideal, sr.get("link_bytes") or {}, ctx["rated"])
+            on_host = host_step(placed["placed_s"], hb_bytes(list(st)), ctx.get("capacity"), nic_bytes(list(st)))
             sr["measured_s"], sr["model_ideal_s"] = sr["seconds"], round(ideal, 4)
             sr["model_placed_s"], sr["ecmp"] = round(placed["placed_s"], 4), placed["ecmp"]
+            sr["model_host_s"] = round(on_host, 4)
             sr["link_bytes"] = {k: v for k, v in sorted((sr.get("link_bytes") or {}).items()) if v}
             extra += placed["placed_s"] - ideal
+            extra_host += on_host - placed["placed_s"]
         rec = {"measured_s": ran.network_s, "model_ideal_s": round(ph.model_s, 4),
-               "model_placed_s": round(ph.model_s + extra, 4), "wall_s": round(ran.completion_s, 3),
+               "model_placed_s": round(ph.model_s + extra, 4), "model_host_s": round(ph.model_s + extra + extra_host, 4),
+               "wall_s": round(ran.completion_s, 3),
                "overhead": ran.overhead, "steps": ran.steps, "flows": ran.flows}
     d = _delta(counters.read(), c0)
     gpus = counters.gpus
@@ -360,6 +366,7 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
             "measured_s": _median([r["measured_s"] for r in recs]), "model_s": round(ph.model_s, 4),
             "model_ideal_s": round(ph.model_s, 4) if ph.steps else round(ph.idle_s, 4),
             "model_placed_s": _median([r["model_placed_s"] for r in recs]),
+            "model_host_s": _median([r["model_host_s"] for r in recs]),
             # the lab plan's own figure: each step's slowest shaped link, summed
             "plan_model_s": round(sum(job_plan.step_model_s(st, nic, hb) for st in ph.steps), 4) if ph.steps else round(ph.idle_s, 4),
             "bytes": sum(by_class.values()), "bytes_by_class": by_class, "planned_bytes": dict(ph.planned),
@@ -377,8 +384,10 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
     comm_measured = round(sum(p["measured_s"] or 0.0 for _, p in comm), 4) if comm else None
     comm_placed = round(sum(p["model_placed_s"] for _, p in comm), 4)
     comm_ideal = round(sum(p["model_ideal_s"] for _, p in comm), 4)
+    comm_host = round(sum(p["model_host_s"] for _, p in comm), 4)
     cpu = ctx["cpu"].report()
-    verdict = judge(comm_measured, comm_placed, tolerance, bool(failed), cpu) if comm else ("fail" if failed else "pass")
+    verdict = (judge(comm_measured, comm_placed, tolerance, bool(failed), cpu, comm_host) if comm
+               else ("fail" if failed else "pass"))
     steps = [s for ph, p in comm for r in p["iterations"] for s in r["steps"]]
     ecmp = ecmp_finding(steps)
     network = sum(r["measured_s"] for _, p in comm for r in p["iterations"])
@@ -387,6 +396,8 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
                 for k in ("client_start_and_barrier_s", "counter_reads_s")}
     overhead["agents_start_s"] = round(ctx["agents"].start_s, 3)
     overhead["agents_stop_s"] = round(ctx["agents"].stop_s, 3)
+    if ctx.get("capacity"):
+        overhead["host_capacity_probe_s"] = ctx["capacity"]["seconds"]
     p = sc.job.parallel
     return {
         "lab": lab.name, "pattern": "job", "job": job.name, "topology": cp.topology, "iterations": iterations,
@@ -394,8 +405,12 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
         "communication_measured_s": comm_measured,
         "communication_model_placed_s": comm_placed,
         "communication_model_ideal_s": comm_ideal,
+        "communication_model_host_s": comm_host,
+        "host_capacity": ctx.get("capacity"),
+        "agents": agents_kind(ctx["agents"]),
         "ecmp_imbalance": ecmp,
-        "why": why(comm_measured or 0.0, comm_ideal, comm_placed, ecmp, cpu, len(failed)) if comm else "",
+        "why": why(comm_measured or 0.0, comm_ideal, comm_placed, ecmp, cpu, len(failed), comm_host, ctx.get("capacity"),
+                   tolerance) if comm else "",
         "host_cpu": cpu,
         "streams": ctx["streams"],
         "overhead_s": round(max(0.0, total_s - network - idle), 3),
@@ -442,6 +457,7 @@ def format_report(rep: dict) -> str:
               f" staged over HB for forwarding {rep['staged_bytes']:,}; kernel-forwarded {rep['kernel_forwarded_bytes']:,}"
               + (f"; through rail-joining switches: cross-rail {rep['joining_switch_bytes']['cross_rail']:,},"
                  f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
+    lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")
     if e:
         lines.append(f"  ECMP imbalance: busiest switch link {e['max']:.2f}x the mean of its ECMP set (step {e['step']},"
@@ -464,9 +480,10 @@ def format_report(rep: dict) -> str:
                          f" iteration ({r['healthy_model_iteration_s']:.2f} s); lab plan model x{r['model_slowdown']:.3f};"
                          f" analyze --fail {' --fail '.join(pr['specs'])} predicts "
                          + (f"x{pr['slowdown']:.3f}" if pr["slowdown"] else "that it cannot run"))
-    lines.append(f"  {'phase':<24}{'measured s':>11}{'placed s':>9}{'ideal s':>9}{'MB':>9}  verdict")
+    lines.append(f"  {'phase':<24}{'measured s':>11}{'placed s':>9}{'ideal s':>9}{'host s':>8}{'MB':>9}  verdict")
     for p in rep["phases"]:
         lines.append(f"  {p['name']:<24}{p['measured_s']:>11.2f}{p['model_placed_s']:>9.2f}{p['model_ideal_s']:>9.2f}"
+                     f"{p['model_host_s']:>8.2f}"
                      f"{p['bytes'] / 1e6:>9.1f}  {p['verdict']}")
         for r in p["iterations"]:
             lines += [f"      {x}" for x in r["problems"] + ([f"slow: {r['slow']}"] if r["slow"] else [])]

@@ -17,7 +17,8 @@ from railonly.emulation.checks import checker as checks_run
 from railonly.emulation.lab import load_lab
 from railonly.emulation.runtime.registry import RUNTIMES
 from railonly.emulation.traffic import host, iperf3, patterns
-from railonly.emulation.traffic.completion import placed_step
+from railonly.emulation.traffic.completion import hb_bytes, host_step, nic_bytes, placed_step
+from railonly.emulation.traffic.patterns import Flow
 
 from ..conftest import FakeRuntime, compile_to, cpu_sampler, design_text
 
@@ -59,6 +60,36 @@ def test_placed_step_takes_the_busiest_link_and_names_the_imbalance():
 def test_judge(measured, failed, busy, want):
     cpu = {"busy_share": busy, "saturated": host.saturated(busy)}
     assert iperf3.judge(measured, 1.0, 0.10, failed, cpu) == want
+
+
+@pytest.mark.parametrize("measured, host_s, want", [
+    (3.0, 3.2, "inconclusive"),  # the host forwards HB slower than the model asks: the host is judged, not the fabric
+    (1.05, 1.08, "pass"),  # within the tolerance of the placed model: the host delivered it
+    (1.30, 1.08, "fail"), (1.05, None, "pass"),
+])
+def test_judge_host_bound(measured, host_s, want):
+    cpu = {"busy_share": 0.3, "saturated": False}
+    assert iperf3.judge(measured, 1.0, 0.10, False, cpu, host_s) == want
+
+
+def test_host_step_bounds_hb_bytes_by_the_measured_capacity():
+    flows = [Flow("a", "b", None, 1000, hb=True), Flow("c", "d", "e", 500), Flow("c", "f", None, 700)]
+    assert hb_bytes(flows) == 1500  # the HB flow and the forwarded one, not the same-rail flow
+    assert nic_bytes(flows) == 1200  # the forwarded flow and the same-rail one
+    cap = {"hb_bytes_per_s": 1000, "share": 0.1, "nic_bytes_per_s": 600, "nic_share": 1.0}
+    assert host_step(0.5, 1500, cap, 1200) == 1.5  # the host moves 1,000 B/s over HB: 1.5 s; the rails kept their rate
+    assert host_step(2.0, 1500, cap) == 2.0  # the placed model is slower already
+    assert host_step(0.5, 1500, None) == 0.5 and host_step(0.5, 0, cap) == 0.5
+    both = dict(cap, nic_share=0.5)  # the host limited both: they share its CPU, so their times add up
+    assert host_step(0.5, 1500, both, 1200) == 3.5
+    assert host_step(0.5, 1500, dict(cap, share=0.95), 0) == 0.5  # HB at its shaped rate: the shaping, not the host
+
+
+def test_why_names_the_host_capacity():
+    cap = {"share": 0.25, "hb_bytes_per_s": 337_500_000, "hb_shaped_bytes_per_s": 1_350_000_000, "nic_share": 0.5}
+    line = iperf3.why(3.3, 1.0, 1.0, None, {"busy_share": 0.5}, 0, 3.0, cap)
+    assert ("HB at 25% of the shaped rate (2.70 of 10.80 Gbit/s), the rails at 50%: 3.00 s at what it delivers"
+            " (+10% measured)") in line
 
 
 def test_cpu_meter_counts_only_timed_windows():

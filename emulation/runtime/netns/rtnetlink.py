@@ -30,7 +30,7 @@ NLMSG_ERROR, NLMSG_DONE = 2, 3
 RTM_NEWLINK, RTM_GETLINK, RTM_NEWADDR, RTM_NEWROUTE, RTM_NEWRULE = 16, 18, 20, 24, 32
 RTM_NEWQDISC, RTM_NEWTCLASS = 36, 40
 IFF_UP = 0x1
-IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_OPERSTATE = 3, 4, 10, 16
+IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_OPERSTATE, IFLA_STATS64 = 3, 4, 10, 16, 23
 IFA_ADDRESS, IFA_LOCAL = 1, 2
 IFA_F_NODAD = 0x02
 RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_PRIORITY, RTA_PREFSRC, RTA_MULTIPATH, RTA_TABLE, RTA_VIA = 1, 4, 5, 6, 7, 9, 15, 18
@@ -54,6 +54,13 @@ RCVBUF = 1 << 20
 def dump_links(sock: socket.socket, seq: int = 1):
     """Yield (ifindex, ifi_flags, name, operstate) for every link of the
     socket's namespace, from one RTM_GETLINK dump."""
+    for idx, flags, name, oper, _stats in dump_links_stats(sock, seq):
+        yield idx, flags, name, oper
+
+
+def dump_links_stats(sock: socket.socket, seq: int = 1):
+    """Yield (ifindex, ifi_flags, name, operstate, (tx bytes, rx bytes) or None) for every link,
+    from one RTM_GETLINK dump (IFLA_STATS64: the counters ``ip -s link`` prints)."""
     body = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
     sock.send(struct.pack("=IHHII", 16 + len(body), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
     while True:
@@ -67,7 +74,7 @@ def dump_links(sock: socket.socket, seq: int = 1):
                 raise RtnlError(-struct.unpack_from("=i", data, off + 16)[0], "link dump failed")
             if typ == RTM_NEWLINK:
                 _, _, idx, flags, _ = struct.unpack_from("=BxHiII", data, off + 16)
-                name, oper = "", 0
+                name, oper, stats = "", 0, None
                 a = off + 32
                 while a + 4 <= off + ln:
                     alen, atyp = struct.unpack_from("=HH", data, a)
@@ -77,8 +84,11 @@ def dump_links(sock: socket.socket, seq: int = 1):
                         name = data[a + 4 : a + alen].split(b"\0")[0].decode()
                     elif atyp == IFLA_OPERSTATE:
                         oper = data[a + 4]
+                    elif atyp == IFLA_STATS64 and alen >= 4 + 32:  # rx/tx packets, then rx_bytes, tx_bytes
+                        rx, tx = struct.unpack_from("=QQ", data, a + 4 + 16)
+                        stats = (tx, rx)
                     a += (alen + 3) & ~3
-                yield idx, flags, name, oper
+                yield idx, flags, name, oper, stats
             off += (ln + 3) & ~3
 
 

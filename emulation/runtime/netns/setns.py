@@ -121,6 +121,18 @@ def ipv4_routes() -> list[dict]:
         return dump_routes(s)
 
 
+def link_counters() -> dict[str, tuple[int, int]]:
+    """{ifname: (tx bytes, rx bytes)} of the current thread's namespace from one rtnetlink
+    dump (what ``ip -s -j link`` reads, without a process)."""
+    import socket
+
+    from .rtnetlink import dump_links_stats
+
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as s:
+        s.settimeout(5.0)
+        return {name: stats for _idx, _flags, name, _oper, stats in dump_links_stats(s) if stats is not None}
+
+
 def call_many(jobs: list[tuple[str, Callable[[], T]]], workers: int) -> list[T | BaseException]:
     """Run each (namespace, fn) on a few long-lived threads that setns into the
     job's namespace before it and back to the root namespace after it: one
