@@ -59,11 +59,10 @@ class Shell:
     def __init__(self, outdir: str, switch: str, lab_name: str | None = None, out=None):
         from ...lab import load_lab
         from .. import rundir
-        from .runtime import check_state_dir
 
         # refuses a symlink anywhere in OUTDIR; the name the lab was deployed under (--lab-name)
         self.lab = rundir.bind(load_lab(outdir), lab_name)
-        check_state_dir(self.lab)  # the run dir chain, where this root shell writes: root's alone
+        rundir.check_state_dir(self.lab)  # the run dir chain, where this root shell writes: root's alone
         self.switch = switch
         self.node = self.lab.node(switch)
         self.dir = switch_dir(self.lab, switch)
