@@ -36,7 +36,7 @@ from ..lab import Lab, LabError, link_rates, run_dir
 from ..runtime import rundir
 from ..runtime.protocol import Runtime, deployed_status
 from . import host
-from .completion import default_bytes, model, placed_step
+from .completion_time import default_bytes, model, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------
