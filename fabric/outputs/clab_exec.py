@@ -47,27 +47,23 @@ class ExecItem:
 
     FORM: ClassVar[str]  # the line with each field as its kind: "ip link set dev IF mtu MTU"
     PATTERN: ClassVar[re.Pattern]
-    # The line in parts: (optional, text with {name:KIND} fields, field names), in order.
+    # The line in parts: (optional, a str.format template with {name} fields, field names), in order.
     _PARTS: ClassVar[tuple[tuple[bool, str, tuple[str, ...]], ...]]
     _TYPES: ClassVar[dict[str, type]]  # each field's Python type, which its matched text parses to
     _CHECK: ClassVar[Callable[[ExecItem], str | None] | None]  # an allow-list beyond the shape
 
     def __str__(self) -> str:
-        out = []
-        for optional, text, names in self._PARTS:
-            values = {n: getattr(self, n) for n in names}
-            if optional and any(v is None for v in values.values()):
-                continue
-            out.append(_FIELD.sub(lambda m: str(values[m[1]]), text))
-        return "".join(out)
+        values = self.__dict__
+        return "".join(template.format_map(values) for optional, template, names in self._PARTS
+                       if not optional or all(values[n] is not None for n in names))
 
 
 def _form(name: str, line: str, check: Callable[[ExecItem], str | None] | None = None) -> type[ExecItem]:
     """The item class of one form: fields in the order they appear, optional ones default to None."""
     texts = _OPTIONAL.split(line)  # required, optional, required, ... alternating
-    parts = tuple((i % 2 == 1, t, tuple(m[1] for m in _FIELD.finditer(t))) for i, t in enumerate(texts) if t)
-    fields, types, regex = [], {}, ""
-    for optional, text, _names in parts:
+    fields, types, regex, parts = [], {}, "", []
+    for optional, text in ((i % 2 == 1, t) for i, t in enumerate(texts) if t):
+        parts.append((optional, _FIELD.sub(r"{\1}", text), tuple(m[1] for m in _FIELD.finditer(text))))
         piece, at = "", 0
         for m in _FIELD.finditer(text):
             field_name, kind = m[1], m[2]
@@ -79,7 +75,7 @@ def _form(name: str, line: str, check: Callable[[ExecItem], str | None] | None =
         piece += re.escape(text[at:])
         regex += f"(?:{piece})?" if optional else piece
     cls = dataclasses.make_dataclass(name, fields, bases=(ExecItem,), frozen=True, namespace={
-        "FORM": _FIELD.sub(r"\2", line), "PATTERN": re.compile(regex), "_PARTS": parts, "_TYPES": types,
+        "FORM": _FIELD.sub(r"\2", line), "PATTERN": re.compile(regex), "_PARTS": tuple(parts), "_TYPES": types,
         "_CHECK": staticmethod(check) if check else None, "__module__": __name__})
     FORMS.append(cls)
     return cls
