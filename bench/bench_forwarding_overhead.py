@@ -52,7 +52,7 @@ def run_design(tmp: Path, design: str, runs: list[tuple[str, str, bool, int]], n
     from railonly.emulation.checks import check_plan as checks_plan
     from railonly.emulation.lab import load_lab
     from railonly.emulation.runtime.registry import get_runtime
-    from railonly.emulation.traffic import iperf3, completion as model, patterns
+    from railonly.emulation.traffic import iperf3, completion_time as model, patterns
 
     d = yaml.safe_load((ROOT / "labs" / f"{design}.yml").read_text())
     d["name"] = f"bfo{os.getpid() % 10000}{design[-1]}"

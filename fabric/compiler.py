@@ -139,7 +139,7 @@ def summary(fab: Fabric) -> str:
     by_tier = fab.switches_by_tier()
     names = {1: "leaf", 2: "spine", 3: "core"}
     tiers = ", ".join(f"{len(v):,} {names[t]}" for t, v in by_tier.items())
-    rails_desc = f"{d.rails} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
+    rails_desc = f"{d.hb_size} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
     lines = [
         f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)"
         + (f", {d.switch_model} {d.breakout}" if d.models else ""),

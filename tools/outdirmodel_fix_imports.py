@@ -1,4 +1,4 @@
-"""Fix imports and references after merging the `outdirmodel` moves into your branch.
+"""Fix imports and references after merging the `outdirmodel` and `clabx` moves into your branch.
 
 Run from your worktree root:  python3 tools/outdirmodel_fix_imports.py [--dry-run]
 
@@ -10,11 +10,16 @@ The moves (pure git mv on branch outdirmodel, issue 20):
   emulation/checks/report.py  -> emulation/checks/check_report.py
   emulation/push/inventory.py -> emulation/push/targets.py
   emulation/push/run.py       -> emulation/push/pusher.py
-  emulation/traffic/model.py  -> emulation/traffic/completion.py
+  emulation/traffic/model.py  -> emulation/traffic/completion_time.py
   fabric/validate/run.py      -> fabric/validate/validator.py
   fabric/validate/report.py   -> fabric/validate/validate_report.py
   fabric/analysis/report.py   -> fabric/analysis/analysis_report.py
   fabric/analysis/untrusted.py-> fabric/analysis/job_files.py
+and, on branch clabx (one name per concept: no two modules of one name meaning different things):
+  emulation/traffic/completion.py -> emulation/traffic/completion_time.py  (not the CLI's shell completion)
+  fabric/outdir/rollout.py    -> fabric/outdir/rollout_rules.py  (the rules; emulation/push/rollout.py runs them)
+  fabric/devices/sonic.py     -> fabric/devices/sonic_render.py  (devices/readback/sonic.py reads back)
+  fabric/devices/eos.py       -> fabric/devices/eos_render.py    (devices/readback/eos.py reads back)
 Rewrites `from X import y` statements that no longer resolve (relative ones stay relative),
 then dotted names (railonly.emulation.netns.x) and paths (emulation/netns/x.py) in the
 text of tracked files (not tests/golden). Idempotent; prints each file it changes.
@@ -32,11 +37,15 @@ MOVES = {  # old path (file or folder) -> new path
     "emulation/checks/report.py": "emulation/checks/check_report.py",
     "emulation/push/inventory.py": "emulation/push/targets.py",
     "emulation/push/run.py": "emulation/push/pusher.py",
-    "emulation/traffic/model.py": "emulation/traffic/completion.py",
+    "emulation/traffic/model.py": "emulation/traffic/completion_time.py",
     "fabric/validate/run.py": "fabric/validate/validator.py",
     "fabric/validate/report.py": "fabric/validate/validate_report.py",
     "fabric/analysis/report.py": "fabric/analysis/analysis_report.py",
     "fabric/analysis/untrusted.py": "fabric/analysis/job_files.py",
+    "emulation/traffic/completion.py": "emulation/traffic/completion_time.py",
+    "fabric/outdir/rollout.py": "fabric/outdir/rollout_rules.py",
+    "fabric/devices/sonic.py": "fabric/devices/sonic_render.py",
+    "fabric/devices/eos.py": "fabric/devices/eos_render.py",
 }
 DRY = "--dry-run" in sys.argv
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from railonly.fabric.outdir.rollout import frr_statements  # noqa: F401  (re-exported: tests and callers)
+from railonly.fabric.outdir.rollout_rules import frr_statements  # noqa: F401  (re-exported: tests and callers)
 
 from .targets import Device
 
@@ -392,7 +392,7 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
     """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed.
     A reload of a drained switch starts it drained (the drain is in the FRR file it loads,
     as SONiC keeps TSA across a reload); :func:`_reinstall` puts the plain file back."""
-    from railonly.fabric.outdir.rollout import bgp_asn, drain_config, vtysh_commands
+    from railonly.fabric.outdir.rollout_rules import bgp_asn, drain_config, vtysh_commands
 
     rc, out = _cmd_rc(conn, f"mkdir -p {STAGE}")
     if rc != 0:
@@ -431,7 +431,7 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
 
 
 def _hitless(statement: str) -> bool:
-    from railonly.fabric.outdir.rollout import hitless_line
+    from railonly.fabric.outdir.rollout_rules import hitless_line
 
     return hitless_line(statement)
 
@@ -445,7 +445,7 @@ def _install(conn, files: dict[str, str]) -> None:
 
 
 def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opts: Options) -> None:
-    from railonly.fabric.outdir.rollout import bgp_asn, drain_commands
+    from railonly.fabric.outdir.rollout_rules import bgp_asn, drain_commands
 
     if device.platform == "eos":
         conn.send_config_set(["maintenance", "unit System", "quiesce" if on else "no quiesce"],
@@ -498,7 +498,7 @@ def _forwarding_stopped(conn, timeout: float) -> int | None:
 
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
                opts: Options | None = None) -> None:
-    from railonly.fabric.outdir.rollout import classify
+    from railonly.fabric.outdir.rollout_rules import classify
 
     opts = opts or Options()
     db, frr = _sonic_running(conn)
@@ -564,7 +564,7 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
     as it would when the timer ran out)."""
     from netmiko.exceptions import ConfigInvalidException
 
-    from railonly.fabric.outdir.rollout import classify
+    from railonly.fabric.outdir.rollout_rules import classify
 
     opts = opts or Options()
     conn.enable()

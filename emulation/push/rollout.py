@@ -1,6 +1,6 @@
 """`railonly push` as a rollout: waves of switches, stop at the first failure, probes counted per wave.
 
-The order and the hitless/disruptive marks are railonly.fabric.outdir.rollout's
+The order and the hitless/disruptive marks are railonly.fabric.outdir.rollout_rules's
 (pure, also what `railonly diff --runbook` writes); each switch's drain,
 apply, verify and undrain are run.push_device's. A wave's switches are pushed
 in parallel; a failed switch stops the rollout before the next wave (the
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railonly.fabric.outdir.rollout import Target, target_of, waves as plan_waves
+from railonly.fabric.outdir.rollout_rules import Target, target_of, waves as plan_waves
 
 from .targets import Device
 from .pusher import Credentials, DeviceResult, Options, Progress, push_device

@@ -107,6 +107,12 @@ def open_state(lab: str, create: bool) -> "StateDir | None":
     return StateDir(lab)
 
 
+def check_state_dir(lab) -> None:
+    """RunDirUnsafe (exit 2) when a directory of the lab's (a Lab's or an Identity's) run dir
+    chain is a symlink or not root's alone: its records are never read or written through it."""
+    open_state(lab.name, create=False)
+
+
 class StateDir(OutdirWriter):
     """Reads and writes below a lab's state directory, never following a symlink."""
 

@@ -37,7 +37,7 @@ from ..runtime import rundir
 from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host
 from .agents import SocketAgents, window_bytes
-from .completion import default_bytes, hb_bytes, host_step, model, nic_bytes, placed_step
+from .completion_time import default_bytes, hb_bytes, host_step, model, nic_bytes, placed_step
 from .patterns import BASE_PORT, Flow, plan_flows, steps_of
 
 # --- running ----------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from railonly.fabric.analysis.network import LINK_EFFICIENCY
 from railonly.fabric.analysis.timing import assemble, call_times, stage_compute_s
 from railonly.fabric.analysis.traffic import collectives
 
-from .completion import step_model
+from .completion_time import step_model
 from .patterns import Flow
 
 MIN_PHASE_S = 0.5  # auto time_scale: the shortest communication phase lasts at least this in the lab

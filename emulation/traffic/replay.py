@@ -45,7 +45,7 @@ from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
 from .iperf3 import (LinkCounters, agents_kind, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
                      port_bytes, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
-from .completion import hb_bytes, host_step, nic_bytes, placed_step
+from .completion_time import hb_bytes, host_step, nic_bytes, placed_step
 
 TABLE = "railonly_replay"
 BYTE_SLACK_REL = 0.10  # counted bytes include TCP/IP headers (a few %) and iperf3's control messages

@@ -29,7 +29,7 @@ def variant(design: Design, topology: str) -> Design:
 
 def feasible(design: Design) -> Problem | None:
     """Why `design` (as given) cannot be built, or None."""
-    k, K, n = design.radix, design.rails, design.planned  # the tiers are those of the build-out
+    k, K, n = design.radix, design.hb_size, design.planned  # the tiers are those of the build-out
     if design.topology == "rail-only":
         if clos.tiers(n, k) is None:
             return Problem("hb_domain.count", f"a rail of {n:,} GPUs needs more than three tiers at radix {k}",

@@ -126,7 +126,7 @@ def from_design(d: Design) -> Inventory:
 
     Raises ValueError where the builder could not build the design (over three tiers).
     """
-    k, K, n, P, g = d.radix, d.rails, d.hb_count, d.planned, d.nic_gbps
+    k, K, n, P, g = d.radix, d.hb_size, d.hb_count, d.planned, d.nic_gbps
     half = k // 2
     sw: Counter = Counter()
     cab: Counter = Counter()

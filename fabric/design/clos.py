@@ -59,18 +59,18 @@ def rails_per_leaf(domains: int, radix: int) -> int:
     return max(1, (radix // 2) // domains)
 
 
-def baseline_leaves(rails: int, domains: int, radix: int) -> int:
+def baseline_leaves(hb_size: int, domains: int, radix: int) -> int:
     """Leaves of the multi-tier baseline: packed leaves of whole rails, or rail-pure leaves."""
     per = rails_per_leaf(domains, radix)
     if per > 1:
-        return math.ceil(rails / per)
-    return rails * leaves_needed(domains, radix)
+        return math.ceil(hb_size / per)
+    return hb_size * leaves_needed(domains, radix)
 
 
-def baseline_depth(rails: int, domains: int, radix: int) -> int | None:
+def baseline_depth(hb_size: int, domains: int, radix: int) -> int | None:
     """Tiers of the rail-optimized baseline: leaves of one rail (or several small
     whole rails), spines across rails."""
-    return depth(rails * domains, baseline_leaves(rails, domains, radix), radix)
+    return depth(hb_size * domains, baseline_leaves(hb_size, domains, radix), radix)
 
 
 def upper_counts(leaves: int, tiers: int, radix: int) -> tuple[int, int]:
@@ -87,7 +87,7 @@ def upper_counts(leaves: int, tiers: int, radix: int) -> tuple[int, int]:
     return leaves, cores
 
 
-def shape(topology: str, rails: int, domains: int, radix: int) -> dict:
+def shape(topology: str, hb_size: int, domains: int, radix: int) -> dict:
     """The Clos a design's fabric has, by tier (pure): ``tiers``, ``leaves``, ``spines``,
     ``cores``, each per rail on rail-only (one Clos per rail) or for the whole fabric on
     the baseline (``per_rail`` False), and ``rails_per_leaf`` (baseline leaves that pack
@@ -97,8 +97,8 @@ def shape(topology: str, rails: int, domains: int, radix: int) -> dict:
         leaves = 1 if t == 1 else leaves_needed(domains, radix)
         spines, cores = upper_counts(leaves, t, radix)
         return {"tiers": t, "per_rail": True, "leaves": leaves, "spines": spines, "cores": cores, "rails_per_leaf": 1}
-    t = baseline_depth(rails, domains, radix) or 0
-    leaves = 1 if t == 1 else baseline_leaves(rails, domains, radix)
+    t = baseline_depth(hb_size, domains, radix) or 0
+    leaves = 1 if t == 1 else baseline_leaves(hb_size, domains, radix)
     spines, cores = upper_counts(leaves, t, radix)
     return {"tiers": t, "per_rail": False, "leaves": leaves, "spines": spines, "cores": cores,
-            "rails_per_leaf": rails if t == 1 else rails_per_leaf(domains, radix)}
+            "rails_per_leaf": hb_size if t == 1 else rails_per_leaf(domains, radix)}

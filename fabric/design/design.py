@@ -136,7 +136,7 @@ class Pools:
 class Design:
     name: str
     topology: str  # rail-only | rail-optimized
-    hb_size: int  # K: GPUs per HB domain = rails
+    hb_size: int  # K: GPUs per HB domain = the number of rails (one name for K everywhere)
     hb_count: int  # HB domains
     hb_gbps: float
     nic_gbps: int
@@ -179,10 +179,6 @@ class Design:
     def gpus_per_host(self) -> int:
         """GPUs (and NICs) per host: a server is the whole HB domain, a rack's compute tray a part."""
         return self.hb_gpus_per_host or self.hb_size
-
-    @property
-    def rails(self) -> int:
-        return self.hb_size
 
     @property
     def planned(self) -> int:

@@ -46,7 +46,7 @@ SLICE_DIR = "lab"  # where a slice's own artifacts go inside OUTDIR
 
 def design_shape(design: Design) -> dict:
     """The Clos of the design (its build-out), by tier (clos.shape)."""
-    return clos.shape(design.topology, design.rails, design.planned, design.radix)
+    return clos.shape(design.topology, design.hb_size, design.planned, design.radix)
 
 
 def _same_shape(lab: dict, prod: dict) -> bool:
@@ -62,7 +62,7 @@ def shape_radix(design: Design, domains: int, full_leaves: bool = False) -> int 
     a radix whose rail-pure leaves are all full (every down port used)."""
     prod = design_shape(design)
     for k in range(design.radix, MIN_RADIX - 1, -2):
-        lab = clos.shape(design.topology, design.rails, domains, k)
+        lab = clos.shape(design.topology, design.hb_size, domains, k)
         if full_leaves and lab["tiers"] > 1 and lab["rails_per_leaf"] == 1 and domains % (k // 2):
             continue
         if _same_shape(lab, prod):
@@ -171,9 +171,9 @@ def describe(design: Design) -> str:
         return f"  lab       whole design ({design.gpus:,} GPUs) in {design.name}.clab.yml"
     k = lab_radix(design)
     prod = design_shape(design)
-    lab = clos.shape(design.topology, design.rails, n, k)
-    lines = [f"  lab       a slice: {n} of {design.hb_count:,} HB domains, all {design.rails} rails "
-             f"({n * design.rails:,} GPUs) at radix {k} in {design.name}.clab.yml and {SLICE_DIR}/ "
+    lab = clos.shape(design.topology, design.hb_size, n, k)
+    lines = [f"  lab       a slice: {n} of {design.hb_count:,} HB domains, all {design.hb_size} rails "
+             f"({n * design.hb_size:,} GPUs) at radix {k} in {design.name}.clab.yml and {SLICE_DIR}/ "
              f"(set lab.domains or --lab-domains to change)"]
     routed = design.rail_mode == "routed" or design.topology != "rail-only"
     kept = [_tiers_text(lab) + f" as the design's {_tiers_text(prod)}"] if _same_shape(lab, prod) else []

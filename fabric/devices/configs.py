@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import parallel
 from ..graph.model import Fabric
 from ..progress import Progress
-from . import eos, hosts, qos, sonic
+from . import eos_render, hosts, qos, sonic_render
 
 
 def switch_configs(fab: Fabric, progress: Progress) -> dict[str, bytes]:
@@ -23,7 +23,7 @@ def _switch_shard(fab: Fabric, i: int, n: int) -> dict[str, bytes]:
     q = qos.plan(fab.design)
     out: dict[str, bytes] = {}
     for sw in fab.switches[i::n]:
-        render = sonic.render_switch if sw.platform == "sonic" else eos.render_switch
+        render = sonic_render.render_switch if sw.platform == "sonic" else eos_render.render_switch
         for path, text in render(fab, sw, q)[1].items():
             out[path] = text.encode()
     return out

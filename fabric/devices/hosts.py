@@ -43,7 +43,7 @@ TABLE_BASE = 100  # rail r uses routing table and rule priority 100 + r
 def rail_block(design, rail: int) -> str:
     """Rail r's share of the GPU pool (the pool is cut into equal per-rail blocks)."""
     pool = design.pools.gpu
-    bits = math.ceil(math.log2(design.rails)) if design.rails > 1 else 0
+    bits = math.ceil(math.log2(design.hb_size)) if design.hb_size > 1 else 0
     plen = pool.prefixlen + bits
     base = int(pool.network_address) + rail * (1 << (32 - plen))
     return f"{base >> 24}.{(base >> 16) & 255}.{(base >> 8) & 255}.{base & 255}/{plen}"
@@ -64,7 +64,7 @@ def host_views(fab: Fabric, shard: int = 0, shards: int = 1) -> list[dict]:
     d = fab.design
     baseline = d.topology == "rail-optimized"
     routed = d.rail_mode == "routed"
-    blocks = [rail_block(d, r) for r in range(d.rails)]
+    blocks = [rail_block(d, r) for r in range(d.hb_size)]
     vlan_at = _vlan_by_port(fab)
     nic_of = {}
     for lk in fab.links:
@@ -72,7 +72,7 @@ def host_views(fab: Fabric, shard: int = 0, shards: int = 1) -> list[dict]:
             nic_of[lk.a.node] = (lk.a.ip, vlan_at[(lk.b.node, lk.b.port)], lk.b)
     views = []
     for hb in fab.hbs[shard::shards]:
-        for host, ranks in hosts_of(hb.name, d.rails, d.gpus_per_host):
+        for host, ranks in hosts_of(hb.name, d.hb_size, d.gpus_per_host):
             views.append(_host_view(d, host, ranks, hb.name, nic_of, blocks, routed, baseline))
     return views
 
@@ -111,7 +111,7 @@ def nccl_env(fab: Fabric, first_rail: int = 0) -> list[tuple[str, str, str]]:
     d = fab.design
     q = d.qos
     hcas = ",".join(f"mlx5_{i}:1" for i in range(d.gpus_per_host))
-    if d.gpus_per_host < d.rails:  # a tray: its own NICs, and no rail reaches every tray
+    if d.gpus_per_host < d.hb_size:  # a tray: its own NICs, and no rail reaches every tray
         hca_why = (f"RDMA device of this tray's i-th NIC (rail {first_rail}+i) is mlx5_i (exact match); "
                    "reorder if your NICs enumerate differently")
         boot = (f"=rail{first_rail}", f"bootstrap over this tray's first NIC, rail {first_rail}, which reaches only the trays "

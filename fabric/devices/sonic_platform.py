@@ -1,7 +1,7 @@
 """SONiC facts of a catalog platform (fabric/platforms/catalog.py): the PORT rows, hwsku,
 platform string and BREAKOUT_CFG that a switch of that model and breakout runs.
 
-Kept apart from the SONiC renderer (fabric/sonic.py), which asks here first and
+Kept apart from the SONiC renderer (fabric/devices/sonic_render.py), which asks here first and
 falls back to its radix-only defaults for a `generic` switch. Every PORT row is
 the platform's published port map row (name, lanes, alias, index, speed and,
 where published, fec); railonly adds only what it decides: mtu, admin_status

@@ -67,7 +67,7 @@ class _Builder:
 
     def __init__(self, design: Design):
         self.d = design
-        K = design.rails
+        K = design.hb_size
         self.n = design.hb_count  # domains built now
         self.planned = design.planned  # domains the tiers are sized for
         self.fab = Fabric(design=design, tiers=0)
@@ -99,7 +99,7 @@ class _Builder:
         loopback = self.lo_pool.addr(block, index + 1, SWITCH_SLOTS[tier]) if self.routed else None  # reserved either way
         # 65,536 ASNs per rail, a fixed range per tier; cross-rail switches after the last rail.
         offset = ASN_TIER_BASE[tier] + index + 1
-        own_asn = self.d.asn_base + (self.d.rails if block is None else block) * ASN_BLOCK + offset
+        own_asn = self.d.asn_base + (self.d.hb_size if block is None else block) * ASN_BLOCK + offset
         if asn_group is not None and self.d.asn_scheme == "rfc7938":
             own_asn = self.asn_groups.setdefault((block, asn_group), own_asn)
         if not present:
@@ -167,7 +167,7 @@ class _Builder:
     def gpus_and_hb(self) -> list[list[Node]]:
         """Create GPUs and HB domains; returns rails[r] = GPUs of rank r in domain order."""
         d = self.d
-        K = d.rails
+        K = d.hb_size
         rails: list[list[Node]] = [[] for _ in range(K)]
         hb_links = []
         span = 1 << (32 - self.hb_plen)
@@ -257,7 +257,7 @@ class _Builder:
 
     def rail_only(self, rails: list[list[Node]]) -> int:
         d = self.d
-        k, K, P = d.radix, d.rails, self.planned
+        k, K, P = d.radix, d.hb_size, self.planned
         t = clos.tiers(P, k)
         if t == 1 and d.share_rails and P <= k // 2:
             per = k // P  # rail partitions per physical switch
@@ -276,7 +276,7 @@ class _Builder:
 
     def rail_optimized(self, rails: list[list[Node]]) -> int:
         d = self.d
-        k, K, P = d.radix, d.rails, self.planned
+        k, K, P = d.radix, d.hb_size, self.planned
         t = clos.baseline_depth(K, P, k)
         if t == 1:
             self.one_leaf(self.switch("leaf0", 1, list(range(K))), rails, list(range(K)), k // K)

@@ -766,3 +766,26 @@ def walk(outdir: str) -> dict[str, str]:
                 found[rel] = "other"
     found.pop("MANIFEST.json", None)  # compared, never listed as an artifact of itself
     return found
+
+
+def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None) -> list[Problem]:
+    """The allow-list findings (the checks `validate` runs) for every file the switch
+    readers would use in config_dir: config_db.json and the FRR file(s) (frr.conf, or the
+    split per-daemon files the reader also accepts), or the EOS startup-config. Read
+    without following a symlink; malformed is UntrustedFile (exit 2). Deploy, re-programming
+    a live switch and push all judge a switch's files by this one function."""
+    from ..devices.readback.sonic import SPLIT_FILES
+
+    reader = OutdirReader(config_dir)
+    if platform == "eos":
+        text = reader.read_text("startup-config")
+        return check_eos(text, reader.where("startup-config")) if text is not None else []
+    out: list[Problem] = []
+    db = reader.read_text("config_db.json")
+    if db is not None:
+        out += check_config_db(parse_json(db, reader.where("config_db.json")), reader.where("config_db.json"), db)
+    for name in ("frr.conf", *SPLIT_FILES):
+        text = reader.read_text(name)
+        if text is not None:
+            out += check_frr(text, reader.where(name), frr_run_dir)
+    return out

@@ -8,7 +8,7 @@ From the change plan (:mod:`railonly.fabric.outdir.changeplan`) and both snapsho
    has no floor plan), each cable with its label and both ends: add, move
    (the end that stays, the end unplugged, the end plugged), remove;
 3. the push waves in the order `railonly push` runs them
-   (:func:`railonly.fabric.outdir.rollout.waves`), each switch marked hitless or
+   (:func:`railonly.fabric.outdir.rollout_rules.waves`), each switch marked hitless or
    disruptive by the rules of docs/push.md, with how it is applied and the
    checks that must pass before the next wave.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-from .rollout import VERIFY_CHECKS, classify, target_of, waves
+from .rollout_rules import VERIFY_CHECKS, classify, target_of, waves
 
 _RACK_OF_NIC = re.compile(r"^hb\d+$")
 

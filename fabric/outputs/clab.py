@@ -78,9 +78,9 @@ def iface(node: Node, port: str) -> str:
 def _rail_blocks(fab: Fabric) -> list[str]:
     """GPU address block of each rail (the unit cross-rail routes point at)."""
     d = fab.design
-    pool = BlockPool("gpu_pool", d.pools.gpu, d.rails, "GPU subnets")
+    pool = BlockPool("gpu_pool", d.pools.gpu, d.hb_size, "GPU subnets")
     plen = 32 - (pool.block_size.bit_length() - 1)
-    return [f"{ipaddress.IPv4Address(pool.rail_base + r * pool.block_size)}/{plen}" for r in range(d.rails)]
+    return [f"{ipaddress.IPv4Address(pool.rail_base + r * pool.block_size)}/{plen}" for r in range(d.hb_size)]
 
 
 def _gateways(fab: Fabric) -> dict[tuple[str, str], str]:

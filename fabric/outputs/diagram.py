@@ -33,7 +33,7 @@ def _shown(n: int, most: int) -> list[int | None]:
 
 def render_svg(fab: Fabric) -> str:
     d = fab.design
-    K, D = d.rails, len(fab.hbs)
+    K, D = d.hb_size, len(fab.hbs)
     cols = _shown(K, MAX_RAILS)
     col_of = {r: i for i, r in enumerate(cols) if r is not None}
     doms = _shown(D, MAX_DOMAINS)

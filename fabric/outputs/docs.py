@@ -84,7 +84,7 @@ def _summary(fab: Fabric, add) -> None:
         ["rail mode", f"{d.rail_mode} ({'one VLAN per rail, no IP or BGP on switches' if d.rail_mode == 'l2' else 'L3 with eBGP'})"],
         ["HB domains", f"{len(fab.hbs):,} of K = {d.hb_size} GPUs ({_num(d.hb_gbps)} Gbit/s per GPU inside)"],
         ["GPUs", f"{len(fab.gpus):,} (one {d.nic_gbps}G NIC each)"],
-        ["rails", f"{d.rails} (rail r = the GPUs of local rank r)"],
+        ["rails", f"{d.hb_size} (rail r = the GPUs of local rank r)"],
         ["switches", f"radix {d.radix} at {d.nic_gbps}G, {d.platform}"
                      + (f", per tier {', '.join(f'{t}: {p}' for t, p in d.platform_by_tier.items())}" if d.platform_by_tier else "")],
         *([["switch model", ", ".join(sorted({f"{m.vendor} {m.name} (`{m.model}`)" for m in d.models.values()}))
@@ -150,7 +150,7 @@ def _addresses(fab: Fabric, add) -> None:
                                      ("fabric_pool", p.fabric, "/31 switch-to-switch links", cross),
                                      ("loopback_pool", p.loopback, "switch loopbacks /32", cross),
                                      ("hb_pool", p.hb, "HB-domain (NVLink) interfaces", False)):
-        rails = 1 if key == "hb_pool" else d.rails
+        rails = 1 if key == "hb_pool" else d.hb_size
         pool = BlockPool(key, net, rails, what, is_cross)
         size = pool.block_size
         plen = 32 - int(math.log2(size)) if size else 32
@@ -158,8 +158,8 @@ def _addresses(fab: Fabric, add) -> None:
         if key == "hb_pool":
             blocks = f"one block {net}"
         else:
-            last = ipaddress.IPv4Address(pool.rail_base + (d.rails - 1) * size)
-            blocks = f"rail 0: {first}/{plen}, rail {d.rails - 1}: {last}/{plen}"
+            last = ipaddress.IPv4Address(pool.rail_base + (d.hb_size - 1) * size)
+            blocks = f"rail 0: {first}/{plen}, rail {d.hb_size - 1}: {last}/{plen}"
         if d.rail_mode == "l2" and key in ("fabric_pool", "loopback_pool"):
             blocks += " (unused: L2 rails)"
         rows.append([f"`addressing.{key}`", str(net), what, blocks])

@@ -12,7 +12,7 @@ from railonly.cli import main
 from railonly.emulation.checks import judge, probe, check_report as report
 from railonly.emulation.checks import check_plan as checks_plan
 from railonly.emulation.lab import load_lab
-from railonly.emulation.traffic import completion as model, patterns
+from railonly.emulation.traffic import completion_time as model, patterns
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 

@@ -11,7 +11,7 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.checks import check_plan as checks_plan
-from railonly.emulation.traffic import completion as model, patterns
+from railonly.emulation.traffic import completion_time as model, patterns
 
 pytestmark = pytest.mark.netns
 

@@ -17,7 +17,7 @@ from railonly.emulation.checks import checker as checks_run
 from railonly.emulation.lab import load_lab
 from railonly.emulation.runtime.registry import RUNTIMES
 from railonly.emulation.traffic import host, iperf3, patterns
-from railonly.emulation.traffic.completion import hb_bytes, host_step, nic_bytes, placed_step
+from railonly.emulation.traffic.completion_time import hb_bytes, host_step, nic_bytes, placed_step
 from railonly.emulation.traffic.patterns import Flow
 
 from ..conftest import FakeRuntime, compile_to, cpu_sampler, design_text

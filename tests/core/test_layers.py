@@ -14,7 +14,10 @@ modules and on an import that crosses a layer the wrong way:
   that import no room; no room imports the facade;
 - ``subprocess`` is imported by railonly.proc alone; railonly.proc and
   railonly.console are leaves that import nothing of the CLI or the emulation;
-- the rooms of railonly.emulation import only the rooms below them.
+- the rooms of railonly.emulation import only the rooms below them;
+- the CLI reaches a runtime through its doors (:data:`RUNTIME_DOORS`: the Runtime
+  protocol, the registry, the lock and run dir every runtime shares), never the
+  netns runtime's internals.
 """
 
 from __future__ import annotations
@@ -200,6 +203,9 @@ def layer_violations(graph: dict[str, set[str]], external: dict[str, set[str]]) 
                 bad.append(f"{mod} imports {t}: a leaf utility imports nothing of the CLI or the emulation")
             if mod.startswith("railonly.emulation") and is_cli(t):
                 bad.append(f"{mod} imports {t}: the emulation never imports the CLI")
+            if is_cli(mod) and room_of(t) == "runtime" and t not in RUNTIME_DOORS:
+                bad.append(f"{mod} imports {t}: the CLI reaches a runtime through its doors ({sorted(RUNTIME_DOORS)}),"
+                           f" never its internals")
             src, dst = room_of(mod), room_of(t)
             if src and dst and src != dst and dst not in EMULATION_ROOMS.get(src, set()):
                 bad.append(f"{mod} imports {t}: room {src} may import only {sorted(EMULATION_ROOMS.get(src, set()))}")
@@ -307,6 +313,8 @@ def test_a_cycle_is_found():
     (("railonly.emulation.checks.probe", "railonly.emulation.runtime.netns.setns"), {}, "runtime's internals"),
     (("railonly.emulation.traffic.faults", "railonly.emulation.runtime.netns.frr"), {}, "runtime's internals"),
     (("railonly.emulation.push.targets", "railonly.emulation.runtime.containerlab"), {}, "runtime's internals"),
+    (("railonly.cli.commands.lab", "railonly.emulation.runtime.netns.runtime"), {}, "CLI reaches a runtime"),
+    (("railonly.cli.commands.push", "railonly.emulation.runtime.containerlab"), {}, "CLI reaches a runtime"),
     (None, {"railonly.fabric.validate.frr_syntax": {"subprocess"}}, "subprocess"),
 ])
 def test_a_layer_violation_is_found(edge, external, word):
@@ -372,3 +380,16 @@ def test_the_real_walk_fails_on_a_back_door(tmp_path):
                for b in bad)
     assert runtime_branches(root) == ["emulation/checks/checker.py:" + str(len(checker.read_text().splitlines()))
                                       + ': return setns if rt.name == "netns" else None']
+
+
+def test_the_real_walk_fails_when_the_cli_imports_netns_internals(tmp_path):
+    """A command that takes a helper from the netns runtime's internals, even lazily, fails."""
+    root = _copy_of_the_house(tmp_path)
+    command = root / "railonly" / "cli" / "commands" / "lab.py"
+    command.write_text(command.read_text() + "\n\ndef _late(lab):\n"
+                       "    from railonly.emulation.runtime.netns.runtime import lab_namespaces\n"
+                       "    return lab_namespaces(lab)\n")
+    graph = import_graph(root)
+    bad = layer_violations(graph, {m: external_imports(m, root) for m in graph})
+    assert bad == ["railonly.cli.commands.lab imports railonly.emulation.runtime.netns.runtime: the CLI reaches a "
+                   f"runtime through its doors ({sorted(RUNTIME_DOORS)}), never its internals"]

@@ -59,7 +59,7 @@ class _Injected:
 def test_a_line_the_corpus_does_not_hold_fails(monkeypatch, line):
     from railonly.fabric.compiler import compile_design
     from railonly.fabric.design.design import parse_design
-    from railonly.fabric.devices import eos
+    from railonly.fabric.devices import eos_render as eos
 
     real = eos.template
     monkeypatch.setattr(eos, "template", lambda name: _Injected(real(name), line))

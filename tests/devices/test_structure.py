@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from cases import compiled  # noqa: E402
 
-from railonly.fabric.devices import sonic  # noqa: E402
+from railonly.fabric.devices import sonic_render as sonic  # noqa: E402
 
 
 def _doc(files, sw):

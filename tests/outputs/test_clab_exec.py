@@ -39,3 +39,10 @@ def test_no_other_module_spells_an_exec_line():
     found = [str(f.relative_to(REPO)) for top in ("fabric", "emulation") for f in sorted((REPO / top).rglob("*.py"))
              if f.name != "clab_exec.py" and form.search(f.read_text())]
     assert found == []
+
+
+def test_every_form_is_one_row_and_has_a_sample_above():
+    """Each form of the table renders, parses and is allowed from its one row: a new row
+    without a sample line in LINES fails here."""
+    assert sorted(type(clab_exec.parse(line)).__name__ for line in LINES if "src" not in line) == \
+        sorted(form.__name__ for form in clab_exec.FORMS)

@@ -83,7 +83,7 @@ def test_lab_domains_32_keeps_the_exact_shape():
 def test_baseline_slice_keeps_rail_pure_leaves_and_spines():
     design = load_design(str(LABS / "dgx-h100-1k-baseline.yml"))
     n, k = lab_slice.lab_domains(design), lab_slice.lab_radix(design)
-    s = clos.shape("rail-optimized", design.rails, n, k)
+    s = clos.shape("rail-optimized", design.hb_size, n, k)
     assert s["tiers"] == 2 and s["rails_per_leaf"] == 1 and s["spines"] >= 2
 
 

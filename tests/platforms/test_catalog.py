@@ -17,7 +17,7 @@ from railonly.fabric.cost import bom
 from railonly.fabric.cost.inventory import from_design, from_fabric
 from railonly.fabric.cost.prices import default_prices
 from railonly.fabric.design.design import parse_design
-from railonly.fabric.devices import eos, sonic
+from railonly.fabric.devices import eos_render as eos, sonic_render as sonic
 from railonly.fabric.devices.qos import plan as qos_plan
 from railonly.fabric.graph.build import build_fabric
 from railonly.fabric.platforms import catalog

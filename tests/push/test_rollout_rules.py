@@ -1,4 +1,4 @@
-"""The rollout's rules (railonly.fabric.outdir.rollout, docs/push.md): what is hitless, what needs a
+"""The rollout's rules (railonly.fabric.outdir.rollout_rules, docs/push.md): what is hitless, what needs a
 reload, the patch, the vtysh statements, the drain, the waves. Pure: no lab."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from railonly.emulation.runtime.netns.patch import PatchError, apply_ops, live_commands
-from railonly.fabric.outdir import rollout as ro
+from railonly.fabric.outdir import rollout_rules as ro
 
 DB = {"PORT": {"Ethernet0": {"mtu": "9100", "description": "a", "admin_status": "up"}},
       "INTERFACE": {"Ethernet0": {}, "Ethernet0|10.0.0.0/31": {}},

@@ -7,7 +7,7 @@ import pytest
 
 from railonly.emulation.traffic import job_plan as jp
 from railonly.emulation.traffic import replay
-from railonly.emulation.traffic.completion import link_loads
+from railonly.emulation.traffic.completion_time import link_loads
 
 from .test_job_plan import HB, NAMES, NIC, planned
 

@@ -191,7 +191,7 @@ def test_compile_rejects_overlapping_pools(tmp_path, capsys):
 def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys, monkeypatch):
     """A renderer bug (here: every SONiC switch gets the MTU 99) is caught by
     compile's self-check: exit 1, the failing check named, nothing written."""
-    from railonly.fabric.devices import sonic
+    from railonly.fabric.devices import sonic_render as sonic
 
     real = sonic.config_db
 

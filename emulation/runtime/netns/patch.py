@@ -2,7 +2,7 @@
 
 Pure: :func:`apply_ops` applies RFC 6902 add/replace/remove operations to a
 config DB (JSON pointers of one or two levels, table and key, as
-railonly.fabric.outdir.rollout.db_patch writes them); :func:`live_commands` turns the
+railonly.fabric.outdir.rollout_rules.db_patch writes them); :func:`live_commands` turns the
 difference into ``ip`` commands for the switch's namespace. Tables that change
 no forwarding state are DB-only; a table the lab cannot change live raises
 :class:`PatchError` before anything is applied.

@@ -17,9 +17,12 @@ from railonly.fabric.input.problems import InputError
 from ...lab import Lab, LabError, run_dir
 from ..protocol import NotDeployed, RuntimeProblem
 from railonly.fabric.devices.readback.intent import ConfigReadError
+from railonly.fabric.outdir.reader import switch_file_problems
+
+from .. import rundir
 from . import engine, frr, lab_plan, setns
 from . import ns_plan as nsplan
-from .runtime import check_environment, check_state_dir, owner, state_path, switch_file_problems
+from .runtime import check_environment, owner, state_path
 from .switch_plan import switch_items
 
 
@@ -59,7 +62,7 @@ def apply_switch_config(lab: Lab, switch_name: str, config_dir: str) -> ApplyRep
     ``destroy`` still removes everything."""
     t0 = time.perf_counter()
     path = state_path(lab)
-    check_state_dir(lab)
+    rundir.check_state_dir(lab)
     checked = engine.check_state(path, owner(lab))
     if checked.problems:
         raise LabError(path, "the lab's state file is not usable:\n  " + "\n  ".join(checked.problems[:10]),

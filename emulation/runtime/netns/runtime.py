@@ -54,44 +54,13 @@ def owner(lab: "Lab | rundir.Identity", also: "rundir.Identity | None" = None) -
     return statefile.Owner.for_lab(lab.name, {n for n in mine if n not in others})
 
 
-def check_state_dir(lab: "Lab | rundir.Identity") -> None:
-    """RunDirUnsafe (exit 2) when a directory of the lab's run dir chain is a symlink or
-    not root's alone: its records are never read or written through it."""
-    rundir.open_state(lab.name, create=False)
-
-
-def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None) -> list:
-    """The allow-list findings (railonly.fabric.outdir.reader, the checks
-    `validate` runs) for every file the switch readers would use in config_dir:
-    config_db.json and the FRR file(s) (frr.conf, or the split per-daemon files
-    the reader also accepts), or the EOS startup-config. Read without following
-    a symlink; malformed is UntrustedFile (exit 2)."""
-    from railonly.fabric.outdir import reader as U
-
-    from railonly.fabric.devices.readback.sonic import SPLIT_FILES
-
-    reader = U.OutdirReader(config_dir)
-    if platform == "eos":
-        text = reader.read_text("startup-config")
-        return U.check_eos(text, reader.where("startup-config")) if text is not None else []
-    out = []
-    db = reader.read_text("config_db.json")
-    if db is not None:
-        out += U.check_config_db(U.parse_json(db, reader.where("config_db.json")), reader.where("config_db.json"), db)
-    for name in ("frr.conf", *SPLIT_FILES):
-        text = reader.read_text(name)
-        if text is not None:
-            out += U.check_frr(text, reader.where(name), frr_run_dir)
-    return out
-
-
 def check_lab_files(lab: Lab) -> None:
     """InputError (exit 2) naming each file and line of the OUTDIR that `validate`
     would refuse, before a deploy uses any of it: the tree (no symlink, no
     special file, OUTDIR/.lab included), the topology, fabric.json and every
     switch's config files."""
     from railonly.fabric.input.problems import InputError
-    from railonly.fabric.outdir.reader import check_outdir
+    from railonly.fabric.outdir.reader import check_outdir, switch_file_problems
 
     problems = check_outdir(str(lab.outdir), run_dir=run_dir(lab.name))
     for sw in lab.switches:
@@ -243,7 +212,7 @@ class NetnsRuntime(Runtime):
         refused: list[str] = []
         path: str | None = state_path(lab)
         try:
-            check_state_dir(lab)
+            rundir.check_state_dir(lab)
         except rundir.RunDirUnsafe as exc:
             refused.append(f"{exc}: the state file there was not read")
             path = None

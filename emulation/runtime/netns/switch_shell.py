@@ -25,7 +25,7 @@ holds the files last applied: the emulation has no redis, so
 ``reprogram.apply_switch_config``, the same code that programs the switch
 at deploy time, so a push exercises exactly the deploy path.
 ``config apply-patch`` takes an RFC 6902 patch of the config DB (whole keys,
-as railonly.fabric.outdir.rollout writes it) and changes only what it names, live:
+as railonly.fabric.outdir.rollout_rules writes it) and changes only what it names, live:
 a port's MTU or admin state, an interface or loopback address; tables that
 change no forwarding state (descriptions, cable lengths, neighbours) only
 in the DB. A table it cannot apply live is refused (exit 1, "use config
@@ -59,11 +59,10 @@ class Shell:
     def __init__(self, outdir: str, switch: str, lab_name: str | None = None, out=None):
         from ...lab import load_lab
         from .. import rundir
-        from .runtime import check_state_dir
 
         # refuses a symlink anywhere in OUTDIR; the name the lab was deployed under (--lab-name)
         self.lab = rundir.bind(load_lab(outdir), lab_name)
-        check_state_dir(self.lab)  # the run dir chain, where this root shell writes: root's alone
+        rundir.check_state_dir(self.lab)  # the run dir chain, where this root shell writes: root's alone
         self.switch = switch
         self.node = self.lab.node(switch)
         self.dir = switch_dir(self.lab, switch)

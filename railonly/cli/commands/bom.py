@@ -83,7 +83,7 @@ def _power(w: float) -> str:
 
 def _text(design, doc: dict) -> str:
     topos = [t for t in ("rail-only", "rail-optimized") if t in doc]
-    head = f"{design.name}: {design.gpus:,} GPUs ({design.rails} rails x {design.hb_count:,} HB domains), radix {design.radix}, {design.nic_gbps}G"
+    head = f"{design.name}: {design.gpus:,} GPUs ({design.hb_size} rails x {design.hb_count:,} HB domains), radix {design.radix}, {design.nic_gbps}G"
     rows = [("", *topos)]
     rows.append(("tiers", *(str(doc[t]["tiers"]) for t in topos)))
     rows.append(("switches", *(f"{doc[t]['switches']:,}" for t in topos)))

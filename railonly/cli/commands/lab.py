@@ -48,11 +48,15 @@ def with_lab(action: Callable) -> Callable:
     return lambda args: action(args, *open_lab(args))
 
 
-def lab_exists(lab) -> bool:
-    """Any namespace of the lab (what a deploy that failed early did not create)."""
-    from railonly.emulation.runtime.netns.runtime import lab_namespaces
+def nothing_deployed(rt, lab) -> bool:
+    """Nothing of the lab exists (a deploy that failed early): its lock file may go. Asked of
+    the runtime's status; a status that cannot be had keeps the lock file."""
+    from railonly.emulation.runtime.protocol import RuntimeProblem
 
-    return bool(lab_namespaces(lab))
+    try:
+        return rt.status(lab).state == "absent"
+    except RuntimeProblem:
+        return False
 
 
 def locked(lab, shared: bool = False, remove=False):
@@ -79,7 +83,7 @@ def deploy(args) -> int:
         sys.stdout.write(rt.dry_run(lab))
         return 0
     try:
-        with locked(lab, remove=lambda: not lab_exists(lab)), console.reporter() as bar:
+        with locked(lab, remove=lambda: nothing_deployed(rt, lab)), console.reporter() as bar:
             # a runtime that deploys in phases reports each; others deploy in one go
             res = rt.deploy(lab, hook=lambda phase, _batch: bar.step(f"deploy: {phase}"))
     except KeyboardInterrupt:

@@ -87,12 +87,11 @@ def run(args) -> int:
     if args.inventory:
         devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
     else:
-        from railonly.emulation.runtime.netns.runtime import check_state_dir
         from railonly.emulation.runtime import lock as lab_lock
         from railonly.emulation.runtime import rundir
 
         lab = rundir.bind(lab)  # the name it was deployed under; refused when deployed from another OUTDIR
-        check_state_dir(lab)  # its key and known_hosts: root's run dir, no symlink on the way
+        rundir.check_state_dir(lab)  # its key and known_hosts: root's run dir, no symlink on the way
         devices = push_inventory.lab_devices(lab)
         if os.geteuid() == 0:  # shared: the switch shells' reloads take it shared too; deploy/destroy wait
             lock = lab_lock.hold(lab.name, shared=True)
@@ -115,8 +114,7 @@ def run(args) -> int:
                                   None, "command line")])
     # every file a push would send, judged by the checks `validate` runs, before any connection
     from railonly.emulation.lab import run_dir as lab_run_dir
-    from railonly.emulation.runtime.netns.runtime import switch_file_problems
-    from railonly.fabric.outdir.reader import check_outdir
+    from railonly.fabric.outdir.reader import check_outdir, switch_file_problems
 
     run_dir = None if args.inventory else lab_run_dir(lab.name)  # a lab's FRR may log below its run dir
     problems = check_outdir(str(lab.outdir), run_dir=run_dir)
