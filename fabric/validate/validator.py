@@ -3,7 +3,7 @@
 Sources are anything that maps a relative path to text: an OUTDIR on disk
 (`validate`) or the files compile is about to write. Every SONiC ConfigDB
 document goes through the YANG models, every frr.conf through `vtysh -C`,
-every EOS config through the parser in :mod:`railonly.fabric.devices.readback.facts`, then the cross-check.
+every config through its vendor's one parser (:mod:`railonly.fabric.devices.readback`), then the cross-check.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from ..input.problems import InputError
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
 from .crosscheck import crosscheck
-from ..devices.readback.facts import DeviceFacts, eos_facts, sonic_facts
+from ..devices.readback.eos import parse_startup_config
+from ..devices.readback.facts import DeviceFacts
+from ..devices.readback.sonic import parse_config_db
 from .manifest import check_manifest
 from .plant import plant
 from .validate_report import Result
@@ -109,7 +111,7 @@ def _read_shard(state, i: int, n: int):
             path = f"{base}/startup-config"
             text = read(path)
             if text is not None:
-                facts[name] = eos_facts(name, path, text)
+                facts[name] = parse_startup_config(text, path, name).facts
             continue
         path = f"{base}/config_db.json"
         text = read(path)
@@ -123,7 +125,7 @@ def _read_shard(state, i: int, n: int):
             continue
         frr_path = f"{base}/frr.conf"
         frr_text = read(frr_path)
-        facts[name] = sonic_facts(name, path, doc, frr_path if frr_text is not None else None, frr_text)
+        facts[name] = parse_config_db(doc, frr_text, path, frr_path if frr_text is not None else None, name).facts
         if yang:
             probs = sonic_yang.validate_config_db(doc)
             results.append(Result(f"yang/{name}", "yang", not probs,
