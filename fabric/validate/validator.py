@@ -12,6 +12,7 @@ import json
 import os
 from typing import Callable
 
+from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..input.problems import InputError
 
 from ..outdir import reader as outdir_reader
@@ -106,14 +107,13 @@ def _read_shard(state, i: int, n: int):
     frr: dict[str, tuple[str, str]] = {}
     for sw, yang in zip(switches[i::n], picked[i::n]):
         name = sw["name"]
-        base = f"configs/{name}"
         if sw.get("platform") == "eos":
-            path = f"{base}/startup-config"
+            path = switch_file(name, STARTUP_CONFIG)
             text = read(path)
             if text is not None:
                 facts[name] = parse_startup_config(text, path, name).facts
             continue
-        path = f"{base}/config_db.json"
+        path = switch_file(name, CONFIG_DB)
         text = read(path)
         if text is None:
             continue
@@ -123,7 +123,7 @@ def _read_shard(state, i: int, n: int):
             results.append(Result(f"yang/{name}", "yang", False, f"{path}: not JSON: {exc}"))
             facts[name] = DeviceFacts(name, "sonic", path, problems=[f"not JSON: {exc}"])
             continue
-        frr_path = f"{base}/frr.conf"
+        frr_path = switch_file(name, FRR_CONF)
         frr_text = read(frr_path)
         facts[name] = parse_config_db(doc, frr_text, path, frr_path if frr_text is not None else None, name).facts
         if yang:

@@ -26,6 +26,7 @@ from typing import Sequence
 
 from railonly import proc
 
+from railonly.fabric.outdir_layout import CONFIG_DB, FRR_CONF, SONIC_SPLIT_FRR, STARTUP_CONFIG
 from ...lab import Lab, LabError, LabNode, run_dir, run_root, target
 from .. import rundir
 from ..protocol import LabStatus, Runtime, RuntimeProblem
@@ -68,17 +69,15 @@ def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None
     a symlink; malformed is UntrustedFile (exit 2)."""
     from railonly.fabric.outdir import reader as U
 
-    from railonly.fabric.devices.readback.sonic import SPLIT_FILES
-
     reader = U.OutdirReader(config_dir)
     if platform == "eos":
-        text = reader.read_text("startup-config")
-        return U.check_eos(text, reader.where("startup-config")) if text is not None else []
+        text = reader.read_text(STARTUP_CONFIG)
+        return U.check_eos(text, reader.where(STARTUP_CONFIG)) if text is not None else []
     out = []
-    db = reader.read_text("config_db.json")
+    db = reader.read_text(CONFIG_DB)
     if db is not None:
-        out += U.check_config_db(U.parse_json(db, reader.where("config_db.json")), reader.where("config_db.json"), db)
-    for name in ("frr.conf", *SPLIT_FILES):
+        out += U.check_config_db(U.parse_json(db, reader.where(CONFIG_DB)), reader.where(CONFIG_DB), db)
+    for name in (FRR_CONF, *SONIC_SPLIT_FRR):
         text = reader.read_text(name)
         if text is not None:
             out += U.check_frr(text, reader.where(name), frr_run_dir)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ...outdir_layout import STARTUP_CONFIG
 from ...platforms.eos_speeds import accepted_forms, parse_speed
 from .config import SwitchConfig
 from .facts import DeviceFacts, PortFacts, to_int
@@ -56,7 +57,7 @@ class _Interface:
     vid: int = 1
 
 
-def parse_startup_config(text: str, path: str = "startup-config", name: str = "") -> SwitchConfig:
+def parse_startup_config(text: str, path: str = STARTUP_CONFIG, name: str = "") -> SwitchConfig:
     """The one EOS parser: a startup-config walked once into a SwitchConfig.
 
     Top-level commands with their indented sub-commands (two levels, as EOS prints);
@@ -245,7 +246,7 @@ def _interface_line(i: _Interface, stmt: str, f: DeviceFacts, warnings: list[str
         warnings.append(f"{i.where}: {i.name} '{stmt}' is not emulated")
 
 
-def read_startup_config(text: str, path: str = "startup-config") -> SwitchIntent:
+def read_startup_config(text: str, path: str = STARTUP_CONFIG) -> SwitchIntent:
     """The lab's view of an EOS config; ConfigReadError if it cannot be programmed."""
     return parse_startup_config(text, path).intent()
 
@@ -430,7 +431,7 @@ def frr_text(bgp: BgpIntent) -> str:
     return "\n".join(out) + "\n"
 
 
-def bgp_to_frr(text: str, path: str = "startup-config") -> tuple[str | None, list[str]]:
+def bgp_to_frr(text: str, path: str = STARTUP_CONFIG) -> tuple[str | None, list[str]]:
     """(frr.conf text, warnings) for an EOS config; (None, []) without ``router bgp``."""
     cfg, bgp = _walk(text, path)
     for e in cfg.errors:

@@ -13,13 +13,11 @@ import json
 import os
 import re
 
+from ...outdir_layout import CONFIG_DB, FRR_CONF, SONIC_SPLIT_FRR
 from .config import SwitchConfig
 from .facts import DeviceFacts, PortFacts, to_int
 from .intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, checked_cidr
 
-SPLIT_FILES = ("zebra.conf", "staticd.conf", "bgpd.conf")
-# Every file a SONiC switch reads from its configs/<switch>/ folder (what push sends).
-SWITCH_FILES = ("config_db.json", "frr.conf", *SPLIT_FILES)
 # Tables the emulation cannot express (LAGs, VRFs): reported, not silently dropped.
 UNSUPPORTED = ("PORTCHANNEL", "PORTCHANNEL_MEMBER", "VRF", "VXLAN_TUNNEL")
 
@@ -29,7 +27,7 @@ def _obj(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def parse_config_db(doc, frr_conf: str | None = None, path: str = "config_db.json",
+def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
                     frr_path: str | None = None, name: str = "") -> SwitchConfig:
     """The one SONiC parser: a ConfigDB document (+ its FRR text) walked once into a SwitchConfig.
 
@@ -144,7 +142,7 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = "config_db.jso
     return cfg
 
 
-def read_config_db(text: str, frr_conf: str | None = None, path: str = "config_db.json") -> SwitchIntent:
+def read_config_db(text: str, frr_conf: str | None = None, path: str = CONFIG_DB) -> SwitchIntent:
     """The lab's view of a config_db.json text (+ frr.conf); ConfigReadError if it cannot be programmed."""
     try:
         db = json.loads(text)
@@ -191,12 +189,12 @@ def _with_hostname(conf: str, hostname: str) -> str:
 
 def frr_text(config_dir: str) -> str | None:
     """The FRR config of a SONiC switch directory, whichever mode wrote it; None if it has none."""
-    unified = os.path.join(config_dir, "frr.conf")
+    unified = os.path.join(config_dir, FRR_CONF)
     if os.path.isfile(unified):
         with open(unified, encoding="utf-8") as f:
             return f.read()
     parts = []
-    for name in SPLIT_FILES:
+    for name in SONIC_SPLIT_FRR:
         p = os.path.join(config_dir, name)
         if os.path.isfile(p):
             with open(p, encoding="utf-8") as f:
@@ -205,7 +203,7 @@ def frr_text(config_dir: str) -> str | None:
 
 
 def read_dir(config_dir: str) -> SwitchIntent:
-    path = os.path.join(config_dir, "config_db.json")
+    path = os.path.join(config_dir, CONFIG_DB)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
