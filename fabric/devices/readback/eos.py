@@ -27,6 +27,9 @@ PORT_RE = re.compile(r"^Ethernet\d+$")  # EOS front-panel ports as the lab progr
 _FRONT_PANEL = re.compile(r"^Ethernet\d{1,4}(/\d{1,3}){0,2}$")
 _DESC_LENGTH = re.compile(r" (\d+m)$")
 _POLICY_HEADS = ("ip prefix-list ", "ip route ", "route-map ", "ip community-list ")
+# Sub-modes a section's lines may enter: deeper lines after one are that sub-mode's. EOS reads a
+# config by mode, not by indentation, so a deeper line after any other line is the section's own.
+_SUB_MODES = ("address-family ", "tx-queue ", "uc-tx-queue ", "mc-tx-queue ", "vrf ", "transport ")
 
 
 def iname_is_port(name: str) -> bool:
@@ -76,7 +79,7 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
         f.problems.append("last line: the config must end with 'end'")
     hostname = first_hostname = None
     routing = False
-    declared: dict[int, str] = {}  # vid -> name
+    declared: set[int] = set()  # VLAN ids of `vlan` lines
     ports: list[_Interface] = []
     access: dict[str, int] = {}
     svis: dict[int, _Interface] = {}
@@ -87,6 +90,7 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
     cur: Block | None = None
     iface: _Interface | None = None
     base = None  # indentation of the current block's direct sub-lines
+    in_sub_mode = False  # the last direct sub-line entered a sub-mode
 
     def close(i: _Interface | None) -> None:
         if i is None:
@@ -115,11 +119,12 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
             continue
         if indent == 0:
             close(iface)
-            iface, base = None, None
+            iface, base, in_sub_mode = None, None, False
             cur = Block(stmt, lineno=n)
             words = stmt.split()
             if words[0] == "hostname":
-                first_hostname = first_hostname or words[1] if len(words) > 1 else first_hostname
+                if first_hostname is None and len(words) > 1:
+                    first_hostname = words[1]  # the name FRR's config gets
                 if len(words) == 2:
                     hostname = f.hostname = words[1]
             elif stmt == "ip routing":
@@ -127,11 +132,10 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
             elif stmt == "no ip routing":
                 routing = False
             elif words[0] == "vlan" and len(words) == 2:
-                for vid in _vlan_ids(words[1], f"{path}:{n}", cfg):
-                    declared[vid] = f"Vlan{vid}"
+                declared.update(_vlan_ids(words[1], f"{path}:{n}", cfg))
             elif words[0] == "interface" and len(words) == 2:
+                # the management port is not read: the lab gives it its own address (netns/mgmt)
                 if not words[1].startswith("Management"):
-                    # the management port: the lab gives it its own address (netns/mgmt), not from here
                     port = None
                     if iname_is_port(words[1]):
                         port = f.ports.setdefault(words[1], PortFacts(key=f"interface {words[1]}", edge=False))
@@ -147,10 +151,11 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
             continue
         if base is None:
             base = indent
-        if indent > base:
+        if indent > base and in_sub_mode:
             if cur.nested and cur.lines and cur.lines[-1] == cur.nested[-1].head:
                 cur.nested[-1].lines.append(stmt)
-            continue  # else deeper config of a sub-mode we do not emulate (tx-queue, ...)
+            continue  # else config of a sub-mode we do not emulate (tx-queue, ...)
+        in_sub_mode = stmt.startswith(_SUB_MODES)
         if iface is not None:
             _interface_line(iface, stmt, f, warnings)
         else:
@@ -168,21 +173,21 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
     def assemble() -> SwitchIntent:
         port_intents = tuple(PortIntent(i.name, i.up, i.mtu, addrs if i.routed else ())
                              for i in ports for addrs in [tuple(checked_cidr(a, i.where) for a in i.addrs)])
-        declared.setdefault(1, "Vlan1")  # EOS always has VLAN 1
+        vlan_ids = {1, *declared}  # EOS always has VLAN 1
         up_ports = {q.name for q in port_intents if q.admin_up}
         vlans, warn = [], list(warnings)
-        for vid in sorted(set(declared) | set(svis)):
+        for vid in sorted(vlan_ids | set(svis)):
             members = tuple(p for p, v in access.items() if v == vid)
             svi = svis.get(vid)
             addrs, mtu, up = (tuple(checked_cidr(a, svi.where) for a in svi.addrs), svi.mtu, svi.up) if svi else ((), None, True)
-            if vid not in declared:
+            if vid not in vlan_ids:
                 warn.append(f"{path}: interface Vlan{vid} without 'vlan {vid}': the SVI stays down on EOS")
                 up = False
             if vid == 1 and not up_ports & set(members) and vid not in svis:
                 continue  # the default VLAN only shut ports sit in
             vlans.append(VlanIntent(f"Vlan{vid}", vid, members, addrs, mtu, up))
         for p, vid in access.items():
-            if vid not in declared:
+            if vid not in vlan_ids:
                 warn.append(f"{path}: {p} is in VLAN {vid}, which is not declared: inactive on EOS")
         return SwitchIntent(
             hostname=hostname, platform="eos", ports=port_intents, vlans=tuple(vlans),

@@ -22,11 +22,6 @@ from .intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, check
 UNSUPPORTED = ("PORTCHANNEL", "PORTCHANNEL_MEMBER", "VRF", "VXLAN_TUNNEL")
 
 
-def _obj(value) -> dict:
-    """A table or an entry as a dict: anything else (a hostile file) reads as empty; YANG names it."""
-    return value if isinstance(value, dict) else {}
-
-
 def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
                     frr_path: str | None = None, name: str = "") -> SwitchConfig:
     """The one SONiC parser: a ConfigDB document (+ its FRR text) walked once into a SwitchConfig.
@@ -41,15 +36,25 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
         f.problems.append("is not a JSON object of tables")
         cfg.error(path, "is not a JSON object of tables")
         return cfg
-    meta = _obj(_obj(doc.get("DEVICE_METADATA")).get("localhost"))
+
+    def _obj(value, where: str) -> dict:
+        """A table or an entry as a dict (absent or empty: {}); anything else is a problem of both views."""
+        if isinstance(value, dict):
+            return value
+        if value:
+            f.problems.append(f"{where}: is not an object")
+            cfg.error(f"{path} {where}", "is not an object")
+        return {}
+
+    meta = _obj(_obj(doc.get("DEVICE_METADATA"), "DEVICE_METADATA").get("localhost"), "DEVICE_METADATA|localhost")
     hostname = f.hostname = meta.get("hostname")
     if not hostname:
         cfg.error(path, "DEVICE_METADATA|localhost has no hostname")
     warnings = [f"{path}: table {t} is not emulated" for t in UNSUPPORTED if doc.get(t)]
 
-    in_port = _obj(doc.get("PORT"))
+    in_port = _obj(doc.get("PORT"), "PORT")
     for pname, p in in_port.items():
-        p = _obj(p)
+        p = _obj(p, f"PORT|{pname}")
         mtu = to_int(p["mtu"]) if "mtu" in p else None
         speed = to_int(p.get("speed", 0))
         if speed is None or ("mtu" in p and mtu is None):
@@ -59,30 +64,30 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
         f.ports[pname] = PortFacts(None if speed is None else speed / 1000, mtu,
                                    p.get("admin_status", "down") == "up",  # SONiC's default is down
                                    key=f"PORT|{pname}")
-    for key in _obj(doc.get("INTERFACE")):
+    for key in _obj(doc.get("INTERFACE"), "INTERFACE"):
         port, sep, ip = key.partition("|")
         if port not in in_port:
             cfg.error(path, f"INTERFACE names {port}, which is not in PORT")
         if sep:
             f.ports.setdefault(port, PortFacts(key=f"INTERFACE|{port}")).ips.append(ip)
-    for group, ports in _obj(doc.get("CABLE_LENGTH")).items():
-        for port, length in _obj(ports).items():
+    for group, ports in _obj(doc.get("CABLE_LENGTH"), "CABLE_LENGTH").items():
+        for port, length in _obj(ports, f"CABLE_LENGTH|{group}").items():
             pf = f.ports.get(port)
             if pf is None:
                 continue  # a port that does not exist: the YANG leafref names it
             pf.cable_length, pf.length_key = str(length), f"CABLE_LENGTH|{group}|{port}"
     loopbacks: dict[str, list[str]] = {}  # Loopback0 -> addresses, for the lab
-    for key in _obj(doc.get("LOOPBACK_INTERFACE")):
+    for key in _obj(doc.get("LOOPBACK_INTERFACE"), "LOOPBACK_INTERFACE"):
         lo, sep, ip = key.partition("|")
         loopbacks.setdefault(lo, [])
         if sep:
             f.loopbacks.append(ip)
             loopbacks[lo].append(ip)
-    vlan_table = _obj(doc.get("VLAN"))
+    vlan_table = _obj(doc.get("VLAN"), "VLAN")
     members: dict[str, list[str]] = {}  # Vlan1000 -> ports (any tagging: the lab bridges them untagged)
-    for key, v in _obj(doc.get("VLAN_MEMBER")).items():
+    for key, v in _obj(doc.get("VLAN_MEMBER"), "VLAN_MEMBER").items():
         vlan, _, port = key.partition("|")
-        mode = _obj(v).get("tagging_mode")
+        mode = _obj(v, f"VLAN_MEMBER|{key}").get("tagging_mode")
         if mode == "untagged" and "|" not in port and vlan.startswith("Vlan"):
             f.ports.setdefault(port, PortFacts(key=f"VLAN_MEMBER|{key}")).vlan = to_int(vlan[4:])
         if mode not in (None, "untagged"):
@@ -93,7 +98,7 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
             cfg.error(path, f"VLAN_MEMBER {vlan}|{port}: {port} is not in PORT")
         members.setdefault(vlan, []).append(port)
     svis: dict[str, list[str]] = {}  # Vlan1000 -> addresses, for the lab
-    for key in _obj(doc.get("VLAN_INTERFACE")):
+    for key in _obj(doc.get("VLAN_INTERFACE"), "VLAN_INTERFACE"):
         vlan, sep, ip = key.partition("|")
         if vlan not in vlan_table:
             cfg.error(path, f"VLAN_MEMBER/VLAN_INTERFACE name {vlan}, which is not in VLAN")
@@ -103,7 +108,7 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
             svis[vlan].append(ip)
     vlans: list[tuple[str, int, int | None, bool]] = []
     for vname, attrs in vlan_table.items():
-        attrs = _obj(attrs)
+        attrs = _obj(attrs, f"VLAN|{vname}")
         vid = attrs.get("vlanid") or vname.removeprefix("Vlan")
         mtu = attrs.get("mtu")
         if not str(vid).isdigit():
