@@ -22,6 +22,8 @@ from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT, NIC_GBPS_DEFAULT
 from railonly.fabric.design.lab_slice import SLICE_DIR
 from railonly.fabric.input.problems import InputError, Problem
 from railonly.fabric.outputs import clab_exec
+from railonly.fabric.outdir_layout import CLAB_SUFFIX, CONFIGS
+from railonly.fabric.outputs.clab import NODE_STARTUP_CONFIG
 
 RUN_ROOT = "/run/railonly"  # per-lab run dirs; must be searchable by user frr (not under a 0700 tmp)
 STATE_SUBDIR = "state"  # the lab's private records (root, 0700) inside its run dir; never in OUTDIR
@@ -123,7 +125,7 @@ class Lab:
     @property
     def configs_dir(self) -> Path:
         """configs/ of the lab: per-switch config files the switches run."""
-        return self.fabric_file.parent / "configs"
+        return self.fabric_file.parent / CONFIGS
 
     @property
     def state_dir(self) -> Path:
@@ -301,7 +303,7 @@ def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
             v = (spec or {}).get(k) or []
             if not isinstance(v, list) or not all(isinstance(c, str) and "\n" not in c for c in v):
                 out.append(("clab", f"topology.nodes.{name}.{k} is not a list of one-line strings"))
-        for k in ("kind", "image", "startup-config"):
+        for k in ("kind", "image", NODE_STARTUP_CONFIG):
             v = (spec or {}).get(k)
             if v is not None and not isinstance(v, str):
                 out.append(("clab", f"topology.nodes.{name}.{k} is not a string"))
@@ -328,7 +330,7 @@ def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
 def _topology_file(out: Path) -> Path:
     if not out.is_dir():
         raise LabError(str(out), "is not a directory", "give the OUTDIR of railonly compile")
-    found = sorted(p for p in out.glob("*.clab.yml") if p.parent == out)
+    found = sorted(p for p in out.glob("*" + CLAB_SUFFIX) if p.parent == out)
     if len(found) != 1:
         what = "no <name>.clab.yml" if not found else f"{len(found)} .clab.yml files ({', '.join(p.name for p in found)})"
         raise LabError(str(out), f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
@@ -399,7 +401,7 @@ def load_lab(outdir: str | Path) -> Lab:
             name=nname, role=info["role"], kind=kind, netns=netns_name(name, nname),
             image=spec.get("image") or (kinds.get(kind) or {}).get("image"),
             exec=exec_,
-            binds=tuple(spec.get("binds") or ()), startup_config=spec.get("startup-config"), info=info,
+            binds=tuple(spec.get("binds") or ()), startup_config=spec.get(NODE_STARTUP_CONFIG), info=info,
         )
     links = _join_links(topo.get("links") or [], fabric.get("links", []), str(topo_file))
     return Lab(out, name, topo_file, fabric_file, sliced, fabric, clab, nodes, links)

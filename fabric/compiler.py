@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
+from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, SLICE_DIR
 from .cost import bom
 from .cost.inventory import from_fabric
 from .design import lab_slice
@@ -28,11 +29,11 @@ Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: alre
 def _fabric_json(fab: Fabric, progress: Progress) -> dict[str, str]:
     text = fabric_json.render(fab)
     json.loads(text)  # parse back before writing (a renderer bug must not reach disk)
-    return {"fabric.json": text}
+    return {FABRIC_JSON: text}
 
 
 def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
-    return {"cabling.csv": cabling.render(fab)}
+    return {CABLING_CSV: cabling.render(fab)}
 
 
 def produce_lab(fab: Fabric, progress: Progress) -> dict[str, str | bytes]:
@@ -40,7 +41,7 @@ def produce_lab(fab: Fabric, progress: Progress) -> dict[str, str | bytes]:
     artifacts under lab/ too (every other producer, rerun on the sliced design)."""
     d = fab.design
     if not lab_slice.is_slice(d):
-        return {clab.filename(fab): clab.render(fab, "configs")}
+        return {clab.filename(fab): clab.render(fab, CONFIGS)}
     sub = lab_slice.sliced(d)
     progress.step(f"building lab slice ({sub.hb_count} of {d.hb_count:,} HB domains)")
     sfab = build_fabric(sub)
@@ -49,13 +50,13 @@ def produce_lab(fab: Fabric, progress: Progress) -> dict[str, str | bytes]:
         if producer is produce_lab:
             continue
         for path, text in producer(sfab, progress).items():
-            files[f"{lab_slice.SLICE_DIR}/{path}"] = text
-    files[clab.filename(fab)] = clab.render(sfab, f"{lab_slice.SLICE_DIR}/configs")
+            files[f"{SLICE_DIR}/{path}"] = text
+    files[clab.filename(fab)] = clab.render(sfab, f"{SLICE_DIR}/{CONFIGS}")
     return files
 
 
 PRODUCERS: list[tuple[str, Producer]] = [
-    ("fabric.json", _fabric_json),
+    (FABRIC_JSON, _fabric_json),
     ("cabling plan", _cabling),
     ("bill of materials", bom.produce),
     ("fabric docs", docs.produce),

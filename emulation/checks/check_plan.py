@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from railonly.fabric.outputs.cabling import graph_ends
+from railonly.fabric.outdir_layout import CABLING_CSV, FRR_CONF
 
 CHECKS = ("reachability", "isolation", "path", "bgp", "cabling", "bfd")
 ROCE_PORT = 4791  # RoCEv2 UDP destination port: probes look like RoCE traffic
@@ -334,9 +335,9 @@ def load(lab) -> CheckPlan:
     """The plan of a loaded :class:`~railonly.emulation.lab.Lab` (reads its files)."""
     configs = {}
     for s in lab.switches:
-        p = lab.configs_dir / s.name / "frr.conf"
+        p = lab.configs_dir / s.name / FRR_CONF
         if p.is_file():
             configs[s.name] = p.read_text(encoding="utf-8")
-    cab = lab.fabric_file.parent / "cabling.csv"
+    cab = lab.fabric_file.parent / CABLING_CSV
     cables = read_cabling(cab) if cab.is_file() else None
     return plan(lab.fabric, configs=configs, cables=cables)

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Callable
 
 from railonly.fabric.outdir.rollout_rules import frr_statements  # noqa: F401  (re-exported: tests and callers)
+from railonly.fabric.outdir_layout import CONFIG_DB, FRR_CONF, SONIC_CONFIG_DB_PATH, SONIC_FILES, STARTUP_CONFIG
 
 from .targets import Device
 
@@ -110,15 +111,13 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
         raise PushFailed(f"no generated configs in {d}" + (" (it is not a plain directory)" if st else ""))
     tree = OutdirReader(str(d))  # UntrustedFile (exit 2) for a symlink or a special file
     if device.platform == "eos":
-        if not tree.exists("startup-config"):
-            raise PushFailed(f"{d / 'startup-config'} is missing (is {device.name} an EOS switch?)")
-        return {"startup-config": tree.read_text("startup-config", limit=MAX_CONFIG)}
-    if not tree.exists("config_db.json"):
-        raise PushFailed(f"{d / 'config_db.json'} is missing (is {device.name} a SONiC switch?)")
+        if not tree.exists(STARTUP_CONFIG):
+            raise PushFailed(f"{d / STARTUP_CONFIG} is missing (is {device.name} an EOS switch?)")
+        return {STARTUP_CONFIG: tree.read_text(STARTUP_CONFIG, limit=MAX_CONFIG)}
+    if not tree.exists(CONFIG_DB):
+        raise PushFailed(f"{d / CONFIG_DB} is missing (is {device.name} a SONiC switch?)")
     # only the files a SONiC switch reads (never whatever else the folder holds)
-    from railonly.fabric.devices.readback.sonic import SWITCH_FILES
-
-    return {name: text for name in sorted(SWITCH_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
+    return {name: text for name in sorted(SONIC_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
 
 def _json_lines(obj) -> list[str]:
@@ -251,9 +250,9 @@ def _sonic_running(conn) -> tuple[dict, str]:
 
 
 def _sonic_diff(device: Device, files: dict[str, str], db: dict, frr: str) -> str:
-    cand_db = json.loads(files["config_db.json"])
-    diff = unified(_json_lines(db), _json_lines(cand_db), "config_db.json", device.name)
-    frr_files = {k: v for k, v in files.items() if k != "config_db.json"}
+    cand_db = json.loads(files[CONFIG_DB])
+    diff = unified(_json_lines(db), _json_lines(cand_db), CONFIG_DB, device.name)
+    frr_files = {k: v for k, v in files.items() if k != CONFIG_DB}
     if frr_files:
         cand = frr_statements("\n".join(frr_files.values()))
         diff += unified(frr_statements(frr), cand, "frr (statements)", device.name)
@@ -382,7 +381,7 @@ def verify(conn, platform: str, before: Health, timeout: float, gone: set[str] =
 
 def _saved_frr(conn, files: dict[str, str]) -> str:
     """The FRR files the switch starts from (what was pushed last)."""
-    names = " ".join(f"/etc/sonic/frr/{n}" for n in files if n != "config_db.json")
+    names = " ".join(f"/etc/sonic/frr/{n}" for n in files if n != CONFIG_DB)
     rc, out = _cmd_rc(conn, f"cat {names}") if names else (1, "")
     return out if rc == 0 else ""
 
@@ -398,8 +397,8 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
     if rc != 0:
         raise PushFailed(f"mkdir {STAGE} failed: {out[:200]}")
     staged = dict(files)
-    if ch.reload_why and drained and "frr.conf" in files:
-        staged["frr.conf"] = files["frr.conf"] + drain_config(files["frr.conf"], bgp_asn(files["frr.conf"]))
+    if ch.reload_why and drained and FRR_CONF in files:
+        staged[FRR_CONF] = files[FRR_CONF] + drain_config(files[FRR_CONF], bgp_asn(files[FRR_CONF]))
     for name, text in staged.items():
         _upload(conn, name, text, timeout=60.0)
     if ch.reload_why:
@@ -410,8 +409,8 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
         res.steps.append(f"{what}: config reload -y, because {'; '.join(ch.reload_why)}"
                          + (" (starting drained)" if staged != files else ""))
         if staged != files:
-            _upload(conn, "frr.conf", files["frr.conf"], timeout=60.0)
-            _install(conn, {"frr.conf": files["frr.conf"]})  # the next start is undrained
+            _upload(conn, FRR_CONF, files[FRR_CONF], timeout=60.0)
+            _install(conn, {FRR_CONF: files[FRR_CONF]})  # the next start is undrained
         return
     if ch.patch:
         _upload(conn, "patch.json", json.dumps(ch.patch, indent=1, sort_keys=True) + "\n", timeout=60.0)
@@ -438,7 +437,7 @@ def _hitless(statement: str) -> bool:
 
 def _install(conn, files: dict[str, str]) -> None:
     for name in files:
-        dst = "/etc/sonic/config_db.json" if name == "config_db.json" else f"/etc/sonic/frr/{name}"
+        dst = SONIC_CONFIG_DB_PATH if name == CONFIG_DB else f"/etc/sonic/frr/{name}"
         rc, out = _cmd_rc(conn, f"sudo cp {STAGE}/{name} {dst}")
         if rc != 0:
             raise PushFailed(f"installing {name} as {dst} failed: {out[:200]}")
@@ -506,8 +505,8 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     res.diff = _sonic_diff(device, files, db, frr)
     saved = _saved_frr(conn, files) or frr
     # Tables the candidate does not list are left alone (a real switch holds more than we generate).
-    old_db = {t: v for t, v in db.items() if t in json.loads(files["config_db.json"])}
-    old = {"config_db.json": json.dumps(old_db), "frr.conf": saved}
+    old_db = {t: v for t, v in db.items() if t in json.loads(files[CONFIG_DB])}
+    old = {CONFIG_DB: json.dumps(old_db), FRR_CONF: saved}
     ch = classify(device.name, "sonic", old, files)
     res.mark = ch.mark if ch.changed else ""
     if not ch.changed:
@@ -517,7 +516,7 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
             res.steps.append(f"would apply ({ch.mark}): {ch.apply_method()}")
         return
     before = health(conn, "sonic")
-    cand_frr = "\n".join(v for k, v in files.items() if k != "config_db.json")
+    cand_frr = "\n".join(v for k, v in files.items() if k != CONFIG_DB)
     if ch.disruptive:
         _drain(conn, device, frr, True, res, opts)
     try:
@@ -527,7 +526,7 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
             raise PushFailed(f"verify failed: {', '.join(wrong[:4])}")
         res.steps.append("verify: " + _health_text(before))
     except PushFailed as exc:
-        back = {"config_db.json": json.dumps(db, indent=4, sort_keys=True) + "\n", "frr.conf": saved}
+        back = {CONFIG_DB: json.dumps(db, indent=4, sort_keys=True) + "\n", FRR_CONF: saved}
         undo = classify(device.name, "sonic", files, back)
         try:
             _sonic_apply(conn, device, back, undo, res, opts, "roll back", drained=ch.disruptive)
@@ -568,11 +567,11 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
 
     opts = opts or Options()
     conn.enable()
-    text = files["startup-config"]
+    text = files[STARTUP_CONFIG]
     running = conn.send_command("show running-config", read_timeout=60)
     res.steps.append("read running config")
     res.diff = unified(eos_lines(running), eos_lines(text), "running-config", device.name)
-    ch = classify(device.name, "eos", {"startup-config": running}, files)
+    ch = classify(device.name, "eos", {STARTUP_CONFIG: running}, files)
     res.mark = ch.mark if ch.changed else ""
     if not ch.changed:
         res.diff = ""

@@ -14,6 +14,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 
+from ..outdir_layout import BOM_BUILDOUT_CSV, BOM_CSV
 from ..design.physical import ASSEMBLIES, optic_code, tier_name, tier_optic
 from .inventory import Inventory, from_design
 from .prices import PriceBook
@@ -176,9 +177,6 @@ def _fmt(x: float) -> str:
     return str(int(r)) if r.is_integer() else f"{r:.2f}".rstrip("0")
 
 
-BUILDOUT_CSV = "bom-buildout.csv"
-
-
 def buildout(design, now: Inventory) -> Inventory | None:
     """What the build-out (`hb_domain.planned` domains) adds to what is built now; None when
     the design is built out. Spines and cores are bought now (sized for the build-out), so
@@ -196,8 +194,8 @@ def produce(fab, progress) -> dict[str, str]:
 
     book = default_prices()
     now = from_fabric(fab)
-    out = {"bom.csv": render_csv(price(now, book))}
+    out = {BOM_CSV: render_csv(price(now, book))}
     later = buildout(fab.design, now)
     if later is not None:
-        out[BUILDOUT_CSV] = render_csv(price(later, book))
+        out[BOM_BUILDOUT_CSV] = render_csv(price(later, book))
     return out

@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+from ..outdir_layout import SLICE_DIR, clab_yml
 from ..input.problems import InputError, Problem
 from ..platforms.catalog import GENERIC
 from . import clos
@@ -41,7 +42,6 @@ WHOLE_MAX_GPUS = 64  # labs up to this size run the whole design
 SLICE_DEFAULT = 4  # fewest HB domains in the default slice of a larger design
 SLICE_SEARCH_MAX = 1024  # domains tried for the default slice's shape (far more than any shape needs)
 MIN_RADIX = 4  # the smallest switch a lab runs (two ports down, two up)
-SLICE_DIR = "lab"  # where a slice's own artifacts go inside OUTDIR
 
 
 def design_shape(design: Design) -> dict:
@@ -167,13 +167,13 @@ def describe(design: Design) -> str:
     eos_names = "" if lab_names_ok(design) else "EOS ports under generic names (Linux interface names cannot hold '/')"
     if n == design.hb_count:
         if eos_names:
-            return f"  lab       whole design ({design.gpus:,} GPUs) in {design.name}.clab.yml and {SLICE_DIR}/, {eos_names}"
-        return f"  lab       whole design ({design.gpus:,} GPUs) in {design.name}.clab.yml"
+            return f"  lab       whole design ({design.gpus:,} GPUs) in {clab_yml(design.name)} and {SLICE_DIR}/, {eos_names}"
+        return f"  lab       whole design ({design.gpus:,} GPUs) in {clab_yml(design.name)}"
     k = lab_radix(design)
     prod = design_shape(design)
     lab = clos.shape(design.topology, design.hb_size, n, k)
     lines = [f"  lab       a slice: {n} of {design.hb_count:,} HB domains, all {design.hb_size} rails "
-             f"({n * design.hb_size:,} GPUs) at radix {k} in {design.name}.clab.yml and {SLICE_DIR}/ "
+             f"({n * design.hb_size:,} GPUs) at radix {k} in {clab_yml(design.name)} and {SLICE_DIR}/ "
              f"(set lab.domains or --lab-domains to change)"]
     routed = design.rail_mode == "routed" or design.topology != "rail-only"
     kept = [_tiers_text(lab) + f" as the design's {_tiers_text(prod)}"] if _same_shape(lab, prod) else []

@@ -13,6 +13,7 @@ indentation. Every line form is checked against public EOS configs
 
 from __future__ import annotations
 
+from ..outdir_layout import STARTUP_CONFIG, switch_file
 from ..graph.model import Fabric, Node
 from ..platforms.eos_speeds import speed_form
 from . import qos as qosmod
@@ -108,4 +109,4 @@ def management_config(m, sw: Node) -> dict:
 def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[str, str]]:
     view = switch_view(fab, sw)
     cfg = structured_config(fab, view, q)
-    return cfg, {f"configs/{sw.name}/startup-config": template("eos/startup-config.j2").render(cfg=cfg)}
+    return cfg, {switch_file(sw.name, STARTUP_CONFIG): template("eos/startup-config.j2").render(cfg=cfg)}

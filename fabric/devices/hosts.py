@@ -32,6 +32,7 @@ import math
 
 import yaml
 
+from ..outdir_layout import NCCL_ENV, NETPLAN, RAILS_SH, ROCE_QOS_SH, host_file
 from . import qos
 from ..design.physical import hosts_of, nic_name
 from ..graph.model import Fabric
@@ -169,8 +170,8 @@ def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1) -> dict[str, str]
         env = envs[first]
         text = netplan.render(h=h)
         _parse_back(text)
-        files[f"hosts/{h['name']}/netplan.yaml"] = text
-        files[f"hosts/{h['name']}/rails.sh"] = script.render(h=h)
-        files[f"hosts/{h['name']}/nccl.env"] = env
-        files[f"hosts/{h['name']}/roce-qos.sh"] = roce.render(q=roce_qos_view(fab, h))
+        files[host_file(h['name'], NETPLAN)] = text
+        files[host_file(h['name'], RAILS_SH)] = script.render(h=h)
+        files[host_file(h['name'], NCCL_ENV)] = env
+        files[host_file(h['name'], ROCE_QOS_SH)] = roce.render(q=roce_qos_view(fab, h))
     return files

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from json import encoder as _enc
 
+from ..outdir_layout import CONFIG_DB, FRR_CONF, switch_file
 from ..graph.model import Fabric, Node
 from ..platforms.ports import lanes
 from . import qos as qosmod
@@ -244,7 +245,7 @@ def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[
     """(config_db dict, {relative path: text}) of one SONiC switch."""
     view = switch_view(fab, sw)
     doc = config_db(fab, view, q)
-    files = {f"configs/{sw.name}/config_db.json": dump_config_db(doc)}
+    files = {switch_file(sw.name, CONFIG_DB): dump_config_db(doc)}
     if view.routed:
-        files[f"configs/{sw.name}/frr.conf"] = template("sonic/frr.conf.j2").render(frr=frr_config(fab, view))
+        files[switch_file(sw.name, FRR_CONF)] = template("sonic/frr.conf.j2").render(frr=frr_config(fab, view))
     return doc, files

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, HOSTS, MANIFEST
 from .reader import OutdirReader, UntrustedFile, parse_json
 
 FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
@@ -111,20 +112,19 @@ def read_snapshot(outdir: str) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
     :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file)."""
     from .reader import walk
-    from .writer import MANIFEST
 
     r = _Budget(OutdirReader(outdir))
     design, listed = _manifest(r.text(MANIFEST, FILE_LIMIT), r.reader.where(MANIFEST))
     snap = Snapshot(design_sha256=design)
-    snap.cables = parse_cabling(r.text("cabling.csv", FILE_LIMIT), r.reader.where("cabling.csv"))
-    snap.bom = parse_bom(r.text("bom.csv", FILE_LIMIT), r.reader.where("bom.csv"))
-    snap.devices = read_configs(r, "configs")
-    snap.hosts = read_configs(r, "hosts")
+    snap.cables = parse_cabling(r.text(CABLING_CSV, FILE_LIMIT), r.reader.where(CABLING_CSV))
+    snap.bom = parse_bom(r.text(BOM_CSV, FILE_LIMIT), r.reader.where(BOM_CSV))
+    snap.devices = read_configs(r, CONFIGS)
+    snap.hosts = read_configs(r, HOSTS)
     snap.switches = _switches(r.text("fabric.json", FILE_LIMIT), r.reader.where("fabric.json"))
     found = walk(r.reader.root)
     snap.unknown = sorted(p for p, kind in found.items() if p not in listed)
     for rel in sorted(listed):
-        if rel.startswith(("configs/", "hosts/")):
+        if rel.startswith((f"{CONFIGS}/", f"{HOSTS}/")):
             continue  # compared file by file above
         if found.get(rel) != "file":
             snap.missing.append(rel)
@@ -200,7 +200,7 @@ def _plain(text: str) -> bool:
     return bool(_PLAIN_CSV.fullmatch(text)) and max(map(len, text.splitlines()), default=0) <= _PLAIN_LINE
 
 
-def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
+def parse_cabling(text: str, where: str = CABLING_CSV) -> dict[str, Cable]:
     head, rows = _table(text, where, CABLE_COLUMNS)
     # by position, not a dict per row: 98,304 rows at 32k GPUs, twice per diff
     need = [head.index(c) for c in CABLE_COLUMNS]
@@ -228,7 +228,7 @@ def parse_cabling(text: str, where: str = "cabling.csv") -> dict[str, Cable]:
     return out
 
 
-def parse_bom(text: str, where: str = "bom.csv") -> dict[str, BomItem]:
+def parse_bom(text: str, where: str = BOM_CSV) -> dict[str, BomItem]:
     out: dict[str, BomItem] = {}
     for row in _rows(text, where, BOM_COLUMNS):
         line = row["_line"]
@@ -379,8 +379,8 @@ def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
     return {
         "design_sha256": {"old": old.design_sha256, "new": new.design_sha256},
         "cables": cable_changes(old.cables, new.cables),
-        "devices": device_changes("configs", old.devices, new.devices, "device", diffs),
-        "hosts": device_changes("hosts", old.hosts, new.hosts, "host", diffs),
+        "devices": device_changes(CONFIGS, old.devices, new.devices, "device", diffs),
+        "hosts": device_changes(HOSTS, old.hosts, new.hosts, "host", diffs),
         "bom": bom_changes(old.bom, new.bom),
         "files": file_changes(old, new),
     }
@@ -407,11 +407,11 @@ def devices_to_push(doc: dict) -> list[str]:
     return sorted({x["device"] for x in d["added"]} | {x["device"] for x in d["changed"]})
 
 
-def changed_devices(old_outdir: str, new_outdir: str, folder: str = "configs") -> list[str]:
+def changed_devices(old_outdir: str, new_outdir: str, folder: str = CONFIGS) -> list[str]:
     """`railonly push --only-changed`: devices of `folder` (configs/, or lab/configs/ of a
     lab slice) whose files are new or differ, as the change plan names them."""
     a, b = (read_configs(_Budget(OutdirReader(o)), folder) for o in (old_outdir, new_outdir))
-    return devices_to_push({"devices": device_changes("configs", a, b, "device", diffs=False)})
+    return devices_to_push({"devices": device_changes(CONFIGS, a, b, "device", diffs=False)})
 
 
 def to_json(doc: dict) -> str:

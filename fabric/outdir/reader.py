@@ -85,13 +85,15 @@ import os
 import re
 import stat
 
+from ..outdir_layout import (CLAB_SUFFIX, CONFIG_DB, CONFIGS, FRR_CONF, MANIFEST, SONIC_CONTAINER_CONFIG_DB,
+                             SONIC_FRR_CONF_PATH, SONIC_SPLIT_FRR, STARTUP_CONFIG, switch_file)
 from ..design import management as _mgmt
 from ..design.design import NAME_PATTERN
 from ..design.lab_slice import SLICE_DIR
 from ..input.problems import InputError, Problem, short
 from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
 from ..outputs import clab_exec
-from ..outputs.clab import SONIC_CONFIG_DB, SONIC_FRR_CONF, endpoint_problems
+from ..outputs.clab import NODE_STARTUP_CONFIG, endpoint_problems
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
 MAX_LINE = 4096
@@ -109,10 +111,10 @@ ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or fold
 _V4 = clab_exec.V4  # a valid IPv4 address (one regex, with the exec grammar)
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
 CLAB_KINDS = ("linux", "sonic-vs", "arista_ceos")
-CLAB_NODE_KEYS = {"kind", "exec", "binds", "startup-config", "image"}
+CLAB_NODE_KEYS = {"kind", "exec", "binds", NODE_STARTUP_CONFIG, "image"}
 CLAB_TOP_KEYS = {"name", "prefix", "mgmt", "topology"}
 CLAB_TOPOLOGY_KEYS = {"kinds", "nodes", "links"}
-SONIC_BIND_TARGETS = {"config_db.json": SONIC_CONFIG_DB, "frr.conf": SONIC_FRR_CONF}
+SONIC_BIND_TARGETS = {CONFIG_DB: SONIC_CONTAINER_CONFIG_DB, FRR_CONF: SONIC_FRR_CONF_PATH}
 
 # The clab exec lines: one grammar, defined with the compiler's renderer (outputs/clab_exec.py).
 SYSCTL_ALLOWED, SYSCTL_ALLOWED_TEXT, sysctl_allowed = clab_exec.SYSCTL_ALLOWED, clab_exec.SYSCTL_ALLOWED_TEXT, clab_exec.sysctl_allowed
@@ -515,7 +517,7 @@ def check_clab(data: object, file: str, lines: dict[str, int] | None = None) -> 
 
 def _config_path_ok(path: object, node: str, leaf: str) -> bool:
     """configs/<node>/<leaf> or lab/configs/<node>/<leaf>: relative, the node's own file."""
-    return isinstance(path, str) and path in (f"configs/{node}/{leaf}", f"{SLICE_DIR}/configs/{node}/{leaf}")
+    return isinstance(path, str) and path in (switch_file(node, leaf), f"{SLICE_DIR}/{switch_file(node, leaf)}")
 
 
 def _check_node_files(spec: dict, node: str, kind, where: str, bad) -> None:
@@ -530,11 +532,11 @@ def _check_node_files(spec: dict, node: str, kind, where: str, bad) -> None:
                 if SONIC_BIND_TARGETS.get(leaf) != dst or not _config_path_ok(src, node, leaf):
                     bad(f"{where}.binds[{i}]",
                         f"bind {short(repr(b), 120)} is not one the compiler emits "
-                        f"(configs/{node}/config_db.json:{SONIC_BIND_TARGETS['config_db.json']} "
-                        f"or configs/{node}/frr.conf:{SONIC_BIND_TARGETS['frr.conf']})")
-    sc = spec.get("startup-config")
-    if sc is not None and (kind != "arista_ceos" or not _config_path_ok(sc, node, "startup-config")):
-        bad(f"{where}.startup-config", f"startup-config {short(repr(sc), 120)} is not configs/{node}/startup-config")
+                        f"({switch_file(node, CONFIG_DB)}:{SONIC_BIND_TARGETS[CONFIG_DB]} "
+                        f"or {switch_file(node, FRR_CONF)}:{SONIC_BIND_TARGETS[FRR_CONF]})")
+    sc = spec.get(NODE_STARTUP_CONFIG)
+    if sc is not None and (kind != "arista_ceos" or not _config_path_ok(sc, node, STARTUP_CONFIG)):
+        bad(f"{where}.{NODE_STARTUP_CONFIG}", f"{NODE_STARTUP_CONFIG} {short(repr(sc), 120)} is not {switch_file(node, STARTUP_CONFIG)}")
 
 
 def check_fabric(doc: object, file: str) -> list[Problem]:
@@ -712,23 +714,23 @@ def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = Tr
                 raise UntrustedFile(reader.where(fabric_rel), "is missing", "give the OUTDIR of railonly compile")
             continue
         out += check_fabric(doc, reader.where(fabric_rel))
-        configs = f"{base}/configs" if base else "configs"
+        configs = f"{base}/{CONFIGS}" if base else CONFIGS
         nodes = doc.get("nodes") if isinstance(doc, dict) else None
         for n in nodes if isinstance(nodes, list) else []:
             if not isinstance(n, dict) or n.get("role") != "switch" or not isinstance(n.get("name"), str) \
                     or not NODE_NAME.fullmatch(n["name"]):
                 continue
             d = f"{configs}/{n['name']}"
-            db_text = reader.read_text(f"{d}/config_db.json")
+            db_text = reader.read_text(f"{d}/{CONFIG_DB}")
             if db_text is not None:
-                db_file = reader.where(f"{d}/config_db.json")
+                db_file = reader.where(f"{d}/{CONFIG_DB}")
                 out += check_config_db(parse_json(db_text, db_file), db_file, db_text)
-            frr = reader.read_text(f"{d}/frr.conf")
+            frr = reader.read_text(f"{d}/{FRR_CONF}")
             if frr is not None:
-                out += check_frr(frr, reader.where(f"{d}/frr.conf"), run_dir)
-            eos = reader.read_text(f"{d}/startup-config")
+                out += check_frr(frr, reader.where(f"{d}/{FRR_CONF}"), run_dir)
+            eos = reader.read_text(f"{d}/{STARTUP_CONFIG}")
             if eos is not None:
-                out += check_eos(eos, reader.where(f"{d}/startup-config"))
+                out += check_eos(eos, reader.where(f"{d}/{STARTUP_CONFIG}"))
     return out
 
 
@@ -736,7 +738,7 @@ def lab_files(reader: OutdirReader) -> tuple[str, str]:
     """(fabric.json, <name>.clab.yml) relative to OUTDIR, the files the lab reads
     (lab/fabric.json for a lab slice)."""
     try:
-        names = sorted(e.name for e in os.scandir(reader.root) if e.name.endswith(".clab.yml"))
+        names = sorted(e.name for e in os.scandir(reader.root) if e.name.endswith(CLAB_SUFFIX))
     except OSError as exc:
         raise UntrustedFile(reader.given, f"cannot be listed: {exc.strerror}", "") from None
     if len(names) != 1:
@@ -764,7 +766,7 @@ def walk(outdir: str) -> dict[str, str]:
                 found[rel] = "file"
             elif not stat.S_ISDIR(mode):
                 found[rel] = "other"
-    found.pop("MANIFEST.json", None)  # compared, never listed as an artifact of itself
+    found.pop(MANIFEST, None)  # compared, never listed as an artifact of itself
     return found
 
 
@@ -774,17 +776,15 @@ def switch_file_problems(config_dir: str, platform: str, frr_run_dir: str | None
     split per-daemon files the reader also accepts), or the EOS startup-config. Read
     without following a symlink; malformed is UntrustedFile (exit 2). Deploy, re-programming
     a live switch and push all judge a switch's files by this one function."""
-    from ..devices.readback.sonic import SPLIT_FILES
-
     reader = OutdirReader(config_dir)
     if platform == "eos":
-        text = reader.read_text("startup-config")
-        return check_eos(text, reader.where("startup-config")) if text is not None else []
+        text = reader.read_text(STARTUP_CONFIG)
+        return check_eos(text, reader.where(STARTUP_CONFIG)) if text is not None else []
     out: list[Problem] = []
-    db = reader.read_text("config_db.json")
+    db = reader.read_text(CONFIG_DB)
     if db is not None:
-        out += check_config_db(parse_json(db, reader.where("config_db.json")), reader.where("config_db.json"), db)
-    for name in ("frr.conf", *SPLIT_FILES):
+        out += check_config_db(parse_json(db, reader.where(CONFIG_DB)), reader.where(CONFIG_DB), db)
+    for name in (FRR_CONF, *SONIC_SPLIT_FRR):
         text = reader.read_text(name)
         if text is not None:
             out += check_frr(text, reader.where(name), frr_run_dir)

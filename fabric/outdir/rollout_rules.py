@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
 
 # --- FRR / EOS text as statements ---------------------------------------------------
 
@@ -202,14 +203,14 @@ def classify(device: str, platform: str, old: dict[str, str], new: dict[str, str
     SONiC config_db.json and the FRR files, for EOS startup-config)."""
     ch = Change(device, platform)
     if platform == "eos":
-        items, add, remove, why = _frr_items(old.get("startup-config", ""), new.get("startup-config", ""))
+        items, add, remove, why = _frr_items(old.get(STARTUP_CONFIG, ""), new.get(STARTUP_CONFIG, ""))
         ch.items, ch.frr_add, ch.frr_remove = items, add, remove
         return ch
-    odb, ndb = (json.loads(f.get("config_db.json") or "{}") for f in (old, new))
+    odb, ndb = (json.loads(f.get(CONFIG_DB) or "{}") for f in (old, new))
     ch.items, ch.reload_why = _db_items(odb, ndb)
     ch.patch = db_patch(odb, ndb)
-    frr_old = "\n".join(v for k, v in sorted(old.items()) if k != "config_db.json")
-    frr_new = "\n".join(v for k, v in sorted(new.items()) if k != "config_db.json")
+    frr_old = "\n".join(v for k, v in sorted(old.items()) if k != CONFIG_DB)
+    frr_new = "\n".join(v for k, v in sorted(new.items()) if k != CONFIG_DB)
     items, ch.frr_add, ch.frr_remove, why = _frr_items(frr_old, frr_new)
     ch.items += items
     ch.reload_why += why

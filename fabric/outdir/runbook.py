@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import re
 
+from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
 from .rollout_rules import VERIFY_CHECKS, classify, target_of, waves
 
 _RACK_OF_NIC = re.compile(r"^hb\d+$")
 
 
 def _platform(files: dict[str, str]) -> str:
-    return "eos" if "startup-config" in files else "sonic"
+    return "eos" if STARTUP_CONFIG in files else "sonic"
 
 
 def _rack(c: dict) -> str:
@@ -90,12 +91,12 @@ def rollout_waves(old, new, max_per_group: int = 1) -> list[dict]:
 
 
 def _asn(files: dict[str, str]) -> str | None:
-    if "config_db.json" in files:
+    if CONFIG_DB in files:
         try:
-            return str(json.loads(files["config_db.json"])["DEVICE_METADATA"]["localhost"]["bgp_asn"])
+            return str(json.loads(files[CONFIG_DB])["DEVICE_METADATA"]["localhost"]["bgp_asn"])
         except (ValueError, KeyError, TypeError):
             return None
-    m = re.search(r"^router bgp (\d+)", files.get("startup-config", ""), re.M)
+    m = re.search(r"^router bgp (\d+)", files.get(STARTUP_CONFIG, ""), re.M)
     return m.group(1) if m else None
 
 

@@ -39,10 +39,10 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..outdir_layout import MANIFEST
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
 
-MANIFEST = "MANIFEST.json"
 GENERATOR = "railonly"  # MANIFEST.json "generator" is "railonly <version>": the marker of our OUTDIRs
 _GENERATOR_RE = re.compile(r"railonly( [^\s]{1,40})?")
 STAGE_PREFIX = ".railonly-stage-"

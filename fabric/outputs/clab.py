@@ -39,6 +39,8 @@ import re
 
 import yaml
 
+from ..outdir_layout import (CONFIG_DB, CONFIGS, FRR_CONF, SONIC_CONTAINER_CONFIG_DB, SONIC_FRR_CONF_PATH,
+                             STARTUP_CONFIG, clab_yml)
 from ..graph.addressing import BlockPool
 from ..graph.model import Fabric, Node
 from ..platforms.ports import GPU_HB_PORT, GPU_RAIL_PORT
@@ -52,8 +54,7 @@ IMAGES = {
 }
 KIND_OF_PLATFORM = {"sonic": "sonic-vs", "eos": "arista_ceos"}
 HB_BRIDGE = "br0"  # the NVSwitch bridge inside an HB node
-SONIC_CONFIG_DB = "/var/sonic/config_db.json"
-SONIC_FRR_CONF = "/etc/frr/frr.conf"
+NODE_STARTUP_CONFIG = "startup-config"  # containerlab's node key (spelt like EOS's file, another fact)
 # Management network: lab-specific, so a big lab gets the room it needs and
 # never collides with the default `clab` network or the design's own pools.
 MGMT_CANDIDATES = ("198.18.0.0/15", "100.64.0.0/10", "192.168.0.0/16")
@@ -134,11 +135,11 @@ def _switch_node(sw: Node, configs: str) -> dict:
     kind = KIND_OF_PLATFORM[sw.platform]
     base = f"{configs}/{sw.name}"
     if kind == "sonic-vs":
-        binds = [f"{base}/config_db.json:{SONIC_CONFIG_DB}"]
+        binds = [f"{base}/{CONFIG_DB}:{SONIC_CONTAINER_CONFIG_DB}"]
         if sw.asn is not None:
-            binds.append(f"{base}/frr.conf:{SONIC_FRR_CONF}")
+            binds.append(f"{base}/{FRR_CONF}:{SONIC_FRR_CONF_PATH}")
         return {"kind": kind, "binds": binds}
-    return {"kind": kind, "startup-config": f"{base}/startup-config"}
+    return {"kind": kind, NODE_STARTUP_CONFIG: f"{base}/{STARTUP_CONFIG}"}
 
 
 def _mgmt(fab: Fabric) -> dict:
@@ -153,7 +154,7 @@ def _mgmt(fab: Fabric) -> dict:
     return {"network": f"railonly-{d.name}"}  # every candidate taken: containerlab picks
 
 
-def topology(fab: Fabric, configs: str = "configs", images: dict[str, str] | None = None) -> dict:
+def topology(fab: Fabric, configs: str = CONFIGS, images: dict[str, str] | None = None) -> dict:
     """The clab topology as a plain dict; `configs` is the config folder relative to the file."""
     imgs = {**IMAGES, **(images or {})}
     blocks = _rail_blocks(fab)
@@ -223,7 +224,7 @@ def endpoint_problems(topo: dict) -> list[str]:
 # --- rendering --------------------------------------------------------------------
 
 
-def render(fab: Fabric, configs: str = "configs", images: dict[str, str] | None = None) -> str:
+def render(fab: Fabric, configs: str = CONFIGS, images: dict[str, str] | None = None) -> str:
     topo = topology(fab, configs, images)
     problems = endpoint_problems(topo)
     if problems:  # a compiler bug, not a user error: never write it
@@ -237,6 +238,6 @@ def render(fab: Fabric, configs: str = "configs", images: dict[str, str] | None 
 
 
 def filename(fab: Fabric) -> str:
-    return f"{fab.design.name}.clab.yml"
+    return clab_yml(fab.design.name)
 
 

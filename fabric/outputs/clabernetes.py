@@ -28,6 +28,9 @@ from collections.abc import Mapping
 
 import yaml
 
+from ..outdir_layout import clab_yml, clabernetes_yaml
+from .clab import NODE_STARTUP_CONFIG
+
 API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "railonly"}
 # Kubernetes stores an object in etcd whole; a ConfigMap must stay under 1 MiB.
@@ -44,7 +47,7 @@ class TooLarge(ValueError):
 
 
 def filename(lab: str) -> str:
-    return f"{lab}.clabernetes.yaml"
+    return clabernetes_yaml(lab)
 
 
 def configmap_name(lab: str, node: str) -> str:
@@ -54,8 +57,8 @@ def configmap_name(lab: str, node: str) -> str:
 def _node_files(node: dict) -> list[str]:
     """Files a containerlab node reads from beside the topology file (relative paths)."""
     paths = []
-    if node.get("startup-config"):
-        paths.append(node["startup-config"])
+    if node.get(NODE_STARTUP_CONFIG):
+        paths.append(node[NODE_STARTUP_CONFIG])
     for bind in node.get("binds") or []:
         paths.append(bind.split(":", 1)[0])
     return paths
@@ -141,7 +144,7 @@ def too_large(lab: str, files: Mapping[str, bytes | str]) -> str | None:
     if filename(lab) not in files:
         return (f"{filename(lab)} not written: a switch's startup files exceed one Kubernetes ConfigMap (1 MiB);"
                 " compile a smaller lab (--lab-domains N) or fewer ports per switch to run it on clabernetes")
-    size = len(files[f"{lab}.clab.yml"])
+    size = len(files[clab_yml(lab)])
     if size <= OBJECT_MAX_BYTES - 64 * 1024:  # room for the rest of the Topology
         return None
     return (f"{filename(lab)}: the Topology holds a {size / 1e6:,.1f} MB containerlab file, above Kubernetes'"
@@ -152,7 +155,7 @@ def too_large(lab: str, files: Mapping[str, bytes | str]) -> str | None:
 def produce(lab: str, files: Mapping[str, bytes | str]) -> dict[str, str]:
     """The producer: reads `<lab>.clab.yml` and its switch files from the compiled `files`.
     Nothing when a switch's files exceed one ConfigMap (:func:`too_large` says so)."""
-    clab_text = files[f"{lab}.clab.yml"]
+    clab_text = files[clab_yml(lab)]
     if isinstance(clab_text, bytes):
         clab_text = clab_text.decode()
     try:

@@ -13,6 +13,7 @@ import ipaddress
 import math
 from collections import Counter
 
+from ..outdir_layout import README, TOPOLOGY_SVG
 from ..cost import bom as bom_mod
 from ..cost.compare import feasible, variant
 from ..cost.inventory import from_design, from_fabric
@@ -271,4 +272,4 @@ def _num(x: float) -> str:
 
 
 def produce(fab: Fabric, progress) -> dict[str, str]:
-    return {"README.md": render_readme(fab), "topology.svg": render_svg(fab)}
+    return {README: render_readme(fab), TOPOLOGY_SVG: render_svg(fab)}

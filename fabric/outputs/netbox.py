@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 
+from ..outdir_layout import NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
 from ..cost.prices import PriceBook, default_prices
 from ..design.physical import cable_length_m, hosts_of, naming, nic_name
 from ..devices.device import switch_view
@@ -112,5 +113,5 @@ def render_interfaces(fab: Fabric) -> str:
 
 
 def produce(fab: Fabric, progress) -> dict[str, str]:
-    return {"netbox_devices.csv": render_devices(fab), "netbox_interfaces.csv": render_interfaces(fab),
-            "netbox_cables.csv": render_cables(fab)}
+    return {NETBOX_DEVICES_CSV: render_devices(fab), NETBOX_INTERFACES_CSV: render_interfaces(fab),
+            NETBOX_CABLES_CSV: render_cables(fab)}

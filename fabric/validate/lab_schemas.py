@@ -18,6 +18,7 @@ from typing import Callable
 
 import yaml
 
+from ..outdir_layout import clab_yml, clabernetes_yaml
 from .validate_report import Result
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -81,13 +82,13 @@ def check(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
     if not isinstance(name, str):
         return []
     results = []
-    path = f"{name}.clab.yml"
+    path = clab_yml(name)
     doc, bad = _load(read, path)
     if doc is not None or bad:
         probs = [bad] if bad else _errors(clab_validator(), doc, path)
         results.append(Result(f"schema/{path}", "schema", not probs,
                               "\n".join(probs) or "passes the containerlab topology schema"))
-    path = f"{name}.clabernetes.yaml"
+    path = clabernetes_yaml(name)
     topo, bad = _load(read, path, topology_only=True)
     if topo is not None or bad:
         probs = [bad] if bad else _errors(topology_validator(), topo, path)

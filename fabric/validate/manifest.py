@@ -13,10 +13,10 @@ import hashlib
 import json
 import os
 
+from ..outdir_layout import MANIFEST
 from ..outdir.reader import walk
 from .validate_report import Result
 
-MANIFEST = "MANIFEST.json"
 MAX_MANIFEST_BYTES = 64 << 20  # 17,000 files take ~1.5 MB
 MAX_SHOWN = 50
 

@@ -15,6 +15,7 @@ from collections import Counter
 from operator import itemgetter
 from typing import Callable
 
+from ..outdir_layout import BOM_CSV, CABLING_CSV, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
 from ..design.physical import Naming
 from .validate_report import Result
 
@@ -80,7 +81,7 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
     # cabling.csv: every cable once, ends named as on the floor, its GPU, its length
     probs = _Problems()
     seen: set[str] = set()
-    rows = _rows(read, "cabling.csv", ["cable_id", "a_device", "a_port", "b_device", "b_port", "length_m", "a_gpu"], probs)
+    rows = _rows(read, CABLING_CSV, ["cable_id", "a_device", "a_port", "b_device", "b_port", "length_m", "a_gpu"], probs)
     for line, (cid, a_dev, a_port, b_dev, b_port, length, a_gpu) in rows:
         where = f"cabling.csv: line {line}"
         lk = cables.get(cid)
@@ -101,12 +102,12 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
             probs.append(f"{where}: length_m is {length!r}, fabric.json's cable {cid} is {lk.get('length_m')} m")
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"cabling.csv: cable {cid} of fabric.json is missing")
-    results.append(Result("plant/cabling.csv", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
+    results.append(Result(f"plant/{CABLING_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
     # netbox_cables.csv: the same cables, labelled by cable_id, with the same length in metres
     probs = _Problems()
     seen = set()
-    rows = _rows(read, "netbox_cables.csv", ["label", "side_a_device", "side_a_name", "side_b_device", "side_b_name",
+    rows = _rows(read, NETBOX_CABLES_CSV, ["label", "side_a_device", "side_a_name", "side_b_device", "side_b_name",
                                              "length", "length_unit"], probs)
     for line, (cid, a_dev, a_port, b_dev, b_port, length, unit) in rows:
         where = f"netbox_cables.csv: line {line}"
@@ -122,13 +123,13 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
             probs.append(f"{where}: length is {length} {unit}, fabric.json's cable {cid} is {lk.get('length_m')} m")
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"netbox_cables.csv: cable {cid} of fabric.json is missing")
-    results.append(Result("plant/netbox_cables.csv", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
+    results.append(Result(f"plant/{NETBOX_CABLES_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
     # bom.csv: fibre lines count exactly the cables of each length
     probs = _Problems()
     want_len = Counter(lk.get("length_m") for lk in cables.values())
     got_len: Counter = Counter()
-    for line, (category, quantity, length_m) in _rows(read, "bom.csv", ["category", "quantity", "length_m"], probs):
+    for line, (category, quantity, length_m) in _rows(read, BOM_CSV, ["category", "quantity", "length_m"], probs):
         if category != "cable":
             continue
         n, length = _int(quantity), _int(length_m)
@@ -140,14 +141,14 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
         for length in sorted(set(want_len) | set(got_len), key=lambda x: (x is None, x or 0)):
             if got_len[length] != want_len[length]:
                 probs.append(f"bom.csv: fibre of {length} m: {got_len[length]:,} cables, fabric.json has {want_len[length]:,}")
-    results.append(Result("plant/bom.csv", "plant", not probs,
+    results.append(Result(f"plant/{BOM_CSV}", "plant", not probs,
                           probs.detail(", ".join(f"{n:,} x {m} m" for m, n in sorted(want_len.items(), key=lambda x: x[0] or 0)))))
 
     # netbox_devices.csv / netbox_interfaces.csv: every cable end can be imported
     probs = _Problems()
-    devices = {r[0] for _, r in _rows(read, "netbox_devices.csv", ["name", "role", "device_type", "site"], probs)}
+    devices = {r[0] for _, r in _rows(read, NETBOX_DEVICES_CSV, ["name", "role", "device_type", "site"], probs)}
     ports = set()
-    for line, (device, name, _) in _rows(read, "netbox_interfaces.csv", ["device", "name", "type"], probs):
+    for line, (device, name, _) in _rows(read, NETBOX_INTERFACES_CSV, ["device", "name", "type"], probs):
         if device not in devices:
             probs.append(f"netbox_interfaces.csv: line {line}: device {device!r} is not in netbox_devices.csv")
         ports.add((device, name))
@@ -156,6 +157,6 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
             for e in (lk["a"], lk["b"]):
                 if floor(e) not in ports:
                     probs.append(f"netbox_interfaces.csv: no interface {':'.join(floor(e))} (an end of cable {cid})")
-    results.append(Result("plant/netbox_interfaces.csv", "plant", not probs,
+    results.append(Result(f"plant/{NETBOX_INTERFACES_CSV}", "plant", not probs,
                           probs.detail(f"{len(devices):,} devices, {len(ports):,} interfaces; every cable end is one")))
     return results

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Iterator
 
+from ..outdir_layout import CLAB_SUFFIX
 from ..outputs import clabernetes
 from .validate_report import Result
 from ..outdir.reader import OutdirReader, UntrustedFile, lab_files
@@ -59,7 +60,7 @@ def check_clabernetes(outdir: str) -> list[Result]:
     and switch files (absent: nothing to check; MANIFEST.json says whether it should be there)."""
     reader = OutdirReader(outdir)
     _, clab_rel = lab_files(reader)
-    name = clab_rel[: -len(".clab.yml")]
+    name = clab_rel[: -len(CLAB_SUFFIX)]
     rel = clabernetes.filename(name)
     rid = f"trust/{rel}"
     on_disk = reader.read_bytes(rel)

@@ -3,7 +3,7 @@
 Sources are anything that maps a relative path to text: an OUTDIR on disk
 (`validate`) or the files compile is about to write. Every SONiC ConfigDB
 document goes through the YANG models, every frr.conf through `vtysh -C`,
-every EOS config through the parser in :mod:`railonly.fabric.devices.readback.facts`, then the cross-check.
+every config through its vendor's one parser (:mod:`railonly.fabric.devices.readback`), then the cross-check.
 """
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ import json
 import os
 from typing import Callable
 
+from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..input.problems import InputError
 
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
 from .crosscheck import crosscheck
-from ..devices.readback.facts import DeviceFacts, eos_facts, sonic_facts
+from ..devices.readback.eos import parse_startup_config
+from ..devices.readback.facts import DeviceFacts
+from ..devices.readback.sonic import parse_config_db
 from .manifest import check_manifest
 from .plant import plant
 from .validate_report import Result
@@ -104,14 +107,13 @@ def _read_shard(state, i: int, n: int):
     frr: dict[str, tuple[str, str]] = {}
     for sw, yang in zip(switches[i::n], picked[i::n]):
         name = sw["name"]
-        base = f"configs/{name}"
         if sw.get("platform") == "eos":
-            path = f"{base}/startup-config"
+            path = switch_file(name, STARTUP_CONFIG)
             text = read(path)
             if text is not None:
-                facts[name] = eos_facts(name, path, text)
+                facts[name] = parse_startup_config(text, path, name).facts
             continue
-        path = f"{base}/config_db.json"
+        path = switch_file(name, CONFIG_DB)
         text = read(path)
         if text is None:
             continue
@@ -121,9 +123,9 @@ def _read_shard(state, i: int, n: int):
             results.append(Result(f"yang/{name}", "yang", False, f"{path}: not JSON: {exc}"))
             facts[name] = DeviceFacts(name, "sonic", path, problems=[f"not JSON: {exc}"])
             continue
-        frr_path = f"{base}/frr.conf"
+        frr_path = switch_file(name, FRR_CONF)
         frr_text = read(frr_path)
-        facts[name] = sonic_facts(name, path, doc, frr_path if frr_text is not None else None, frr_text)
+        facts[name] = parse_config_db(doc, frr_text, path, frr_path if frr_text is not None else None, name).facts
         if yang:
             probs = sonic_yang.validate_config_db(doc)
             results.append(Result(f"yang/{name}", "yang", not probs,

@@ -47,8 +47,9 @@ FABRIC_ROOMS: dict[str, set[str]] = {
 }
 FABRIC = "railonly.fabric"  # the facade (fabric/__init__.py)
 FABRIC_COMPILER = "railonly.fabric.compiler"  # the top: every producer, in order
-# Edge utilities directly in fabric/: any room may use them; they import no room.
-FABRIC_EDGE = {f"railonly.fabric.{m}" for m in ("parallel", "progress", "results", "version")}
+# Edge utilities directly in fabric/ (and outdir_layout, the OUTDIR's file names): any room
+# may use them; they import no room.
+FABRIC_EDGE = {f"railonly.fabric.{m}" for m in ("parallel", "progress", "results", "version", "outdir_layout")}
 MAX_FABRIC_TOP_MODULES = 12
 LEAF_UTILITIES = {"railonly.proc", "railonly.console"}  # below the CLI and the emulation
 

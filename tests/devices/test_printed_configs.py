@@ -159,10 +159,13 @@ def test_speed_forms(words, gbps):
 
 def test_validate_reader_survives_truncated_lines():
     # hostile input: a hand-edited config with half-written lines gives problems, not a traceback
-    from railonly.fabric.devices.readback.facts import eos_facts
+    from railonly.fabric.devices.readback.eos import parse_startup_config
 
     text = ("hostname x\ninterface Ethernet1\n   speed\n   ip address\n   switchport access vlan\n   mtu\n"
             "interface Ethernet1.5\n   ip address 10.0.0.1/31\nrouter bgp\n   neighbor\n   neighbor 10.0.0.1\n"
             "   router-id\n   network\nend\n")
-    f = eos_facts("x", "x", text)
+    cfg = parse_startup_config(text, "x", "x")
+    f = cfg.facts
     assert any("unknown speed ''" in p for p in f.problems) and list(f.ports) == ["Ethernet1"]
+    # the lab's view of the same parse: programmable (no BGP without an AS number), no traceback
+    assert cfg.intent().frr_conf is None and [p.name for p in cfg.intent().ports] == ["Ethernet1"]

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railonly.fabric.compiler import compile_design
-from railonly.fabric.cost.bom import BUILDOUT_CSV, buildout
+from railonly.fabric.cost.bom import buildout
+from railonly.fabric.outdir_layout import BOM_BUILDOUT_CSV
 from railonly.fabric.cost.inventory import from_design, from_fabric
 from railonly.fabric.design import clos
 from railonly.fabric.design.design import parse_design
@@ -111,7 +112,7 @@ def test_bom_says_what_is_bought_now_and_at_build_out():
     full = from_fabric(build_fabric(dataclasses.replace(d, hb_count=256)))
     assert later.switch_count == full.switch_count - now.switch_count == 32  # 4 more leaves per rail
     assert later.link_count == full.link_count - now.link_count == 2048
-    text = files[BUILDOUT_CSV].decode()
+    text = files[BOM_BUILDOUT_CSV].decode()
     assert "switch " in text and ",32," in text
     # built out (planned = count): no second file
-    assert BUILDOUT_CSV not in compile_design(parse_design(lab_1k(128)))[1]
+    assert BOM_BUILDOUT_CSV not in compile_design(parse_design(lab_1k(128)))[1]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from railonly import proc
 
+from railonly.fabric.outdir_layout import FRR_CONF
 from . import pids
 from .ns_plan import Process
 
@@ -34,7 +35,7 @@ class FrrInstance:
 
     @property
     def config(self) -> str:
-        return f"{self.rundir}/frr.conf"
+        return f"{self.rundir}/{FRR_CONF}"
 
 
 def check_config(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
+from railonly.fabric.outdir_layout import STARTUP_CONFIG
 from ...lab import (DEFAULT_NIC_MBPS, MGMT_NODE, MGMT_PORT, Lab, LabError, LabNode, link_mbps, link_rates,
                     management_network, netns_name, run_dir)
 from railonly.fabric.devices.readback import eos, sonic
@@ -81,7 +82,7 @@ def platform_of(node: LabNode) -> str:
 def read_switch(node: LabNode, config_dir: str) -> SwitchIntent:
     """The intent of a switch's config files in ``config_dir`` (its platform decides the reader)."""
     if platform_of(node) == "eos":
-        return eos.read_file(os.path.join(config_dir, "startup-config"))
+        return eos.read_file(os.path.join(config_dir, STARTUP_CONFIG))
     return sonic.read_dir(config_dir)
 
 

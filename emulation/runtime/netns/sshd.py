@@ -40,8 +40,8 @@ from pathlib import Path
 
 from railonly import proc
 
+from railonly.fabric.outdir_layout import CONFIG_DB
 from ...lab import run_dir
-from railonly.fabric.devices.readback.sonic import SPLIT_FILES, SWITCH_FILES  # noqa: F401 (re-exported)
 from . import setns
 from .ns_plan import Process
 
@@ -190,15 +190,15 @@ def flat_to_tree(src: Path, etc: Path) -> None:
     (etc / "frr").mkdir(parents=True)
     for f in sorted(src.iterdir()):
         if f.is_file():
-            dst = etc / f.name if f.name == "config_db.json" else etc / "frr" / f.name
+            dst = etc / f.name if f.name == CONFIG_DB else etc / "frr" / f.name
             shutil.copyfile(f, dst)
 
 
 def tree_to_flat(etc: Path, dst: Path) -> None:
     """/etc/sonic layout -> configs/<sw>/ layout (what the readers take)."""
     dst.mkdir(parents=True, exist_ok=True)
-    if (etc / "config_db.json").is_file():
-        shutil.copyfile(etc / "config_db.json", dst / "config_db.json")
+    if (etc / CONFIG_DB).is_file():
+        shutil.copyfile(etc / CONFIG_DB, dst / CONFIG_DB)
     for f in sorted((etc / "frr").glob("*")) if (etc / "frr").is_dir() else []:
         if f.is_file():
             shutil.copyfile(f, dst / f.name)

@@ -48,6 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from railonly.fabric.outdir_layout import CONFIG_DB
 from .sshd import switch_dir, tree_to_flat
 
 TMP_PREFIX = "/tmp/railonly-push/"
@@ -157,13 +158,13 @@ class Shell:
         if cmd == "base64":
             return self.base64_heredoc(argv, more)
         if cmd == "show" and argv[1:3] == ["runningconfiguration", "all"]:
-            f = self.dir / "running" / "config_db.json"
+            f = self.dir / "running" / CONFIG_DB
             self.out.write(f.read_text() if f.is_file() else "{}\n")
             return 0
         if cmd == "config" and argv[1:2] == ["apply-patch"] and len(argv) >= 3:
             return self.apply_patch(argv[2])
         if cmd == "config" and argv[1:2] == ["save"]:
-            shutil.copyfile(self.dir / "running" / "config_db.json", self.dir / "etc" / "config_db.json")
+            shutil.copyfile(self.dir / "running" / CONFIG_DB, self.dir / "etc" / CONFIG_DB)
             return 0
         if cmd == "show" and argv[1:3] == ["interfaces", "status"]:
             return self.interfaces_status()
@@ -223,7 +224,7 @@ class Shell:
 
     def _reload(self) -> int:
         etc = self.dir / "etc"
-        if not (etc / "config_db.json").is_file():
+        if not (etc / CONFIG_DB).is_file():
             self.say("Error: /etc/sonic/config_db.json does not exist")
             return 1
         stage = Path(tempfile.mkdtemp(prefix="apply-", dir=self.dir))
@@ -259,7 +260,7 @@ class Shell:
         from .patch import PatchError, apply_ops, live_commands
 
         with lab_lock_shared(self.lab):
-            running = self.dir / "running" / "config_db.json"
+            running = self.dir / "running" / CONFIG_DB
             db = json.loads(running.read_text()) if running.is_file() else {}
             try:
                 ops = json.loads(self.path(file).read_text())
@@ -286,7 +287,7 @@ class Shell:
 
         res = proc.run(["ip", "-j", "link", "show"], timeout=20)
         links = {d["ifname"]: d for d in json.loads(res.stdout or "[]")} if res.ok else {}
-        f = self.dir / "running" / "config_db.json"
+        f = self.dir / "running" / CONFIG_DB
         ports = (json.loads(f.read_text()).get("PORT") or {}) if f.is_file() else {}
         self.say(f"{'Interface':>11} {'MTU':>6} {'Oper':>5} {'Admin':>6}")
         self.say(f"{'-' * 11} {'-' * 6} {'-' * 5} {'-' * 6}")

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from railonly.fabric.outdir_layout import MANIFEST
+
 # The example designs ship in the package as railonly.labs (labs/ in the repository).
 DEFAULT_DESIGN = Path(str(importlib.resources.files("railonly.labs") / "mini-routed.yml"))
 
@@ -154,7 +156,7 @@ def traffic_table(rows: list[tuple[str, int, dict | None]]) -> str:
 
 def _compiled(outdir: str) -> str:
     try:
-        with open(os.path.join(outdir, "MANIFEST.json"), encoding="utf-8") as fh:
+        with open(os.path.join(outdir, MANIFEST), encoding="utf-8") as fh:
             files = len(json.load(fh).get("files") or {})
     except (OSError, ValueError):
         return ""
