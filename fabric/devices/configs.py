@@ -127,7 +127,8 @@ def render_key(design) -> str:
     the HB domain count (growth moves only the views) and provenance blanked, and
     the rendering code itself (a changed template or renderer re-renders all)."""
     same = dataclasses.replace(design, hb_count=0, sha256="", file=None, lines={}, values={})
-    return _digest(repr(same), code_fingerprint())
+    # models (the platform files' contents) are left out of the Design's repr: add them
+    return _digest(repr(same), repr(sorted(design.models.items())), code_fingerprint())
 
 
 @lru_cache(maxsize=1)
