@@ -106,7 +106,8 @@ def _host_shard(state, i: int, n: int):
     keep = set()
     units: Units = {}
     carried: set[str] = set()
-    for view in hosts.host_views(fab, i, n):
+    views = hosts.host_views(fab, i, n)
+    for view in views:
         unit = f"host/{view['name']}"
         digest = _digest(key, view)
         paths = [f"hosts/{view['name']}/{f}" for f in hosts.HOST_FILES]
@@ -114,7 +115,7 @@ def _host_shard(state, i: int, n: int):
         if reuse.get(unit) == digest:
             keep.add(view["name"])
             carried.update(paths)
-    out = {path: text.encode() for path, text in hosts.render_hosts(fab, i, n, skip=keep).items()}
+    out = {path: text.encode() for path, text in hosts.render_hosts(fab, i, n, skip=keep, views=views).items()}
     return out, units, carried
 
 

@@ -13,7 +13,8 @@ from railonly.fabric.outdir import previous
 
 from ..conftest import REPO
 
-GROWN = "name: t\nhb_domain: {{size: 8, count: {count}, planned: 256}}\nswitch: {{radix: 64{extra}}}\nrail: {{mode: routed}}\n"
+# 4 rails, radix 16: a leaf serves 8 HB domains; planned 32 sizes the spines for four leaves a rail
+GROWN = "name: t\nhb_domain: {{size: 4, count: {count}, planned: 32}}\nswitch: {{radix: 16{extra}}}\nrail: {{mode: routed}}\n"
 
 
 @pytest.fixture(autouse=True)
@@ -49,20 +50,27 @@ def same_as_full(tmp_path, out, text: str, capsys) -> str:
     return said
 
 
-def test_growth_within_planned_rewrites_only_changed_files(tmp_path, capsys):
+@pytest.mark.parametrize("count", [7, 8])  # 7 -> 8 fills leaf0's last ports; 8 -> 9 adds a leaf a rail
+def test_growth_within_planned_rewrites_only_changed_files(count, tmp_path, capsys):
     out = tmp_path / "o"
-    compile_(tmp_path, GROWN.format(count=127, extra=""), out, "-q")
+    compile_(tmp_path, GROWN.format(count=count, extra=""), out, "-q")
     before, old_bytes = inodes(out), tree(out)
-    said = same_as_full(tmp_path, out, GROWN.format(count=128, extra=""), capsys)
+    said = same_as_full(tmp_path, out, GROWN.format(count=count + 1, extra=""), capsys)
     assert "unchanged since the last compile, kept" in said
     after, new_bytes = inodes(out), tree(out)
     kept = {p for p in before.keys() & after.keys() if before[p] == after[p]}
     changed = {p for p in old_bytes.keys() & new_bytes.keys() if old_bytes[p] != new_bytes[p]}
     # unchanged unit files are the very same files (hard-linked), not rewritten
-    assert "hosts/hb0/netplan.yaml" in kept and "configs/rail0-leaf0/config_db.json" in kept
+    assert "hosts/hb0/netplan.yaml" in kept and "configs/rail0-spine0/config_db.json" in kept | changed
     assert not kept & changed
-    assert "configs/rail0-leaf3/config_db.json" in changed  # the leaf the new domain is cabled to
-    assert {f"hosts/hb127/{f}" for f in ("netplan.yaml", "rails.sh")} <= new_bytes.keys() - old_bytes.keys()
+    if count == 7:
+        assert "configs/rail0-leaf0/config_db.json" in changed  # the leaf the new domain is cabled to
+        assert "configs/rail0-spine0/config_db.json" in kept
+    else:
+        assert "configs/rail0-leaf1/config_db.json" in new_bytes.keys() - old_bytes.keys()
+        assert "configs/rail0-spine0/config_db.json" in changed  # cabled to the new leaf
+        assert "configs/rail0-leaf0/config_db.json" in kept
+    assert {f"hosts/hb{count}/{f}" for f in ("netplan.yaml", "rails.sh")} <= new_bytes.keys() - old_bytes.keys()
     # the record of what was written lives outside OUTDIR
     assert os.path.isfile(previous.record_path(os.path.realpath(out)))
     assert not any("record" in p or "cache" in p for p in new_bytes)
@@ -71,11 +79,11 @@ def test_growth_within_planned_rewrites_only_changed_files(tmp_path, capsys):
 @pytest.mark.parametrize("change", ["platform", "qos", "lengths"])
 def test_changed_settings_rerender_what_they_touch(change, tmp_path, capsys):
     out = tmp_path / "o"
-    compile_(tmp_path, GROWN.format(count=64, extra=""), out, "-q")
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
     text = {
-        "platform": GROWN.format(count=64, extra=", platform: eos"),
-        "qos": GROWN.format(count=64, extra="") + "qos: {roce_dscp: 24}\n",
-        "lengths": GROWN.format(count=64, extra="") + "cabling: {leaf_spine_m: 150}\n",
+        "platform": GROWN.format(count=8, extra=", platform: eos"),
+        "qos": GROWN.format(count=8, extra="") + "qos: {roce_dscp: 24}\n",
+        "lengths": GROWN.format(count=8, extra="") + "cabling: {leaf_spine_m: 150}\n",
     }[change]
     same_as_full(tmp_path, out, text, capsys)
 
@@ -105,7 +113,7 @@ def _tamper(path) -> None:
 
 def test_tampered_file_is_rewritten(tmp_path, capsys):
     out = tmp_path / "o"
-    text = GROWN.format(count=64, extra="")
+    text = GROWN.format(count=8, extra="")
     compile_(tmp_path, text, out, "-q")
     victim = out / "hosts" / "hb3" / "rails.sh"
     good = victim.read_bytes()
@@ -121,7 +129,7 @@ def test_tampered_file_is_rewritten(tmp_path, capsys):
 def test_hard_link_planted_in_outdir_is_not_carried(tmp_path, capsys):
     """A file of the OUTDIR hard-linked from elsewhere (nlink 2) is rewritten, never linked on."""
     out = tmp_path / "o"
-    text = GROWN.format(count=64, extra="")
+    text = GROWN.format(count=8, extra="")
     compile_(tmp_path, text, out, "-q")
     victim = out / "hosts" / "hb5" / "nccl.env"
     os.link(victim, tmp_path / "outside")
@@ -133,7 +141,7 @@ def test_replaced_outdir_is_compiled_in_full(tmp_path, capsys):
     """Another directory at the same path (a checkout, a copy) is not the one the record
     describes: every file is rendered again."""
     out = tmp_path / "o"
-    text = GROWN.format(count=64, extra="")
+    text = GROWN.format(count=8, extra="")
     compile_(tmp_path, text, out, "-q")
     os.rename(out, tmp_path / "moved")
     os.mkdir(out)
@@ -147,7 +155,7 @@ def test_replaced_outdir_is_compiled_in_full(tmp_path, capsys):
 @pytest.mark.parametrize("record", ["garbage", "wrong-shape", "other-path"])
 def test_damaged_record_means_full_compile(record, tmp_path, capsys):
     out = tmp_path / "o"
-    text = GROWN.format(count=64, extra="")
+    text = GROWN.format(count=8, extra="")
     compile_(tmp_path, text, out, "-q")
     path = previous.record_path(os.path.realpath(out))
     doc = json.loads(open(path).read())
@@ -164,7 +172,7 @@ def test_damaged_record_means_full_compile(record, tmp_path, capsys):
 
 def test_full_flag_and_unwritable_cache(tmp_path, capsys, monkeypatch):
     out = tmp_path / "o"
-    text = GROWN.format(count=64, extra="")
+    text = GROWN.format(count=8, extra="")
     (tmp_path / "file").write_text("x")
     monkeypatch.setenv("RAILONLY_CACHE_DIR", str(tmp_path / "file" / "cache"))  # cannot be created
     compile_(tmp_path, text, out, "-q")
