@@ -126,10 +126,7 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
     Best effort: without a writable cache the next compile is a full one."""
     try:
         top = os.lstat(outdir)
-        files = {}
-        for _digest, paths in units.values():
-            for path in paths:
-                files[path] = [sha[path], _stat_key(os.lstat(os.path.join(outdir, path)))]
+        files = {path: [digest, _stat_key(os.lstat(os.path.join(outdir, path)))] for path, digest in sha.items()}
         doc = {"format": FORMAT, "generator": __version__, "outdir": outdir, "dir": [top.st_dev, top.st_ino],
                "units": {u: [d, paths] for u, (d, paths) in units.items()}, "files": files}
         path = record_path(outdir)
@@ -142,7 +139,7 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
         except BaseException:
             os.unlink(tmp)
             raise
-    except (OSError, KeyError):
+    except OSError:
         forget(outdir)
 
 

@@ -312,10 +312,12 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
     """Write everything (plus MANIFEST.json) into a staging sibling of OUTDIR
     and return its path; nothing is visible at OUTDIR yet. `carried`: paths kept
     unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
-    after a check of their sha256 where a link cannot be made). `sums`, if given,
+    after a check of their sha256 where a link cannot be made); a rendered file with
+    the bytes the previous compile wrote there is linked the same way. `sums`, if given,
     is filled with every file's sha256, as MANIFEST.json lists them."""
     target = _target(outdir)
-    if carried and (previous is None or previous.outdir != target.path or carried & files.keys()):
+    elsewhere = previous is not None and previous.outdir != target.path
+    if elsewhere or (carried and (previous is None or carried & files.keys())):
         raise AssertionError("writer: carried files without their previous OUTDIR, or also rendered")  # a compiler bug
     bad = [p for p in list(files) + sorted(carried) if not _safe_relpath(p) or p == STAGE_MARKER]
     if bad:
@@ -336,11 +338,15 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
             parts = d.split("/")
             for i in range(len(parts)):
                 os.chmod(os.path.join(tmp, *parts[: i + 1]), DIR_MODE)
-        _write_files(tmp, sorted(files.items()))
-        if carried:
-            _link_files(tmp, sorted(carried), previous)
-        known = {p: previous.sha[p] for p in carried} if carried else None
-        text = manifest(files, design_sha256, known)
+        known = {p: previous.sha[p] for p in carried}
+        for path, data in files.items():
+            known[path] = hashlib.sha256(data).hexdigest()
+        # a rendered file whose bytes the previous compile wrote already is linked, not rewritten
+        same = {p for p in files if previous is not None and previous.sha.get(p) == known[p]}
+        _write_files(tmp, sorted(item for item in files.items() if item[0] not in same))
+        if carried or same:
+            _link_files(tmp, sorted(carried | same), previous)
+        text = manifest({}, design_sha256, known)
         _write_files(tmp, [(MANIFEST, text)])
         if sums is not None:
             sums.update(json.loads(text)["files"])
