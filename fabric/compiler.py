@@ -9,6 +9,8 @@ the result to :func:`railonly.fabric.outdir.writer.write_outdir`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, SLICE_DIR
@@ -17,6 +19,7 @@ from .cost.inventory import from_fabric
 from .design import lab_slice
 from .design.design import Design
 from .devices import configs
+from .devices.configs import Units
 from .graph import fabric_json
 from .graph.build import build_fabric
 from .graph.model import Fabric
@@ -66,6 +69,9 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
 
+# The producers made of units (one switch, one host) that an incremental compile can carry over.
+UNIT_PRODUCERS = {configs.switch_configs: configs.switch_units, configs.host_configs: configs.host_units}
+
 # Producers of artifacts derived from other artifacts rather than from the
 # graph: they run last, on the files above (lab name, files so far) -> files.
 DERIVED: list[tuple[str, Callable[[str, dict], "dict[str, str]"]]] = [
@@ -73,35 +79,111 @@ DERIVED: list[tuple[str, Callable[[str, dict], "dict[str, str]"]]] = [
 ]
 
 
+class Tree(Mapping):
+    """Every file of a compile: the rendered bytes, and the carried files read (and
+    checked) from the previous OUTDIR only when something asks for them."""
+
+    def __init__(self, rendered: dict[str, bytes], carried: "set[str] | frozenset[str]" = frozenset(),
+                 read_carried: "Callable[[str], bytes] | None" = None):
+        self.rendered, self.carried, self._read = rendered, carried, read_carried
+
+    def __getitem__(self, path: str) -> bytes:
+        if path in self.rendered:
+            return self.rendered[path]
+        if path in self.carried:
+            return self._read(path)
+        raise KeyError(path)
+
+    def __contains__(self, path) -> bool:
+        return path in self.rendered or path in self.carried
+
+    def __iter__(self):
+        yield from self.rendered
+        yield from self.carried
+
+    def __len__(self) -> int:
+        return len(self.rendered) + len(self.carried)
+
+
+@dataclass
+class Compiled:
+    files: Tree
+    units: Units = field(default_factory=dict)  # switch/<name>, host/<name> -> (digest, paths)
+
+    @property
+    def changed_switches(self) -> set[str]:
+        """Switches whose configs were rendered this time (not carried over)."""
+        return {u.split("/", 1)[1] for u, (_d, paths) in self.units.items()
+                if u.startswith("switch/") and paths[0] in self.files.rendered}
+
+
 def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, bytes]:
+    """Every file of the OUTDIR, rendered."""
+    return compile_units(fab, progress).files.rendered
+
+
+def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str, str] | None = None,
+                  read_carried: "Callable[[str], bytes] | None" = None) -> Compiled:
+    """Every file; with `reuse` (unit -> digest of the previous compile's intact units;
+    {} for none) each switch and host unit gets its digest, and a unit whose digest
+    is unchanged is carried over (read through `read_carried` if anything needs it)."""
     progress = progress or Silent()
     files: dict[str, str | bytes] = {}
+    carried: set[str] = set()
+    units: Units = {}
     for label, produce in PRODUCERS:
         progress.step(f"rendering {label}")
-        out = produce(fab, progress)
-        clash = files.keys() & out.keys()
+        if reuse is not None and produce in UNIT_PRODUCERS:
+            out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
+            units.update(more)
+            carried |= kept
+        else:
+            out = produce(fab, progress)
+        clash = (files.keys() | carried) & out.keys()
         if clash:
             raise AssertionError(f"two producers write {sorted(clash)}")
         files.update(out)
+    tree = Tree(files, carried, read_carried)
     for label, derive in DERIVED:
         progress.step(f"rendering {label}")
-        out = derive(fab.design.name, files)
-        if files.keys() & out.keys():
-            raise AssertionError(f"two producers write {sorted(files.keys() & out.keys())}")
+        out = derive(fab.design.name, tree)
+        if out.keys() & tree.keys():
+            raise AssertionError(f"two producers write {sorted(out.keys() & tree.keys())}")
         files.update(out)
-    return {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
+    tree.rendered = {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
+    return Compiled(tree, units)
 
 
-def check_outputs(files: dict[str, bytes], frr: bool = True) -> list:
+def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str] | None" = None) -> list:
     """Compile's self-check: what `railonly validate` judges, on the files about
     to be written (full cross-check; YANG and `vtysh -C` on one switch per
     shape, since switches of a shape come from the same code). Returns the
-    failed results; the caller writes nothing when there are any."""
+    failed results; the caller writes nothing when there are any.
+
+    `only` (an incremental compile): the switches rendered this time. The per-switch
+    checks and the cross-check then cover them and the switches cabled to them (the
+    others' files are byte for byte the ones checked before, with the same view);
+    the plant files are checked whole."""
     from .validate import validator
+    from .validate.plant import plant
 
     read = validator.memory_reader(files)
-    results = validator.validate(read, validator.load_fabric(read, "<compile>"), validator.sample_per_shape(), frr=frr)
+    fabric = validator.load_fabric(read, "<compile>")
+    if only is None:
+        results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
+    else:
+        pick = validator.sample_per_shape()
+        results = validator.validate(read, fabric, lambda n: n["name"] in only and pick(n), frr=frr,
+                                     plant_check=False, checked=_near(fabric, only)) + plant(fabric, read)
     return [r for r in results if not r.passed]
+
+
+def _near(fabric: dict, only: set[str]) -> set[str]:
+    """The switches in `only` and every switch cabled to one of them."""
+    switches = {n["name"] for n in fabric["nodes"] if n.get("role") == "switch"}
+    ends = {lk[e]["node"] for lk in fabric["links"] if lk["a"]["node"] in only or lk["b"]["node"] in only
+            for e in ("a", "b")}
+    return set(only) | (ends & switches)
 
 
 def check_caps(design: Design) -> None:
@@ -128,11 +210,17 @@ def check_caps(design: Design) -> None:
 
 
 def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:
+    fab, out = compile_design_units(design, progress)
+    return fab, out.files.rendered
+
+
+def compile_design_units(design: Design, progress: Progress | None = None, reuse: dict[str, str] | None = None,
+                         read_carried: "Callable[[str], bytes] | None" = None) -> tuple[Fabric, Compiled]:
     check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)
-    return fab, compile_fabric(fab, progress)
+    return fab, compile_units(fab, progress, reuse, read_carried)
 
 
 def summary(fab: Fabric) -> str:

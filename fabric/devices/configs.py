@@ -1,40 +1,149 @@
-"""Producers of switch configs (SONiC or EOS, per switch platform) and host configs."""
+"""Producers of switch configs (SONiC or EOS, per switch platform) and host configs.
+
+Each switch and each host is a *unit*: its files are a pure function of its view
+of the graph (:func:`switch_view`, the host view), the design's settings other
+than the HB domain count, and the rendering code. :func:`switch_units` and
+:func:`host_units` give each unit a digest of exactly that, so an incremental
+compile re-renders only the units whose digest moved (`reuse`: unit -> digest of
+the units whose previous files are intact) and carries the others over.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
 from .. import parallel
 from ..graph.model import Fabric
+from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..progress import Progress
 from . import eos_render, hosts, qos, sonic_render
+from .device import switch_view
+
+# unit -> (digest, [paths]) of every unit rendered or carried; reused: paths carried over
+Units = dict[str, tuple[str, list[str]]]
 
 
 def switch_configs(fab: Fabric, progress: Progress) -> dict[str, bytes]:
+    return switch_units(fab, progress)[0]
+
+
+def switch_units(fab: Fabric, progress: Progress, reuse: dict[str, str] | None = None
+                 ) -> tuple[dict[str, bytes], Units, set[str]]:
+    """(rendered files, every switch's unit, paths carried over unchanged from `reuse`)."""
     total = len(fab.switches)
     progress.step(f"rendering switch configs ({parallel.jobs()} workers)", 0, total)
     out: dict[str, bytes] = {}
-    for part in parallel.map_shards(_switch_shard, fab, total, min_items=128):
-        out.update(part)
+    units: Units = {}
+    carried: set[str] = set()
+    for part in parallel.map_shards(_switch_shard, (fab, reuse), total, min_items=128):
+        out.update(part[0])
+        units.update(part[1])
+        carried |= part[2]
     progress.step(f"rendering switch configs ({parallel.jobs()} workers)", total, total)
-    return out
+    return out, units, carried
 
 
-def _switch_shard(fab: Fabric, i: int, n: int) -> dict[str, bytes]:
+def _switch_shard(state, i: int, n: int):
     # Encoded in the worker: bytes cross the process boundary as one copy.
+    fab, reuse = state
     q = qos.plan(fab.design)
+    key = render_key(fab.design) if reuse is not None else ""
     out: dict[str, bytes] = {}
+    units: Units = {}
+    carried: set[str] = set()
     for sw in fab.switches[i::n]:
+        unit = f"switch/{sw.name}"
+        view = None
+        if reuse is not None:
+            view = switch_view(fab, sw)
+            digest = _digest(key, view, q)
+            paths = [switch_file(sw.name, f) for f in _switch_files(sw, view)]
+            units[unit] = (digest, paths)
+            if reuse.get(unit) == digest:
+                carried.update(paths)
+                continue
         render = sonic_render.render_switch if sw.platform == "sonic" else eos_render.render_switch
-        for path, text in render(fab, sw, q)[1].items():
+        files = render(fab, sw, q, view)[1]
+        for path, text in files.items():
             out[path] = text.encode()
-    return out
+        if reuse is not None and sorted(files) != units[unit][1]:
+            raise AssertionError(f"{unit}: renders {sorted(files)}, expected {units[unit][1]}")  # _switch_files is stale
+    return out, units, carried
+
+
+def _switch_files(sw, view) -> list[str]:
+    """The file names a switch's renderer writes (sorted), known before rendering."""
+    if sw.platform != "sonic":
+        return [STARTUP_CONFIG]
+    return [CONFIG_DB, FRR_CONF] if view.routed else [CONFIG_DB]
 
 
 def host_configs(fab: Fabric, progress: Progress) -> dict[str, bytes]:
+    return host_units(fab, progress)[0]
+
+
+def host_units(fab: Fabric, progress: Progress, reuse: dict[str, str] | None = None
+               ) -> tuple[dict[str, bytes], Units, set[str]]:
     out: dict[str, bytes] = {}
-    for part in parallel.map_shards(_host_shard, fab, len(fab.hbs), min_items=512):
-        out.update(part)
-    return out
+    units: Units = {}
+    carried: set[str] = set()
+    for part in parallel.map_shards(_host_shard, (fab, reuse), len(fab.hbs), min_items=512):
+        out.update(part[0])
+        units.update(part[1])
+        carried |= part[2]
+    return out, units, carried
 
 
-def _host_shard(fab: Fabric, i: int, n: int) -> dict[str, bytes]:
-    return {path: text.encode() for path, text in hosts.render_hosts(fab, i, n).items()}
+def _host_shard(state, i: int, n: int):
+    fab, reuse = state
+    if reuse is None:
+        return {path: text.encode() for path, text in hosts.render_hosts(fab, i, n).items()}, {}, set()
+    key = render_key(fab.design)
+    keep = set()
+    units: Units = {}
+    carried: set[str] = set()
+    views = hosts.host_views(fab, i, n)
+    for view in views:
+        unit = f"host/{view['name']}"
+        digest = _digest(key, view)
+        paths = [f"hosts/{view['name']}/{f}" for f in hosts.HOST_FILES]
+        units[unit] = (digest, paths)
+        if reuse.get(unit) == digest:
+            keep.add(view["name"])
+            carried.update(paths)
+    out = {path: text.encode() for path, text in hosts.render_hosts(fab, i, n, skip=keep, views=views).items()}
+    return out, units, carried
+
+
+def _digest(*parts) -> str:
+    return hashlib.blake2b(repr(parts).encode(), digest_size=20).hexdigest()
+
+
+def render_key(design) -> str:
+    """What a unit's files depend on besides its own view: the design's settings with
+    the HB domain count (growth moves only the views) and provenance blanked, and
+    the rendering code itself (a changed template or renderer re-renders all)."""
+    same = dataclasses.replace(design, hb_count=0, sha256="", file=None, lines={}, values={})
+    # models (the platform files' contents) are left out of the Design's repr: add them
+    return _digest(repr(same), repr(sorted(design.models.items())), code_fingerprint())
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """sha256 of every source and template file of the compiler (some 200 small files):
+    a unit digest from another build of railonly never matches."""
+    spec = importlib.util.find_spec("railonly.templates")
+    h = hashlib.sha256()
+    for root in (Path(__file__).resolve().parents[1], Path(next(iter(spec.submodule_search_locations)))):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for f in sorted(filenames):
+                if f.endswith((".py", ".j2", ".yaml")):
+                    p = Path(dirpath, f)
+                    h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()

@@ -106,7 +106,7 @@ def management_config(m, sw: Node) -> dict:
     }
 
 
-def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[str, str]]:
-    view = switch_view(fab, sw)
+def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan, view=None) -> tuple[dict, dict[str, str]]:
+    view = view or switch_view(fab, sw)
     cfg = structured_config(fab, view, q)
     return cfg, {switch_file(sw.name, STARTUP_CONFIG): template("eos/startup-config.j2").render(cfg=cfg)}

@@ -38,6 +38,7 @@ from ..design.physical import hosts_of, nic_name
 from ..graph.model import Fabric
 from .render import template
 
+HOST_FILES = ["nccl.env", "netplan.yaml", "rails.sh", "roce-qos.sh"]  # per host, sorted
 TABLE_BASE = 100  # rail r uses routing table and rule priority 100 + r
 
 
@@ -156,14 +157,18 @@ def _parse_back(text: str) -> None:
         pass
 
 
-def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1) -> dict[str, str]:
+def render_hosts(fab: Fabric, shard: int = 0, shards: int = 1, skip: "set[str] | None" = None,
+                 views: "list[dict] | None" = None) -> dict[str, str]:
+    """HOST_FILES of every host of the shard (`views`: its host_views, if made) except those named in `skip`."""
     files = {}
     netplan = template("hosts/netplan.yaml.j2")
     script = template("hosts/rails.sh.j2")
     roce = template("hosts/roce-qos.sh.j2")
     env_tpl = template("hosts/nccl.env.j2")
     envs: dict[int, str] = {}  # first rail of a host -> its nccl.env (the same for every server)
-    for h in host_views(fab, shard, shards):
+    for h in host_views(fab, shard, shards) if views is None else views:
+        if skip and h["name"] in skip:
+            continue
         first = h["nics"][0]["rail"] if h["nics"] else 0
         if first not in envs:
             envs[first] = env_tpl.render(vars=nccl_env(fab, first), name=fab.design.name)

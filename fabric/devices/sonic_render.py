@@ -241,9 +241,10 @@ def dump_config_db(doc: dict) -> str:
     return "{\n" + ",\n".join(tables) + "\n}\n"
 
 
-def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan) -> tuple[dict, dict[str, str]]:
-    """(config_db dict, {relative path: text}) of one SONiC switch."""
-    view = switch_view(fab, sw)
+def render_switch(fab: Fabric, sw: Node, q: qosmod.QosPlan, view: SwitchView | None = None
+                  ) -> tuple[dict, dict[str, str]]:
+    """(config_db dict, {relative path: text}) of one SONiC switch (`view`: its switch_view, if made)."""
+    view = view or switch_view(fab, sw)
     doc = config_db(fab, view, q)
     files = {switch_file(sw.name, CONFIG_DB): dump_config_db(doc)}
     if view.routed:

@@ -28,6 +28,7 @@ folders 0755, whatever the umask.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import hashlib
 import json
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from ..outdir_layout import MANIFEST
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
+from .previous import Previous
 
 GENERATOR = "railonly"  # MANIFEST.json "generator" is "railonly <version>": the marker of our OUTDIRs
 _GENERATOR_RE = re.compile(r"railonly( [^\s]{1,40})?")
@@ -90,11 +92,14 @@ def _exchange(a: str, b: str) -> bool:
     return fn(_AT_FDCWD, a.encode(), _AT_FDCWD, b.encode(), _RENAME_EXCHANGE) == 0
 
 
-def manifest(files: dict[str, bytes], design_sha256: str) -> bytes:
+def manifest(files: dict[str, bytes], design_sha256: str, known: "dict[str, str] | None" = None) -> bytes:
+    """MANIFEST.json of `files` plus `known` ({path: sha256} of files carried over unchanged)."""
+    sums = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+    sums.update(known or {})
     doc = {
         "generator": f"{GENERATOR} {__version__}",
         "design_sha256": design_sha256,
-        "files": {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())},
+        "files": dict(sorted(sums.items())),
     }
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
 
@@ -270,6 +275,26 @@ def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4) ->
             pass  # re-raises a worker's error here
 
 
+def _link_files(root: str, paths: list[str], previous: "Previous", threads: int = 4) -> None:
+    """Hard-link carried files from the previous OUTDIR (a directory entry each, no
+    bytes copied); where the file system refuses a link, copy the checked bytes."""
+    def link(chunk: list[str]) -> list[str]:
+        refused = []
+        for path in chunk:
+            try:
+                os.link(os.path.join(previous.outdir, path), os.path.join(root, path), follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno == errno.EEXIST:
+                    raise
+                refused.append(path)
+        return refused
+
+    with ThreadPoolExecutor(threads) as pool:
+        refused = [p for part in pool.map(link, [paths[i::threads] for i in range(threads)]) for p in part]
+    if refused:
+        _write_files(root, [(p, previous.read(p)) for p in refused])
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -281,11 +306,20 @@ def _safe_relpath(path: str) -> bool:
     return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
 
-def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str) -> str:
+def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
+          carried: "set[str] | frozenset[str]" = frozenset(), previous: "Previous | None" = None,
+          sums: "dict[str, str] | None" = None) -> str:
     """Write everything (plus MANIFEST.json) into a staging sibling of OUTDIR
-    and return its path; nothing is visible at OUTDIR yet."""
+    and return its path; nothing is visible at OUTDIR yet. `carried`: paths kept
+    unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
+    after a check of their sha256 where a link cannot be made); a rendered file with
+    the bytes the previous compile wrote there is linked the same way. `sums`, if given,
+    is filled with every file's sha256, as MANIFEST.json lists them."""
     target = _target(outdir)
-    bad = [p for p in files if not _safe_relpath(p) or p == STAGE_MARKER]
+    elsewhere = previous is not None and previous.outdir != target.path
+    if elsewhere or (carried and (previous is None or carried & files.keys())):
+        raise AssertionError("writer: carried files without their previous OUTDIR, or also rendered")  # a compiler bug
+    bad = [p for p in list(files) + sorted(carried) if not _safe_relpath(p) or p == STAGE_MARKER]
     if bad:
         raise AssertionError(f"writer: unsafe artifact paths {bad[:5]}")  # a compiler bug
     parent = os.path.dirname(target.path)
@@ -297,14 +331,25 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str) -
         tmp = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.path.basename(target.path)}-", dir=parent)
         os.chmod(tmp, DIR_MODE)
         _mark(tmp)
-        for d in sorted({os.path.dirname(path) for path in files} - {""}):
+        dirs = sorted(({os.path.dirname(path) for path in files} | {os.path.dirname(path) for path in carried}) - {""})
+        for d in dirs:
             os.makedirs(os.path.join(tmp, d), mode=DIR_MODE, exist_ok=True)
-        for d in sorted({os.path.dirname(path) for path in files} - {""}):
+        for d in dirs:
             parts = d.split("/")
             for i in range(len(parts)):
                 os.chmod(os.path.join(tmp, *parts[: i + 1]), DIR_MODE)
-        _write_files(tmp, sorted(files.items()))
-        _write_files(tmp, [(MANIFEST, manifest(files, design_sha256))])
+        known = {p: previous.sha[p] for p in carried}
+        for path, data in files.items():
+            known[path] = hashlib.sha256(data).hexdigest()
+        # a rendered file whose bytes the previous compile wrote already is linked, not rewritten
+        same = {p for p in files if previous is not None and previous.sha.get(p) == known[p]}
+        _write_files(tmp, sorted(item for item in files.items() if item[0] not in same))
+        if carried or same:
+            _link_files(tmp, sorted(carried | same), previous)
+        text = manifest({}, design_sha256, known)
+        _write_files(tmp, [(MANIFEST, text)])
+        if sums is not None:
+            sums.update(json.loads(text)["files"])
     except OSError as exc:
         if tmp:
             discard(tmp)

@@ -33,9 +33,11 @@ def _net31(ip: str) -> tuple[int, int] | None:
     return got
 
 
-def crosscheck(fabric: dict, facts: dict[str, DeviceFacts]) -> list[Result]:
+def crosscheck(fabric: dict, facts: dict[str, DeviceFacts], checked: "set[str] | None" = None) -> list[Result]:
+    """Every switch's config against fabric.json and its peers' (`checked`: only these
+    switches are judged, against the whole fabric; uniqueness among them)."""
     nodes = {n["name"]: n for n in fabric["nodes"]}
-    switches = [n for n in fabric["nodes"] if n["role"] == "switch"]
+    switches = [n for n in fabric["nodes"] if n["role"] == "switch" and (checked is None or n["name"] in checked)]
     by_sw: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # sw -> check -> problems
 
     def bad(sw: str, check: str, msg: str) -> None:

@@ -60,14 +60,15 @@ def load_fabric(read: Reader, where: str) -> dict:
 
 
 def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
-             frr: bool = True, plant_check: bool = True) -> list[Result]:
+             frr: bool = True, plant_check: bool = True, checked: "set[str] | None" = None) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass;
-    `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside)."""
+    `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside);
+    `checked`: judge only these switches (an incremental compile's self-check)."""
     from .. import parallel
 
     from . import frr_syntax
 
-    switches = [n for n in fabric["nodes"] if n.get("role") == "switch"]
+    switches = [n for n in fabric["nodes"] if n.get("role") == "switch" and (checked is None or n["name"] in checked)]
     picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
     if any(y and n.get("platform") != "eos" for n, y in zip(switches, picked)):
         from . import sonic_yang
@@ -94,7 +95,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n["name"]: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
-    return results + crosscheck(fabric, facts) + (plant(fabric, read) if plant_check else [])
+    return results + crosscheck(fabric, facts, checked) + (plant(fabric, read) if plant_check else [])
 
 
 def _read_shard(state, i: int, n: int):

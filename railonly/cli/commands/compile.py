@@ -17,14 +17,17 @@ def register(sub) -> None:
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
     p.add_argument("--no-check", action="store_true",
                    help="skip the self-check of the generated configs (what `railonly validate` does)")
+    p.add_argument("--full", action="store_true",
+                   help="render and write every file, even those unchanged since the last compile into OUTDIR")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from railonly.console import Bar
-    from railonly.fabric.compiler import compile_design, summary
+    from railonly.fabric.compiler import compile_design_units, summary
     from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
+    from railonly.fabric.outdir import previous as prev
     from railonly.fabric.outdir import writer
     from railonly.fabric.outputs import clabernetes
     from railonly.fabric.progress import Silent
@@ -36,10 +39,17 @@ def run(args) -> int:
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
+    # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
+    last = None if args.full else prev.load(target.path)
     with Bar() if show else nullcontext(Silent()) as progress:
-        fab, files = compile_design(design, progress)
-        progress.step(f"checking generated configs and writing {len(files):,} files")
-        failed = check_and_write(target, files, design.sha256, check=not args.no_check)
+        fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None)
+        files = out.files
+        progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
+        sums: dict[str, str] = {}
+        failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
+                                 only=out.changed_switches if last else None, sums=sums)
+        if not failed:
+            prev.save(target.path, out.units, sums)
     for note in target.notes:
         print(note, file=sys.stderr)
     if failed:
@@ -52,25 +62,31 @@ def run(args) -> int:
     if not args.quiet:
         print(summary(fab))
         print(lab_slice.describe(design))
-        print(f"  wrote     {len(files) + 1:,} files to {args.outdir}")
+        kept = f" ({len(files.carried):,} unchanged since the last compile, kept)" if files.carried else ""
+        print(f"  wrote     {len(files) + 1:,} files to {args.outdir}{kept}")
         note = clabernetes.too_large(design.name, files)
         if note:
             print(f"  note      {note}")
     return 0
 
 
-def check_and_write(outdir, files: dict[str, bytes], design_sha256: str, check: bool = True) -> list:
+def check_and_write(outdir, files, design_sha256: str, check: bool = True, previous=None,
+                    only: "set[str] | None" = None, sums: "dict | None" = None) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
-    (then nothing was written). `outdir`: a path or a writer.Target."""
+    (then nothing was written). `outdir`: a path or a writer.Target. `files`:
+    {path: bytes}, or a compiler.Tree whose carried files are linked from
+    `previous`; `only`: the switches an incremental self-check covers;
+    `sums` is filled with every file's sha256."""
     from railonly import proc
     from railonly.fabric import parallel
-    from railonly.fabric.compiler import check_outputs
+    from railonly.fabric.compiler import Tree, check_outputs
     from railonly.fabric.outdir import writer
 
-    checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None) if check else None
+    rendered, carried = (files.rendered, files.carried) if isinstance(files, Tree) else (files, frozenset())
+    checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only) if check else None
     try:
-        tmp = writer.stage(outdir, files, design_sha256)
+        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums)
     except BaseException:
         if checker:
             checker.cancel()

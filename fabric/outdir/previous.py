@@ -1,0 +1,154 @@
+"""What railonly last wrote into an OUTDIR, kept outside it, for incremental compiles.
+
+The OUTDIR is untrusted (CI compiles onto trees that come from pull requests), so
+nothing in it says what may be reused. After each compile railonly records, in its
+own cache directory (``$RAILONLY_CACHE_DIR``, else ``$XDG_CACHE_HOME/railonly``,
+else ``~/.cache/railonly``; one file per OUTDIR realpath, mode 0600 in a 0700
+folder), every file it wrote with its sha256 and its stat (inode, size, mode,
+link count, mtime_ns, ctime_ns), the OUTDIR directory's own (device, inode), and
+each unit's digest (:mod:`railonly.fabric.devices.configs`). Like git's index, a
+file counts as railonly's only when its lstat still matches: an edit, a
+replacement, a new hard link, a chmod or a touch all move ctime, which no
+user can set. A unit is carried over only when its digest is unchanged and every
+one of its files matches; anything else is rendered and written again. Bytes
+read from a carried file are checked against the recorded sha256 as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+
+from ..version import __version__
+
+FORMAT = 1
+RECORD_MAX_BYTES = 256 << 20
+
+
+class Changed(Exception):
+    """A carried file changed while the compile ran (exit 3: run it again)."""
+
+    def __init__(self, path: str):
+        super().__init__(f"{path} changed while railonly was compiling onto it; nothing was written, "
+                         "run the compile again")
+
+
+def cache_root() -> str:
+    env = os.environ.get("RAILONLY_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "railonly")
+
+
+def record_path(outdir_real: str) -> str:
+    key = hashlib.sha256(outdir_real.encode()).hexdigest()[:40]
+    return os.path.join(cache_root(), "compile", f"{key}.json")
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_nlink, st.st_mtime_ns, st.st_ctime_ns]
+
+
+class Previous:
+    """The verified part of the last compile into `outdir` (a realpath)."""
+
+    def __init__(self, outdir: str, units: dict[str, str], sha: dict[str, str], stats: dict[str, list[int]]):
+        self.outdir = outdir
+        self.units = units  # unit -> digest, only units whose every file is intact
+        self.sha = sha  # path -> sha256 of intact files
+        self._stats = stats
+
+    def read(self, path: str) -> bytes:
+        """A carried file's bytes, from the previous OUTDIR, checked again (stat and sha256)."""
+        full = os.path.join(self.outdir, path)
+        try:
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            raise Changed(full) from None
+        try:
+            now, then = _stat_key(os.fstat(fd)), self._stats[path]
+            if now[:4] + now[5:6] != then[:4] + then[5:6]:  # link count and ctime move as the stage links it
+                raise Changed(full)
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read()
+        finally:
+            os.close(fd)
+        if hashlib.sha256(data).hexdigest() != self.sha[path]:
+            raise Changed(full)
+        return data
+
+
+def load(outdir: str) -> Previous | None:
+    """The previous compile into `outdir` (a realpath), or None when there is none to trust."""
+    try:
+        fd = os.open(record_path(outdir), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > RECORD_MAX_BYTES or st.st_uid != os.geteuid():
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            doc = json.loads(fh.read(RECORD_MAX_BYTES + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    try:
+        if (doc["format"], doc["generator"], doc["outdir"]) != (FORMAT, __version__, outdir):
+            return None
+        top = os.lstat(outdir)
+        if not stat.S_ISDIR(top.st_mode) or [top.st_dev, top.st_ino] != doc["dir"]:
+            return None  # another directory now stands at this path
+        sha: dict[str, str] = {}
+        stats: dict[str, list[int]] = {}
+        for path, (digest, key) in doc["files"].items():
+            if not isinstance(path, str) or "\0" in path or path.startswith("/") or ".." in path.split("/"):
+                return None
+            try:
+                now = _stat_key(os.lstat(os.path.join(outdir, path)))
+            except OSError:
+                continue
+            if now == key and stat.S_ISREG(now[3]) and now[4] == 1:
+                sha[path], stats[path] = str(digest), now
+        units = {str(u): str(d) for u, (d, paths) in doc["units"].items() if all(p in sha for p in paths)}
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    return Previous(outdir, units, sha, stats)
+
+
+def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, str]) -> None:
+    """Record what railonly just wrote into `outdir` (a realpath; called after the swap).
+    Best effort: without a writable cache the next compile is a full one."""
+    try:
+        top = os.lstat(outdir)
+        files = {path: [digest, _stat_key(os.lstat(os.path.join(outdir, path)))] for path, digest in sha.items()}
+        doc = {"format": FORMAT, "generator": __version__, "outdir": outdir, "dir": [top.st_dev, top.st_ino],
+               "units": {u: [d, paths] for u, (d, paths) in units.items()}, "files": files}
+        path = record_path(outdir)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".record-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(doc, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        forget(outdir)
+
+
+def forget(outdir: str) -> None:
+    """Drop the record (before a write that may fail half way, and when saving fails)."""
+    try:
+        os.unlink(record_path(outdir))
+    except OSError:
+        pass
+
+
+__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "record_path", "save"]

@@ -1,0 +1,180 @@
+"""Incremental compile: onto a previous OUTDIR, only changed files are written, and the
+result is byte for byte the OUTDIR a full compile writes into a fresh directory."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from railonly.cli import main
+from railonly.fabric.outdir import previous
+
+from ..conftest import REPO
+
+# 4 rails, radix 16: a leaf serves 8 HB domains; planned 32 sizes the spines for four leaves a rail
+GROWN = "name: t\nhb_domain: {{size: 4, count: {count}, planned: 32}}\nswitch: {{radix: 16{extra}}}\nrail: {{mode: routed}}\n"
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAILONLY_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def tree(path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def inodes(path) -> dict[str, int]:
+    return {str(p.relative_to(path)): p.stat().st_ino for p in path.rglob("*") if p.is_file()}
+
+
+def compile_(tmp_path, text: str, out, *extra: str) -> str:
+    design = tmp_path / "d.yml"
+    design.write_text(text)
+    assert main(["compile", str(design), "-o", str(out), *extra]) == 0
+
+
+def same_as_full(tmp_path, out, text: str, capsys) -> str:
+    """Compile `text` incrementally onto `out` and fully into a fresh folder; both trees equal.
+    Returns what the incremental compile printed."""
+    capsys.readouterr()
+    compile_(tmp_path, text, out)
+    said = capsys.readouterr().out
+    compile_(tmp_path, text, tmp_path / "fresh", "--full", "-q")
+    a, b = tree(out), tree(tmp_path / "fresh")
+    assert a.keys() == b.keys()
+    assert [p for p in a if a[p] != b[p]] == []
+    return said
+
+
+@pytest.mark.parametrize("count", [7, 8])  # 7 -> 8 fills leaf0's last ports; 8 -> 9 adds a leaf a rail
+def test_growth_within_planned_rewrites_only_changed_files(count, tmp_path, capsys):
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=count, extra=""), out, "-q")
+    before, old_bytes = inodes(out), tree(out)
+    said = same_as_full(tmp_path, out, GROWN.format(count=count + 1, extra=""), capsys)
+    assert "unchanged since the last compile, kept" in said
+    after, new_bytes = inodes(out), tree(out)
+    kept = {p for p in before.keys() & after.keys() if before[p] == after[p]}
+    changed = {p for p in old_bytes.keys() & new_bytes.keys() if old_bytes[p] != new_bytes[p]}
+    # unchanged unit files are the very same files (hard-linked), not rewritten
+    assert "hosts/hb0/netplan.yaml" in kept and "configs/rail0-spine0/config_db.json" in kept | changed
+    assert not kept & changed
+    if count == 7:
+        assert "configs/rail0-leaf0/config_db.json" in changed  # the leaf the new domain is cabled to
+        assert "configs/rail0-spine0/config_db.json" in kept
+    else:
+        assert "configs/rail0-leaf1/config_db.json" in new_bytes.keys() - old_bytes.keys()
+        assert "configs/rail0-spine0/config_db.json" in changed  # cabled to the new leaf
+        assert "configs/rail0-leaf0/config_db.json" in kept
+    assert {f"hosts/hb{count}/{f}" for f in ("netplan.yaml", "rails.sh")} <= new_bytes.keys() - old_bytes.keys()
+    # the record of what was written lives outside OUTDIR
+    assert os.path.isfile(previous.record_path(os.path.realpath(out)))
+    assert not any("record" in p or "cache" in p for p in new_bytes)
+
+
+@pytest.mark.parametrize("change", ["platform", "qos", "lengths"])
+def test_changed_settings_rerender_what_they_touch(change, tmp_path, capsys):
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    text = {
+        "platform": GROWN.format(count=8, extra=", platform: eos"),
+        "qos": GROWN.format(count=8, extra="") + "qos: {roce_dscp: 24}\n",
+        "lengths": GROWN.format(count=8, extra="") + "cabling: {leaf_spine_m: 150}\n",
+    }[change]
+    same_as_full(tmp_path, out, text, capsys)
+
+
+def test_edited_platform_file_rerenders(tmp_path, capsys):
+    base = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9664f.yaml").read_text()
+    platform = tmp_path / "acme.yaml"
+    platform.write_text(base.replace("model: dell-z9664f", "model: acme-25t"))
+    text = "name: t\nhb_domain: {size: 2, count: 4}\nswitch: {model: acme-25t, platform_files: [acme.yaml]}\n"
+    out = tmp_path / "o"
+    compile_(tmp_path, text, out, "-q")
+    assert "DellEMC-Z9664f-O64" in base
+    platform.write_text(base.replace("model: dell-z9664f", "model: acme-25t").replace("DellEMC-Z9664f-O64", "Acme-25T-O64"))
+    same_as_full(tmp_path, out, text, capsys)
+    assert b"Acme-25T-O64" in (out / "configs" / "rail0-leaf0" / "config_db.json").read_bytes()
+
+
+def _tamper(path) -> None:
+    """Same size, same mtime, other bytes: only the inode's ctime tells."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[0:1] = b"#" if data[0:1] != b"#" else b"!"
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_tampered_file_is_rewritten(tmp_path, capsys):
+    out = tmp_path / "o"
+    text = GROWN.format(count=8, extra="")
+    compile_(tmp_path, text, out, "-q")
+    victim = out / "hosts" / "hb3" / "rails.sh"
+    good = victim.read_bytes()
+    _tamper(victim)
+    leaf = out / "configs" / "rail0-leaf0" / "config_db.json"
+    leaf.chmod(0o600)  # a mode change alone makes it not ours either
+    said = same_as_full(tmp_path, out, text, capsys)
+    assert victim.read_bytes() == good
+    assert "unchanged since the last compile, kept" in said  # the rest was still carried over
+    assert oct(leaf.stat().st_mode & 0o777) == "0o644"
+
+
+def test_hard_link_planted_in_outdir_is_not_carried(tmp_path, capsys):
+    """A file of the OUTDIR hard-linked from elsewhere (nlink 2) is rewritten, never linked on."""
+    out = tmp_path / "o"
+    text = GROWN.format(count=8, extra="")
+    compile_(tmp_path, text, out, "-q")
+    victim = out / "hosts" / "hb5" / "nccl.env"
+    os.link(victim, tmp_path / "outside")
+    same_as_full(tmp_path, out, text, capsys)
+    assert victim.stat().st_ino != (tmp_path / "outside").stat().st_ino
+
+
+def test_replaced_outdir_is_compiled_in_full(tmp_path, capsys):
+    """Another directory at the same path (a checkout, a copy) is not the one the record
+    describes: every file is rendered again."""
+    out = tmp_path / "o"
+    text = GROWN.format(count=8, extra="")
+    compile_(tmp_path, text, out, "-q")
+    os.rename(out, tmp_path / "moved")
+    os.mkdir(out)
+    for p, data in tree(tmp_path / "moved").items():
+        (out / p).parent.mkdir(parents=True, exist_ok=True)
+        (out / p).write_bytes(data)
+    said = same_as_full(tmp_path, out, text, capsys)
+    assert "kept" not in said
+
+
+@pytest.mark.parametrize("record", ["garbage", "wrong-shape", "other-path"])
+def test_damaged_record_means_full_compile(record, tmp_path, capsys):
+    out = tmp_path / "o"
+    text = GROWN.format(count=8, extra="")
+    compile_(tmp_path, text, out, "-q")
+    path = previous.record_path(os.path.realpath(out))
+    doc = json.loads(open(path).read())
+    with open(path, "w") as fh:
+        if record == "garbage":
+            fh.write("{not json")
+        elif record == "wrong-shape":
+            fh.write(json.dumps({**doc, "files": {"../../etc/passwd": ["x", [0, 0, 0, 0, 1, 0, 0]]}}))
+        else:
+            fh.write(json.dumps({**doc, "outdir": "/elsewhere"}))
+    said = same_as_full(tmp_path, out, text, capsys)
+    assert "kept" not in said
+
+
+def test_full_flag_and_unwritable_cache(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "o"
+    text = GROWN.format(count=8, extra="")
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("RAILONLY_CACHE_DIR", str(tmp_path / "file" / "cache"))  # cannot be created
+    compile_(tmp_path, text, out, "-q")
+    said = same_as_full(tmp_path, out, text, capsys)
+    assert "kept" not in said
