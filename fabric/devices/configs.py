@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import parallel
 from ..graph.model import Fabric
-from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
+from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, host_file, switch_file
 from ..progress import Progress
 from . import eos_render, hosts, qos, sonic_render
 from .device import switch_view
@@ -111,7 +111,7 @@ def _host_shard(state, i: int, n: int):
     for view in views:
         unit = f"host/{view['name']}"
         digest = _digest(key, view)
-        paths = [f"hosts/{view['name']}/{f}" for f in hosts.HOST_FILES]
+        paths = [host_file(view['name'], f) for f in hosts.HOST_FILES]
         units[unit] = (digest, paths)
         if reuse.get(unit) == digest:
             keep.add(view["name"])
