@@ -86,12 +86,12 @@ def test_sn5600_names_agree_across_configs_cabling_and_netbox(tmp_path):
     assert rc == 0
     out = tmp_path / "o"
     cab = list(csv.DictReader(io.StringIO((out / "cabling.csv").read_text())))
-    ports = {r[f"{end}_port"] for r in cab for end in "ab" if r[f"{end}_device"] == "rail0-leaf0"}
-    cfg = json.loads((out / "configs" / "rail0-leaf0" / "config_db.json").read_text())
+    ports = {r[f"{end}_port"] for r in cab for end in "ab" if r[f"{end}_device"] == "h100-2k-sn5600-rail0-leaf0"}
+    cfg = json.loads((out / "configs" / "h100-2k-sn5600-rail0-leaf0" / "config_db.json").read_text())
     cabled = {n for n, p in cfg["PORT"].items() if p["admin_status"] == "up"}
     assert ports == cabled and "Ethernet4" in ports  # etp1b: the second 400G port of cage 1
     nb = list(csv.DictReader(io.StringIO((out / "netbox_interfaces.csv").read_text())))
-    assert ports <= {r["name"] for r in nb if r["device"] == "rail0-leaf0"}
+    assert ports <= {r["name"] for r in nb if r["device"] == "h100-2k-sn5600-rail0-leaf0"}
     media = {r["media"] for r in cab if r["tier"] == "1"}
     assert media == {"400G-SR4 MMF"}
 
@@ -142,11 +142,11 @@ def test_every_platform_and_breakout_compiles_and_validates(model, breakout, os_
     names = {r["b_port"] for r in csv.DictReader(io.StringIO((out / "cabling.csv").read_text())) if r["tier"] == "1"}
     assert names and names <= {p.port_name(breakout, os_name, i) for i in range(p.radix(breakout))}
     if os_name == "sonic":
-        cfg = json.loads((out / "configs" / "rail0-leaf0" / "config_db.json").read_text())
+        cfg = json.loads((out / "configs" / "t-rail0-leaf0" / "config_db.json").read_text())
         assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == p.breakouts[breakout].hwsku
         assert len(cfg["PORT"]) == len(p.breakouts[breakout].rows)
     else:
-        text = (out / "configs" / "rail0-leaf0" / "startup-config").read_text()
+        text = (out / "configs" / "t-rail0-leaf0" / "startup-config").read_text()
         assert f"   speed {p.breakouts[breakout].eos_speed}\n" in text
 
 
@@ -182,7 +182,7 @@ def test_your_own_platform_file_is_used(tmp_path, capsys):
     path = tmp_path / "d.yml"
     path.write_text("name: t\nhb_domain: {size: 2, count: 4}\nswitch: {model: acme-25t, platform_files: [acme.yaml]}\n")
     assert main(["compile", str(path), "-o", str(tmp_path / "o"), "-q"]) == 0, capsys.readouterr().err
-    cfg = json.loads((tmp_path / "o" / "configs" / "rail0-leaf0" / "config_db.json").read_text())
+    cfg = json.loads((tmp_path / "o" / "configs" / "t-rail0-leaf0" / "config_db.json").read_text())
     assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == "DellEMC-Z9664f-O64"
 
 
@@ -246,8 +246,8 @@ def test_per_tier_models_each_tier_its_own_names_and_os(tmp_path, capsys):
     cab = list(csv.DictReader(io.StringIO((out / "cabling.csv").read_text())))
     up = next(r for r in cab if r["tier"] == "2")
     assert up["a_port"].startswith("Ethernet") and "/" not in up["a_port"] and "/" in up["b_port"]
-    assert (out / "configs" / "rail0-spine0" / "startup-config").exists()
-    assert (out / "configs" / "rail0-leaf0" / "config_db.json").exists()
+    assert (out / "configs" / "t-rail0-spine0" / "startup-config").exists()
+    assert (out / "configs" / "t-rail0-leaf0" / "config_db.json").exists()
     rows = {r["model"]: int(r["quantity"]) for r in csv.DictReader(io.StringIO((out / "bom.csv").read_text()))}
     assert rows["nvidia-sn5600"] == 2 * 3 and rows["arista-7060x6-64pe"] == 2 * 2
 
@@ -260,3 +260,4 @@ def test_dac_is_one_assembly_per_cage_with_no_nic_optic_and_no_fibre(model, item
     cats = {(r.category, r.model): r.quantity for r in b.rows}
     assert cats[("transceiver", item)] == int(8 * 64 * per_cable)
     assert not any(c == "nic-optic" for c, _ in cats) and not any(c == "cable" for c, _ in cats)
+
