@@ -10,8 +10,8 @@ every problem names its key and line, exit 2)::
       platform: sonic
       port: 22
     devices:
-      rail0-leaf0: {host: 192.0.2.10}
-      rail0-spine0: {host: 192.0.2.20, port: 2222, platform: eos}
+      minir-rail0-leaf0: {host: 192.0.2.10}
+      minir-rail0-spine0: {host: 192.0.2.20, port: 2222, platform: eos}
 
 A device name is the folder under OUTDIR/configs/ whose files are pushed.
 ``netns`` (optional) opens the TCP connection inside that network namespace,

@@ -180,7 +180,7 @@ def _down(rt: Runtime, lab: Lab, ends: list[tuple[str, str]], fault: dict) -> No
 def link_down(lab: Lab, rt: Runtime, spec: str) -> str:
     node, _, port = spec.partition(":")
     if not port:
-        raise LabError(spec, "expected NODE:PORT", "e.g. hb0:rail0 (a server NIC, as in cabling.csv) or rail0-leaf0:Ethernet0")
+        raise LabError(spec, "expected NODE:PORT", f"e.g. hb0:rail0 (a server NIC, as in cabling.csv) or {min(lab.names('switch'), default='SWITCH')}:Ethernet0 (a switch port)")
     node, port = Naming(lab.fabric["nodes"], lab.fabric.get("gpus_per_host")).graph_end(node, port)  # a server NIC is its GPU's namespace
     lab.node(node)
     ends = _ends(lab, node, port)

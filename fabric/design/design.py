@@ -47,9 +47,10 @@ FIELDS: dict[str, Field] = {
         hint="e.g. name: demo (it prefixes every lab namespace and hostname)",
     ),
     "site": Field(
-        "str", default=None, pattern=NAME_PATTERN,
-        pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
-        hint="e.g. site: ams1; it prefixes every switch name and hostname (and the MACs derived from them), so two clusters never share one",
+        "str", default=None, pattern=f"({NAME_PATTERN})?",
+        pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters; or \"\" for no prefix",
+        hint="e.g. site: ams1 (default: the design's name); it prefixes every switch name and hostname (and the MACs derived "
+             "from them), so two clusters never share one; site: \"\" leaves the names bare (one cluster only)",
     ),
     "topology": Field(
         "choice", default="rail-only", choices=("rail-only", "rail-optimized"),
@@ -159,7 +160,7 @@ class Design:
     switch_model: str = catalog.GENERIC
     breakout: str | None = None  # with a catalog model: how each cage is split
     models: dict = field(default_factory=dict, repr=False)  # tier -> catalog.Platform (empty: generic)
-    site: str = ""  # prefixes every switch name (hostname): unique across clusters
+    site: str = ""  # prefixes every switch name (hostname): unique across clusters; "" only when opted out
     asn_scheme: str = "rfc7938"  # routing.ASN_SCHEMES
     management: management.Management | None = None  # the `management:` section, if given
     sha256: str = ""  # of the design file text, for MANIFEST.json
@@ -341,7 +342,7 @@ def design_from_source(src: Source, text: str = "") -> Design:
         switch_model=values["switch"]["model"],
         breakout=resolved.breakout,
         models=resolved.by_tier,
-        site=values["site"] or "",
+        site=values["name"] if values["site"] is None else values["site"],  # "" is an explicit opt-out
         asn_scheme=values["bgp"]["asn_scheme"],
         management=management.from_values(values.get("management")),
         sha256=hashlib.sha256(text.encode()).hexdigest(),

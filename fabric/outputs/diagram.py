@@ -68,7 +68,7 @@ def render_svg(fab: Fabric) -> str:
             key = ("sw", sw.name)
             box_of[sw.name] = key
             sub = f"{len(sw.rails)} rails as partitions" if len(sw.rails) > 1 else ("all rails" if not sw.rails else f"{d.radix} x {d.nic_gbps}G")
-            boxes.append((key, x0 + i * (bw + 6), y, bw, _short(sw.name), sub, color))
+            boxes.append((key, x0 + i * (bw + 6), y, bw, _short(sw.name, d.site), sub, color))
         if len(sws) > len(shown):
             key = ("more", tier, span)
             for sw in sws[len(shown):]:
@@ -156,8 +156,11 @@ def render_svg(fab: Fabric) -> str:
     return "\n".join(out) + "\n"
 
 
-def _short(name: str) -> str:
-    """Switch name without its rail prefix (the column already says which rail)."""
+def _short(name: str, site: str) -> str:
+    """Switch name without its site and rail prefixes (the title names the design, the
+    column the rail)."""
+    if site and name.startswith(site + "-"):
+        name = name[len(site) + 1:]
     head, sep, rest = name.partition("-")
     return rest if sep and head.startswith("rail") and head[4:].isdigit() else name
 

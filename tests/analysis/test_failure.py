@@ -152,7 +152,7 @@ def test_fail_nic_detours_and_costs_time(capsys):
 
 
 def test_fail_leaf_cannot_run_names_spares(capsys):
-    rc, doc, _ = fail_json(capsys, "switch:rail0-leaf0")
+    rc, doc, _ = fail_json(capsys, "switch:minir-rail0-leaf0")
     assert rc == 0
     f = doc["failure"]["rail-only"]
     assert f["gpus_off_rail"] == ["hb0-gpu0", "hb1-gpu0"] and f["gpus_detoured"] == []
@@ -160,7 +160,7 @@ def test_fail_leaf_cannot_run_names_spares(capsys):
 
 
 def test_fail_spine_slows_no_gpu_off(capsys):
-    rc, doc, _ = fail_json(capsys, "switch:rail0-spine0")
+    rc, doc, _ = fail_json(capsys, "switch:minir-rail0-spine0")
     f = doc["failure"]["rail-only"]
     assert f["gpus_off_rail"] == [] and f["runs"] and f["bandwidth_left"] == 0.5
     assert f["iteration_s"] > f["healthy_iteration_s"]
@@ -169,11 +169,11 @@ def test_fail_spine_slows_no_gpu_off(capsys):
 def test_fail_repeatable_and_baseline_names(capsys):
     rc, doc, _ = fail_json(capsys, "nic:hb0-gpu1", "domain:hb5")
     assert rc == 0 and set(doc["failure"]["rail-only"]["gpus_off_rail"]) == {"hb0-gpu1", "hb5-gpu0", "hb5-gpu1"}
-    rc, doc, _ = fail_json(capsys, "switch:pod0-spine0")  # a baseline switch name
-    assert rc == 0 and doc["failure"]["rail-optimized"]["faults"][0]["name"] == "pod0-spine0"
+    rc, doc, _ = fail_json(capsys, "switch:minir-pod0-spine0")  # a baseline switch name
+    assert rc == 0 and doc["failure"]["rail-optimized"]["faults"][0]["name"] == "minir-pod0-spine0"
 
 
-@pytest.mark.parametrize("spec,near", [("nic:hb0-gpu9", "hb0-gpu1"), ("switch:rail0-leaf", "rail0-leaf0"),
+@pytest.mark.parametrize("spec,near", [("nic:hb0-gpu9", "hb0-gpu1"), ("switch:minir-rail0-leaf", "minir-rail0-leaf0"),
                                        ("link:x", None), ("cable:", None)])
 def test_fail_bad_spec_exit_2(capsys, spec, near):
     rc, doc, err = fail_json(capsys, spec)
@@ -197,7 +197,7 @@ def test_fail_with_spare_domains_names_them(tmp_path, capsys):
     """A job on 4 of 6 HB domains: a dead leaf's domains move to the 2 the job leaves free."""
     job = (LABS / "jobs" / "gpt-small.yml").read_text().replace("pp: 3", "pp: 2").replace("global_batch: 8", "global_batch: 4")
     (tmp_path / "job.yml").write_text(job)
-    rc, out, err = run(capsys, "analyze", LABS / "mini-routed.yml", tmp_path / "job.yml", "--json", "-", "--fail", "switch:rail0-leaf0")
+    rc, out, err = run(capsys, "analyze", LABS / "mini-routed.yml", tmp_path / "job.yml", "--json", "-", "--fail", "switch:minir-rail0-leaf0")
     assert rc == 0, err
     f = json.loads(out)["failure"]["rail-only"]
     assert not f["runs"] and f["spare_domains"] == ["hb4", "hb5"] and "hb4, hb5" in f["remedy"]

@@ -48,6 +48,10 @@ class Deployed:
     def ns(self, node: str) -> str:
         return self.lab.netns(node)
 
+    def sw(self, bare: str) -> str:
+        """A switch by its bare name ('rail0-leaf0'): the design's name (the lab's) prefixes it."""
+        return f"{self.lab.name}-{bare}"
+
 
 def _deploy(tmp: Path, design: str, tag: str, overrides: dict | None = None):
     reason = skip_reason()

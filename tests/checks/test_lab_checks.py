@@ -68,7 +68,7 @@ def test_gpu_rail_link_down_fails_reachability_naming_the_gpu(routed, tmp_path):
 
 
 def test_stray_veth_between_l2_rails_fails_isolation(l2, tmp_path):
-    ns0, ns1 = l2.ns("rail0-leaf0"), l2.ns("rail1-leaf0")
+    ns0, ns1 = l2.ns(l2.sw("rail0-leaf0")), l2.ns(l2.sw("rail1-leaf0"))
     br0 = json.loads(sh("ip", "-n", ns0, "-j", "link", "show", "type", "bridge"))[0]["ifname"]
     br1 = json.loads(sh("ip", "-n", ns1, "-j", "link", "show", "type", "bridge"))[0]["ifname"]
     sh("ip", "link", "add", "stray0", "netns", ns0, "type", "veth", "peer", "name", "stray1", "netns", ns1)
@@ -81,7 +81,7 @@ def test_stray_veth_between_l2_rails_fails_isolation(l2, tmp_path):
 
 
 def test_stray_routed_link_between_rails_fails_isolation(routed, tmp_path):
-    ns0, ns1 = routed.ns("rail0-leaf0"), routed.ns("rail1-leaf0")
+    ns0, ns1 = routed.ns(routed.sw("rail0-leaf0")), routed.ns(routed.sw("rail1-leaf0"))
     sh("ip", "link", "add", "stray0", "netns", ns0, "type", "veth", "peer", "name", "stray1", "netns", ns1)
     sh("ip", "-n", ns0, "addr", "add", "192.0.2.0/31", "dev", "stray0")
     sh("ip", "-n", ns1, "addr", "add", "192.0.2.1/31", "dev", "stray1")
@@ -92,7 +92,8 @@ def test_stray_routed_link_between_rails_fails_isolation(routed, tmp_path):
     rc, doc = check(routed, tmp_path, "--only", "isolation")
     assert rc == 1
     bad = {r["id"]: r["detail"] for r in failed(doc, "isolation")}
-    assert "isolation/rail0-leaf0/routes" in bad and "192.0.2.1" in bad["isolation/rail0-leaf0/routes"]
+    key = f"isolation/{routed.sw('rail0-leaf0')}/routes"
+    assert key in bad and "192.0.2.1" in bad[key]
     # and a packet really crossed: some GPU of rail 0 reached rail 1
     assert any(k.startswith("isolation/rail0/") and "arrived at" in v for k, v in bad.items())
 
@@ -117,19 +118,20 @@ def test_isolation_fails_a_gpu_whose_frames_cannot_be_sent(routed_shared, tmp_pa
 
 def test_switch_down_fails_bgp_and_cabling(routed, tmp_path):
     # plain ip: every port of a spine down
-    ns = routed.ns("rail0-spine0")
-    for p in routed.lab.ports("rail0-spine0"):
+    ns = routed.ns(routed.sw("rail0-spine0"))
+    for p in routed.lab.ports(routed.sw("rail0-spine0")):
         sh("ip", "-n", ns, "link", "set", "dev", p.port, "down")
     rc, doc = check(routed, tmp_path, "--only", "bgp", "--only", "cabling")
     assert rc == 1
-    assert any("rail0-spine0" in r["id"] for r in failed(doc, "bgp"))
-    assert all("rail0-spine0" in r["id"] for r in failed(doc, "cabling"))
+    spine = routed.sw("rail0-spine0")
+    assert any(spine in r["id"] for r in failed(doc, "bgp"))
+    assert all(spine in r["id"] for r in failed(doc, "cabling"))
     assert len(failed(doc, "cabling")) == 3
 
 
 def test_leaf_down_fails_reachability(routed, tmp_path):
-    ns = routed.ns("rail0-leaf1")
-    for p in routed.lab.ports("rail0-leaf1"):
+    ns = routed.ns(routed.sw("rail0-leaf1"))
+    for p in routed.lab.ports(routed.sw("rail0-leaf1")):
         sh("ip", "-n", ns, "link", "set", "dev", p.port, "down")
     rc, doc = check(routed, tmp_path, "--only", "reachability")
     assert rc == 1
@@ -140,19 +142,19 @@ def test_leaf_down_fails_reachability(routed, tmp_path):
 def test_bgp_session_shutdown_fails_bgp_naming_the_session(routed, tmp_path):
     from railonly.emulation.checks.checker import vtysh_argv
 
-    conf = (routed.lab.configs_dir / "rail0-leaf0" / "frr.conf").read_text()
+    conf = (routed.lab.configs_dir / routed.sw("rail0-leaf0") / "frr.conf").read_text()
     asn = next(line.split()[2] for line in conf.splitlines() if line.startswith("router bgp"))
-    sh(*vtysh_argv(routed.rt, routed.lab, "rail0-leaf0"), "-c", "configure terminal", "-c", f"router bgp {asn}",
+    sh(*vtysh_argv(routed.rt, routed.lab, routed.sw("rail0-leaf0")), "-c", "configure terminal", "-c", f"router bgp {asn}",
        "-c", "neighbor 10.128.0.0 shutdown")
     rc, doc = check(routed, tmp_path, "--only", "bgp")
     assert rc == 1
     ids = {r["id"] for r in failed(doc, "bgp")}
-    assert "bgp/rail0-leaf0/10.128.0.0" in ids and "bgp/rail0-spine0/10.128.0.1" in ids
+    assert f"bgp/{routed.sw('rail0-leaf0')}/10.128.0.0" in ids and f"bgp/{routed.sw('rail0-spine0')}/10.128.0.1" in ids
 
 
 def test_cables_swapped_fail_cabling(routed, tmp_path):
     # hb0-gpu0:eth1 <-> rail0-leaf0:Ethernet0 and hb1-gpu0:eth1 <-> rail0-leaf0:Ethernet8, recabled crossed
-    g0, g1, leaf = routed.ns("hb0-gpu0"), routed.ns("hb1-gpu0"), routed.ns("rail0-leaf0")
+    g0, g1, leaf = routed.ns("hb0-gpu0"), routed.ns("hb1-gpu0"), routed.ns(routed.sw("rail0-leaf0"))
     sh("ip", "-n", g0, "link", "del", "eth1")
     sh("ip", "-n", g1, "link", "del", "eth1")
     sh("ip", "link", "add", "eth1", "netns", g0, "type", "veth", "peer", "name", "Ethernet8", "netns", leaf)
@@ -163,14 +165,14 @@ def test_cables_swapped_fail_cabling(routed, tmp_path):
     assert rc == 1
     bad = failed(doc, "cabling")
     assert {r["id"].split("/")[1] for r in bad} == {"R0-T1-00001", "R0-T1-00002"}
-    assert any("rail0-leaf0:Ethernet0 should hear hb0-gpu0:eth1 but hears hb1-gpu0:eth1" in r["detail"] for r in bad)
+    assert any(f"{routed.sw('rail0-leaf0')}:Ethernet0 should hear hb0-gpu0:eth1 but hears hb1-gpu0:eth1" in r["detail"] for r in bad)
 
 
 def test_lab_fault_command_and_restore(routed, tmp_path):
     out = str(routed.outdir)
-    assert main(["lab", "fault", out, "--node", "rail1-spine1"]) == 0
+    assert main(["lab", "fault", out, "--node", routed.sw("rail1-spine1")]) == 0
     rc, doc = check(routed, tmp_path, "--only", "bgp")
-    assert rc == 1 and any("rail1-spine1" in r["id"] for r in failed(doc, "bgp"))
+    assert rc == 1 and any(routed.sw("rail1-spine1") in r["id"] for r in failed(doc, "bgp"))
     assert main(["lab", "fault", out, "--link", "hb2:rail1"]) == 0  # the floor name of hb2-gpu1:eth1
     rc, doc = check(routed, tmp_path, "--only", "reachability")
     assert rc == 1 and all("hb2-gpu1" in r["id"] for r in failed(doc, "reachability"))

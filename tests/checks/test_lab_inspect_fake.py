@@ -33,7 +33,7 @@ def test_status_rows_come_through_exec(fake, capsys):
     assert cli.main(["lab", "status", out, "--runtime", "fake", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     rows = {r["name"]: r for r in doc["nodes"]}
-    gpu, leaf = rows["hb0-gpu0"], rows["rail0-leaf0"]
+    gpu, leaf = rows["hb0-gpu0"], rows["fakeinspect-rail0-leaf0"]
     assert gpu["addresses"] == ["eth1 10.0.0.2/29"] and gpu["bgp"] is None and gpu["state"] == "running"
     assert {"name": "bgpd", "pid": 42} in leaf["processes"]  # a container runtime: its own ps
     assert leaf["bgp"] == {"up": 1, "total": 2}
@@ -50,7 +50,7 @@ def test_exec_passes_argv_and_returns_the_code(fake, capsys):
 
 def test_vtysh_defaults_to_the_bgp_summary(fake, capsys):
     rt, out = fake
-    assert cli.main(["lab", "vtysh", out, "rail0-leaf0", "--runtime", "fake"]) == 0
+    assert cli.main(["lab", "vtysh", out, "fakeinspect-rail0-leaf0", "--runtime", "fake"]) == 0
     assert rt.calls[-1][1] == ("vtysh", "-c", "show bgp summary")
     assert cli.main(["lab", "vtysh", out, "hb0-gpu0", "--runtime", "fake"]) == 2  # not a switch
     assert "no switch 'hb0-gpu0'" in capsys.readouterr().err
@@ -61,7 +61,7 @@ def test_not_deployed_is_exit_3_for_every_inspect_command(fake, capsys):
     rt.state = "absent"
     fake_rt = ["--runtime", "fake"]
     for argv in (["lab", "status", out, *fake_rt], ["lab", "exec", out, "hb0-gpu0", *fake_rt, "--", "true"],
-                 ["lab", "vtysh", out, "rail0-leaf0", *fake_rt], ["lab", "fault", out, "--restore", *fake_rt]):
+                 ["lab", "vtysh", out, "fakeinspect-rail0-leaf0", *fake_rt], ["lab", "fault", out, "--restore", *fake_rt]):
         assert cli.main(argv) == 3, argv
     assert capsys.readouterr().err.count("is not deployed") == 3  # status says so on stdout
     assert not rt.calls  # nothing ran in a lab that is not there

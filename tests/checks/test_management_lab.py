@@ -51,7 +51,7 @@ def test_switches_sit_on_the_management_network_and_push_reaches_them(mgmtlab, t
     assert {(x.host + "/24", x.netns) for x in devices} == {(ip, net.netns) for ip in net.switches.values()}
     pytest.importorskip("netmiko")
     capsys.readouterr()
-    assert main(["push", str(d.outdir), "--dry-run", "--device", "rail0-leaf0"]) == 0
+    assert main(["push", str(d.outdir), "--dry-run", "--device", d.sw("rail0-leaf0")]) == 0
     assert "in sync" in capsys.readouterr().out
 
 

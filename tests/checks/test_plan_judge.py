@@ -77,12 +77,12 @@ def test_isolation_probe_that_could_not_be_sent_fails(plans):
 def test_isolation_routes(plans):
     cp = plans["mini-routed"]
     own = [{"dst": p, "dev": "Vlan1000"} for p in cp.rail_subnets[0]]
-    assert judge.isolation_routes(cp, {"rail0-leaf0": own})[0].passed
+    assert judge.isolation_routes(cp, {"minir-rail0-leaf0": own})[0].passed
     res = {r.id: r for r in judge.isolation_routes(cp, {s: own for s in cp.foreign})}
-    assert res["isolation/rail0-leaf0/routes"].passed
-    assert not res["isolation/rail1-leaf0/routes"].passed  # rail 1 switch holding rail 0's subnets
+    assert res["isolation/minir-rail0-leaf0/routes"].passed
+    assert not res["isolation/minir-rail1-leaf0/routes"].passed  # rail 1 switch holding rail 0's subnets
     leaky = own + [{"dst": "default", "gateway": "192.0.2.1"}]
-    assert not judge.isolation_routes(cp, {"rail0-leaf0": leaky})[0].passed
+    assert not judge.isolation_routes(cp, {"minir-rail0-leaf0": leaky})[0].passed
 
 
 def test_path_judging(plans):
@@ -226,7 +226,7 @@ def test_fault_link_spec_takes_the_floor_name():
     nodes = plan_fabric("mini-routed")["nodes"]
     names = Naming(nodes)
     assert names.graph_end("hb3", "rail1") == ("hb3-gpu1", "eth1")
-    assert names.graph_end("rail0-leaf0", "Ethernet0") == ("rail0-leaf0", "Ethernet0")
+    assert names.graph_end("minir-rail0-leaf0", "Ethernet0") == ("minir-rail0-leaf0", "Ethernet0")
     assert names.graph_end("hb0", "gpu1") == ("hb0", "gpu1")  # the HB node's own ports are not NICs
 
 

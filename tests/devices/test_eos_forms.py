@@ -64,13 +64,13 @@ def test_a_line_the_corpus_does_not_hold_fails(monkeypatch, line):
     real = eos.template
     monkeypatch.setattr(eos, "template", lambda name: _Injected(real(name), line))
     _, files = compile_design(parse_design(designs()["case/eos-routed-1tier"], "x.yml"))
-    text = files["configs/rail0-leaf0/startup-config"].decode()
+    text = files["configs/er1-rail0-leaf0/startup-config"].decode()
     bad = eos_unmatched(text)
     assert bad and all(repr(line) in b for b in bad), bad
 
 
 def test_a_section_out_of_order_fails():
-    text = eos_configs(compiled("case/eos-routed-1tier"))["configs/rail0-leaf0/startup-config"]
+    text = eos_configs(compiled("case/eos-routed-1tier"))["configs/er1-rail0-leaf0/startup-config"]
     qos = "".join(ln + "\n" for ln in text.splitlines() if ln.startswith("qos map "))
     moved = text.replace(qos, "").replace("hostname ", qos + "!\nhostname ", 1)
     assert not eos_unmatched(moved) and eos_section_problems(moved)

@@ -39,9 +39,9 @@ def test_both_vendors_validate_clean_with_yang(outdir, capsys):
 
 
 def test_sonic_tables_in_their_yang_forms(outdir):
-    doc = json.loads((outdir / "configs/rail0-leaf0/config_db.json").read_text())
+    doc = json.loads((outdir / "configs/mm2-rail0-leaf0/config_db.json").read_text())
     fabric = json.loads((outdir / "fabric.json").read_text())
-    ip = next(n["mgmt_ip"] for n in fabric["nodes"] if n["name"] == "rail0-leaf0")
+    ip = next(n["mgmt_ip"] for n in fabric["nodes"] if n["name"] == "mm2-rail0-leaf0")
     assert doc["MGMT_INTERFACE"] == {f"eth0|{ip}": {"gwaddr": "192.168.100.1"}}
     assert doc["MGMT_PORT"]["eth0"]["admin_status"] == "up"
     assert doc["MGMT_VRF_CONFIG"] == {"vrf_global": {"mgmtVrfEnabled": "true"}}
@@ -57,7 +57,7 @@ def test_one_distinct_management_address_per_switch(outdir):
 
 
 def test_eos_lines(outdir):
-    text = (outdir / "configs/rail0-spine0/startup-config").read_text()
+    text = (outdir / "configs/mm2-rail0-spine0/startup-config").read_text()
     for line in (f"username netops privilege 15 role network-admin secret sha512 {HASH}",
                  "username viewer privilege 1 role network-operator nopassword", f"username viewer ssh-key {KEY}",
                  "logging vrf mgmt host 192.0.2.3", "ip name-server vrf mgmt 192.0.2.53", "vrf instance mgmt",
@@ -103,7 +103,7 @@ def test_sonic_needs_the_vrf_named_mgmt(tmp_path, capsys):
     eos_only = CASES["eos-routed-2tier"] + MGMT.replace("gateway:", "vrf: MGMT\n  gateway:")
     rc, err = compile_text(tmp_path, eos_only, capsys)
     assert rc == 0, err
-    assert "vrf instance MGMT" in (tmp_path / "out/configs/rail0-leaf0/startup-config").read_text()
+    assert "vrf instance MGMT" in (tmp_path / "out/configs/er2-rail0-leaf0/startup-config").read_text()
 
 
 # --- validate: exactly the forms railonly writes and EOS prints ------------------------

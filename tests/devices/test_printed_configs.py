@@ -20,7 +20,7 @@ from corpus import designs
 from railonly.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PRINTED = ("rail0-leaf0", "rail0-spine0")
+PRINTED = ("er2-rail0-leaf0", "er2-rail0-spine0")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_running_config_of_the_same_intent_validates_clean(outdir, tmp_path, cap
 def test_running_config_without_portfast_on_a_gpu_port_fails(outdir, tmp_path, capsys):
     out = _copy(outdir, tmp_path)
     _printed(out)
-    cfg = out / "configs" / "rail0-leaf0" / "startup-config"
+    cfg = out / "configs" / "er2-rail0-leaf0" / "startup-config"
     text = cfg.read_text()
     cfg.write_text(text.replace("   spanning-tree portfast\n", "", 1))
     rc, printed = _validate(out, capsys)
@@ -85,7 +85,7 @@ def test_validate_fails_100g_on_a_400g_cable(outdir, tmp_path, capsys):
 
 def test_validate_names_a_speed_without_lanes(outdir, tmp_path, capsys):
     out = _copy(outdir, tmp_path)
-    cfg = out / "configs" / "rail0-leaf0" / "startup-config"
+    cfg = out / "configs" / "er2-rail0-leaf0" / "startup-config"
     cfg.write_text(cfg.read_text().replace("   speed 400g-8\n", "   speed 400g\n", 1))
     rc, text = _validate(out, capsys)
     assert rc == 1 and "unknown speed '400g'" in text and "400g-8" in text, text
@@ -113,9 +113,9 @@ def test_portfast_ports_are_bridge_ports_that_forward_at_link_up(outdir):
     from railonly.emulation.runtime.netns import ns_plan as nsplan, switch_plan
     from railonly.fabric.devices.readback import eos as eos_reader
 
-    intent = eos_reader.read_file(str(FIXTURES / "rail0-leaf0.running-config"))
+    intent = eos_reader.read_file(str(FIXTURES / "er2-rail0-leaf0.running-config"))
     items = switch_plan.switch_items(intent, "ns", ["Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4"],
-                                     str(outdir / ".frr"), "rail0-leaf0").items
+                                     str(outdir / ".frr"), "er2-rail0-leaf0").items
     bridges = [i for i in items if isinstance(i, nsplan.Bridge)]
     assert [(b.name, b.ports, b.stp) for b in bridges] == [("Vlan1000", ("Ethernet1", "Ethernet2"), False)]
 

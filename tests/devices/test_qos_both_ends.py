@@ -18,8 +18,8 @@ from railonly.fabric.design.design import parse_design  # noqa: E402
 
 def test_eos_scheduling_and_watchdog_equal_sonics():
     files = compiled("mixed-routed-2tier")  # SONiC leaves, EOS spines: one plan, two vendors
-    db = json.loads(files["configs/rail0-leaf0/config_db.json"])
-    eos = files["configs/rail0-spine0/startup-config"].decode()
+    db = json.loads(files["configs/mx2-rail0-leaf0/config_db.json"])
+    eos = files["configs/mx2-rail0-spine0/startup-config"].decode()
     sched = db["SCHEDULER"]
     queue = db["QUEUE"]
     port = next(p for p in db["PORT_QOS_MAP"])

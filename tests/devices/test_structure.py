@@ -26,18 +26,18 @@ def test_dump_config_db_is_json_dumps_indent4_sorted():
 
 def test_sonic_l2_has_vlan_members_and_no_bgp():
     files = compiled("sonic-l2-1tier")
-    doc = _doc(files, "rail0-leaf0")
+    doc = _doc(files, "sl1-rail0-leaf0")
     assert doc["VLAN"]["Vlan1000"]["vlanid"] == "1000"
     assert doc["VLAN_MEMBER"]["Vlan1000|Ethernet0"] == {"tagging_mode": "untagged"}
     assert "INTERFACE" not in doc and "VLAN_INTERFACE" not in doc and "LOOPBACK_INTERFACE" not in doc
     assert "bgp_asn" not in doc["DEVICE_METADATA"]["localhost"]
     assert doc["FEATURE"]["bgp"]["state"] == "disabled"
-    assert "configs/rail0-leaf0/frr.conf" not in files
+    assert "configs/sl1-rail0-leaf0/frr.conf" not in files
 
 
 def test_sonic_ports_cover_the_radix_and_unused_are_down():
     files = compiled("sonic-l2-1tier")  # 3 GPUs on a radix-4 switch: one port free
-    ports = _doc(files, "rail0-leaf0")["PORT"]
+    ports = _doc(files, "sl1-rail0-leaf0")["PORT"]
     assert sorted(ports, key=lambda p: int(p[8:])) == ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24"]
     assert ports["Ethernet24"]["admin_status"] == "down"
     assert ports["Ethernet0"]["admin_status"] == "up" and ports["Ethernet0"]["alias"] == "etp1"
@@ -49,15 +49,15 @@ def test_sonic_ports_cover_the_radix_and_unused_are_down():
 
 def test_sonic_routed_leaf_bgp_and_qos():
     files = compiled("sonic-routed-2tier")
-    doc = _doc(files, "rail0-leaf0")
+    doc = _doc(files, "sr2-rail0-leaf0")
     meta = doc["DEVICE_METADATA"]["localhost"]
     assert meta["docker_routing_config_mode"] == "split-unified"
-    assert meta["hostname"] == "rail0-leaf0" and meta["bgp_asn"] == "4200000001"
+    assert meta["hostname"] == "sr2-rail0-leaf0" and meta["bgp_asn"] == "4200000001"
     assert "Vlan1000|10.0.0.1/29" in doc["VLAN_INTERFACE"]
     assert doc["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3"
     assert doc["DSCP_TO_TC_MAP"]["AZURE"]["26"] == "3" and doc["DSCP_TO_TC_MAP"]["AZURE"]["48"] == "6"
     assert doc["WRED_PROFILE"]["AZURE_LOSSLESS"]["green_min_threshold"] == str(150 * 1024)
-    frr = files["configs/rail0-leaf0/frr.conf"].decode()
+    frr = files["configs/sr2-rail0-leaf0/frr.conf"].decode()
     assert "router bgp 4200000001" in frr and "maximum-paths 2" in frr
     assert "bgp bestpath as-path multipath-relax" in frr
     assert " network 10.0.0.0/29" in frr and " network 10.255.0.1/32" in frr
@@ -72,13 +72,13 @@ def test_qos_values_follow_the_design():
 
     text = CASES["sonic-routed-1tier"] + "qos: {roce_dscp: 24, roce_priority: 4, ecn_min_kbytes: 100, ecn_max_kbytes: 400}\n"
     _, files = compile_design(parse_design(text))
-    doc = json.loads(files["configs/rail0-leaf0/config_db.json"])
+    doc = json.loads(files["configs/sr1-rail0-leaf0/config_db.json"])
     assert doc["DSCP_TO_TC_MAP"]["AZURE"]["24"] == "4"
     assert doc["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "4"
     assert doc["WRED_PROFILE"]["AZURE_LOSSLESS"]["green_max_threshold"] == str(400 * 1024)
     text = text.replace("platform: sonic", "platform: eos")
     _, files = compile_design(parse_design(text))
-    eos = files["configs/rail0-leaf0/startup-config"].decode()
+    eos = files["configs/sr1-rail0-leaf0/startup-config"].decode()
     assert "qos map dscp 24 to traffic-class 4" in eos
     assert "priority-flow-control priority 4 no-drop" in eos
     assert "random-detect ecn minimum-threshold 100 kbytes maximum-threshold 400 kbytes" in eos
@@ -86,13 +86,13 @@ def test_qos_values_follow_the_design():
 
 def test_eos_sections_and_indentation():
     files = compiled("eos-routed-2tier")
-    text = files["configs/rail0-leaf0/startup-config"].decode()
+    text = files["configs/er2-rail0-leaf0/startup-config"].decode()
     lines = text.splitlines()
     assert lines[-1] == "end"
     for line in lines:
         assert (len(line) - len(line.lstrip(" "))) % 3 == 0, line
     # the order `show running-config` prints (AVD's eos_cli_config_gen order)
-    order = [text.index(s) for s in ("hostname rail0-leaf0", "spanning-tree mode mstp", "vlan 1000",
+    order = [text.index(s) for s in ("hostname er2-rail0-leaf0", "spanning-tree mode mstp", "vlan 1000",
                                       "interface Ethernet1", "interface Loopback0", "interface Vlan1000", "ip routing",
                                       "ip prefix-list RAIL_ROUTES\n   seq 10 ", "qos map dscp", "route-map RAIL_EXPORT",
                                       "router bgp")]

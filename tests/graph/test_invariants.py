@@ -114,7 +114,7 @@ def test_checker_catches_reused_port(two_tier):
     fab = two_tier
     lk = next(lk for lk in fab.links if lk.kind == "fabric")
     dup = copy.deepcopy(lk)
-    dup.b = Endpoint("rail0-spine1", "Ethernet56", None, 7)
+    dup.b = Endpoint("t-rail0-spine1", "Ethernet56", None, 7)
     fab.links.append(dup)
     assert any(f"port {lk.a.node}:{lk.a.port} used by 2 links" in p for p in check(fab))
 
@@ -129,7 +129,7 @@ def test_checker_catches_duplicate_asn_and_address(two_tier):
 
 def test_checker_catches_leaf_missing_a_spine(two_tier):
     fab = two_tier
-    leaf = "rail0-leaf0"
+    leaf = "t-rail0-leaf0"
     links = [lk for lk in fab.links if lk.kind == "fabric" and lk.a.node == leaf]
     # Rewire one uplink to the other spine: still non-blocking, but a spine is unreachable.
     spines = sorted({lk.b.node for lk in links})

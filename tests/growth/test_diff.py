@@ -58,9 +58,9 @@ def test_growing_to_144_within_the_plan_only_adds_cables(grown, tmp_path, capsys
     assert set(cables["added"][0]) == {"cable_id", "a", "b", "rail", "tier"} and set(cables["added"][0]["a"]) == {"device", "port"}
     # new leaves come in; the leaves already cabled keep their configs, spines gain neighbours
     dev = doc["devices"]
-    assert [d["device"] for d in dev["added"]] == [f"rail{r}-leaf4" for r in range(8)]
+    assert [d["device"] for d in dev["added"]] == [f"dgx1k-rail{r}-leaf4" for r in range(8)]
     assert dev["removed"] == []
-    assert {d["device"] for d in dev["changed"]} == {f"rail{r}-spine{s}" for r in range(8) for s in range(4)}
+    assert {d["device"] for d in dev["changed"]} == {f"dgx1k-rail{r}-spine{s}" for r in range(8) for s in range(4)}
     assert all(d["diff"].startswith("--- a/configs/") for d in dev["changed"])
     # what an existing config loses: only a port's "down" (it is cabled now); maximum-paths is the
     # ECMP width of the plan (docs/bgp.md), not a count of the neighbours built so far, so it stays
@@ -78,7 +78,7 @@ def test_growing_past_the_plan_moves_cables(grown, capsys):
     assert out.startswith("cables: 384 added, 0 removed, 1,008 moved,")
     # a moved cable keeps its id (it is the same cable, re-plugged at the spine end); none is relabelled
     assert out.startswith("cables: 384 added, 0 removed, 1,008 moved, 0 relabelled, 0 changed\n")
-    assert "  ~ cable R0-T2-00003  rail0-leaf0:Ethernet272 - rail0-spine0:Ethernet8  =>  rail0-leaf0:Ethernet272 - rail0-spine2:Ethernet0\n" in out
+    assert "  ~ cable R0-T2-00003  dgx1k-rail0-leaf0:Ethernet272 - dgx1k-rail0-spine0:Ethernet8  =>  dgx1k-rail0-leaf0:Ethernet272 - dgx1k-rail0-spine2:Ethernet0\n" in out
 
 
 def test_growing_past_the_plan_keeps_every_existing_identifier(grown):
@@ -126,12 +126,12 @@ def test_json_is_deterministic(grown, tmp_path, capsys):
 def test_a_hand_edit_is_one_changed_device_with_its_diff(grown, tmp_path, capsys):
     new = tmp_path / "new"
     shutil.copytree(grown["128"], new)
-    conf = new / "configs" / "rail3-leaf1" / "frr.conf"
+    conf = new / "configs" / "dgx1k-rail3-leaf1" / "frr.conf"
     conf.write_text(conf.read_text().replace("maximum-paths", "maximum-paths 1 ! was", 1))
     doc = plan(read_snapshot(grown["128"]), read_snapshot(str(new)))
     (changed,) = doc["devices"]["changed"]
-    assert changed["device"] == "rail3-leaf1" and changed["files"] == ["frr.conf"]
-    assert "--- a/configs/rail3-leaf1/frr.conf\n+++ b/configs/rail3-leaf1/frr.conf\n" in changed["diff"]
+    assert changed["device"] == "dgx1k-rail3-leaf1" and changed["files"] == ["frr.conf"]
+    assert "--- a/configs/dgx1k-rail3-leaf1/frr.conf\n+++ b/configs/dgx1k-rail3-leaf1/frr.conf\n" in changed["diff"]
     assert "+  maximum-paths 1 ! was 32\n" in changed["diff"]
 
 
@@ -172,7 +172,7 @@ def test_a_new_cable_length_in_the_design_is_a_change_on_the_floor(grown, tmp_pa
     doc = json.loads((tmp_path / "p.json").read_text())
     assert len(doc["cables"]["changed"]) == 1024 and doc["cables"]["added"] == doc["cables"]["removed"] == []
     assert out.startswith("cables: 0 added, 0 removed, 0 moved, 0 relabelled, 1,024 changed\n")
-    assert "  * cable R0-T1-00001  hb0:rail0 - rail0-leaf0:Ethernet0  400G-SR8 MMF 30 m => 400G-SR8 MMF 20 m\n" in out
+    assert "  * cable R0-T1-00001  hb0:rail0 - dgx1k-rail0-leaf0:Ethernet0  400G-SR8 MMF 30 m => 400G-SR8 MMF 20 m\n" in out
 
 
 # -- hostile input: exit 2 naming the file ---------------------------------------------
@@ -193,8 +193,8 @@ def victim(grown, tmp_path):
     (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
     (lambda o: (o / "MANIFEST.json").write_text("{" * 100000), "MANIFEST.json", "not valid JSON"),
     (lambda o: (o / "MANIFEST.json").write_text("[]"), "MANIFEST.json", "not a railonly manifest"),
-    (lambda o: (o / "configs" / "rail0-leaf0" / "frr.conf").write_bytes(b"\xff\xfe"), "frr.conf", "not UTF-8"),
-    (lambda o: (o / "configs" / "rail0-leaf0" / "a b").write_text("x"), "'a b'", "has a name the compiler never writes"),
+    (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "frr.conf").write_bytes(b"\xff\xfe"), "frr.conf", "not UTF-8"),
+    (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "a b").write_text("x"), "'a b'", "has a name the compiler never writes"),
     (lambda o: (o / "hosts" / "hb0" / "nested").mkdir(), "hosts/hb0/nested", "is a directory, not a regular file"),
 ])
 def test_malformed_file_is_exit_2_naming_it(grown, victim, capsys, breakage, named, said):
@@ -207,11 +207,11 @@ def test_malformed_file_is_exit_2_naming_it(grown, victim, capsys, breakage, nam
 def test_symlinks_are_not_followed(grown, victim, tmp_path, capsys):
     secret = tmp_path / "secret.txt"
     secret.write_text("not yours\n")
-    target = victim / "configs" / "rail0-leaf0" / "frr.conf"
+    target = victim / "configs" / "dgx1k-rail0-leaf0" / "frr.conf"
     target.unlink()
     os.symlink(secret, target)
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
-    assert code == 2 and "rail0-leaf0/frr.conf: is a symbolic link; refused, not followed" in err
+    assert code == 2 and "dgx1k-rail0-leaf0/frr.conf: is a symbolic link; refused, not followed" in err
     target.unlink()
     target.write_text("x\n")
     (victim / "hosts" / "hb3").rename(tmp_path / "hb3")
@@ -224,7 +224,7 @@ def test_symlinks_are_not_followed(grown, victim, tmp_path, capsys):
     link_dir = tmp_path / "linked"
     os.symlink(victim, link_dir)
     code, out, _ = _run(["diff", grown["128"], str(link_dir), "--no-diffs"], capsys)
-    assert code == 1 and "~ device rail0-leaf0  (frr.conf)" in out
+    assert code == 1 and "~ device dgx1k-rail0-leaf0  (frr.conf)" in out
 
 
 def test_a_fifo_or_an_oversized_file_is_refused(grown, victim, capsys, monkeypatch):

@@ -41,16 +41,16 @@ def test_selects_the_devices_the_plan_names(tmp_path):
     # growing within the plan: a fourth leaf per rail, and the spines that gain it
     old = _outdir(tmp_path, "old", TEXT.replace("count: 6", "count: 6, planned: 8"))
     new = _outdir(tmp_path, "new", TEXT.replace("count: 6", "count: 8, planned: 8"))
-    assert changed_devices(str(old), str(new)) == ["rail0-leaf3", "rail0-spine0", "rail0-spine1",
-                                                    "rail1-leaf3", "rail1-spine0", "rail1-spine1"]
+    assert changed_devices(str(old), str(new)) == ["onlych-rail0-leaf3", "onlych-rail0-spine0", "onlych-rail0-spine1",
+                                                    "onlych-rail1-leaf3", "onlych-rail1-spine0", "onlych-rail1-spine1"]
 
 
 def test_bad_old_outdir_is_exit_2_naming_the_file(tmp_path, capsys):
     out = _outdir(tmp_path)
     old = tmp_path / "old"
     shutil.copytree(out, old)
-    (old / "configs" / "rail0-leaf0" / "config_db.json").unlink()
-    (old / "configs" / "rail0-leaf0" / "config_db.json").symlink_to("/etc/passwd")
+    (old / "configs" / "onlych-rail0-leaf0" / "config_db.json").unlink()
+    (old / "configs" / "onlych-rail0-leaf0" / "config_db.json").symlink_to("/etc/passwd")
     code = main(["push", str(out), "--only-changed", str(old), "--inventory", str(_inventory(tmp_path, out))])
     err = capsys.readouterr().err
-    assert code == 2 and "rail0-leaf0/config_db.json: is a symbolic link; refused, not followed" in err
+    assert code == 2 and "onlych-rail0-leaf0/config_db.json: is a symbolic link; refused, not followed" in err

@@ -31,12 +31,12 @@ def test_runbook_is_markdown_with_summary_cable_work_and_waves(growth):
     assert summary[0] == "- cables: 384 to add, 1,008 to move, 0 to remove, 0 relabelled, 0 refitted"
     # growth renumbers nothing: the one fabric-wide BGP effect is said, in one line
     assert "- no existing switch changes its ASN or name: BGP sessions of unchanged links stay up" in summary
-    assert any(line.startswith("- 16 switch(es) added: rail0-leaf4, rail0-spine2") for line in summary)
+    assert any(line.startswith("- 16 switch(es) added: dgx1k-rail0-leaf4, dgx1k-rail0-spine2") for line in summary)
     # cable work: by rail, then rack; each cable by label and both ends
-    assert "### rail 0, rack rail0-leaf4\n" in md and "### rail 7, rack rail7-leaf4\n" in md
-    assert "- [ ] add `R0-T1-00129`: hb128:rail0 to rail0-leaf4:Ethernet0\n" in md
-    assert ("- [ ] move `R0-T2-00003`: end at rail0-leaf0:Ethernet272 stays; unplug rail0-spine0:Ethernet8, "
-            "plug into rail0-spine2:Ethernet0\n") in md
+    assert "### rail 0, rack dgx1k-rail0-leaf4\n" in md and "### rail 7, rack dgx1k-rail7-leaf4\n" in md
+    assert "- [ ] add `R0-T1-00129`: hb128:rail0 to dgx1k-rail0-leaf4:Ethernet0\n" in md
+    assert ("- [ ] move `R0-T2-00003`: end at dgx1k-rail0-leaf0:Ethernet272 stays; unplug dgx1k-rail0-spine0:Ethernet8, "
+            "plug into dgx1k-rail0-spine2:Ethernet0\n") in md
     rails = [int(m) for m in re.findall(r"^### rail (\d+), rack", md, re.M)]
     assert rails == sorted(rails) and set(rails) == set(range(8))
     # then the waves, canary first, after the cable work
@@ -51,13 +51,13 @@ def test_runbook_waves_change_one_switch_per_rail_and_tier_at_once(growth):
     assert waves[0]["name"] == "canary" and len(waves[0]["switches"]) == 1
     seen = []
     for w in waves:
-        groups = [(re.match(r"rail(\d+)-", s["device"]).group(1), "spine" in s["device"]) for s in w["switches"]]
+        groups = [(re.match(r"dgx1k-rail(\d+)-", s["device"]).group(1), "spine" in s["device"]) for s in w["switches"]]
         assert len(groups) == len(set(groups)), w  # at most one per rail and tier
         seen += [s["device"] for s in w["switches"]]
     assert len(seen) == len(set(seen)) == 8 * 4 + 8 * 2 + 16  # 32 leaves and 16 spines change, 16 switches are new
     marks = {s["device"]: s["mark"] for w in waves for s in w["switches"]}
-    assert marks["rail0-leaf4"] == marks["rail0-spine2"] == "hitless"  # new, not in service yet
-    assert marks["rail0-spine0"] == "disruptive"  # its BGP neighbours change: drained first
+    assert marks["dgx1k-rail0-leaf4"] == marks["dgx1k-rail0-spine2"] == "hitless"  # new, not in service yet
+    assert marks["dgx1k-rail0-spine0"] == "disruptive"  # its BGP neighbours change: drained first
     assert all(s["drain"] == (s["mark"] == "disruptive") for w in waves for s in w["switches"])
     assert rb["summary"][0].startswith("cables: 384 to add")
     assert {g["rail"] for g in rb["cable_work"]} == {str(r) for r in range(8)}

@@ -71,7 +71,7 @@ def test_bgp_established(which, request):
     assert set(states) == set(lab.names("switch"))
     for sw, st in states.items():  # vtysh json, asked again after deploy returned
         assert st and all(s == "Established" for s in st.values()), (sw, st)
-    assert len(states["rail0-spine0"]) == 3
+    assert len(states[f"{lab.name}-rail0-spine0"]) == 3
 
 
 def test_same_rail_ping_across_the_clos(routed):
@@ -104,15 +104,15 @@ def test_rail_nic_cannot_reach_another_rail(routed):
     finally:
         assert sh(ns, *str(other_rail).split()).ok
     # and the rail's own switch has no route to the other rail at all
-    got = sh(lab.netns("rail0-leaf0"), "ip", "route", "get", dst)
+    got = sh(lab.netns(f"{lab.name}-rail0-leaf0"), "ip", "route", "get", dst)
     assert not got.ok and "unreachable" in (got.stderr + got.stdout).lower(), got
 
 
 def test_switch_programmed_from_its_config(routed):
     lab, _ = routed
-    ns = lab.netns("rail0-leaf0")
+    ns = lab.netns(f"{lab.name}-rail0-leaf0")
     links = {d["ifname"]: d for d in json.loads(sh(ns, "ip", "-d", "-j", "link", "show").stdout)}
-    for p in lab.ports("rail0-leaf0"):
+    for p in lab.ports(f"{lab.name}-rail0-leaf0"):
         assert p.port in links and links[p.port]["mtu"] == 9100
     assert links["Vlan1000"]["linkinfo"]["info_kind"] == "bridge"
     assert links["Ethernet0"]["master"] == "Vlan1000" and "master" not in links["Ethernet16"]
@@ -137,9 +137,9 @@ def test_l2_eos_lab(l2):
     route = json.loads(sh(lab.netns("hb0-gpu0"), "ip", "-j", "route", "get", dst).stdout)[0]
     assert (route["gateway"], route["dev"]) == (addr(lab, "hb0-gpu2", "hb0"), "hb0")
     assert ping(lab, "hb0-gpu0", dst)
-    sw = lab.netns("rail0-leaf0")
+    sw = lab.netns(f"{lab.name}-rail0-leaf0")
     bridges = json.loads(sh(sw, "ip", "-j", "link", "show", "master", "Vlan1000").stdout)
-    assert {b["ifname"] for b in bridges} == {p.port for p in lab.ports("rail0-leaf0")}
+    assert {b["ifname"] for b in bridges} == {p.port for p in lab.ports(f"{lab.name}-rail0-leaf0")}
     assert setns.call_in(sw, lambda: setns.read_sysctl("net.ipv4.ip_forward")) == "0"
     glob = [a for i in json.loads(sh(sw, "ip", "-j", "addr").stdout) for a in i["addr_info"] if a.get("scope") == "global"]
     assert not glob  # "no ip routing", no SVI address
@@ -147,7 +147,7 @@ def test_l2_eos_lab(l2):
 
 def test_apply_switch_config_reprograms_one_switch(routed, tmp_path):
     lab, _ = routed
-    sw = "rail0-leaf0"
+    sw = f"{lab.name}-rail0-leaf0"
     orig = lab.configs_dir / sw
     pushed = tmp_path / sw
     shutil.copytree(orig, pushed)

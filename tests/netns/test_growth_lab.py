@@ -18,11 +18,12 @@ PARTIAL = ("name: {name}\nhb_domain: {{size: 2, count: 3, planned: 6}}\n"
 
 
 def test_partial_build_out_passes_every_check(deployer, outdirs, tmp_path):
-    outdir = compile_to(PARTIAL.format(name=unique("grow")), outdirs / "grow")
+    name = unique("grow")
+    outdir = compile_to(PARTIAL.format(name=name), outdirs / "grow")
     fabric = json.loads((outdir / "fabric.json").read_text())
     switches = {n["name"] for n in fabric["nodes"] if n["role"] == "switch"}
     # two of three leaves per rail (the second half full), both spines of the build-out
-    assert switches == {f"rail{r}-{s}" for r in (0, 1) for s in ("leaf0", "leaf1", "spine0", "spine1")}
+    assert switches == {f"{name}-rail{r}-{s}" for r in (0, 1) for s in ("leaf0", "leaf1", "spine0", "spine1")}
     lab, res = deployer.deploy(outdir)
     assert res.bgp_converged, res.bgp
     report = tmp_path / "check.json"
@@ -38,10 +39,11 @@ PACKED_BASELINE = ("name: {name}\ntopology: rail-optimized\nhb_domain: {{size: 5
 
 def test_packed_baseline_passes_every_check(deployer, outdirs, tmp_path):
     # 5 rails of 2 GPUs at radix 8: leaves carry 2 whole rails each (3 leaves), under 2 spines
-    outdir = compile_to(PACKED_BASELINE.format(name=unique("pack")), outdirs / "pack")
+    name = unique("pack")
+    outdir = compile_to(PACKED_BASELINE.format(name=name), outdirs / "pack")
     fabric = json.loads((outdir / "fabric.json").read_text())
     leaves = {n["name"]: n["rails"] for n in fabric["nodes"] if n["role"] == "switch" and n["tier"] == 1}
-    assert leaves == {"rails0-1": [0, 1], "rails2-3": [2, 3], "rail4-leaf0": [4]}
+    assert leaves == {f"{name}-rails0-1": [0, 1], f"{name}-rails2-3": [2, 3], f"{name}-rail4-leaf0": [4]}
     lab, res = deployer.deploy(outdir)
     assert res.bgp_converged, res.bgp
     report = tmp_path / "check.json"

@@ -67,7 +67,7 @@ def test_routed_plan_shape(labs):
     for lk in lab.links:  # every interface carries its fabric.json port name
         for e in (lk.a, lk.b):
             assert (lab.netns(e.node), e.port) in ends
-    leaf = lab.netns("rail0-leaf0")
+    leaf = lab.netns(f"{lab.name}-rail0-leaf0")
     br = [b for b in plan.bridges if b.netns == leaf]
     assert br == [nsplan.Bridge(leaf, "Vlan1000", ("Ethernet0", "Ethernet8"), mtu=9100)]
     assert nsplan.Address(leaf, "Vlan1000", "10.0.0.1/29") in plan.addresses
@@ -76,7 +76,7 @@ def test_routed_plan_shape(labs):
     hb = [b for b in plan.bridges if b.netns == lab.netns("hb0")]
     assert hb == [nsplan.Bridge(lab.netns("hb0"), "br0", ("gpu0", "gpu1"))]
     assert len(plan.processes) == len(frr.DAEMONS) * len(lab.switches) and set(lp.frr) == set(lab.names("switch"))
-    assert lp.bgp_peers["rail0-leaf0"] == 2 and lp.bgp_peers["rail0-spine0"] == 3
+    assert lp.bgp_peers["plr-rail0-leaf0"] == 2 and lp.bgp_peers["plr-rail0-spine0"] == 3
     gpu = lab.netns("hb0-gpu0")
     assert ("net.ipv4.ip_forward", "1") in dict(((n.name, n.sysctls) for n in plan.namespaces))[gpu]
     assert nsplan.validate(plan) == []
@@ -87,7 +87,7 @@ def test_shaping_scaled_with_ratio(labs):
     plan = lab_plan.build(lab).plan
     rates = {(s.netns, s.dev): (s.rate_mbit, s.kind) for s in plan.shaping}
     assert rates[(lab.netns("hb0-gpu0"), "eth1")] == (100.0, "tbf")
-    assert rates[(lab.netns("rail0-leaf0"), "Ethernet0")] == (100.0, "tbf")
+    assert rates[(lab.netns(f"{lab.name}-rail0-leaf0"), "Ethernet0")] == (100.0, "tbf")
     assert rates[(lab.netns("hb0-gpu0"), "hb0")] == (900.0, "htb")  # 3600/400 = 9x the NIC
     assert rates[(lab.netns("hb0"), "gpu0")] == (900.0, "htb")
     assert len(plan.shaping) == 2 * len(lab.links)
@@ -107,9 +107,9 @@ def test_l2_switch_bridges_inside_switch_namespace(labs):
     for key in ("l2", "sonic-l2"):
         lab = labs[key]
         plan = lab_plan.build(lab).plan
-        sw = lab.netns("rail0-leaf0")
+        sw = lab.netns(f"{lab.name}-rail0-leaf0")
         (br,) = [b for b in plan.bridges if b.netns == sw]
-        assert br.name == "Vlan1000" and set(br.ports) == {p.port for p in lab.ports("rail0-leaf0")}
+        assert br.name == "Vlan1000" and set(br.ports) == {p.port for p in lab.ports(f"{lab.name}-rail0-leaf0")}
         assert not plan.processes  # no BGP on L2 rails
         assert ("net.ipv4.ip_forward", "0") in dict((n.name, n.sysctls) for n in plan.namespaces)[sw]
 
@@ -119,10 +119,10 @@ def test_broken_config_is_a_lab_error(labs, tmp_path):
 
     lab = labs["routed"]
     bad = tmp_path / "cfg"
-    shutil.copytree(lab.configs_dir / "rail0-leaf0", bad)
+    shutil.copytree(lab.configs_dir / "plr-rail0-leaf0", bad)
     (bad / "config_db.json").write_text("{not json")
     with pytest.raises(LabError, match="not valid JSON"):
-        lab_plan.build(lab, config_dirs={"rail0-leaf0": str(bad)})
+        lab_plan.build(lab, config_dirs={"plr-rail0-leaf0": str(bad)})
 
 
 def test_big_lab_raises_gc_thresh():
@@ -133,7 +133,7 @@ def test_big_lab_raises_gc_thresh():
 def test_dry_run_without_root(labs, capsys):
     assert main(["lab", "deploy", str(labs["routed"].outdir), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "netns add clab-plr-rail0-leaf0" in out and "HB links 900 Mbit/s" in out
+    assert "netns add clab-plr-plr-rail0-leaf0" in out and "HB links 900 Mbit/s" in out
     assert "/usr/lib/frr/bgpd" in out
 
 

@@ -26,14 +26,14 @@ def compiled(tmp_path_factory):
 
 
 def test_sonic_routed_leaf(compiled):
-    i = sonic.read_dir(str(compiled["sonic-routed"] / "configs" / "rail0-leaf0"))
-    assert i.hostname == "rail0-leaf0" and i.platform == "sonic" and i.routing
+    i = sonic.read_dir(str(compiled["sonic-routed"] / "configs" / "rdsr-rail0-leaf0"))
+    assert i.hostname == "rdsr-rail0-leaf0" and i.platform == "sonic" and i.routing
     assert {p.name for p in i.ports} == {"Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24"}
     assert i.port("Ethernet16").addresses == ("10.128.0.1/31",) and i.port("Ethernet16").mtu == 9100
     (vlan,) = i.vlans
     assert (vlan.name, vlan.vid, vlan.members, vlan.addresses) == ("Vlan1000", 1000, ("Ethernet0", "Ethernet8"), ("10.0.0.1/29",))
     assert i.loopbacks == ("10.255.0.1/32",)
-    assert "router bgp 4200000001" in i.frr_conf and "hostname rail0-leaf0" in i.frr_conf
+    assert "router bgp 4200000001" in i.frr_conf and "hostname rdsr-rail0-leaf0" in i.frr_conf
 
 
 def _db(**tables):
@@ -76,7 +76,7 @@ def test_sonic_frr_without_hostname_gets_one():
 
 
 def test_eos_l2_leaf(compiled):
-    i = eos.read_file(str(compiled["eos-l2"] / "configs" / "rail0-leaf0" / "startup-config"))
+    i = eos.read_file(str(compiled["eos-l2"] / "configs" / "rdel-rail0-leaf0" / "startup-config"))
     assert i.platform == "eos" and not i.routing and i.frr_conf is None and i.loopbacks == ()
     vl = {v.name: v for v in i.vlans}
     assert vl["Vlan1000"].members == ("Ethernet1", "Ethernet2", "Ethernet3", "Ethernet4")
@@ -84,7 +84,7 @@ def test_eos_l2_leaf(compiled):
 
 
 def test_eos_routed_leaf(compiled):
-    i = eos.read_file(str(compiled["eos-routed"] / "configs" / "rail0-leaf0" / "startup-config"))
+    i = eos.read_file(str(compiled["eos-routed"] / "configs" / "rder-rail0-leaf0" / "startup-config"))
     assert i.routing and i.loopbacks == ("10.255.0.1/32",)
     assert i.port("Ethernet3").addresses == ("10.128.0.1/31",)
     assert i.port("Ethernet3").name not in i.vlans[0].members  # routed ports join no VLAN
@@ -175,7 +175,7 @@ def test_eos_undeclared_vlan_warns():
 def test_translated_frr_parses_in_vtysh(compiled, tmp_path):
     from railonly.fabric.validate.frr_syntax import check_frr_text
 
-    for sw in ("rail0-leaf0", "rail0-spine0"):
+    for sw in ("rder-rail0-leaf0", "rder-rail0-spine0"):
         i = eos.read_file(str(compiled["eos-routed"] / "configs" / sw / "startup-config"))
         assert not check_frr_text(i.frr_conf, f"{sw}.frr"), i.frr_conf
     conf, _ = eos.bgp_to_frr(EOS_BGP)

@@ -76,14 +76,14 @@ def test_schema_valid_and_endpoints_clean(key, validator):
 
 def test_kinds_binds_and_startup_configs():
     topo, _ = lab_topology(design(k=2, count=6, radix=4))
-    leaf = topo["topology"]["nodes"]["rail0-leaf0"]
+    leaf = topo["topology"]["nodes"]["t-rail0-leaf0"]
     assert leaf == {"kind": "sonic-vs", "binds": [
-        "configs/rail0-leaf0/config_db.json:/var/sonic/config_db.json",
-        "configs/rail0-leaf0/frr.conf:/etc/frr/frr.conf"]}
+        "configs/t-rail0-leaf0/config_db.json:/var/sonic/config_db.json",
+        "configs/t-rail0-leaf0/frr.conf:/etc/frr/frr.conf"]}
     l2, _ = lab_topology(design(mode="l2"))
-    assert l2["topology"]["nodes"]["rail0-leaf0"]["binds"] == ["configs/rail0-leaf0/config_db.json:/var/sonic/config_db.json"]
+    assert l2["topology"]["nodes"]["t-rail0-leaf0"]["binds"] == ["configs/t-rail0-leaf0/config_db.json:/var/sonic/config_db.json"]
     eos, _ = lab_topology(design(platform="eos"))
-    assert eos["topology"]["nodes"]["rail1-leaf0"] == {"kind": "arista_ceos", "startup-config": "configs/rail1-leaf0/startup-config"}
+    assert eos["topology"]["nodes"]["t-rail1-leaf0"] == {"kind": "arista_ceos", "startup-config": "configs/t-rail1-leaf0/startup-config"}
     assert set(eos["topology"]["kinds"]) == {"linux", "arista_ceos"}
     assert eos["prefix"] == "clab"
 

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -86,12 +87,12 @@ def test_sn5600_names_agree_across_configs_cabling_and_netbox(tmp_path):
     assert rc == 0
     out = tmp_path / "o"
     cab = list(csv.DictReader(io.StringIO((out / "cabling.csv").read_text())))
-    ports = {r[f"{end}_port"] for r in cab for end in "ab" if r[f"{end}_device"] == "rail0-leaf0"}
-    cfg = json.loads((out / "configs" / "rail0-leaf0" / "config_db.json").read_text())
+    ports = {r[f"{end}_port"] for r in cab for end in "ab" if r[f"{end}_device"] == "h100-2k-sn5600-rail0-leaf0"}
+    cfg = json.loads((out / "configs" / "h100-2k-sn5600-rail0-leaf0" / "config_db.json").read_text())
     cabled = {n for n, p in cfg["PORT"].items() if p["admin_status"] == "up"}
     assert ports == cabled and "Ethernet4" in ports  # etp1b: the second 400G port of cage 1
     nb = list(csv.DictReader(io.StringIO((out / "netbox_interfaces.csv").read_text())))
-    assert ports <= {r["name"] for r in nb if r["device"] == "rail0-leaf0"}
+    assert ports <= {r["name"] for r in nb if r["device"] == "h100-2k-sn5600-rail0-leaf0"}
     media = {r["media"] for r in cab if r["tier"] == "1"}
     assert media == {"400G-SR4 MMF"}
 
@@ -142,11 +143,11 @@ def test_every_platform_and_breakout_compiles_and_validates(model, breakout, os_
     names = {r["b_port"] for r in csv.DictReader(io.StringIO((out / "cabling.csv").read_text())) if r["tier"] == "1"}
     assert names and names <= {p.port_name(breakout, os_name, i) for i in range(p.radix(breakout))}
     if os_name == "sonic":
-        cfg = json.loads((out / "configs" / "rail0-leaf0" / "config_db.json").read_text())
+        cfg = json.loads((out / "configs" / "t-rail0-leaf0" / "config_db.json").read_text())
         assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == p.breakouts[breakout].hwsku
         assert len(cfg["PORT"]) == len(p.breakouts[breakout].rows)
     else:
-        text = (out / "configs" / "rail0-leaf0" / "startup-config").read_text()
+        text = (out / "configs" / "t-rail0-leaf0" / "startup-config").read_text()
         assert f"   speed {p.breakouts[breakout].eos_speed}\n" in text
 
 
@@ -182,7 +183,7 @@ def test_your_own_platform_file_is_used(tmp_path, capsys):
     path = tmp_path / "d.yml"
     path.write_text("name: t\nhb_domain: {size: 2, count: 4}\nswitch: {model: acme-25t, platform_files: [acme.yaml]}\n")
     assert main(["compile", str(path), "-o", str(tmp_path / "o"), "-q"]) == 0, capsys.readouterr().err
-    cfg = json.loads((tmp_path / "o" / "configs" / "rail0-leaf0" / "config_db.json").read_text())
+    cfg = json.loads((tmp_path / "o" / "configs" / "t-rail0-leaf0" / "config_db.json").read_text())
     assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == "DellEMC-Z9664f-O64"
 
 
@@ -246,8 +247,8 @@ def test_per_tier_models_each_tier_its_own_names_and_os(tmp_path, capsys):
     cab = list(csv.DictReader(io.StringIO((out / "cabling.csv").read_text())))
     up = next(r for r in cab if r["tier"] == "2")
     assert up["a_port"].startswith("Ethernet") and "/" not in up["a_port"] and "/" in up["b_port"]
-    assert (out / "configs" / "rail0-spine0" / "startup-config").exists()
-    assert (out / "configs" / "rail0-leaf0" / "config_db.json").exists()
+    assert (out / "configs" / "t-rail0-spine0" / "startup-config").exists()
+    assert (out / "configs" / "t-rail0-leaf0" / "config_db.json").exists()
     rows = {r["model"]: int(r["quantity"]) for r in csv.DictReader(io.StringIO((out / "bom.csv").read_text()))}
     assert rows["nvidia-sn5600"] == 2 * 3 and rows["arista-7060x6-64pe"] == 2 * 2
 
@@ -260,3 +261,84 @@ def test_dac_is_one_assembly_per_cage_with_no_nic_optic_and_no_fibre(model, item
     cats = {(r.category, r.model): r.quantity for r in b.rows}
     assert cats[("transceiver", item)] == int(8 * 64 * per_cable)
     assert not any(c == "nic-optic" for c, _ in cats) and not any(c == "cable" for c, _ in cats)
+
+
+# --- hidden designs: shapes beyond the examples, on every platform x breakout x OS ---------
+
+SWITCHES = REPO / "fabric" / "platforms" / "data" / "switches"
+
+
+def platform_file_ports(model: str, breakout: str) -> dict[str, dict[str, str]]:
+    """The PORT rows of a platform file as written, read with plain YAML (not the catalog's
+    parser, which is what is under test): name -> {lanes, alias, index, speed[, fec]}."""
+    import yaml
+
+    sonic_part = yaml.safe_load((SWITCHES / f"{model}.yaml").read_text())["breakouts"][breakout]["sonic"]
+    rows = {}
+    for line in sonic_part["ports"]:
+        v = dict(zip(sonic_part["columns"], line.split()))
+        rows[v.pop("name")] = v
+    return rows
+
+
+def eos_names_and_speed(model: str, breakout: str) -> tuple[list[str], str]:
+    """EOS's names for every port of a breakout (Ethernet<cage>/<first lane>) and its speed form,
+    from the platform file's cage count, lanes per cage and eos_speed."""
+    import yaml
+
+    doc = yaml.safe_load((SWITCHES / f"{model}.yaml").read_text())
+    per_cage = int(breakout.split("x")[0])
+    step = doc["cages"]["lanes"] // per_cage
+    names = [f"Ethernet{c}/{k * step + 1}" for c in range(1, doc["cages"]["count"] + 1) for k in range(per_cage)]
+    return names, doc["breakouts"][breakout]["eos_speed"]
+
+
+HIDDEN_SHAPES = {
+    # every NIC port of one leaf but the last used, L2 rails: the highest port names are cabled
+    "l2-full-leaf": lambda radix: f"hb_domain: {{size: 2, count: {radix - 1}}}\nrail: {{mode: l2}}\n",
+    # past one leaf: two tiers, spines of one ASN, a management plane; 4 rails
+    "routed-2tier-mgmt": lambda radix: (f"hb_domain: {{size: 4, count: {radix + 2}}}\n"
+                                        "management: {pool: 192.168.0.0/20, gateway: 192.168.0.1, ntp: [192.0.2.1]}\n"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(HIDDEN_SHAPES))
+@pytest.mark.parametrize("model,breakout,os_name", COMBOS, ids=lambda x: str(x))
+def test_hidden_designs_print_the_platform_ports_port_for_port(model, breakout, os_name, shape):
+    """Designs no example holds, compiled on each catalog platform, breakout and OS: every
+    switch's SONiC PORT table is the platform file's rows (names, lanes, alias, index, speed,
+    fec), admin up exactly on the cabled ports; every EOS switch names each port as the
+    breakout CLI does with the breakout's speed form; and validate (YANG on one switch per
+    shape, FRR, cross-file, plant) passes on the files in memory."""
+    from railonly.fabric.compiler import compile_design
+    from railonly.fabric.validate import validator
+
+    p = CATALOG[model]
+    text = (f"name: hid{len(shape)}\nswitch: {{model: {model}, breakout: {breakout}, platform: {os_name}}}\n"
+            + HIDDEN_SHAPES[shape](p.radix(breakout)))
+    _, files = compile_design(parse_design(text, "hidden.yml"))
+    fabric = json.loads(files["fabric.json"])
+    switches = [n for n in fabric["nodes"] if n["role"] == "switch"]
+    assert {n["tier"] for n in switches} == ({1} if shape.startswith("l2") else {1, 2})
+    cabled = {(e["node"], e["port"]) for lk in fabric["links"] for e in (lk["a"], lk["b"])}
+    if os_name == "sonic":
+        published = platform_file_ports(model, breakout)
+        for n in switches:
+            port_table = json.loads(files[f"configs/{n['name']}/config_db.json"])["PORT"]
+            assert set(port_table) == set(published), n["name"]
+            for name, want in published.items():
+                got = port_table[name]
+                assert {k: got[k] for k in want} == want, (n["name"], name)
+                assert got["admin_status"] == ("up" if (n["name"], name) in cabled else "down"), (n["name"], name)
+    else:
+        names, speed = eos_names_and_speed(model, breakout)
+        for n in switches:
+            conf = files[f"configs/{n['name']}/startup-config"].decode()
+            blocks = dict(re.findall(r"^interface (Ethernet\S+)\n((?:   .*\n)*)", conf, re.M))
+            assert list(blocks) == names, n["name"]
+            for name, body in blocks.items():
+                assert f"   speed {speed}\n" in body, (n["name"], name)
+                assert ("   shutdown\n" not in body) == ((n["name"], name) in cabled), (n["name"], name)
+    results = validator.validate(validator.memory_reader(files), fabric, yang_for=validator.sample_per_shape())
+    assert all(r.passed for r in results), [(r.id, r.detail) for r in results if not r.passed][:5]

@@ -27,7 +27,7 @@ def test_lab_of_a_2x400g_platform_passes_its_checks(model, tag, tmp_path, capsys
         assert main(["lab", "deploy", str(out), "-q"]) == 0, capsys.readouterr()
         assert main(["lab", "check", str(out)]) == 0, capsys.readouterr().out
         if model == "nvidia-sn5600":  # the published names are the lab's interfaces
-            links = subprocess.run(["ip", "-n", f"clab-{name}-rail0-leaf0", "-o", "link"], capture_output=True, text=True).stdout
+            links = subprocess.run(["ip", "-n", f"clab-{name}-{name}-rail0-leaf0", "-o", "link"], capture_output=True, text=True).stdout
             assert "Ethernet0@" in links and "Ethernet4@" in links
     finally:
         assert main(["lab", "destroy", str(out), "-q"]) == 0

@@ -41,7 +41,7 @@ def bgp_peers(lab, sw):
 
 def test_push_changes_switch(pushlab, capsys):
     outdir, lab = pushlab
-    sw, ns = "rail0-leaf0", lab.netns("rail0-leaf0")
+    sw, ns = f"{lab.name}-rail0-leaf0", lab.netns(f"{lab.name}-rail0-leaf0")
     assert mtu(ns, "Ethernet16") == 9100
     assert "10.255.9.9/32" not in lo_addrs(ns)
 
@@ -62,7 +62,7 @@ def test_push_changes_switch(pushlab, capsys):
     # a loopback address and a BGP neighbour: disruptive, so drained first; applied as a
     # patch of the changed tables and vtysh statements, no reload (docs/push.md)
     assert "applied (disruptive); running state confirmed" in out.out
-    assert "rail0-leaf0 [disruptive]: ok" in out.out
+    assert f"{lab.name}-rail0-leaf0 [disruptive]: ok" in out.out
     for step in ("drain: AS-path prepend x3 + GRACEFUL_SHUTDOWN on 1 outbound route-map(s)",
                  "apply: config apply-patch (2 operation(s))", "apply: vtysh, 2 statement(s)", "verify: ", "undrain: "):
         assert f"    - {step}" in out.out, (step, out.out)
@@ -79,7 +79,7 @@ def test_push_changes_switch(pushlab, capsys):
 
 def test_dry_run_shows_diff_and_changes_nothing(pushlab, capsys):
     outdir, lab = pushlab
-    sw, ns = "rail1-leaf0", lab.netns("rail1-leaf0")
+    sw, ns = f"{lab.name}-rail1-leaf0", lab.netns(f"{lab.name}-rail1-leaf0")
     before = mtu(ns, "Ethernet16")
     edit_db(outdir, sw, lambda db: db["PORT"]["Ethernet16"].__setitem__("mtu", "4321"))
     for _ in range(2):  # the second run sees the same: the first changed nothing
@@ -109,47 +109,47 @@ def test_push_all_switches_in_parallel(pushlab, capsys):
 
 
 def test_wrong_key_is_a_clear_per_device_error(pushlab, tmp_path, capsys):
-    outdir, _ = pushlab
+    outdir, lab = pushlab
     key = tmp_path / "wrong"
     assert proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)]).ok
-    rc = main(["push", str(outdir), "--device", "rail0-spine0", "--key", str(key)])
+    rc = main(["push", str(outdir), "--device", f"{lab.name}-rail0-spine0", "--key", str(key)])
     out = capsys.readouterr()
     assert rc == 1
-    assert "rail0-spine0" in out.out and "authentication failed" in out.out
+    assert f"{lab.name}-rail0-spine0" in out.out and "authentication failed" in out.out
     assert "Traceback" not in out.out + out.err
 
 
 def test_wrong_password_is_redacted(pushlab, tmp_path, capsys, monkeypatch):
-    outdir, _ = pushlab
+    outdir, lab = pushlab
     key = tmp_path / "wrong"
     assert proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)]).ok
     monkeypatch.setenv("RAILONLY_SSH_PASSWORD", "s3cret-Pa55")
     monkeypatch.setenv("RAILONLY_SSH_KEY", str(key))
-    rc = main(["push", str(outdir), "--device", "rail0-spine1"])
+    rc = main(["push", str(outdir), "--device", f"{lab.name}-rail0-spine1"])
     out = capsys.readouterr()
     assert rc == 1
-    assert "rail0-spine1" in out.out and "authentication failed" in out.out
+    assert f"{lab.name}-rail0-spine1" in out.out and "authentication failed" in out.out
     assert "s3cret-Pa55" not in out.out + out.err
 
 
 def test_unreachable_device_does_not_stop_the_others(pushlab, capsys):
     outdir, lab = pushlab
-    good = [d for d in push_inventory.lab_devices(outdir) if d.name == "rail1-spine0"][0]
-    refused = replace(good, name="rail1-spine1", port=2)  # nothing listens there
-    gone = replace(good, name="rail0-leaf1", netns="clab-rotest-no-such-ns")
+    good = [d for d in push_inventory.lab_devices(outdir) if d.name == f"{lab.name}-rail1-spine0"][0]
+    refused = replace(good, name=f"{lab.name}-rail1-spine1", port=2)  # nothing listens there
+    gone = replace(good, name=f"{lab.name}-rail0-leaf1", netns="clab-rotest-no-such-ns")
     creds = push.Credentials.from_env()
     res = push.push_all([refused, good, gone], lab.configs_dir, creds, dry_run=True, workers=3)
     by = {r.device: r for r in res}
-    assert by["rail1-spine0"].ok
-    assert not by["rail1-spine1"].ok and "connection refused" in by["rail1-spine1"].message
-    assert not by["rail0-leaf1"].ok and "does not exist" in by["rail0-leaf1"].message
+    assert by[f"{lab.name}-rail1-spine0"].ok
+    assert not by[f"{lab.name}-rail1-spine1"].ok and "connection refused" in by[f"{lab.name}-rail1-spine1"].message
+    assert not by[f"{lab.name}-rail0-leaf1"].ok and "does not exist" in by[f"{lab.name}-rail0-leaf1"].message
     table = push.summary_table(res, True)
     assert "2 failed" in table
 
 
 def test_unknown_host_key_is_refused(pushlab, tmp_path):
     outdir, lab = pushlab
-    dev = [d for d in push_inventory.lab_devices(outdir) if d.name == "rail0-leaf2"][0]
+    dev = [d for d in push_inventory.lab_devices(outdir) if d.name == f"{lab.name}-rail0-leaf2"][0]
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     r = push.push_device(replace(dev, known_hosts=str(empty)), lab.configs_dir, push.Credentials(), True)
@@ -161,10 +161,10 @@ def test_unknown_host_key_is_refused(pushlab, tmp_path):
 
 def test_cli_as_a_process(pushlab):
     """The real entry point, as a user runs it: no inventory, no flags."""
-    outdir, _ = pushlab
-    cp = proc.run([*proc_argv(), "push", str(outdir), "--dry-run", "--device", "rail0-spine0"], timeout=60)
+    outdir, lab = pushlab
+    cp = proc.run([*proc_argv(), "push", str(outdir), "--dry-run", "--device", f"{lab.name}-rail0-spine0"], timeout=60)
     assert cp.returncode in (0, 1), cp.stderr
-    assert "rail0-spine0" in cp.stdout and "Traceback" not in cp.stderr
+    assert f"{lab.name}-rail0-spine0" in cp.stdout and "Traceback" not in cp.stderr
 
 
 def proc_argv():

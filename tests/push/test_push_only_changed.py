@@ -17,7 +17,7 @@ def test_only_changed_devices_are_pushed(pushlab, tmp_path, capsys):
     outdir, lab = pushlab
     old = tmp_path / "old"
     shutil.copytree(outdir, old, ignore=shutil.ignore_patterns(".lab"))
-    sw = "rail1-spine0"
+    sw = f"{lab.name}-rail1-spine0"
     p = outdir / "configs" / sw / "config_db.json"
     db = json.loads(p.read_text())
     db["PORT"]["Ethernet0"]["mtu"] = "4444"
@@ -26,6 +26,6 @@ def test_only_changed_devices_are_pushed(pushlab, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 1, out  # the one changed device differs from what it runs
     assert "1 device(s): 1 ok, 0 failed; dry run" in out
-    rows = [line.split()[0] for line in out.splitlines() if line.startswith("rail")]
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith(f"{lab.name}-")]
     assert rows == [sw]
     assert '+            "mtu": "4444",' in out

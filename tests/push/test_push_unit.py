@@ -30,36 +30,36 @@ def test_inventory_ok_with_defaults(tmp_path):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
     inv.write_text("known_hosts: kh\ndefaults: {platform: sonic}\ndevices:\n"
-                   "  rail0-leaf0: {host: 192.0.2.1}\n  rail0-spine0: {host: 192.0.2.2, port: 2222}\n")
+                   "  unitpush-rail0-leaf0: {host: 192.0.2.1}\n  unitpush-rail0-spine0: {host: 192.0.2.2, port: 2222}\n")
     devs = load_inventory(inv, out / "configs")
     assert [(d.name, d.host, d.port, d.platform) for d in devs] == [
-        ("rail0-leaf0", "192.0.2.1", 22, "sonic"), ("rail0-spine0", "192.0.2.2", 2222, "sonic")]
+        ("unitpush-rail0-leaf0", "192.0.2.1", 22, "sonic"), ("unitpush-rail0-spine0", "192.0.2.2", 2222, "sonic")]
     assert devs[0].known_hosts == str(tmp_path / "kh")
 
 
 def test_inventory_errors_name_the_key(tmp_path):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
-    inv.write_text("devices:\n  rail0-leaf0: {host: 192.0.2.1, prot: 22, platform: sonic}\n"
-                   "  rail0-leaf1: {port: 99999, platform: junos}\n  rail0-leafX: {host: h, platform: sonic}\n")
+    inv.write_text("devices:\n  unitpush-rail0-leaf0: {host: 192.0.2.1, prot: 22, platform: sonic}\n"
+                   "  unitpush-rail0-leaf1: {port: 99999, platform: junos}\n  rail0-leafX: {host: h, platform: sonic}\n")
     with pytest.raises(InputError) as ei:
         load_inventory(inv, out / "configs")
     text = "\n".join(p.format() for p in ei.value.problems)
-    assert "devices.rail0-leaf0.prot: unknown key 'prot'" in text and "did you mean 'port'" in text
-    assert "devices.rail0-leaf1.port: must be from 1 to 65,535" in text
-    assert "devices.rail0-leaf1.platform: must be one of sonic, eos" in text
+    assert "devices.unitpush-rail0-leaf0.prot: unknown key 'prot'" in text and "did you mean 'port'" in text
+    assert "devices.unitpush-rail0-leaf1.port: must be from 1 to 65,535" in text
+    assert "devices.unitpush-rail0-leaf1.platform: must be one of sonic, eos" in text
     assert ":3:" in text  # line numbers
 
 
 def test_inventory_unknown_device_and_missing_host(tmp_path):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
-    inv.write_text("devices:\n  rail0-leafX: {host: h, platform: sonic}\n  rail0-leaf1: {platform: sonic}\n")
+    inv.write_text("devices:\n  rail0-leafX: {host: h, platform: sonic}\n  unitpush-rail0-leaf1: {platform: sonic}\n")
     with pytest.raises(InputError) as ei:
         load_inventory(inv, out / "configs")
     text = "\n".join(p.format() for p in ei.value.problems)
     assert "no generated configs for 'rail0-leafX'" in text and "did you mean" in text
-    assert "devices.rail0-leaf1.host: is required but missing" in text
+    assert "devices.unitpush-rail0-leaf1.host: is required but missing" in text
 
 
 def test_cli_bad_inventory_exit_2(tmp_path, capsys):
@@ -73,9 +73,9 @@ def test_cli_bad_inventory_exit_2(tmp_path, capsys):
 def test_cli_unknown_device_exit_2(tmp_path, capsys):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
-    inv.write_text("devices:\n  rail0-leaf0: {host: 127.0.0.1, platform: sonic}\n")
-    assert main(["push", str(out), "--inventory", str(inv), "--device", "rail0-leaf9"]) == 2
-    assert "no device 'rail0-leaf9'" in capsys.readouterr().err
+    inv.write_text("devices:\n  unitpush-rail0-leaf0: {host: 127.0.0.1, platform: sonic}\n")
+    assert main(["push", str(out), "--inventory", str(inv), "--device", "unitpush-rail0-leaf9"]) == 2
+    assert "no device 'unitpush-rail0-leaf9'" in capsys.readouterr().err
 
 
 def test_cli_no_deployed_lab_exit_3(tmp_path, capsys):
@@ -95,11 +95,11 @@ def test_unreachable_inventory_device_exit_1_and_password_redacted(tmp_path, cap
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
     # port 1 on loopback: nothing listens, refused at once
-    inv.write_text("devices:\n  rail0-leaf0: {host: 127.0.0.1, port: 1, platform: sonic}\n")
+    inv.write_text("devices:\n  unitpush-rail0-leaf0: {host: 127.0.0.1, port: 1, platform: sonic}\n")
     monkeypatch.setenv("RAILONLY_SSH_PASSWORD", "hunter2-xyz")
     assert main(["push", str(out), "--inventory", str(inv)]) == 1
     cap = capsys.readouterr()
-    assert "rail0-leaf0" in cap.out and "connection refused" in cap.out
+    assert "unitpush-rail0-leaf0" in cap.out and "connection refused" in cap.out
     assert "hunter2-xyz" not in cap.out + cap.err and "Traceback" not in cap.err
 
 

@@ -24,7 +24,11 @@ from .conftest import root_skip_reason, settle_sessions, unique
 
 pytestmark = pytest.mark.netns
 
-SPINES = ["rail0-spine0", "rail0-spine1", "rail1-spine0", "rail1-spine1"]
+SPINES = ["rail0-spine0", "rail0-spine1", "rail1-spine0", "rail1-spine1"]  # bare: the lab's name prefixes each
+
+
+def spines(lab) -> list[str]:
+    return [f"{lab.name}-{s}" for s in SPINES]
 
 
 @pytest.fixture(scope="module")
@@ -95,21 +99,22 @@ def push(outdir, capsys, *extra) -> tuple[int, str]:
 
 def test_dry_run_prints_the_plan_and_touches_nothing(minilab, capsys):
     outdir, lab = minilab
-    for sw in SPINES:
+    for sw in spines(lab):
         edit_db(outdir, sw, lambda db: db["PORT"]["Ethernet0"].__setitem__("mtu", "9000"))
     rc = main(["push", str(outdir), "--dry-run"])
     out = capsys.readouterr().out
     assert rc == 1  # drift
     assert "rollout plan (dry run: nothing changed):" in out
-    assert "canary: rail0-spine0: planned" in out
-    assert "wave 1: rail0-spine1, rail1-spine0: planned" in out and "wave 2: rail1-spine1: planned" in out
+    s00, s01, s10, s11 = spines(lab)
+    assert f"canary: {s00}: planned" in out
+    assert f"wave 1: {s01}, {s10}: planned" in out and f"wave 2: {s11}: planned" in out
     assert "would apply (hitless): config apply-patch (1 operation(s) on PORT)" in out
-    assert mtu(lab.netns("rail0-spine0"), "Ethernet0") == 9100
+    assert mtu(lab.netns(f"{lab.name}-rail0-spine0"), "Ethernet0") == 9100
 
 
 def test_hitless_change_on_every_spine_loses_no_probe(minilab, capsys):
     outdir, lab = minilab
-    for sw in SPINES:
+    for sw in spines(lab):
         def change(db):
             for port in db["PORT"].values():
                 port["mtu"] = "9000"
@@ -122,12 +127,12 @@ def test_hitless_change_on_every_spine_loses_no_probe(minilab, capsys):
     assert all(sent > 100 for _, _, sent in waves), waves  # the stream ran through every wave
     assert [lost for _, lost, _ in waves] == [0, 0, 0], waves
     assert out.count("[hitless]: ok") == 4 and "drain:" not in out and "config reload" not in out
-    assert all(mtu(lab.netns(sw), "Ethernet0") == 9000 for sw in SPINES)
+    assert all(mtu(lab.netns(sw), "Ethernet0") == 9000 for sw in spines(lab))
 
 
 def test_disruptive_bgp_change_on_every_spine_loses_no_probe(minilab, capsys):
     outdir, lab = minilab
-    for sw in SPINES:
+    for sw in spines(lab):
         edit_frr(outdir, sw, " neighbor FABRIC_DOWN timers 3 9\n", " neighbor FABRIC_DOWN timers 5 15\n")
     rc, out = push(outdir, capsys)
     assert rc == 0, out
@@ -138,7 +143,7 @@ def test_disruptive_bgp_change_on_every_spine_loses_no_probe(minilab, capsys):
     assert out.count("[disruptive]: ok") == 4
     assert out.count("- apply: clear bgp * (session settings changed)") == 4  # every spine's sessions did reset
     assert out.count("- drain: AS-path prepend x3 + GRACEFUL_SHUTDOWN") == 4 and out.count("- undrain:") == 4
-    for sw in SPINES:
+    for sw in spines(lab):
         assert "neighbor FABRIC_DOWN timers 5 15" in running_frr(lab, sw)
         assert "railonly-drain" not in running_frr(lab, sw)  # undrained
         assert established(lab, sw) == 3
@@ -146,24 +151,24 @@ def test_disruptive_bgp_change_on_every_spine_loses_no_probe(minilab, capsys):
 
 def test_a_switch_failing_verify_stops_the_rollout_and_is_back_on_its_old_config(minilab, capsys):
     outdir, lab = minilab
-    for sw in SPINES:
+    for sw in spines(lab):
         edit_frr(outdir, sw, " neighbor FABRIC_DOWN timers 5 15\n", " neighbor FABRIC_DOWN timers 4 12\n")
     # rail0-spine1 (wave 1) gets a wrong ASN for a leaf: that session cannot come up
-    bad = "rail0-spine1"
+    bad = f"{lab.name}-rail0-spine1"
     m = re.search(r" neighbor (\S+) remote-as (\d+)\n", (outdir / "configs" / bad / "frr.conf").read_text())
     edit_frr(outdir, bad, m.group(0), f" neighbor {m.group(1)} remote-as {int(m.group(2)) + 1000}\n")
     rc, out = push(outdir, capsys, "--verify-timeout", "8")
     assert rc == 1, out
     assert re.search(rf"  {bad} \[disruptive\]: FAILED: verify failed: BGP {re.escape(m.group(1))} \S+; back on its previous config, healthy", out), out
-    assert "wave 2: rail1-spine1: not started (the rollout stopped)" in out
+    assert f"wave 2: {lab.name}-rail1-spine1: not started (the rollout stopped)" in out
     assert "rollout stopped at wave 1" in out
     # the failed switch runs its old config: the old ASN and timers, sessions up, undrained
     text = running_frr(lab, bad)
     assert f"neighbor {m.group(1)} remote-as {m.group(2)}" in text and "neighbor FABRIC_DOWN timers 5 15" in text
     assert "railonly-drain" not in text and established(lab, bad) == 3
     # the canary and wave 1's other switch changed; the switch after the stop did not
-    assert "neighbor FABRIC_DOWN timers 4 12" in running_frr(lab, "rail0-spine0")
-    assert "neighbor FABRIC_DOWN timers 5 15" in running_frr(lab, "rail1-spine1")
+    assert "neighbor FABRIC_DOWN timers 4 12" in running_frr(lab, f"{lab.name}-rail0-spine0")
+    assert "neighbor FABRIC_DOWN timers 5 15" in running_frr(lab, f"{lab.name}-rail1-spine1")
     assert all(lost == 0 for _, lost, _ in waves_of(out)), waves_of(out)
 
 
@@ -171,7 +176,7 @@ def test_a_change_that_needs_a_reload_says_why_and_starts_drained(minilab, capsy
     """DEVICE_METADATA's mac is read at start-up: a full config reload, said with its reason;
     the switch reloads drained (the drain is in the FRR file it starts from), so no probe is lost."""
     outdir, lab = minilab
-    sw = "rail0-spine0"
+    sw = f"{lab.name}-rail0-spine0"
     edit_db(outdir, sw, lambda db: db["DEVICE_METADATA"]["localhost"].__setitem__("mac", "02:00:00:00:00:99"))
     rc, out = push(outdir, capsys, "--device", sw)
     assert rc == 0, out

@@ -25,10 +25,13 @@ from railonly.emulation.runtime.netns import pids, setns
 
 RUN = os.getpid() % 10000
 
+# site: "" (the single-cluster opt-out, docs/reference/design.md) keeps switch names bare, so the
+# hostile cases can spell out the namespaces they aim at (clab-<lab>-rail0-leaf0); the other suites
+# run the default, where the design's name prefixes every switch.
 # sonic switches: every switch has FRR (routed) and an sshd, so the run dir, pid
 # files and the lab's state dir (ssh/) all exist; 2 rails x 2 servers keeps a deploy ~1 s
-ROUTED = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\n"
-L2 = "name: {name}\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: l2}}\n"
+ROUTED = "name: {name}\nsite: \"\"\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: routed}}\n"
+L2 = "name: {name}\nsite: \"\"\nhb_domain: {{size: 2, count: 2}}\nswitch: {{radix: 4, platform: sonic}}\nrail: {{mode: l2}}\n"
 
 # host-global settings an OUTDIR could aim at; none may change
 CANARY_TEXT = "railonly-canary-secret-4711\n"  # never in any output: the file is never read

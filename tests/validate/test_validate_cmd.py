@@ -67,8 +67,8 @@ def _failures(doc: dict) -> str:
 
 def test_duplicate_address(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
-    db = out / "configs/rail0-spine0/config_db.json"
-    leaf_ip = "10.128.0.1/31"  # rail0-leaf0's uplink address, now also on the spine
+    db = out / "configs/minir-rail0-spine0/config_db.json"
+    leaf_ip = "10.128.0.1/31"  # minir-rail0-leaf0's uplink address, now also on the spine
 
     def dup(doc):
         doc["INTERFACE"] = {k: v for k, v in doc["INTERFACE"].items() if not k.startswith("Ethernet0|")}
@@ -78,43 +78,43 @@ def test_duplicate_address(compiled_dirs, tmp_path, capsys):
     assert rc == 1
     fails = _failures(doc)
     assert "unique/addresses" in fails and "10.128.0.1 is used by" in fails
-    assert "configs/rail0-spine0/config_db.json" in text
+    assert "configs/minir-rail0-spine0/config_db.json" in text
 
 
 def test_missing_neighbor(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
-    frr = out / "configs/rail0-leaf0/frr.conf"
+    frr = out / "configs/minir-rail0-leaf0/frr.conf"
     frr.write_text("\n".join(l for l in frr.read_text().splitlines() if not l.startswith(" neighbor 10.128.0.0 ")) + "\n")
     rc, text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
-    assert "bgp/rail0-leaf0" in _failures(doc)
-    assert "configs/rail0-leaf0/frr.conf: no BGP neighbor 10.128.0.0 (rail0-spine0:Ethernet0)" in text
+    assert "bgp/minir-rail0-leaf0" in _failures(doc)
+    assert "configs/minir-rail0-leaf0/frr.conf: no BGP neighbor 10.128.0.0 (minir-rail0-spine0:Ethernet0)" in text
 
 
 def test_wrong_remote_as(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
-    frr = out / "configs/rail0-spine0/frr.conf"
+    frr = out / "configs/minir-rail0-spine0/frr.conf"
     frr.write_text(frr.read_text().replace("neighbor 10.128.0.1 remote-as 4200000001", "neighbor 10.128.0.1 remote-as 4200000099"))
     rc, text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
-    assert "neighbor 10.128.0.1 remote-as 4200000099, rail0-leaf0 has ASN 4200000001" in text
+    assert "neighbor 10.128.0.1 remote-as 4200000099, minir-rail0-leaf0 has ASN 4200000001" in text
 
 
 def test_bad_mtu(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
-    _edit_json(out / "configs/rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="1500"))
+    _edit_json(out / "configs/minir-rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="1500"))
     rc, text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
-    assert "mtu/rail0-leaf1" in _failures(doc)
+    assert "mtu/minir-rail0-leaf1" in _failures(doc)
     assert "PORT|Ethernet16.mtu is 1500, the fabric uses 9100" in text
 
 
 def test_mtu_out_of_yang_range_is_a_yang_failure(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
-    _edit_json(out / "configs/rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="99999"))
+    _edit_json(out / "configs/minir-rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="99999"))
     rc, _, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
-    assert "yang/rail0-leaf1" in _failures(doc)
+    assert "yang/minir-rail0-leaf1" in _failures(doc)
 
 
 def test_hostname_and_speed_and_frr_syntax(compiled_dirs, tmp_path, capsys):
@@ -123,43 +123,43 @@ def test_hostname_and_speed_and_frr_syntax(compiled_dirs, tmp_path, capsys):
     def edit(d):
         d["DEVICE_METADATA"]["localhost"]["hostname"] = "wrong"
         d["PORT"]["Ethernet0"]["speed"] = "100000"
-    _edit_json(out / "configs/rail1-leaf0/config_db.json", edit)
-    frr = out / "configs/rail1-spine0/frr.conf"
+    _edit_json(out / "configs/minir-rail1-leaf0/config_db.json", edit)
+    frr = out / "configs/minir-rail1-spine0/frr.conf"
     frr.write_text(frr.read_text().replace(" bgp log-neighbor-changes", " bgp log-neighbour-changes"))
     rc, text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
     fails = _failures(doc)
-    assert "hostname is 'wrong', fabric.json names this switch 'rail1-leaf0'" in fails
+    assert "hostname is 'wrong', fabric.json names this switch 'minir-rail1-leaf0'" in fails
     assert "PORT|Ethernet0.speed is 100.0 Gbit/s, cable" in fails
-    assert "frr/rail1-spine0" in fails and "Unknown command" in fails
+    assert "frr/minir-rail1-spine0" in fails and "Unknown command" in fails
 
 
 def test_eos_tampered(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["eos-routed"], tmp_path)
-    cfg = out / "configs/rail0-leaf0/startup-config"
+    cfg = out / "configs/minir-rail0-leaf0/startup-config"
     text = cfg.read_text()
     text = text.replace("   neighbor 10.128.0.0 remote-as 4200032769", "   neighbor 10.128.0.0 remote-as 4200032799")
-    old = "interface Ethernet3\n   description rail0-spine0:Ethernet1 R0-T2-00001 100m\n   mtu 9100"
+    old = "interface Ethernet3\n   description minir-rail0-spine0:Ethernet1 R0-T2-00001 100m\n   mtu 9100"
     assert old in text
     text = text.replace(old, old.replace("mtu 9100", "mtu 9000"))
     cfg.write_text(text)
     rc, out_text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
     fails = _failures(doc)
-    assert "neighbor 10.128.0.0 remote-as 4200032799, rail0-spine0 has ASN 4200032769" in fails
-    assert "mtu/rail0-leaf0" in fails
+    assert "neighbor 10.128.0.0 remote-as 4200032799, minir-rail0-spine0 has ASN 4200032769" in fails
+    assert "mtu/minir-rail0-leaf0" in fails
 
 
 def test_missing_config_and_l2_vlan(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-l2"], tmp_path)
-    cfg = out / "configs/rail1-leaf0/startup-config"
+    cfg = out / "configs/mini-rail1-leaf0/startup-config"
     cfg.write_text(cfg.read_text().replace("switchport access vlan 1001", "switchport access vlan 1003", 1))
-    (out / "configs/rail2-leaf0/startup-config").unlink()
+    (out / "configs/mini-rail2-leaf0/startup-config").unlink()
     rc, text, doc = _validate(out, tmp_path, capsys)
     assert rc == 1
     fails = _failures(doc)
     assert "is in VLAN 1003, expected Vlan1001" in fails
-    assert "no config for switch rail2-leaf0" in fails
+    assert "no config for switch mini-rail2-leaf0" in fails
 
 
 @pytest.mark.parametrize("setup", ["missing", "empty", "badjson", "notfabric"])
@@ -205,7 +205,7 @@ def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys, monkeypa
     monkeypatch.setenv("RAILONLY_JOBS", "1")
     assert main(["compile", str(LABS / "mini-routed.yml"), "-o", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
-    assert "error: mtu/rail0-leaf0:" in err and "nothing was written" in err
+    assert "error: mtu/minir-rail0-leaf0:" in err and "nothing was written" in err
     assert list(tmp_path.iterdir()) == [], "neither OUTDIR nor its staging directory may remain"
 
 
@@ -216,8 +216,8 @@ def test_checks_beside_the_pool_give_the_same_results(compiled_dirs, tmp_path, m
 
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
     good = compiled_dirs["mini-routed"]
-    _edit_json(out / "configs/rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="99999"))
-    (out / "cabling.csv").write_text((out / "cabling.csv").read_text().replace("rail0-leaf0", "rail0-leafX", 1))
+    _edit_json(out / "configs/minir-rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="99999"))
+    (out / "cabling.csv").write_text((out / "cabling.csv").read_text().replace("minir-rail0-leaf0", "rail0-leafX", 1))
     monkeypatch.setenv("RAILONLY_JOBS", "2")
     for outdir in (good, out):
         monkeypatch.setattr(validator, "BESIDE_MIN_SWITCHES", 10**9)

@@ -79,21 +79,21 @@ def test_compiled_outdirs_pass_the_untrusted_checks(good, lab):
 def test_symlinked_config_is_refused_and_never_read(routed, tmp_path, capsys):
     secret = tmp_path / "shadow"
     secret.write_text(SECRET + "\n")
-    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr = routed / "configs" / "minir-rail0-leaf0" / "frr.conf"
     frr.unlink()
     os.symlink(secret, frr)
     rc, out = _run(routed, capsys)
     assert rc == 2
-    assert "configs/rail0-leaf0/frr.conf" in out and "symbolic link" in out
+    assert "configs/minir-rail0-leaf0/frr.conf" in out and "symbolic link" in out
     assert SECRET not in out
 
 
 def test_symlinked_directory_is_refused(routed, tmp_path, capsys):
     elsewhere = tmp_path / "elsewhere"
-    shutil.move(routed / "configs" / "rail0-leaf1", elsewhere)
-    os.symlink(elsewhere, routed / "configs" / "rail0-leaf1")
+    shutil.move(routed / "configs" / "minir-rail0-leaf1", elsewhere)
+    os.symlink(elsewhere, routed / "configs" / "minir-rail0-leaf1")
     rc, out = _run(routed, capsys)
-    assert rc == 2 and "configs/rail0-leaf1" in out and "symbolic link" in out
+    assert rc == 2 and "configs/minir-rail0-leaf1" in out and "symbolic link" in out
 
 
 def test_symlink_in_lab_state_is_named(routed, tmp_path, capsys):
@@ -104,7 +104,7 @@ def test_symlink_in_lab_state_is_named(routed, tmp_path, capsys):
 
 
 def test_fifo_in_outdir_is_refused_without_blocking(routed, capsys):
-    db = routed / "configs" / "rail0-leaf0" / "config_db.json"
+    db = routed / "configs" / "minir-rail0-leaf0" / "config_db.json"
     db.unlink()
     os.mkfifo(db)
     rc, out = _run(routed, capsys)
@@ -115,9 +115,9 @@ def test_reader_refuses_links_on_the_way(routed, tmp_path):
     os.symlink(routed / "configs", routed / "cfg")
     reader = outdir_reader.OutdirReader(str(routed))
     with pytest.raises(outdir_reader.UntrustedFile) as exc:
-        reader.read_text("cfg/rail0-leaf0/frr.conf")
+        reader.read_text("cfg/minir-rail0-leaf0/frr.conf")
     assert "symbolic link" in exc.value.problems[0].message
-    assert reader.read_text("configs/rail0-leaf0/nope") is None
+    assert reader.read_text("configs/minir-rail0-leaf0/nope") is None
     with pytest.raises(outdir_reader.UntrustedFile):
         reader.read_text("../etc/passwd")
 
@@ -126,8 +126,8 @@ def test_reader_refuses_links_on_the_way(routed, tmp_path):
 
 
 @pytest.mark.parametrize("rel,text,msg", [
-    ("configs/rail0-leaf0/config_db.json", '{"PORT": ', "is not valid JSON"),
-    ("configs/rail0-leaf0/config_db.json", '{"x": NaN}', "NaN is not allowed"),
+    ("configs/minir-rail0-leaf0/config_db.json", '{"PORT": ', "is not valid JSON"),
+    ("configs/minir-rail0-leaf0/config_db.json", '{"x": NaN}', "NaN is not allowed"),
     ("fabric.json", "[" * 100_000, "is not valid JSON"),
     ("fabric.json", b"\xff\xfe", "is not UTF-8"),
     ("CLAB", "name: [unclosed\n", "is not acceptable YAML"),
@@ -182,7 +182,7 @@ def test_clab_node_keys_the_compiler_never_emits_fail(routed, capsys, key, value
 
 def test_clab_bind_to_another_path_fails(routed, capsys):
     clab = _clab(routed)
-    text = clab.read_text().replace("configs/rail0-leaf0/config_db.json:/var/sonic/config_db.json",
+    text = clab.read_text().replace("configs/minir-rail0-leaf0/config_db.json:/var/sonic/config_db.json",
                                     "/etc/shadow:/var/sonic/config_db.json", 1)
     clab.write_text(text)
     rc, out = _run(routed, capsys)
@@ -212,15 +212,15 @@ def test_check_exec_line_accepts_every_emitted_form(good):
     ("frr version 8.4 && id", "never emitted"),
 ])
 def test_frr_lines_the_compiler_never_emits_fail(routed, capsys, line, msg):
-    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr = routed / "configs" / "minir-rail0-leaf0" / "frr.conf"
     frr.write_text(frr.read_text() + line + "\n")
     n = len(frr.read_text().splitlines())
     rc, out = _run(routed, capsys)
-    assert rc == 1 and f"configs/rail0-leaf0/frr.conf: line {n}:" in out and msg in out
+    assert rc == 1 and f"configs/minir-rail0-leaf0/frr.conf: line {n}:" in out and msg in out
 
 
 def test_frr_match_script_fails(routed, capsys):
-    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
+    frr = routed / "configs" / "minir-rail0-leaf0" / "frr.conf"
     frr.write_text(frr.read_text().replace(" match ip address prefix-list RAIL_ROUTES", " match script evil", 1))
     rc, out = _run(routed, capsys)
     assert rc == 1 and "match script" in out
@@ -245,27 +245,27 @@ def test_frr_log_file_below_the_run_dir_is_tolerated_only_when_asked(routed):
     ("tap aggregation", "never emitted"),
 ])
 def test_eos_lines_the_compiler_never_emits_fail(eos, capsys, line, msg):
-    sc = eos / "configs" / "rail0-leaf0" / "startup-config"
+    sc = eos / "configs" / "minir-rail0-leaf0" / "startup-config"
     sc.write_text(sc.read_text().replace("\nend", f"\n{line}\nend", 1))
     n = _line_of(sc, line.strip()[:15])
     rc, out = _run(eos, capsys)
-    assert rc == 1 and f"configs/rail0-leaf0/startup-config: line {n}:" in out and msg in out
+    assert rc == 1 and f"configs/minir-rail0-leaf0/startup-config: line {n}:" in out and msg in out
 
 
 def test_hostname_with_a_newline_fails(routed, capsys):
     import json
 
-    db = routed / "configs" / "rail0-leaf0" / "config_db.json"
+    db = routed / "configs" / "minir-rail0-leaf0" / "config_db.json"
     doc = json.loads(db.read_text())
-    doc["DEVICE_METADATA"]["localhost"]["hostname"] = "rail0-leaf0\nevil"
+    doc["DEVICE_METADATA"]["localhost"]["hostname"] = "minir-rail0-leaf0\nevil"
     db.write_text(json.dumps(doc))
     rc, out = _run(routed, capsys)
     assert rc == 1 and "DEVICE_METADATA.localhost.hostname" in out and "not a plain name" in out
 
 
 def test_control_characters_in_configs_fail(routed, capsys):
-    frr = routed / "configs" / "rail0-leaf0" / "frr.conf"
-    frr.write_text(frr.read_text().replace("hostname rail0-leaf0", "hostname rail0-leaf0\r"))
+    frr = routed / "configs" / "minir-rail0-leaf0" / "frr.conf"
+    frr.write_text(frr.read_text().replace("hostname minir-rail0-leaf0", "hostname minir-rail0-leaf0\r"))
     rc, out = _run(routed, capsys)
     assert rc == 1 and "'\\r'" in out
 

@@ -55,12 +55,12 @@ def test_a_fresh_outdir_passes_manifest_and_plant(outdirs, name, tmp_path, capsy
 
 def test_hand_edited_config_is_named(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
-    f = out / "configs/rail0-spine1/frr.conf"
+    f = out / "configs/minir-rail0-spine1/frr.conf"
     f.write_text(f.read_text() + "! a note by hand\n")  # valid FRR, same facts: only the manifests see it
     rc, fails, text = _failures(out, tmp_path, capsys)
     # MANIFEST.json's hash, and the clabernetes manifest, which still carries the compiled file
     assert rc == 1 and set(fails) == {"manifest/files", "trust/minir.clabernetes.yaml"}
-    assert "changed: configs/rail0-spine1/frr.conf" in fails["manifest/files"]
+    assert "changed: configs/minir-rail0-spine1/frr.conf" in fails["manifest/files"]
 
 
 def test_deleted_cabling_csv_is_named(outdirs, tmp_path, capsys):
@@ -74,13 +74,13 @@ def test_deleted_cabling_csv_is_named(outdirs, tmp_path, capsys):
 
 def test_extra_file_is_named(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
-    (out / "configs/rail0-leaf0/notes.txt").write_text("mine\n")
+    (out / "configs/minir-rail0-leaf0/notes.txt").write_text("mine\n")
     (out / ".lab").mkdir()  # lab records never live in an OUTDIR: an old .lab/ is an extra file too
     (out / ".lab" / "netns-state.json").write_text("{}")
     rc, fails, _ = _failures(out, tmp_path, capsys)
     assert rc == 1 and set(fails) == {"manifest/files"}
     detail = fails["manifest/files"]
-    assert "extra: configs/rail0-leaf0/notes.txt (file)" in detail
+    assert "extra: configs/minir-rail0-leaf0/notes.txt (file)" in detail
     assert "extra: .lab/netns-state.json (file)" in detail
 
 
@@ -94,9 +94,9 @@ def _refused(out: Path, capsys) -> str:
 
 def test_extra_symlink_is_refused_and_named(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
-    os.symlink("/etc/passwd", out / "configs/rail0-leaf1/frr.conf.bak")
+    os.symlink("/etc/passwd", out / "configs/minir-rail0-leaf1/frr.conf.bak")
     text = _refused(out, capsys)
-    assert "configs/rail0-leaf1/frr.conf.bak" in text and "root:" not in text
+    assert "configs/minir-rail0-leaf1/frr.conf.bak" in text and "root:" not in text
 
 
 def test_a_replaced_file_that_is_now_a_symlink_is_not_read(outdirs, tmp_path, capsys):
@@ -132,25 +132,25 @@ def _rewrite(path: Path, old: str, new: str, count: int = 1) -> None:
 
 def test_sonic_cable_length_must_be_the_cables(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
-    _rewrite(out / "configs/rail0-leaf0/config_db.json", '"Ethernet0": "30m"', '"Ethernet0": "40m"')
+    _rewrite(out / "configs/minir-rail0-leaf0/config_db.json", '"Ethernet0": "30m"', '"Ethernet0": "40m"')
     rc, fails, _ = _failures(out, tmp_path, capsys)
     assert rc == 1
-    assert ("configs/rail0-leaf0/config_db.json: CABLE_LENGTH|AZURE|Ethernet0 says 40m, cable R0-T1-00001 is 30 m long"
-            in fails["cabling/rail0-leaf0"])
+    assert ("configs/minir-rail0-leaf0/config_db.json: CABLE_LENGTH|AZURE|Ethernet0 says 40m, cable R0-T1-00001 is 30 m long"
+            in fails["cabling/minir-rail0-leaf0"])
 
 
 def test_eos_description_must_carry_the_cable_length(outdirs, tmp_path, capsys):
     out = _copy(outdirs["eos"], tmp_path)
-    _rewrite(out / "configs/rail0-leaf0/startup-config", "description hb0:rail0 R0-T1-00001 30m", "description hb0:rail0 R0-T1-00001 3m")
+    _rewrite(out / "configs/minir-rail0-leaf0/startup-config", "description hb0:rail0 R0-T1-00001 30m", "description hb0:rail0 R0-T1-00001 3m")
     rc, fails, _ = _failures(out, tmp_path, capsys)
     assert rc == 1
-    assert "interface Ethernet1 description says 3m, cable R0-T1-00001 is 30 m long" in fails["cabling/rail0-leaf0"]
+    assert "interface Ethernet1 description says 3m, cable R0-T1-00001 is 30 m long" in fails["cabling/minir-rail0-leaf0"]
 
 
 def test_cabling_netbox_and_bom_must_agree_with_fabric_json(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
-    _rewrite(out / "cabling.csv", "R0-T1-00002,hb1,rail0,rail0-leaf0,Ethernet8,0,1,400,400G-SR8 MMF,30,",
-             "R0-T1-00002,hb1,rail1,rail0-leaf0,Ethernet8,0,1,400,400G-SR8 MMF,50,")
+    _rewrite(out / "cabling.csv", "R0-T1-00002,hb1,rail0,minir-rail0-leaf0,Ethernet8,0,1,400,400G-SR8 MMF,30,",
+             "R0-T1-00002,hb1,rail1,minir-rail0-leaf0,Ethernet8,0,1,400,400G-SR8 MMF,50,")
     _rewrite(out / "netbox_cables.csv", "R0-T1-00003,30,m", "R0-T1-00003,100,m")
     _rewrite(out / "bom.csv", "fibre smf-os2 100m,cable,smf-os2 100m,12,", "fibre smf-os2 100m,cable,smf-os2 100m,11,")
     _rewrite(out / "netbox_interfaces.csv", "hb2,rail0,", "hb2,nic0,")

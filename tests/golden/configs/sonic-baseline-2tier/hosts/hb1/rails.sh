@@ -5,7 +5,7 @@ set -e
 # Each rail is its own network: answer ARP only on the NIC that owns the address,
 # and accept replies for rail r on NIC r only through its own table (loose rp_filter).
 sysctl -q -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.all.rp_filter=2
-# rail 0: hb1-gpu0 on rail0-leaf0:Ethernet8
+# rail 0: hb1-gpu0 on sb2-rail0-leaf0:Ethernet8
 ip link set dev rail0 mtu 9000 up
 ip address replace 10.0.0.3/29 dev rail0
 ip route replace 10.0.0.0/29 dev rail0 scope link src 10.0.0.3 table 100
@@ -14,7 +14,7 @@ ip route replace default via 10.0.0.1 dev rail0 table 100
 ip route replace 10.0.0.0/10 via 10.0.0.1 dev rail0 src 10.0.0.3
 ip rule del priority 100 2>/dev/null || true
 ip rule add from 10.0.0.3 lookup 100 priority 100
-# rail 1: hb1-gpu1 on rail1-leaf0:Ethernet8
+# rail 1: hb1-gpu1 on sb2-rail1-leaf0:Ethernet8
 ip link set dev rail1 mtu 9000 up
 ip address replace 10.64.0.3/29 dev rail1
 ip route replace 10.64.0.0/29 dev rail1 scope link src 10.64.0.3 table 101
