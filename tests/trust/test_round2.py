@@ -38,8 +38,19 @@ def deploy_ok(capsys, out, *extra) -> None:
 
 
 def lab_daemons(name: str) -> list[int]:
+    """The lab's long-lived processes: those in its namespaces whose parent is not one of them
+    (an sshd's per-connection child, e.g. from a readiness probe, comes and goes on its own)."""
     nss = [n for n in setns.list_netns() if n.startswith(f"clab-{name}-")]
-    return [p.pid for p in pids.in_netns({setns.inode(n) for n in nss} - {None})]
+    procs = {p.pid: p for p in pids.in_netns({setns.inode(n) for n in nss} - {None})}
+    return [pid for pid in procs if _parent(pid) not in procs]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def running(name: str, nodes: int = 8) -> bool:
