@@ -28,7 +28,7 @@ Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: alre
 def _fabric_json(fab: Fabric, progress: Progress) -> dict[str, str]:
     text = fabric_json.render(fab)
     json.loads(text)  # parse back before writing (a renderer bug must not reach disk)
-    return {"fabric.json": text}
+    return {fabric_json.FILE: text}
 
 
 def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
@@ -55,7 +55,7 @@ def produce_lab(fab: Fabric, progress: Progress) -> dict[str, str | bytes]:
 
 
 PRODUCERS: list[tuple[str, Producer]] = [
-    ("fabric.json", _fabric_json),
+    (fabric_json.FILE, _fabric_json),
     ("cabling plan", _cabling),
     ("bill of materials", bom.produce),
     ("fabric docs", docs.produce),
