@@ -76,7 +76,7 @@ def test_switch_link_counters_place_every_inter_leaf_byte(routed_shared, tmp_pat
     assert rep["streams"] == 4 and all(f["streams"] == 4 for f in rep["flows"])
     # iperf3 ends a -n test once the sender has written: the buffers it never timed stay small
     assert all(f["bytes"] >= 0.8 * rep["bytes_per_flow"] for f in rep["flows"])
-    tiers = {n["name"]: n.get("tier") for n in d.lab.fabric["nodes"]}
+    tiers = {n.name: n.tier for n in d.lab.fabric.nodes}
     for st in rep["steps"]:
         flows = [f for f in rep["flows"] if f["step"] == st["step"]]
         # the NIC leg of a forwarded flow starts at the forwarding GPU
