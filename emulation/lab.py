@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from railonly.fabric.design.design import LAB_NIC_MBPS_DEFAULT, NIC_GBPS_DEFAULT
-from railonly.fabric.design.lab_slice import SLICE_DIR
+from railonly.fabric.graph.model import Fabric, Link, Node
 from railonly.fabric.input.problems import InputError, Problem
 from railonly.fabric.outputs import clab_exec
 from railonly.fabric.outdir_layout import CLAB_SUFFIX, CONFIGS
@@ -103,11 +103,11 @@ class LabNode:
     exec: tuple = ()  # post-deploy commands, each a typed clab_exec item (str() is its line)
     binds: tuple[str, ...] = ()  # host:container, host paths relative to the clab file
     startup_config: str | None = None  # relative to the clab file
-    info: dict = field(default_factory=dict, compare=False, hash=False)  # the fabric.json node
+    fabric_node: Node | None = field(default=None, compare=False, hash=False)  # its node of fabric.json
 
     @property
     def platform(self) -> str | None:
-        return self.info.get("platform")
+        return self.fabric_node.platform if self.fabric_node is not None else None
 
 
 @dataclass
@@ -117,7 +117,7 @@ class Lab:
     topology_file: Path  # <name>.clab.yml
     fabric_file: Path  # the lab's fabric.json
     sliced: bool  # the lab is a slice of its design (artifacts under lab/)
-    fabric: dict
+    fabric: Fabric  # the lab's fabric.json read back (graph/fabric_json.py): fabric.design holds its head
     clab: dict
     nodes: dict[str, LabNode]
     links: list[LabLink]
@@ -221,26 +221,26 @@ def management_network(lab: Lab) -> MgmtNetwork | None:
     here (fabric.json is untrusted): inside the pool, one per switch, not the gateway."""
     import ipaddress
 
-    head = lab.fabric.get("management")
-    if not head:
+    head = lab.fabric.design.management
+    if head is None:
         return None
     where = str(lab.fabric_file)
     try:
-        pool = ipaddress.IPv4Network(head["pool"], strict=True)
-        gw = ipaddress.IPv4Address(head["gateway"])
-    except (KeyError, TypeError, ValueError):
+        pool = ipaddress.IPv4Network(head.pool, strict=True)
+        gw = ipaddress.IPv4Address(head.gateway)
+    except ValueError:
         raise LabError(where, "management: needs pool (an IPv4 prefix) and gateway (an address)", "recompile the design") from None
     if MGMT_NODE in lab.nodes:
         raise LabError(where, f"a node is named {MGMT_NODE!r}, the name of the lab's management network", "recompile the design")
     switches: dict[str, str] = {}
     seen = {gw}
     for sw in lab.switches:
-        ip = sw.info.get("mgmt_ip")
+        ip = sw.fabric_node.mgmt_ip
         if ip is None:
             continue
         try:
             iface = ipaddress.IPv4Interface(ip)
-        except (TypeError, ValueError):
+        except ValueError:
             raise LabError(where, f"node {sw.name}: mgmt_ip {str(ip)[:40]!r} is not an IPv4 address with prefix length",
                            "recompile the design") from None
         if iface.network != pool or iface.ip in seen or iface.ip in (pool.network_address, pool.broadcast_address):
@@ -259,17 +259,17 @@ def target(node: "str | LabNode") -> str:
 def link_mbps(lab: Lab, gbps: float | None = None) -> float:
     """The one formula of an emulated link rate in Mbit/s: the lab's NIC rate (``lab.nic_mbps``)
     scaled by gbps / nic_gbps, so every link keeps its ratio to the NIC (None: the NIC itself)."""
-    fab = lab.fabric
-    nic_mbps = float(fab.get("lab_nic_mbps") or (fab.get("lab") or {}).get("nic_mbps") or DEFAULT_NIC_MBPS)
+    head = lab.fabric.design
+    nic_mbps = float(head.lab_nic_mbps or DEFAULT_NIC_MBPS)
     if gbps is None:
         return nic_mbps
-    return nic_mbps * float(gbps) / float(fab.get("nic_gbps") or NIC_GBPS_DEFAULT)
+    return nic_mbps * float(gbps) / float(head.nic_gbps or NIC_GBPS_DEFAULT)
 
 
 def link_rates(lab: Lab) -> tuple[float, float]:
     """The emulated (NIC, HB) link rates in Mbit/s (:func:`link_mbps` of the NIC and of hb_gbps)."""
-    fab = lab.fabric
-    return link_mbps(lab), link_mbps(lab, fab.get("hb_gbps") or fab.get("nic_gbps") or NIC_GBPS_DEFAULT)
+    head = lab.fabric.design
+    return link_mbps(lab), link_mbps(lab, head.hb_gbps or head.nic_gbps or NIC_GBPS_DEFAULT)
 
 
 def _unsafe_below(out: Path) -> None:
@@ -282,48 +282,37 @@ def _unsafe_below(out: Path) -> None:
         raise InputError(bad)
 
 
-def _shape_problems(clab: dict, fabric: dict) -> list[tuple[str, str]]:
-    """(which file, what) for every place the loader would trip over (wrong types)."""
+def _shape_problems(clab: dict) -> list[str]:
+    """What of the topology the loader would trip over (wrong types); fabric.json's types
+    are checked by its parser (graph/fabric_json.py)."""
     out = []
     topo = clab.get("topology")
     if not isinstance(topo, dict):
-        return [("clab", "is not a containerlab topology (no 'topology' section)")]
+        return ["is not a containerlab topology (no 'topology' section)"]
     nodes = topo.get("nodes") or {}
     if not isinstance(nodes, dict):
-        out.append(("clab", "topology.nodes is not a mapping"))
+        out.append("topology.nodes is not a mapping")
         nodes = {}
     for k in ("kinds", "defaults"):
         if not isinstance(topo.get(k) or {}, dict):
-            out.append(("clab", f"topology.{k} is not a mapping"))
+            out.append(f"topology.{k} is not a mapping")
     for name, spec in nodes.items():
         if not isinstance(name, str) or not isinstance(spec or {}, dict):
-            out.append(("clab", f"topology.nodes.{name!s:.40}: not a node mapping"))
+            out.append(f"topology.nodes.{name!s:.40}: not a node mapping")
             continue
         for k in ("exec", "binds"):
             v = (spec or {}).get(k) or []
             if not isinstance(v, list) or not all(isinstance(c, str) and "\n" not in c for c in v):
-                out.append(("clab", f"topology.nodes.{name}.{k} is not a list of one-line strings"))
+                out.append(f"topology.nodes.{name}.{k} is not a list of one-line strings")
         for k in ("kind", "image", NODE_STARTUP_CONFIG):
             v = (spec or {}).get(k)
             if v is not None and not isinstance(v, str):
-                out.append(("clab", f"topology.nodes.{name}.{k} is not a string"))
+                out.append(f"topology.nodes.{name}.{k} is not a string")
     links = topo.get("links") or []
     if not isinstance(links, list) or not all(
             isinstance(lk, dict) and isinstance(lk.get("endpoints"), list)
             and all(isinstance(e, str) for e in lk["endpoints"]) for lk in links):
-        out.append(("clab", "topology.links is not a list of {endpoints: [NODE:IFACE, NODE:IFACE]}"))
-    fnodes = fabric.get("nodes", [])
-    if not isinstance(fnodes, list) or not all(
-            isinstance(n, dict) and isinstance(n.get("name"), str) and isinstance(n.get("role"), str) for n in fnodes):
-        out.append(("fabric", "nodes is not a list of objects with a name and a role"))
-    flinks = fabric.get("links", [])
-    if not isinstance(flinks, list) or not all(
-            isinstance(lk, dict) and isinstance(lk.get("kind"), str)
-            and isinstance(lk.get("gbps", 0), (int, float)) and not isinstance(lk.get("gbps", 0), bool)
-            and all(isinstance(lk.get(e), dict) and isinstance(lk[e].get("node"), str)
-                    and isinstance(lk[e].get("port"), str) and isinstance(lk[e].get("ip") or "", str)
-                    for e in ("a", "b")) for lk in flinks):
-        out.append(("fabric", "links is not a list of {kind, gbps, a: {node, port}, b: {node, port}}"))
+        out.append("topology.links is not a list of {endpoints: [NODE:IFACE, NODE:IFACE]}")
     return out
 
 
@@ -345,19 +334,19 @@ def load_lab(outdir: str | Path) -> Lab:
     railonly.fabric.outdir.reader.OutdirReader (bounded, no symlink
     followed, no YAML alias), and a file of the wrong shape is exit 2 naming
     it, never a traceback."""
-    from railonly.fabric.outdir.reader import OutdirReader
+    from railonly.fabric.graph.fabric_json import FILE
+    from railonly.fabric.outdir.reader import OutdirReader, lab_fabric_rel
 
     reader = OutdirReader(str(outdir))
     out = Path(reader.root)
     topo_file = _topology_file(out)
     _unsafe_below(out)
-    sliced = reader.exists(f"{SLICE_DIR}/fabric.json")
-    fabric_file = out / SLICE_DIR / "fabric.json" if sliced else out / "fabric.json"
-    fabric = reader.read_json(str(fabric_file.relative_to(out)))
+    fabric_rel = lab_fabric_rel(reader)
+    sliced = fabric_rel != FILE
+    fabric_file = out / fabric_rel
+    fabric = reader.read_fabric(fabric_rel)
     if fabric is None:
         raise LabError(str(fabric_file), "is missing", "compile the design first: railonly compile DESIGN.yml -o OUTDIR")
-    if not isinstance(fabric, dict):
-        raise LabError(str(fabric_file), f"is a JSON {type(fabric).__name__}, not an object", "recompile the design")
     clab, lines = reader.read_yaml(topo_file.name)
     if not isinstance(clab, dict):
         raise LabError(str(topo_file), "is not a containerlab topology (not a mapping)", "recompile the design")
@@ -369,10 +358,9 @@ def load_lab(outdir: str | Path) -> Lab:
             "topology.nodes", f"has {n:,} nodes, more than the cap of {limits.LAB_NODES.value:,} lab nodes"
             f" ({limits.LAB_NODES.env})", "compile a smaller lab slice (railonly compile --lab-domains N), or raise"
             f" the cap for this run: {limits.LAB_NODES.env}={n}", None, str(topo_file))])
-    shape = _shape_problems(clab, fabric)
+    shape = _shape_problems(clab)
     if shape:
-        raise InputError([Problem("", what, "recompile the design", None,
-                                  str(topo_file if which == "clab" else fabric_file)) for which, what in shape[:20]])
+        raise InputError([Problem("", what, "recompile the design", None, str(topo_file)) for what in shape[:20]])
     # the same allow-lists as `validate` (exec lines, names, node keys): one place decides
     from railonly.fabric.outdir.reader import check_clab, check_fabric
 
@@ -380,17 +368,16 @@ def load_lab(outdir: str | Path) -> Lab:
     if refused:
         raise InputError(refused)
     name = clab.get("name")  # check_clab: a lab name; node names plain (they name files and namespaces)
-    if name != fabric.get("name"):
-        raise LabError(str(topo_file), f"lab name {name!r} differs from {fabric_file.name}'s {fabric.get('name')!r}",
+    if name != fabric.design.name:
+        raise LabError(str(topo_file), f"lab name {name!r} differs from {fabric_file.name}'s {fabric.design.name!r}",
                        "the files come from different compiles: recompile into a fresh OUTDIR")
     topo = clab["topology"]
     kinds = topo.get("kinds") or {}
-    infos = {n["name"]: n for n in fabric.get("nodes", [])}
     nodes: dict[str, LabNode] = {}
     for nname, spec in (topo.get("nodes") or {}).items():
         spec = spec or {}
         kind = spec.get("kind") or (topo.get("defaults") or {}).get("kind", "linux")
-        info = infos.get(nname)
+        info = fabric.by_name.get(nname)
         if info is None:
             raise LabError(str(topo_file), f"node {nname!r} is not in {fabric_file}", "recompile the design")
         try:  # check_clab allowed each line: it parses (the one exec grammar, outputs/clab_exec.py)
@@ -398,28 +385,28 @@ def load_lab(outdir: str | Path) -> Lab:
         except clab_exec.ExecLineError as exc:
             raise LabError(str(topo_file), f"node {nname}: an exec line {exc}", "recompile the design") from None
         nodes[nname] = LabNode(
-            name=nname, role=info["role"], kind=kind, netns=netns_name(name, nname),
+            name=nname, role=info.role, kind=kind, netns=netns_name(name, nname),
             image=spec.get("image") or (kinds.get(kind) or {}).get("image"),
             exec=exec_,
-            binds=tuple(spec.get("binds") or ()), startup_config=spec.get(NODE_STARTUP_CONFIG), info=info,
+            binds=tuple(spec.get("binds") or ()), startup_config=spec.get(NODE_STARTUP_CONFIG), fabric_node=info,
         )
-    links = _join_links(topo.get("links") or [], fabric.get("links", []), str(topo_file))
+    links = _join_links(topo.get("links") or [], fabric.links, str(topo_file))
     return Lab(out, name, topo_file, fabric_file, sliced, fabric, clab, nodes, links)
 
 
-def _join_links(clinks: list, flinks: list, where: str) -> list[LabLink]:
+def _join_links(clinks: list, flinks: list[Link], where: str) -> list[LabLink]:
     # The compiler writes both lists from the same link list, in the same order.
     if len(clinks) != len(flinks):
         raise LabError(where, f"has {len(clinks)} links but fabric.json {len(flinks)}", "recompile the design")
     out = []
     for i, (c, f) in enumerate(zip(clinks, flinks)):
         ends = []
-        for ep, fe in zip(c.get("endpoints") or [], (f["a"], f["b"])):
+        for ep, fe in zip(c.get("endpoints") or [], (f.a, f.b)):
             node, _, iface = str(ep).partition(":")
-            if node != fe["node"]:
-                raise LabError(where, f"links[{i}] joins {node!r} where fabric.json has {fe['node']!r}", "recompile the design")
-            ends.append(LabPort(node, fe["port"], iface, fe.get("ip")))
+            if node != fe.node:
+                raise LabError(where, f"links[{i}] joins {node!r} where fabric.json has {fe.node!r}", "recompile the design")
+            ends.append(LabPort(node, fe.port, iface, fe.ip))
         if len(ends) != 2:
             raise LabError(where, f"links[{i}] needs two endpoints", "recompile the design")
-        out.append(LabLink(f["kind"], f.get("rail"), f.get("gbps", 0), ends[0], ends[1]))
+        out.append(LabLink(f.kind, f.rail, f.gbps, ends[0], ends[1]))
     return out

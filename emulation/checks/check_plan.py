@@ -1,6 +1,6 @@
 """What a healthy lab must show, planned from fabric.json alone (pure).
 
-:func:`plan` turns a lab's ``fabric.json`` (and ``cabling.csv``, and the FRR
+:func:`plan` turns a lab's fabric graph (its ``fabric.json`` read back, ``Lab.fabric``) (and ``cabling.csv``, and the FRR
 configs of its switches) into a :class:`CheckPlan`: the probes to send and
 the results expected, for the five checks of docs/reference/outdir.md:
 
@@ -31,6 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from railonly.fabric.graph.model import Endpoint, Fabric, Node
 from railonly.fabric.outputs.cabling import graph_ends
 from railonly.fabric.outdir_layout import CABLING_CSV, FRR_CONF
 
@@ -96,7 +97,7 @@ class CheckPlan:
     mode: str  # routed | l2
     gpus: dict[str, Gpu]
     rails: dict[int, list[str]]  # rail -> GPU names (hb order)
-    switches: dict[str, dict]  # fabric.json switch nodes
+    switches: dict[str, Node]  # the fabric's switch nodes
     ip_owner: dict[str, str]  # address -> node (who answers from it)
     paths: list[PathSpec] = field(default_factory=list)
     bgp: list[BgpSession] = field(default_factory=list)
@@ -150,15 +151,15 @@ def _addr(cidr: str | None) -> str | None:
     return str(ipaddress.ip_interface(cidr).ip) if cidr else None
 
 
-def _switch_graph(fabric: dict, rail: int | None) -> dict[str, set[str]]:
+def _switch_graph(fabric: Fabric, rail: int | None) -> dict[str, set[str]]:
     """Adjacency of switches over fabric links (of one rail, or all when rail is None)."""
     adj: dict[str, set[str]] = {}
-    for lk in fabric["links"]:
-        if lk["kind"] != "fabric":
+    for lk in fabric.links:
+        if lk.kind != "fabric":
             continue
-        if rail is not None and lk.get("rail") != rail:
+        if rail is not None and lk.rail != rail:
             continue
-        a, b = lk["a"]["node"], lk["b"]["node"]
+        a, b = lk.a.node, lk.b.node
         adj.setdefault(a, set()).add(b)
         adj.setdefault(b, set()).add(a)
     return adj
@@ -212,49 +213,51 @@ def read_cabling(path: Path) -> list[Cable]:
         return [Cable(r["cable_id"], *a, *b) for r in csv.DictReader(f) for a, b in [graph_ends(r)]]
 
 
-def plan(fabric: dict, *, configs: dict[str, str] | None = None, cables: list[Cable] | None = None) -> CheckPlan:
+def plan(fabric: Fabric, *, configs: dict[str, str] | None = None, cables: list[Cable] | None = None) -> CheckPlan:
     """The check plan of a fabric. ``configs``: {switch: frr.conf text} (routed
     rails); ``cables``: cabling.csv rows (default: the fabric's cabled links)."""
-    nodes = {n["name"]: n for n in fabric["nodes"]}
-    switches = {n: v for n, v in nodes.items() if v["role"] == "switch"}
-    rail_link: dict[str, dict] = {}
-    hb_link: dict[str, dict] = {}
-    for lk in fabric["links"]:
-        if lk["kind"] == "rail":
-            g = lk["a"] if nodes[lk["a"]["node"]]["role"] == "gpu" else lk["b"]
-            s = lk["b"] if g is lk["a"] else lk["a"]
-            rail_link[g["node"]] = {"gpu": g, "sw": s}
-        elif lk["kind"] == "hb":
-            g = lk["a"] if nodes[lk["a"]["node"]]["role"] == "gpu" else lk["b"]
-            hb_link[g["node"]] = g
+    nodes = fabric.by_name
+    switches = {n.name: n for n in fabric.switches}
+    rail_link: dict[str, tuple[Endpoint, Endpoint]] = {}  # GPU -> (its NIC end, the switch end)
+    hb_link: dict[str, Endpoint] = {}
+    for lk in fabric.links:
+        if lk.kind == "rail":
+            g = lk.a if nodes[lk.a.node].role == "gpu" else lk.b
+            s = lk.b if g is lk.a else lk.a
+            rail_link[g.node] = (g, s)
+        elif lk.kind == "hb":
+            g = lk.a if nodes[lk.a.node].role == "gpu" else lk.b
+            hb_link[g.node] = g
     gpus: dict[str, Gpu] = {}
-    for name, n in nodes.items():
-        if n["role"] != "gpu" or name not in rail_link:
+    for n in fabric.gpus:
+        name = n.name
+        if name not in rail_link:
             continue
-        rl = rail_link[name]
-        iface = ipaddress.ip_interface(rl["gpu"]["ip"])
-        hb = hb_link.get(name, {})
-        gpus[name] = Gpu(name, n["rail"], n["hb_domain"], n["rank"], str(iface.ip), iface.network.prefixlen,
-                         rl["gpu"]["port"], rl["sw"]["node"], rl["sw"]["port"], _addr(hb.get("ip")), hb.get("port"))
+        nic, sw = rail_link[name]
+        iface = ipaddress.ip_interface(nic.ip)
+        hb = hb_link.get(name)
+        gpus[name] = Gpu(name, n.rail, n.hb_domain, n.rank, str(iface.ip), iface.network.prefixlen,
+                         nic.port, sw.node, sw.port, _addr(hb.ip) if hb else None, hb.port if hb else None)
     rails: dict[int, list[str]] = {}
     for g in sorted(gpus.values(), key=lambda g: (g.rail, g.hb, g.name)):
         rails.setdefault(g.rail, []).append(g.name)
 
     owner: dict[str, str] = {}
-    for lk in fabric["links"]:
-        for e in (lk["a"], lk["b"]):
-            if e.get("ip"):
-                owner[_addr(e["ip"])] = e["node"]
+    for lk in fabric.links:
+        for e in (lk.a, lk.b):
+            if e.ip:
+                owner[_addr(e.ip)] = e.node
     rail_subnets: dict[int, set[str]] = {}
     for s, v in switches.items():
-        if v.get("loopback"):
-            owner[_addr(v["loopback"])] = s
-        for vl in v.get("vlans") or ():
-            if vl.get("gateway"):
-                owner[_addr(vl["gateway"])] = s
-            rail_subnets.setdefault(vl["rail"], set()).add(str(ipaddress.ip_network(vl["subnet"], strict=False)))
+        if v.loopback:
+            owner[_addr(v.loopback)] = s
+        for vl in v.vlans:
+            if vl.gateway:
+                owner[_addr(vl.gateway)] = s
+            rail_subnets.setdefault(vl.rail, set()).add(str(ipaddress.ip_network(vl.subnet, strict=False)))
 
-    cp = CheckPlan(fabric["name"], fabric.get("topology", "rail-only"), fabric.get("rail_mode", "routed"),
+    head = fabric.design
+    cp = CheckPlan(head.name, head.topology, head.rail_mode,
                    gpus, rails, switches, owner, rail_subnets={r: tuple(sorted(s)) for r, s in rail_subnets.items()})
     cp.paths = _paths(cp, fabric)
     if cp.mode == "routed":
@@ -262,7 +265,7 @@ def plan(fabric: dict, *, configs: dict[str, str] | None = None, cables: list[Ca
             text = (configs or {}).get(s)
             if text is not None:
                 cp.bgp += bgp_sessions(s, text)
-            srails = switches[s].get("rails") or []
+            srails = switches[s].rails
             want = sorted({p for r in (srails or rail_subnets) for p in rail_subnets.get(r, ())})
             if text is not None:
                 cp.prefixes[s] = tuple(want)
@@ -270,14 +273,13 @@ def plan(fabric: dict, *, configs: dict[str, str] | None = None, cables: list[Ca
                 # shared switches keep partitions in separate tables: judged by probes only
                 cp.foreign[s] = tuple(sorted(p for r, ps in rail_subnets.items() if r not in srails for p in ps))
     if cables is None:
-        cables = [Cable(lk["cable_id"], lk["a"]["node"], lk["a"]["port"], lk["b"]["node"], lk["b"]["port"])
-                  for lk in fabric["links"] if lk.get("cable_id")]
-    known = {(lk[e]["node"], lk[e]["port"]) for lk in fabric["links"] for e in ("a", "b")}
+        cables = [Cable(lk.cable_id, lk.a.node, lk.a.port, lk.b.node, lk.b.port) for lk in fabric.links if lk.cable_id]
+    known = {(e.node, e.port) for lk in fabric.links for e in (lk.a, lk.b)}
     cp.cables = [c for c in cables if (c.a_node, c.a_port) in known and (c.b_node, c.b_port) in known]
     return cp
 
 
-def _paths(cp: CheckPlan, fabric: dict) -> list[PathSpec]:
+def _paths(cp: CheckPlan, fabric: Fabric) -> list[PathSpec]:
     out: list[PathSpec] = []
     routed = cp.mode == "routed"
     graphs: dict[int | None, dict[str, set[str]]] = {}

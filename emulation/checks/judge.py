@@ -150,7 +150,7 @@ def isolation_routes(cp: CheckPlan, routes: dict[str, list[dict] | None]) -> lis
             if hit:
                 how = r.get("gateway") or r.get("dev") or "?"
                 bad.append(f"{dst} via {how} (covers {', '.join(hit[:3])})")
-        rails = cp.switches[sw].get("rails")
+        rails = cp.switches[sw].rails
         if bad:
             out.append(Result(rid, "isolation", False, f"{sw} (rail {rails}) routes other rails' subnets: " + "; ".join(bad[:5])))
         else:

@@ -250,7 +250,7 @@ def lab_streams(lab) -> list[tuple[str, str, str, str]]:
     by_rail: dict[int, list[str]] = {}
     for n in lab.gpus:
         if n.name in ip_of:
-            by_rail.setdefault(n.info.get("rail", 0), []).append(n.name)
+            by_rail.setdefault(n.fabric_node.rail or 0, []).append(n.name)
     out = []
     for rail, gpus in sorted(by_rail.items()):
         gpus.sort(key=lambda g: [int(x) for x in re.findall(r"\d+", g)])
@@ -261,4 +261,4 @@ def lab_streams(lab) -> list[tuple[str, str, str, str]]:
 
 
 def lab_targets(lab) -> dict[str, Target]:
-    return {sw.name: target_of(sw.name, sw.info) for sw in lab.switches}
+    return {sw.name: target_of(sw.name, sw.fabric_node) for sw in lab.switches}

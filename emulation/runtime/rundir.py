@@ -186,7 +186,7 @@ def _own_nodes(lab) -> set[str]:
     lab owns it too; no topology node may take that name)."""
     from ..lab import MGMT_NODE
 
-    return set(lab.nodes) | ({MGMT_NODE} if lab.fabric.get("management") else set())
+    return set(lab.nodes) | ({MGMT_NODE} if lab.fabric.design.management is not None else set())
 
 
 def identity_of(lab) -> Identity:

@@ -23,7 +23,7 @@ import json
 import re
 
 from railonly import proc
-from railonly.fabric.design.physical import Naming
+from railonly.fabric.design.physical import naming
 
 from ..lab import Lab, LabError, run_dir
 from ..runtime import rundir
@@ -181,7 +181,7 @@ def link_down(lab: Lab, rt: Runtime, spec: str) -> str:
     node, _, port = spec.partition(":")
     if not port:
         raise LabError(spec, "expected NODE:PORT", f"e.g. hb0:rail0 (a server NIC, as in cabling.csv) or {min(lab.names('switch'), default='SWITCH')}:Ethernet0 (a switch port)")
-    node, port = Naming(lab.fabric["nodes"], lab.fabric.get("gpus_per_host")).graph_end(node, port)  # a server NIC is its GPU's namespace
+    node, port = naming(lab.fabric).graph_end(node, port)  # a server NIC is its GPU's namespace
     lab.node(node)
     ends = _ends(lab, node, port)
     _down(rt, lab, ends, {"kind": "link", "what": spec})

@@ -354,12 +354,12 @@ class DirectedLink:
 def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
     """Both directions of every switch-to-switch link, rated as the lab shapes them
     (gbps x emulated NIC Mbit/s / design NIC gbps)."""
-    nic_gbps = float(lab.fabric.get("nic_gbps") or 0) or None
+    nic_gbps = float(lab.fabric.design.nic_gbps or 0) or None
     out = []
     for lk in fabric_links(lab):
         mbps = lk.gbps * nic_mbps / nic_gbps if nic_gbps and lk.gbps else nic_mbps
         for a, b in ((lk.a, lk.b), (lk.b, lk.a)):
-            ta, tb = (lab.nodes[n].info.get("tier") or 0 if n in lab.nodes else 0 for n in (a.node, b.node))
+            ta, tb = (lab.nodes[n].fabric_node.tier or 0 if n in lab.nodes else 0 for n in (a.node, b.node))
             group = ("up", a.node) if ta < tb else ("down", b.node)
             out.append(DirectedLink((a.node, a.port), f"{a.node}:{a.port}->{b.node}", mbps * 1e6 / 8, group))
     return out
@@ -687,7 +687,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     nic_tc, hb_tc = shaped_rates(rt, lab, cp)
     nic = nic_tc or nic_plan
     hb = hb_tc or hb_plan
-    streams = streams or nccl_streams(float(lab.fabric.get("nic_gbps") or 400))
+    streams = streams or nccl_streams(float(lab.fabric.design.nic_gbps or 400))
     if pattern != "all-to-all":
         schedule = "concurrent"
     nbytes = nbytes or default_bytes(cp, pattern, nic, schedule=schedule)

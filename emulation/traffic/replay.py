@@ -76,7 +76,7 @@ def ruleset(gpu: bool) -> str:
 
 def joining_switches(lab: Lab) -> list[str]:
     """Switches of fabric.json that belong to no rail: on the baseline they join rails."""
-    return sorted(n["name"] for n in lab.fabric.get("nodes", []) if n.get("role") == "switch" and not n.get("rails"))
+    return sorted(sw.name for sw in lab.fabric.switches if not sw.rails)
 
 
 class Counters:
@@ -160,7 +160,7 @@ def prepare(lab: Lab, cp, job: Job, nic: float, hb: float, time_scale: float | N
     """(scaled, placement, phases) of the job on the lab (pure). ``dead``: GPUs whose rail NIC
     is down; their flows are rerouted through HB siblings (job_plan.reroute) after the time
     scale is set as for a healthy run, so the two runs compare."""
-    cluster = Cluster.from_fabric_json(lab.fabric, str(lab.fabric_file))
+    cluster = Cluster.from_fabric(lab.fabric, str(lab.fabric_file))
     names = job_plan.index_names({(g.hb, g.rail): g.name for g in cp.gpus.values()}, cluster.hb_size)
     rates = job_plan.lab_rates(nic, hb)
     if time_scale is None:
@@ -222,7 +222,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
         detour = {"gpus": sorted(dead), "faults": sorted(set(dead.values())),
                   "healthy_model_iteration_s": round(job_plan.model_iteration(healthy_phases), 4),
                   "prediction": predicted(sc, pl, cp.topology, set(dead), names)}
-    streams = streams or nccl_streams(float(lab.fabric.get("nic_gbps") or 400))
+    streams = streams or nccl_streams(float(lab.fabric.design.nic_gbps or 400))
     progress(f"job {job.name} on {lab.name} ({cp.topology}): tp {sc.job.parallel.tp} pp {sc.job.parallel.pp}"
              f" dp {sc.job.parallel.dp} ep {sc.job.parallel.ep}, {sc.job.parallel.micro_batches} micro-batches"
              + (f" ({'; '.join(sc.changes)})" if sc.changes else "")

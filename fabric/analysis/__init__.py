@@ -5,7 +5,8 @@ Public API (stable; extended, never renamed):
     from railonly.fabric.analysis import (
         load_job, parse_job, Job,                 # job file (docs/reference/job.md) -> Job (InputError lists every problem)
         Cluster,                                  # K, HB domains, NIC and HB Gb/s: Cluster.from_design(design),
-                                                  #   Cluster.from_fabric_json(doc) or Cluster(K, count, nic_gbps, hb_gbps)
+                                                  #   Cluster.from_fabric(fab), Cluster.from_fabric_json(text)
+                                                  #   or Cluster(K, count, nic_gbps, hb_gbps)
         Rates,                                    # per-GPU bytes/s: Rates.of(cluster) or Rates.from_gbps(nic, hb, efficiency=1.0)
         place, place_auto, Placement,             # ranks -> GPUs, groups (numpy rows of GPU indices), kinds, problems
         layout,                                   #   the same without the verdict (no problems looked for: faster)
@@ -15,7 +16,7 @@ Public API (stable; extended, never renamed):
     )
 
     job = load_job("labs/jobs/gpt-small.yml")
-    cluster = Cluster.from_fabric_json(json.load(open(outdir + "/fabric.json")))
+    cluster = Cluster.from_fabric(railonly.fabric.read_outdir(outdir).read_fabric())
     pl = place(job, cluster)                      # pl.problems, pl.groups["tp"|"dp"|"ep"|"edp"|"pp"]
     rates = Rates.from_gbps(0.1, 0.9, efficiency=1.0)   # e.g. a lab's shaped NIC and HB rates
     for ph in phase_list(job, pl, rates, "rail-only"):

@@ -132,20 +132,20 @@ def hosts_of(domain: str, hb_size: int, gpus_per_host: int | None) -> list[tuple
 
 
 class Naming:
-    """Graph ends <-> floor ends, built from the fabric's nodes (graph objects or fabric.json dicts)
-    and the GPUs per host (None: one host per HB domain)."""
+    """Graph ends <-> floor ends, built from the fabric's nodes (graph Nodes, built or read back
+    from fabric.json) and the GPUs per host (None: one host per HB domain)."""
 
     def __init__(self, nodes, gpus_per_host: int | None = None):
         if not isinstance(gpus_per_host, int) or isinstance(gpus_per_host, bool) or gpus_per_host < 1:
-            gpus_per_host = None  # a hostile fabric.json value: name by domain (the plant check then disagrees)
+            gpus_per_host = None  # a hostile fabric.json value (0): name by domain (the plant check then disagrees)
         server_of: dict[int, str] = {}
         gpus: list[tuple[str, int, int]] = []
         for n in nodes:
-            role, name, dom = _get(n, "role"), _get(n, "name"), _get(n, "hb_domain")
+            role, name, dom = n.role, n.name, n.hb_domain
             if role == "hb":
                 server_of[dom] = name
             elif role == "gpu":
-                gpus.append((name, dom, _get(n, "rank")))
+                gpus.append((name, dom, n.rank))
         self._floor: dict[str, tuple[str, str]] = {}  # gpu node -> (server, nic)
         self._graph: dict[tuple[str, str], str] = {}  # (server, nic) -> gpu node
         size: dict[int, int] = {}
@@ -173,10 +173,6 @@ class Naming:
     def server_of(self, gpu: str) -> str | None:
         end = self._floor.get(gpu)
         return end[0] if end else None
-
-
-def _get(n, key: str):
-    return n.get(key) if isinstance(n, dict) else getattr(n, key)
 
 
 def naming(fab) -> Naming:

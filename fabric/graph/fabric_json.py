@@ -1,17 +1,37 @@
-"""`fabric.json` (schema_version 1, docs/reference/outdir.md): the compiled graph as JSON.
+"""`fabric.json` (schema_version 1, docs/reference/outdir.md): the compiled graph as JSON,
+written (:func:`render`) and read back (:func:`parse`) here and nowhere else.
 
 One node or link per line: the file stays diffable and greppable at 100k
 links, and json.dumps per item is still the C encoder.
+
+Reading: fabric.json is hostile input (a pull request can edit it; the lab and push
+run as root on it). :func:`parse` turns its text into the typed graph of
+:mod:`.model` (a :class:`Fabric` whose ``design`` is a :class:`FabricHead`: the design
+facts the file carries), checking every field's type and every link end; a bad file
+is InputError (exit 2) listing each problem with the file and the field
+(``nodes[3].rank``). Callers read the text bounded, without following links: through
+``OutdirReader.read_fabric`` (outdir/reader.py) for an OUTDIR on disk. Which names are
+safe as namespaces and paths is the reader's allow-list (``check_fabric``), not a type.
+render(parse(render(fab))) == render(fab).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from ..design.physical import TIERS, cable_length_m
-from .model import Endpoint, Fabric, Link, Node
+from ..input.jsonsource import parse_json
+from ..outdir_layout import FABRIC_JSON
+from ..input.problems import InputError, Problem, short
+from .model import Endpoint, Fabric, Link, Node, Vlan
 
 SCHEMA_VERSION = 1
+FILE = FABRIC_JSON  # its name in an OUTDIR (a lab slice has its own under lab/)
+ROLES = ("gpu", "hb", "switch")
+LINK_KINDS = ("rail", "fabric", "hb")
+MAX_PROBLEMS = 20  # a hostile file can be wrong everywhere: name the first ones
+_HINT = "recompile the design (railonly compile writes fabric.json; never edit it)"
 
 
 def node_dict(n: Node) -> dict:
@@ -34,11 +54,14 @@ def _ep(e: Endpoint) -> dict:
 
 
 def link_dict(lk: Link, lengths: dict[int, int] | None = None) -> dict:
-    """A link; a cable also carries its id and its length in metres (`lengths`: tier -> metres)."""
+    """A link; a cable also carries its id and its length in metres (its own when read back,
+    else `lengths`: tier -> metres)."""
     out = {"kind": lk.kind, "rail": lk.rail, "gbps": lk.gbps, "tier": lk.tier, "a": _ep(lk.a), "b": _ep(lk.b)}
     if lk.cable_id:
         out["cable_id"] = lk.cable_id
-        if lengths is not None:
+        if lk.length_m is not None:
+            out["length_m"] = lk.length_m
+        elif lengths is not None:
             out["length_m"] = lengths[lk.tier]
     return out
 
@@ -63,8 +86,235 @@ def render(fab: Fabric) -> str:
     lines.append(" ],")
     lines.append(' "links": [')
     links = fab.links
-    lengths = {t: cable_length_m(d, t) for t in TIERS}
+    lengths = {t: cable_length_m(d, t) for t in TIERS} if not isinstance(d, FabricHead) else None
     lines.extend("  " + dumps(link_dict(lk, lengths)) + ("," if i < len(links) - 1 else "") for i, lk in enumerate(links))
     lines.append(" ]")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# --- reading back -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadManagement:
+    """fabric.json's `management`: the lab builds its management network from it."""
+
+    pool: str  # an IPv4 prefix (the lab checks it)
+    gateway: str
+
+
+@dataclass(frozen=True)
+class FabricHead:
+    """The design facts fabric.json carries: the ``design`` of a Fabric read back, under
+    the names :class:`~railonly.fabric.design.design.Design` gives them."""
+
+    name: str
+    topology: str
+    rail_mode: str
+    hb_size: int  # K: GPUs per HB domain (`hb_domain_size`)
+    hb_count: int  # HB domains (`hb_domain_count`)
+    radix: int
+    nic_gbps: float
+    hb_gbps: float
+    lab_nic_mbps: float | None  # None: a file from before the key (the lab's default applies)
+    hb_gpus_per_host: int | None = None  # absent: one host per HB domain
+    management: HeadManagement | None = None
+    schema_version: object = SCHEMA_VERSION  # as written (validate names a wrong one)
+    asn_scheme: str | None = None  # not in fabric.json: invariants apply the group rule of RFC 7938
+
+    @property
+    def gpus_per_host(self) -> int:
+        return self.hb_gpus_per_host or self.hb_size
+
+
+class _Check:
+    """Typed field reads of one decoded document, every problem collected."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.problems: list[Problem] = []
+
+    def bad(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message, _HINT, None, self.file))
+        if len(self.problems) >= MAX_PROBLEMS:
+            raise InputError(self.problems)
+
+    def get(self, obj: dict, key: str, path: str, kind: str, required: bool = True):
+        v = obj.get(key)
+        if v is None:
+            if required:
+                self.bad(f"{path}{key}", f"is missing (needs {_KINDS[kind][1]})")
+            return None
+        if not _KINDS[kind][0](v):
+            self.bad(f"{path}{key}", f"{short(repr(v))} is not {_KINDS[kind][1]}")
+            return None
+        return v
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_KINDS = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "int": (_is_int, "an integer"),
+    "number": (lambda v: _is_int(v) or isinstance(v, float), "a number"),
+    "ints": (lambda v: isinstance(v, list) and all(_is_int(x) for x in v), "a list of integers"),
+    "list": (lambda v: isinstance(v, list), "a list"),
+    "object": (lambda v: isinstance(v, dict), "an object"),
+}
+
+
+def parse(text: str, file: str = FILE) -> Fabric:
+    """The typed graph of a fabric.json's text (`file` names it in every problem)."""
+    return from_doc(parse_json(text, file), file)
+
+
+def from_doc(doc: object, file: str = FILE) -> Fabric:
+    """The typed graph of a decoded fabric.json document (see :func:`parse`)."""
+    c = _Check(file)
+    if not isinstance(doc, dict):
+        raise InputError([Problem("", f"is a JSON {type(doc).__name__}, not a fabric (an object with nodes and links)",
+                                  _HINT, None, file)])
+    try:
+        fab = _fabric(c, doc)
+    except InputError:
+        raise InputError(c.problems) from None
+    if c.problems:
+        raise InputError(c.problems)
+    return fab
+
+
+def _fabric(c: _Check, doc: dict) -> Fabric:
+    lab = doc.get("lab")  # a file from before lab_nic_mbps said lab: {nic_mbps}
+    legacy_mbps = lab.get("nic_mbps") if isinstance(lab, dict) and "lab_nic_mbps" not in doc else None
+    mgmt = c.get(doc, "management", "", "object", required=False)
+    head = FabricHead(
+        name=c.get(doc, "name", "", "str"), topology=c.get(doc, "topology", "", "str"),
+        rail_mode=c.get(doc, "rail_mode", "", "str"), hb_size=c.get(doc, "hb_domain_size", "", "int"),
+        hb_count=c.get(doc, "hb_domain_count", "", "int"), radix=c.get(doc, "radix", "", "int"),
+        nic_gbps=c.get(doc, "nic_gbps", "", "number"), hb_gbps=c.get(doc, "hb_gbps", "", "number"),
+        lab_nic_mbps=c.get(doc, "lab_nic_mbps", "", "number", required=False)
+        if legacy_mbps is None else c.get(lab, "nic_mbps", "lab.", "number"),
+        hb_gpus_per_host=c.get(doc, "gpus_per_host", "", "int", required=False),
+        management=None if mgmt is None else HeadManagement(c.get(mgmt, "pool", "management.", "str"),
+                                                            c.get(mgmt, "gateway", "management.", "str")),
+        schema_version=doc.get("schema_version"),
+    )
+    fab = Fabric(head, c.get(doc, "tiers", "", "int"))
+    for i, n in enumerate(c.get(doc, "nodes", "", "list") or ()):
+        node = _gpu_fast(n) or _node(c, n, f"nodes[{i}]")
+        if node is None:
+            continue
+        if node.name in fab.by_name:
+            c.bad(f"nodes[{i}].name", f"node {short(node.name)!r} is named twice")
+            continue
+        fab.by_name[node.name] = node
+        {"gpu": fab.gpus, "hb": fab.hbs, "switch": fab.switches}[node.role].append(node)
+    for i, lk in enumerate(c.get(doc, "links", "", "list") or ()):
+        link = _link_fast(lk, fab.by_name) or _link(c, lk, f"links[{i}]", fab.by_name)
+        if link is not None:
+            fab.links.append(link)
+    return fab
+
+
+# The fast paths: a node or link of the form the compiler writes, checked with plain type
+# tests (a 32k-GPU fabric.json has 170k items); None sends anything else to the careful
+# path, which names every problem. type(v) is int excludes bool.
+
+
+def _gpu_fast(n: object) -> Node | None:
+    try:
+        if n["role"] != "gpu":
+            return None
+        name, dom, rank, rail = n["name"], n["hb_domain"], n["rank"], n["rail"]
+    except (KeyError, TypeError):
+        return None
+    if type(name) is not str or type(dom) is not int or type(rank) is not int or type(rail) is not int:
+        return None
+    return Node(name, "gpu", hb_domain=dom, rank=rank, rail=rail)
+
+
+def _link_fast(lk: object, nodes: dict[str, Node]) -> Link | None:
+    try:
+        kind, rail, gbps, tier, a, b = lk["kind"], lk.get("rail"), lk["gbps"], lk["tier"], lk["a"], lk["b"]
+        an, ap, aip, bn, bp, bip = a["node"], a["port"], a.get("ip"), b["node"], b["port"], b.get("ip")
+        cable, length = lk.get("cable_id"), lk.get("length_m")
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if (kind not in LINK_KINDS or (rail is not None and type(rail) is not int) or type(tier) is not int
+            or (type(gbps) is not int and type(gbps) is not float) or type(an) is not str or type(ap) is not str
+            or type(bn) is not str or type(bp) is not str or (aip is not None and type(aip) is not str)
+            or (bip is not None and type(bip) is not str) or (cable is not None and type(cable) is not str)
+            or (length is not None and type(length) is not int and type(length) is not float)):
+        return None
+    na, nb = nodes.get(an), nodes.get(bn)
+    if na is None or nb is None or ap in na.ports or bp in nb.ports or (an == bn and ap == bp):
+        return None
+    ea, eb = Endpoint(an, ap, aip), Endpoint(bn, bp, bip)
+    na.ports[ap] = ea
+    nb.ports[bp] = eb
+    return Link(kind, rail, gbps, ea, eb, tier, cable, length)
+
+
+def _node(c: _Check, n: object, at: str) -> Node | None:
+    if not isinstance(n, dict):
+        c.bad(at, f"{short(repr(n))} is not an object")
+        return None
+    p = at + "."
+    name, role = c.get(n, "name", p, "str"), c.get(n, "role", p, "str")
+    if role is not None and role not in ROLES:
+        c.bad(p + "role", f"role {short(repr(role))} is not one of {', '.join(ROLES)}")
+        return None
+    if name is None or role is None:
+        return None
+    if role == "gpu":
+        return Node(name, role, hb_domain=c.get(n, "hb_domain", p, "int"), rank=c.get(n, "rank", p, "int"),
+                    rail=c.get(n, "rail", p, "int"))
+    if role == "hb":
+        return Node(name, role, hb_domain=c.get(n, "hb_domain", p, "int"))
+    vlans = []
+    for j, v in enumerate(c.get(n, "vlans", p, "list", required=False) or ()):
+        q = f"{p}vlans[{j}]"
+        if not isinstance(v, dict):
+            c.bad(q, f"{short(repr(v))} is not an object")
+            continue
+        q += "."
+        vlans.append(Vlan(c.get(v, "vlan", q, "int"), c.get(v, "rail", q, "int"), c.get(v, "subnet", q, "str"),
+                          c.get(v, "gateway", q, "str", required=False)))
+    return Node(name, role, tier=c.get(n, "tier", p, "int"), rails=list(c.get(n, "rails", p, "ints", required=False) or ()),
+                platform=c.get(n, "platform", p, "str", required=False), asn=c.get(n, "asn", p, "int", required=False),
+                loopback=c.get(n, "loopback", p, "str", required=False),
+                mgmt_ip=c.get(n, "mgmt_ip", p, "str", required=False), vlans=vlans)
+
+
+def _link(c: _Check, lk: object, at: str, nodes: dict[str, Node]) -> Link | None:
+    if not isinstance(lk, dict):
+        c.bad(at, f"{short(repr(lk))} is not an object")
+        return None
+    p = at + "."
+    kind = c.get(lk, "kind", p, "str")
+    if kind is not None and kind not in LINK_KINDS:
+        c.bad(p + "kind", f"kind {short(repr(kind))} is not one of {', '.join(LINK_KINDS)}")
+    ends = []
+    for side in ("a", "b"):
+        e = c.get(lk, side, p, "object")
+        if e is None:
+            ends.append(None)
+            continue
+        q = f"{p}{side}."
+        ep = Endpoint(c.get(e, "node", q, "str"), c.get(e, "port", q, "str"), c.get(e, "ip", q, "str", required=False))
+        node = nodes.get(ep.node) if ep.node is not None else None
+        if ep.node is not None and node is None:
+            c.bad(q + "node", f"{short(ep.node)!r} is not a node of this fabric")
+        elif node is not None and ep.port is not None:
+            if ep.port in node.ports:
+                c.bad(q + "port", f"port {short(ep.port)!r} of {short(ep.node)!r} is the end of two links")
+            else:
+                node.ports[ep.port] = ep
+        ends.append(ep)
+    link = Link(kind, c.get(lk, "rail", p, "int", required=False), c.get(lk, "gbps", p, "number"), ends[0], ends[1],
+                c.get(lk, "tier", p, "int"), c.get(lk, "cable_id", p, "str", required=False),
+                c.get(lk, "length_m", p, "number", required=False))
+    return link if None not in ends else None

@@ -55,6 +55,7 @@ class Link:
     b: Endpoint  # upper tier (switch, or HB node)
     tier: int  # cable tier: 1 NIC-leaf, 2 leaf-spine, 3 spine-core; 0 for HB
     cable_id: str | None = None
+    length_m: float | None = None  # read back from fabric.json; a built graph's cables take the design's (cable_length_m)
 
 
 @dataclass

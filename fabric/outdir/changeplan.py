@@ -30,7 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, HOSTS, MANIFEST
+from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, FABRIC_JSON, HOSTS, MANIFEST
+from ..graph import fabric_json
+from ..graph.model import Node
 from .reader import OutdirReader, UntrustedFile, parse_json
 
 FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
@@ -72,7 +74,7 @@ class Snapshot:
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # HB domain -> {file: text}
     bom: dict[str, BomItem] = field(default_factory=dict)  # item -> figures
     design_sha256: str = ""
-    switches: dict[str, dict] = field(default_factory=dict)  # switch -> {"tier": int, "rails": [int]} (fabric.json)
+    switches: dict[str, Node] = field(default_factory=dict)  # switch -> its node of fabric.json (tier, rails)
     files: dict[str, str] = field(default_factory=dict)  # every other listed file -> sha256 of its content
     missing: list[str] = field(default_factory=list)  # listed in MANIFEST.json, absent
     unknown: list[str] = field(default_factory=list)  # present, not listed in MANIFEST.json
@@ -120,7 +122,7 @@ def read_snapshot(outdir: str) -> Snapshot:
     snap.bom = parse_bom(r.text(BOM_CSV, FILE_LIMIT), r.reader.where(BOM_CSV))
     snap.devices = read_configs(r, CONFIGS)
     snap.hosts = read_configs(r, HOSTS)
-    snap.switches = _switches(r.text("fabric.json", FILE_LIMIT), r.reader.where("fabric.json"))
+    snap.switches = _switches(r.text(FABRIC_JSON, FILE_LIMIT), r.reader.where(FABRIC_JSON))
     found = walk(r.reader.root)
     snap.unknown = sorted(p for p, kind in found.items() if p not in listed)
     for rel in sorted(listed):
@@ -137,23 +139,13 @@ def read_snapshot(outdir: str) -> Snapshot:
     return snap
 
 
-def _switches(text: str, where: str) -> dict[str, dict]:
-    """Tier and rails of every switch in fabric.json (what the rollout groups by)."""
-    doc = parse_json(text, where)
-    nodes = doc.get("nodes") if isinstance(doc, dict) else None
-    if not isinstance(nodes, list):
-        raise UntrustedFile(where, "has no 'nodes' list", _RECOMPILE)
-    out = {}
-    for i, n in enumerate(nodes):
-        if not isinstance(n, dict) or n.get("role") != "switch":
-            continue
-        name, tier, rails = n.get("name"), n.get("tier"), n.get("rails") or []
-        if not (isinstance(name, str) and name.isprintable() and len(name) <= 200 and isinstance(tier, int)
-                and not isinstance(tier, bool) and isinstance(rails, list)
-                and all(isinstance(r, int) and not isinstance(r, bool) for r in rails)):
-            raise UntrustedFile(where, f"nodes[{i}]: a switch needs a printable name, an integer tier and a list of rails", _RECOMPILE)
-        out[name] = {"tier": tier, "rails": rails}
-    return out
+def _switches(text: str, where: str) -> dict[str, Node]:
+    """Every switch of fabric.json by name (their tier and rails: what the rollout groups by)."""
+    fab = fabric_json.parse(text, where)
+    for i, sw in enumerate(fab.switches):
+        if not (sw.name.isprintable() and len(sw.name) <= 200) or sw.tier is None:
+            raise UntrustedFile(where, f"switch {i}: a switch needs a printable name and an integer tier", _RECOMPILE)
+    return {sw.name: sw for sw in fab.switches}
 
 
 def _manifest(text: str, where: str) -> tuple[str, set[str]]:

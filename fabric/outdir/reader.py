@@ -17,6 +17,9 @@ Reading (no symlink is ever followed, no special file opened, sizes bounded)
 ``reader.read_text(rel) -> str | None``
 ``reader.read_json(rel) -> object | None``
 ``reader.read_yaml(rel) -> (data, lines) | None``  (lines: {key path: line})
+``reader.read_fabric(rel="fabric.json") -> Fabric | None``
+    fabric.json as the typed graph (railonly.fabric.graph.fabric_json.parse: every
+    field's type checked, InputError naming file and field).
     `rel` is a path relative to OUTDIR ("configs/leaf0/frr.conf"). Every
     component is opened with O_NOFOLLOW relative to the previous one, so a
     symlink anywhere on the way is refused, named, never followed. ``None``
@@ -45,8 +48,8 @@ an empty list means the file holds only what the compiler emits.
     binds and startup-config (only the node's own config files, relative, no
     ``..``), every exec line through :func:`check_exec_line`, link endpoints,
     no other node keys (no ``cmd``, ``entrypoint``, ``env``...).
-``check_fabric(doc, file)``
-    fabric.json: lab, node and port names are safe as namespace, file and
+``check_fabric(fab, file)``
+    fabric.json read back (``reader.read_fabric``): lab, node and port names are safe as namespace, file and
     interface names (they become paths and netns names).
 ``check_frr(text, file, run_dir=None)``
     frr.conf: only command keywords the compiler emits; no ``log file`` (the
@@ -80,7 +83,6 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import json
 import os
 import re
 import stat
@@ -90,6 +92,9 @@ from ..outdir_layout import (CLAB_SUFFIX, CONFIG_DB, CONFIGS, FRR_CONF, MANIFEST
 from ..design import management as _mgmt
 from ..design.design import NAME_PATTERN
 from ..design.lab_slice import SLICE_DIR
+from ..graph import fabric_json
+from ..graph.model import Fabric
+from ..input.jsonsource import UntrustedFile, parse_json  # noqa: F401 (the reader's names)
 from ..input.problems import InputError, Problem, short
 from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
 from ..outputs import clab_exec
@@ -160,18 +165,6 @@ EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
     "tacacs-server": (re.compile(rf"tacacs-server host {_V4} vrf {_VRF}"),),
     "management": (re.compile(r"management api (gnmi|http-commands)"),),
 }
-
-
-class UntrustedFile(InputError):
-    """A file in OUTDIR that must not be used: exit 2, the file named."""
-
-    def __init__(self, file: str, message: str, hint: str = "", line: int | None = None):
-        super().__init__([Problem("", message, hint, line, file)])
-        self.file = file
-
-    def __reduce__(self):  # picklable across forked workers
-        p = self.problems[0]
-        return (UntrustedFile, (p.file, p.message, p.hint, p.line))
 
 
 def _refuse_link_hint() -> str:
@@ -297,19 +290,11 @@ class OutdirReader:
         text = self.read_text(rel, limits.max_bytes)
         return None if text is None else parse_yaml(text, self.where(rel), limits)
 
-
-def parse_json(text: str, file: str):
-    """JSON from OUTDIR: malformed, NaN/Infinity or too deep is UntrustedFile."""
-    def no_constant(name: str):
-        raise ValueError(f"{name} is not allowed")
-    try:
-        return json.loads(text, parse_constant=no_constant)
-    except RecursionError:
-        raise UntrustedFile(file, "is not valid JSON: nested too deep", "recompile the design") from None
-    except ValueError as exc:
-        line = getattr(exc, "lineno", None)
-        msg = getattr(exc, "msg", str(exc))
-        raise UntrustedFile(file, f"is not valid JSON: {short(msg, 120)}", "recompile the design", line) from None
+    def read_fabric(self, rel: str = fabric_json.FILE) -> Fabric | None:
+        """The typed fabric graph of fabric.json at `rel` (None when absent): the one way an
+        OUTDIR's fabric.json is read (graph/fabric_json.py parses it; InputError names each field)."""
+        text = self.read_text(rel)
+        return None if text is None else fabric_json.parse(text, self.where(rel))
 
 
 def parse_yaml(text: str, file: str, limits: Limits = OUTDIR_YAML_LIMITS):
@@ -539,40 +524,28 @@ def _check_node_files(spec: dict, node: str, kind, where: str, bad) -> None:
         bad(f"{where}.{NODE_STARTUP_CONFIG}", f"{NODE_STARTUP_CONFIG} {short(repr(sc), 120)} is not {switch_file(node, STARTUP_CONFIG)}")
 
 
-def check_fabric(doc: object, file: str) -> list[Problem]:
+def check_fabric(fab: Fabric, file: str) -> list[Problem]:
+    """Names in a fabric read back (fabric_json.parse) that are unsafe as a lab, namespace,
+    file or interface name."""
     out: list[Problem] = []
 
     def bad(path: str, message: str) -> None:
         out.append(Problem(path, message, "recompile the design; names become namespaces and paths", None, file))
 
-    if not isinstance(doc, dict):
-        return [Problem("", "is not a fabric (the top level is not an object)", "recompile the design", None, file)]
-    name = doc.get("name")
-    if not isinstance(name, str) or not LAB_NAME.fullmatch(name):
+    name = fab.design.name
+    if not LAB_NAME.fullmatch(name):
         bad("name", f"lab name {short(repr(name))} is not a design name (lowercase letters, digits, '-')")
-    nodes = doc.get("nodes")
-    if not isinstance(nodes, list):
-        bad("nodes", "nodes must be a list")
-        nodes = []
-    for i, n in enumerate(nodes):
-        nname = n.get("name") if isinstance(n, dict) else None
-        if not isinstance(nname, str) or not NODE_NAME.fullmatch(nname):
-            bad(f"nodes[{i}].name", f"node name {short(repr(nname))} is not a plain name (lowercase letters, digits, '-')")
+    for i, n in enumerate(fab.nodes):  # the compiler's order: GPUs, HB nodes, switches
+        if not NODE_NAME.fullmatch(n.name):
+            bad(f"nodes[{i}].name", f"node name {short(repr(n.name))} is not a plain name (lowercase letters, digits, '-')")
         if len(out) >= 50:
             return out
-    links = doc.get("links")
-    if not isinstance(links, list):
-        bad("links", "links must be a list")
-        links = []
-    for i, lk in enumerate(links):
-        for end in ("a", "b"):
-            e = lk.get(end) if isinstance(lk, dict) else None
-            port = e.get("port") if isinstance(e, dict) else None
-            nname = e.get("node") if isinstance(e, dict) else None
-            if not isinstance(port, str) or not PORT_NAME.fullmatch(port):
-                bad(f"links[{i}].{end}.port", f"port {short(repr(port))} is not an interface name (letters and digits, at most 15, or an EOS breakout port such as Ethernet1/5)")
-            if not isinstance(nname, str) or not NODE_NAME.fullmatch(nname):
-                bad(f"links[{i}].{end}.node", f"node {short(repr(nname))} is not a plain name")
+    for i, lk in enumerate(fab.links):
+        for end, e in (("a", lk.a), ("b", lk.b)):
+            if not PORT_NAME.fullmatch(e.port):
+                bad(f"links[{i}].{end}.port", f"port {short(repr(e.port))} is not an interface name (letters and digits, at most 15, or an EOS breakout port such as Ethernet1/5)")
+            if not NODE_NAME.fullmatch(e.node):
+                bad(f"links[{i}].{end}.node", f"node {short(repr(e.node))} is not a plain name")
         if len(out) >= 50:
             break
     return out
@@ -707,20 +680,18 @@ def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = Tr
         data, lines = reader.read_yaml(clab_rel)
         out += check_clab(data, reader.where(clab_rel), lines)
     for base in ("", SLICE_DIR):  # the design's own files, and a lab slice's
-        fabric_rel = f"{base}/fabric.json" if base else "fabric.json"
-        doc = reader.read_json(fabric_rel)
-        if doc is None:
+        fabric_rel = f"{base}/{fabric_json.FILE}" if base else fabric_json.FILE
+        fab = reader.read_fabric(fabric_rel)
+        if fab is None:
             if not base:
                 raise UntrustedFile(reader.where(fabric_rel), "is missing", "give the OUTDIR of railonly compile")
             continue
-        out += check_fabric(doc, reader.where(fabric_rel))
+        out += check_fabric(fab, reader.where(fabric_rel))
         configs = f"{base}/{CONFIGS}" if base else CONFIGS
-        nodes = doc.get("nodes") if isinstance(doc, dict) else None
-        for n in nodes if isinstance(nodes, list) else []:
-            if not isinstance(n, dict) or n.get("role") != "switch" or not isinstance(n.get("name"), str) \
-                    or not NODE_NAME.fullmatch(n["name"]):
+        for sw in fab.switches:
+            if not NODE_NAME.fullmatch(sw.name):
                 continue
-            d = f"{configs}/{n['name']}"
+            d = f"{configs}/{sw.name}"
             db_text = reader.read_text(f"{d}/{CONFIG_DB}")
             if db_text is not None:
                 db_file = reader.where(f"{d}/{CONFIG_DB}")
@@ -744,7 +715,13 @@ def lab_files(reader: OutdirReader) -> tuple[str, str]:
     if len(names) != 1:
         what = "no <name>.clab.yml" if not names else f"{len(names)} .clab.yml files"
         raise UntrustedFile(reader.given, f"holds {what}", "give the OUTDIR of railonly compile (it writes exactly one)")
-    return (f"{SLICE_DIR}/fabric.json" if reader.exists(f"{SLICE_DIR}/fabric.json") else "fabric.json"), names[0]
+    return lab_fabric_rel(reader), names[0]
+
+
+def lab_fabric_rel(reader: OutdirReader) -> str:
+    """The lab's fabric.json relative to OUTDIR: lab/fabric.json for a lab slice."""
+    sliced = f"{SLICE_DIR}/{fabric_json.FILE}"
+    return sliced if reader.exists(sliced) else fabric_json.FILE
 
 
 def walk(outdir: str) -> dict[str, str]:

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
 
+from ..graph.model import Node
+
 # --- FRR / EOS text as statements ---------------------------------------------------
 
 # Lines FRR's running-config never shows (or shows from the kernel, not the
@@ -304,12 +306,12 @@ def _natural(s: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
 
 
-def target_of(name: str, node: dict | None) -> Target:
-    """A switch's rail and tier from its fabric.json node (or its name when it has none)."""
-    if node:
-        rails = node.get("rails") or []
+def target_of(name: str, node: Node | None) -> Target:
+    """A switch's rail and tier from its node of fabric.json (or its name when it has none)."""
+    if node is not None:
+        rails = node.rails
         rail = str(rails[0]) if len(rails) == 1 else (f"{rails[0]}-{rails[-1]}" if rails else "")
-        return Target(name, rail, int(node.get("tier") or 0))
+        return Target(name, rail, node.tier or 0)
     m = re.match(r"rail(\d+)-", name)
     tier = 3 if "core" in name else 2 if "spine" in name else 1
     return Target(name, m.group(1) if m else "", tier)

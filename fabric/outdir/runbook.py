@@ -107,7 +107,7 @@ def summary(doc: dict, old, new, wave_list: list[dict]) -> list[str]:
              f"{len(c['relabelled']):,} relabelled, {len(c['changed']):,} refitted"]
     kept = sorted(set(old.devices) & set(new.devices))
     asn_changed = [n for n in kept if _asn(old.devices[n]) != _asn(new.devices[n])]
-    spines = [n for n in kept if (new.switches.get(n) or {}).get("tier", 1) >= 2]
+    spines = [n for n in kept if n in new.switches and new.switches[n].tier >= 2]
     if asn_changed:
         if spines and set(spines) <= set(asn_changed):
             lines.append("every spine's ASN changes: all fabric BGP sessions reset")

@@ -1,6 +1,6 @@
 """Cross-file consistency of generated configs against fabric.json.
 
-Input: the fabric.json document and the facts read back from every switch
+Input: the fabric graph read back from fabric.json (graph/fabric_json.py) and the facts read back from every switch
 config. One result per (check, switch), plus fabric-wide uniqueness checks;
 each failure names the file, the key and what is wrong.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..devices.readback.facts import DeviceFacts
+from ..graph.model import Fabric, Node
 from .validate_report import Result
 
 
@@ -33,18 +34,18 @@ def _net31(ip: str) -> tuple[int, int] | None:
     return got
 
 
-def crosscheck(fabric: dict, facts: dict[str, DeviceFacts], checked: "set[str] | None" = None) -> list[Result]:
+def crosscheck(fabric: Fabric, facts: dict[str, DeviceFacts], checked: "set[str] | None" = None) -> list[Result]:
     """Every switch's config against fabric.json and its peers' (`checked`: only these
     switches are judged, against the whole fabric; uniqueness among them)."""
-    nodes = {n["name"]: n for n in fabric["nodes"]}
-    switches = [n for n in fabric["nodes"] if n["role"] == "switch" and (checked is None or n["name"] in checked)]
+    nodes = fabric.by_name
+    switches = [n for n in fabric.switches if checked is None or n.name in checked]
     by_sw: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # sw -> check -> problems
 
     def bad(sw: str, check: str, msg: str) -> None:
         by_sw[sw][check].append(msg)
 
     for sw in switches:
-        name = sw["name"]
+        name = sw.name
         f = facts.get(name)
         if f is None:
             bad(name, "config", f"no config for switch {name} (expected configs/{name}/)")
@@ -53,96 +54,96 @@ def crosscheck(fabric: dict, facts: dict[str, DeviceFacts], checked: "set[str] |
             bad(name, "config", f"{f.file}: {p}")
         if f.hostname != name:
             bad(name, "hostname", f"{f.file}: hostname is {f.hostname!r}, fabric.json names this switch {name!r}")
-        if sw.get("asn") is not None and f.asn != sw["asn"]:
-            bad(name, "bgp", f"{f.bgp_file or f.file}: router bgp {f.asn}, fabric.json ASN is {sw['asn']}")
-        if sw.get("loopback") and sw["loopback"] not in f.loopbacks:
-            bad(name, "addressing", f"{f.file}: Loopback0 {f.loopbacks or 'missing'}, fabric.json has {sw['loopback']}")
-        for v in sw.get("vlans") or []:
-            if v.get("gateway") and v["gateway"] not in f.svis.get(v["vlan"], []):
-                bad(name, "addressing", f"{f.file}: Vlan{v['vlan']} gateway {f.svis.get(v['vlan']) or 'missing'}, fabric.json has {v['gateway']}")
+        if sw.asn is not None and f.asn != sw.asn:
+            bad(name, "bgp", f"{f.bgp_file or f.file}: router bgp {f.asn}, fabric.json ASN is {sw.asn}")
+        if sw.loopback and sw.loopback not in f.loopbacks:
+            bad(name, "addressing", f"{f.file}: Loopback0 {f.loopbacks or 'missing'}, fabric.json has {sw.loopback}")
+        for v in sw.vlans:
+            if v.gateway and v.gateway not in f.svis.get(v.vlan, []):
+                bad(name, "addressing", f"{f.file}: Vlan{v.vlan} gateway {f.svis.get(v.vlan) or 'missing'}, fabric.json has {v.gateway}")
 
     mtus = Counter(p.mtu for f in facts.values() for p in f.ports.values() if p.admin_up and p.mtu is not None)
     fabric_mtu = mtus.most_common(1)[0][0] if mtus else None
     vlan_of = {}
     for sw in switches:
-        for v in sw.get("vlans") or []:
-            vlan_of[(sw["name"], v["rail"])] = v["vlan"]
+        for v in sw.vlans:
+            vlan_of[(sw.name, v.rail)] = v.vlan
 
-    for lk in fabric["links"]:
-        if lk["kind"] == "hb":
+    for lk in fabric.links:
+        if lk.kind == "hb":
             continue
-        ends = [lk["a"], lk["b"]]
+        ends = [lk.a, lk.b]
         for me, other in (ends, ends[::-1]):
-            node = nodes.get(me["node"])
-            if node is None or node["role"] != "switch":
+            node = nodes.get(me.node)
+            if node is None or node.role != "switch":
                 continue
-            sw = me["node"]
+            sw = me.node
             f = facts.get(sw)
             if f is None:
                 continue
-            p = f.ports.get(me["port"])
-            cable = lk.get("cable_id") or f"{lk['a']['node']}:{lk['a']['port']}-{lk['b']['node']}:{lk['b']['port']}"
+            p = f.ports.get(me.port)
+            cable = lk.cable_id or f"{lk.a.node}:{lk.a.port}-{lk.b.node}:{lk.b.port}"
             if p is None:
-                bad(sw, "cabling", f"{f.file}: port {me['port']} of cable {cable} (to {other['node']}:{other['port']}) is not in the config")
+                bad(sw, "cabling", f"{f.file}: port {me.port} of cable {cable} (to {other.node}:{other.port}) is not in the config")
                 continue
-            if p.speed_gbps != lk["gbps"]:
-                bad(sw, "cabling", f"{f.file}: {p.key}.speed is {p.speed_gbps} Gbit/s, cable {cable} is {lk['gbps']:g} Gbit/s")
+            if p.speed_gbps != lk.gbps:
+                bad(sw, "cabling", f"{f.file}: {p.key}.speed is {p.speed_gbps} Gbit/s, cable {cable} is {lk.gbps:g} Gbit/s")
             if not p.admin_up:
-                bad(sw, "cabling", f"{f.file}: {p.key} is admin down but cabled to {other['node']}:{other['port']}")
-            want_len = lk.get("length_m")
+                bad(sw, "cabling", f"{f.file}: {p.key} is admin down but cabled to {other.node}:{other.port}")
+            want_len = lk.length_m
             if want_len is not None and p.cable_length != f"{want_len}m":
                 where = p.length_key or f"{p.key} (no cable length)"
                 bad(sw, "cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
             if p.mtu is None or not 1500 <= p.mtu <= 9216 or (fabric_mtu and p.mtu != fabric_mtu):
-                bad(sw, "mtu", f"{f.file}: {p.key}.mtu is {p.mtu}, the fabric uses {fabric_mtu} (peer {other['node']}:{other['port']})")
-            if lk["kind"] == "rail":
-                want = vlan_of.get((sw, lk["rail"]))
+                bad(sw, "mtu", f"{f.file}: {p.key}.mtu is {p.mtu}, the fabric uses {fabric_mtu} (peer {other.node}:{other.port})")
+            if lk.kind == "rail":
+                want = vlan_of.get((sw, lk.rail))
                 if want is not None and p.vlan != want:
-                    bad(sw, "vlan", f"{f.file}: {me['port']} (GPU {other['node']}) is in VLAN {p.vlan}, expected Vlan{want}")
+                    bad(sw, "vlan", f"{f.file}: {me.port} (GPU {other.node}) is in VLAN {p.vlan}, expected Vlan{want}")
                 if p.edge is False:  # EOS: a GPU is an end host, an edge port
-                    bad(sw, "vlan", f"{f.file}: {me['port']} (GPU {other['node']}) has no 'spanning-tree portfast': "
+                    bad(sw, "vlan", f"{f.file}: {me.port} (GPU {other.node}) has no 'spanning-tree portfast': "
                                     f"the GPU waits out the spanning-tree forwarding delay after every flap")
                 continue
             # fabric link: addresses and BGP
-            want_ip = me.get("ip")
+            want_ip = me.ip
             if want_ip:
                 if want_ip not in p.ips:
-                    bad(sw, "addressing", f"{f.file}: {me['port']} has {p.ips or 'no address'}, fabric.json has {want_ip}")
-                peer_ip = other.get("ip")
+                    bad(sw, "addressing", f"{f.file}: {me.port} has {p.ips or 'no address'}, fabric.json has {want_ip}")
+                peer_ip = other.ip
                 if peer_ip and _net31(want_ip) != _net31(peer_ip):
-                    bad(sw, "addressing", f"fabric.json: {sw}:{me['port']} {want_ip} and {other['node']}:{other['port']} {peer_ip} are not in one subnet")
+                    bad(sw, "addressing", f"fabric.json: {sw}:{me.port} {want_ip} and {other.node}:{other.port} {peer_ip} are not in one subnet")
                 for ip in p.ips:
                     if peer_ip and (_net31(ip) != _net31(peer_ip) or ip == peer_ip):
-                        bad(sw, "addressing", f"{f.file}: {me['port']} {ip} is not the other half of {other['node']}:{other['port']}'s {peer_ip}")
-                peer = nodes.get(other["node"], {})
+                        bad(sw, "addressing", f"{f.file}: {me.port} {ip} is not the other half of {other.node}:{other.port}'s {peer_ip}")
+                peer_asn = nodes[other.node].asn  # parse: every link end is a node
                 if peer_ip and f.asn is not None:
                     nip = peer_ip.split("/")[0]
                     if nip not in f.neighbors:
-                        bad(sw, "bgp", f"{f.bgp_file}: no BGP neighbor {nip} ({other['node']}:{other['port']})")
-                    elif f.neighbors[nip] != peer.get("asn"):
-                        bad(sw, "bgp", f"{f.bgp_file}: neighbor {nip} remote-as {f.neighbors[nip]}, {other['node']} has ASN {peer.get('asn')}")
+                        bad(sw, "bgp", f"{f.bgp_file}: no BGP neighbor {nip} ({other.node}:{other.port})")
+                    elif f.neighbors[nip] != peer_asn:
+                        bad(sw, "bgp", f"{f.bgp_file}: neighbor {nip} remote-as {f.neighbors[nip]}, {other.node} has ASN {peer_asn}")
 
     # Neighbours the cabling does not explain
     expected_peers: dict[str, set[str]] = defaultdict(set)
-    for lk in fabric["links"]:
-        if lk["kind"] == "fabric" and lk["a"].get("ip") and lk["b"].get("ip"):
-            expected_peers[lk["a"]["node"]].add(lk["b"]["ip"].split("/")[0])
-            expected_peers[lk["b"]["node"]].add(lk["a"]["ip"].split("/")[0])
+    for lk in fabric.links:
+        if lk.kind == "fabric" and lk.a.ip and lk.b.ip:
+            expected_peers[lk.a.node].add(lk.b.ip.split("/")[0])
+            expected_peers[lk.b.node].add(lk.a.ip.split("/")[0])
     for name, f in facts.items():
         for nip in sorted(set(f.neighbors) - expected_peers.get(name, set())):
             bad(name, "bgp", f"{f.bgp_file}: neighbor {nip} is not the far end of any cable of {name}")
 
     results = []
     for sw in switches:
-        name = sw["name"]
+        name = sw.name
         for check in ("config", "hostname", "cabling", "mtu", "vlan", "addressing", "bgp"):
             probs = by_sw.get(name, {}).get(check, [])
             results.append(Result(f"{check}/{name}", check, not probs, "\n".join(probs) or "ok"))
-    results += _unique(facts, {sw["name"]: sw for sw in switches})
+    results += _unique(facts, {sw.name: sw for sw in switches})
     return results
 
 
-def _unique(facts: dict[str, DeviceFacts], switches: dict[str, dict]) -> list[Result]:
+def _unique(facts: dict[str, DeviceFacts], switches: dict[str, Node]) -> list[Result]:
     owners: dict[str, list[str]] = defaultdict(list)
     for name, f in facts.items():
         for port, p in f.ports.items():
@@ -161,8 +162,8 @@ def _unique(facts: dict[str, DeviceFacts], switches: dict[str, dict]) -> list[Re
     # RFC 7938 (docs/bgp.md): switches may share an ASN only as one group of spines or
     # cores, one tier of one rail (fabric.json says which); a leaf's ASN is its own.
     def group(name: str) -> tuple:
-        sw = switches.get(name) or {}
-        return (sw.get("tier"), tuple(sw.get("rails") or ()))
+        sw = switches.get(name)
+        return (sw.tier, tuple(sw.rails)) if sw is not None else (None, ())
 
     def shared_ok(names: list[str]) -> bool:
         kinds = {group(n) for n in names}

@@ -19,6 +19,7 @@ from typing import Callable
 import yaml
 
 from ..outdir_layout import clab_yml, clabernetes_yaml
+from ..graph.model import Fabric
 from .validate_report import Result
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -76,11 +77,9 @@ def _load(read: Callable[[str], "str | None"], path: str, topology_only: bool = 
         return None, f"{path}: {exc.problems[0].message}"
 
 
-def check(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
+def check(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     """One result per lab file present in OUTDIR (absent files are not ours to judge here)."""
-    name = fabric.get("name")
-    if not isinstance(name, str):
-        return []
+    name = fabric.design.name
     results = []
     path = clab_yml(name)
     doc, bad = _load(read, path)

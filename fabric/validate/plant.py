@@ -16,7 +16,8 @@ from operator import itemgetter
 from typing import Callable
 
 from ..outdir_layout import BOM_CSV, CABLING_CSV, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
-from ..design.physical import Naming
+from ..design.physical import naming
+from ..graph.model import Endpoint, Fabric
 from .validate_report import Result
 
 MAX_SHOWN = 20  # problems listed per file; the rest are counted
@@ -69,12 +70,12 @@ def _int(text) -> int | None:
         return None
 
 
-def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
-    names = Naming(fabric["nodes"], fabric.get("gpus_per_host"))
-    cables = {lk["cable_id"]: lk for lk in fabric["links"] if lk.get("cable_id")}
+def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
+    names = naming(fabric)
+    cables = {lk.cable_id: lk for lk in fabric.links if lk.cable_id}
 
-    def floor(e: dict) -> tuple[str, str]:
-        return names.floor_end(e["node"], e["port"])[:2]
+    def floor(e: Endpoint) -> tuple[str, str]:
+        return names.floor_end(e.node, e.port)[:2]
 
     results = []
 
@@ -91,15 +92,15 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
         if cid in seen:
             probs.append(f"{where}: cable_id {cid} is listed twice")
         seen.add(cid)
-        want_a, want_b = names.floor_end(lk["a"]["node"], lk["a"]["port"]), floor(lk["b"])
+        want_a, want_b = names.floor_end(lk.a.node, lk.a.port), floor(lk.b)
         if (a_dev, a_port) != want_a[:2]:
             probs.append(f"{where}: a_device,a_port is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a[:2])}")
         if (b_dev, b_port) != want_b:
             probs.append(f"{where}: b_device,b_port is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
         if a_gpu != want_a[2]:
-            probs.append(f"{where}: a_gpu is {a_gpu!r}, fabric.json's cable {cid} starts at {lk['a']['node']}:{lk['a']['port']}")
-        if _int(length) != lk.get("length_m"):
-            probs.append(f"{where}: length_m is {length!r}, fabric.json's cable {cid} is {lk.get('length_m')} m")
+            probs.append(f"{where}: a_gpu is {a_gpu!r}, fabric.json's cable {cid} starts at {lk.a.node}:{lk.a.port}")
+        if _int(length) != lk.length_m:
+            probs.append(f"{where}: length_m is {length!r}, fabric.json's cable {cid} is {lk.length_m} m")
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"cabling.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{CABLING_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
@@ -116,18 +117,18 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
             probs.append(f"{where}: label {cid!r} is not a cable of fabric.json")
             continue
         seen.add(cid)
-        for side, got, e in (("a", (a_dev, a_port), lk["a"]), ("b", (b_dev, b_port), lk["b"])):
+        for side, got, e in (("a", (a_dev, a_port), lk.a), ("b", (b_dev, b_port), lk.b)):
             if got != floor(e):
                 probs.append(f"{where}: side {side} is {':'.join(got)}, fabric.json's cable {cid} ends at {':'.join(floor(e))}")
-        if _int(length) != lk.get("length_m") or unit != "m":
-            probs.append(f"{where}: length is {length} {unit}, fabric.json's cable {cid} is {lk.get('length_m')} m")
+        if _int(length) != lk.length_m or unit != "m":
+            probs.append(f"{where}: length is {length} {unit}, fabric.json's cable {cid} is {lk.length_m} m")
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"netbox_cables.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{NETBOX_CABLES_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
     # bom.csv: fibre lines count exactly the cables of each length
     probs = _Problems()
-    want_len = Counter(lk.get("length_m") for lk in cables.values())
+    want_len = Counter(lk.length_m for lk in cables.values())
     got_len: Counter = Counter()
     for line, (category, quantity, length_m) in _rows(read, BOM_CSV, ["category", "quantity", "length_m"], probs):
         if category != "cable":
@@ -154,7 +155,7 @@ def plant(fabric: dict, read: Callable[[str], "str | None"]) -> list[Result]:
         ports.add((device, name))
     if not probs:
         for cid, lk in cables.items():
-            for e in (lk["a"], lk["b"]):
+            for e in (lk.a, lk.b):
                 if floor(e) not in ports:
                     probs.append(f"netbox_interfaces.csv: no interface {':'.join(floor(e))} (an end of cable {cid})")
     results.append(Result(f"plant/{NETBOX_INTERFACES_CSV}", "plant", not probs,

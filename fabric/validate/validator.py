@@ -13,6 +13,8 @@ import os
 from typing import Callable
 
 from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
+from ..graph import fabric_json
+from ..graph.model import Fabric, Node
 from ..input.problems import InputError
 
 from ..outdir import reader as outdir_reader
@@ -49,17 +51,19 @@ def memory_reader(files: dict[str, bytes]) -> Reader:
     return read
 
 
-def load_fabric(read: Reader, where: str) -> dict:
-    text = read("fabric.json")
+def load_fabric(read: Reader, where: str) -> Fabric:
+    """The fabric graph of OUTDIR's fabric.json (graph/fabric_json.py parses it: InputError names each field)."""
+    text = read(fabric_json.FILE)
     if text is None:
-        raise OutdirError(f"{where}: no fabric.json (is this the OUTDIR of 'railonly compile'?)")
-    doc = outdir_reader.parse_json(text, os.path.join(where, "fabric.json"))
-    if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "nodes" not in doc or "links" not in doc:
-        raise OutdirError(f"{where}/fabric.json is not a schema_version 1 fabric (needs nodes and links)")
-    return doc
+        raise OutdirError(f"{where}: no {fabric_json.FILE} (is this the OUTDIR of 'railonly compile'?)")
+    fab = fabric_json.parse(text, os.path.join(where, fabric_json.FILE))
+    if fab.design.schema_version != fabric_json.SCHEMA_VERSION:
+        raise OutdirError(f"{where}/{fabric_json.FILE} is not a schema_version {fabric_json.SCHEMA_VERSION} fabric "
+                          f"(it says {str(fab.design.schema_version)[:20]!r})")
+    return fab
 
 
-def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lambda n: True,
+def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = lambda n: True,
              frr: bool = True, plant_check: bool = True, checked: "set[str] | None" = None) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass;
     `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside);
@@ -68,9 +72,9 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
 
     from . import frr_syntax
 
-    switches = [n for n in fabric["nodes"] if n.get("role") == "switch" and (checked is None or n["name"] in checked)]
+    switches = [n for n in fabric.switches if checked is None or n.name in checked]
     picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
-    if any(y and n.get("platform") != "eos" for n, y in zip(switches, picked)):
+    if any(y and n.platform != "eos" for n, y in zip(switches, picked)):
         from . import sonic_yang
 
         sonic_yang.require()  # exit 3 naming the missing binding, before any result
@@ -93,7 +97,7 @@ def validate(read: Reader, fabric: dict, yang_for: Callable[[dict], bool] = lamb
         for path, probs in sorted(by_file.items()):
             name = frr_owner.get(path, path)
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
-    order = {n["name"]: i for i, n in enumerate(switches)}
+    order = {n.name: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
     return results + crosscheck(fabric, facts, checked) + (plant(fabric, read) if plant_check else [])
 
@@ -107,8 +111,8 @@ def _read_shard(state, i: int, n: int):
     results: list[Result] = []
     frr: dict[str, tuple[str, str]] = {}
     for sw, yang in zip(switches[i::n], picked[i::n]):
-        name = sw["name"]
-        if sw.get("platform") == "eos":
+        name = sw.name
+        if sw.platform == "eos":
             path = switch_file(name, STARTUP_CONFIG)
             text = read(path)
             if text is not None:
@@ -154,7 +158,7 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
 
     # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
     # in a forked process beside it (both cores busy), on a small one in line.
-    small = sum(n.get("role") == "switch" for n in fabric["nodes"]) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
+    small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
     side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
     try:
         per_switch = validate(read, fabric, plant_check=side is None)
@@ -170,12 +174,12 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     return trust + inert + clabernetes + per_switch + plants + schemas + manifest_results
 
 
-def _beside(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
+def _beside(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
     """The whole-tree checks and the plant files (run in the forked process)."""
     return _whole_tree_checks(outdir, fabric, manifest) + (plant(fabric, disk_reader(outdir)),)
 
 
-def _whole_tree_checks(outdir: str, fabric: dict, manifest: bool) -> tuple[list[Result], ...]:
+def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
     """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
     read = disk_reader(outdir)
     by_file: dict[str, list[str]] = {}
@@ -197,12 +201,12 @@ def _whole_tree_checks(outdir: str, fabric: dict, manifest: bool) -> tuple[list[
             check_manifest(outdir) if manifest else [])
 
 
-def sample_per_shape() -> Callable[[dict], bool]:
+def sample_per_shape() -> Callable[[Node], bool]:
     """One switch per (platform, tier, rails-served count): same code, same shape of config."""
     seen: set = set()
 
-    def pick(n: dict) -> bool:
-        key = (n.get("platform"), n.get("tier"), len(n.get("rails") or []), bool(n.get("asn")))
+    def pick(n: Node) -> bool:
+        key = (n.platform, n.tier, len(n.rails), bool(n.asn))
         if key in seen:
             return False
         seen.add(key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -19,11 +18,21 @@ def test_public_names():
 
 
 def test_cluster_from_fabric_json_facts():
-    doc = {"schema_version": 1, "name": "minir", "topology": "rail-only", "hb_domain_size": 2, "hb_domain_count": 6,
-           "links": [{"kind": "rail", "gbps": 400}, {"kind": "hb", "gbps": 3600}, {"kind": "fabric", "gbps": 400}]}
-    c = Cluster.from_fabric_json(doc)
+    from railonly.fabric import build_fabric, load_design
+    from railonly.fabric.graph import fabric_json
+
+    from ..conftest import REPO
+
+    text = fabric_json.render(build_fabric(load_design(str(REPO / "labs" / "mini-routed.yml"))))
+    c = Cluster.from_fabric_json(text)
     assert (c.hb_size, c.hb_count, c.nic_gbps, c.hb_gbps, c.name) == (2, 6, 400, 3600, "minir")
-    assert c == cluster_of("mini-routed")
+    assert c == cluster_of("mini-routed") == Cluster.from_fabric(fabric_json.parse(text))
+
+
+def analysis_reader(outdir):
+    from railonly.fabric import read_outdir
+
+    return read_outdir(str(outdir)).read_fabric()
 
 
 def test_cluster_from_a_compiled_outdir(tmp_path):
@@ -33,15 +42,16 @@ def test_cluster_from_a_compiled_outdir(tmp_path):
 
     out = tmp_path / "minir"
     assert main(["compile", str(REPO / "labs" / "mini-routed.yml"), "-o", str(out)]) == 0
-    c = Cluster.from_fabric_json(json.loads((out / "fabric.json").read_text()))
+    c = Cluster.from_fabric(analysis_reader(out))
     assert c == cluster_of("mini-routed")
 
 
 def test_cluster_from_bad_fabric_json_is_an_input_error():
     from railonly.fabric.input.problems import InputError
 
-    with pytest.raises(InputError, match="recompile"):
-        Cluster.from_fabric_json(json.loads('{"name": "x"}'))
+    with pytest.raises(InputError, match="recompile") as exc:
+        Cluster.from_fabric_json('{"name": "x"}')
+    assert "hb_domain_size: is missing" in str(exc.value)
 
 
 def test_phases_in_schedule_order_with_groups_classes_bytes_and_time():

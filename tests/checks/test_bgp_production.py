@@ -26,12 +26,11 @@ def vtysh_json(d, switch: str, command: str):
 
 def leaf_prefixes(d) -> dict[str, str]:
     """GPU subnet -> the leaf that owns it."""
-    return {v["subnet"]: n["name"] for n in d.lab.fabric["nodes"] if n["role"] == "switch" and n["tier"] == 1
-            for v in n.get("vlans") or []}
+    return {v.subnet: n.name for n in d.lab.fabric.switches if n.tier == 1 for v in n.vlans}
 
 
 def spines(d) -> list[str]:
-    return sorted(n["name"] for n in d.lab.fabric["nodes"] if n["role"] == "switch" and n["tier"] == 2)
+    return sorted(n.name for n in d.lab.fabric.switches if n.tier == 2)
 
 
 def test_every_spine_holds_exactly_one_path_per_leaf_prefix_and_bfd_is_up(routed_shared, tmp_path):
@@ -56,10 +55,10 @@ def test_every_spine_holds_exactly_one_path_per_leaf_prefix_and_bfd_is_up(routed
 
 
 def test_spines_of_a_rail_share_one_asn_leaves_have_their_own(routed_shared):
-    sw = [n for n in routed_shared.lab.fabric["nodes"] if n["role"] == "switch"]
+    sw = routed_shared.lab.fabric.switches
     for rail in (0, 1):
-        spine_asns = {n["asn"] for n in sw if n["tier"] == 2 and n["rails"] == [rail]}
-        leaf_asns = [n["asn"] for n in sw if n["tier"] == 1 and n["rails"] == [rail]]
+        spine_asns = {n.asn for n in sw if n.tier == 2 and n.rails == [rail]}
+        leaf_asns = [n.asn for n in sw if n.tier == 1 and n.rails == [rail]]
         assert len(spine_asns) == 1 and len(set(leaf_asns)) == len(leaf_asns) == 3
         assert not spine_asns & set(leaf_asns)
 
@@ -86,8 +85,8 @@ def test_valley_free_export_holds_with_one_asn_per_switch_too(routed_per_switch)
     # per-switch ASNs: AS-path loop prevention no longer blocks spine -> leaf -> spine;
     # the from-above community on the leaves' exports does
     d = routed_per_switch
-    sw = [n for n in d.lab.fabric["nodes"] if n["role"] == "switch"]
-    assert len({n["asn"] for n in sw}) == len(sw)
+    sw = d.lab.fabric.switches
+    assert len({n.asn for n in sw}) == len(sw)
     owners = leaf_prefixes(d)
     main(["lab", "check", str(d.outdir), "--only", "bgp", "--timeout", "30"])
     for sp in spines(d):

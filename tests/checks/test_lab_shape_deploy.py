@@ -20,11 +20,11 @@ def dgx1k(tmp_path_factory):
 def test_default_dgx_h100_1k_lab_runs_bgp_on_every_leaf_to_two_spines(dgx1k):
     lab, rt = dgx1k.lab, dgx1k.rt
     assert lab.sliced
-    switches = {n.name: n.info for n in lab.switches}
-    leaves = [s for s, i in switches.items() if i["tier"] == 1]
-    spines = [s for s, i in switches.items() if i["tier"] == 2]
+    switches = {n.name: n.fabric_node for n in lab.switches}
+    leaves = [s for s, i in switches.items() if i.tier == 1]
+    spines = [s for s, i in switches.items() if i.tier == 2]
     for rail in range(8):
-        assert len([s for s in spines if switches[s]["rails"] == [rail]]) >= 2, rail
+        assert len([s for s in spines if switches[s].rails == [rail]]) >= 2, rail
     run = checks_run.run(lab, rt, timeout=90.0, checks=("bgp",))
     assert run.failed == 0 and run.passed > 0
     for leaf in leaves:

@@ -35,10 +35,10 @@ def test_switches_sit_on_the_management_network_and_push_reaches_them(mgmtlab, t
     d = mgmtlab
     net = management_network(d.lab)
     assert net is not None and net.netns.endswith("-oob") and net.gateway == "192.168.77.1/24"
-    fabric = {n["name"]: n for n in d.lab.fabric["nodes"] if n["role"] == "switch"}
+    fabric = {n.name: n for n in d.lab.fabric.switches}
     assert set(net.switches) == set(fabric) and len(set(net.switches.values())) == 10
     for sw, cidr in net.switches.items():
-        assert addrs(d.ns(sw), "eth0") == [cidr] == [fabric[sw]["mgmt_ip"]]
+        assert addrs(d.ns(sw), "eth0") == [cidr] == [fabric[sw].mgmt_ip]
         ping = subprocess.run(["ip", "netns", "exec", net.netns, "ping", "-c1", "-W2", cidr.split("/")[0]],
                               capture_output=True, timeout=10)
         assert ping.returncode == 0, sw

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -206,24 +205,25 @@ def test_cabling_csv_floor_names_map_to_the_labs_gpu_nodes(plans):
     """cabling.csv names a NIC end `hb0:rail0`; the cabling check still plans every cable, each end
     as the lab names it (the GPU's namespace, port eth1)."""
     for name, plan in plans.items():
-        fabric_cables = {(lk["a"]["node"], lk["a"]["port"], lk["b"]["node"], lk["b"]["port"])
-                         for lk in plan_fabric(name)["links"] if lk.get("cable_id")}
+        fabric_cables = {(lk.a.node, lk.a.port, lk.b.node, lk.b.port) for lk in plan_fabric(name).cables()}
         planned = {(c.a_node, c.a_port, c.b_node, c.b_port) for c in plan.cables}
         assert planned == fabric_cables, name
 
 
 def plan_fabric(name):
+    """The fabric graph of a design, as the lab reads it back from the fabric.json compile writes."""
     from railonly.fabric.compiler import compile_design
     from railonly.fabric.design.design import load_design
+    from railonly.fabric.graph import fabric_json
 
     _, files = compile_design(load_design(str(LABS / f"{name}.yml")))
-    return json.loads(files["fabric.json"])
+    return fabric_json.parse(files[fabric_json.FILE].decode())
 
 
 def test_fault_link_spec_takes_the_floor_name():
     from railonly.fabric.design.physical import Naming
 
-    nodes = plan_fabric("mini-routed")["nodes"]
+    nodes = plan_fabric("mini-routed").nodes
     names = Naming(nodes)
     assert names.graph_end("hb3", "rail1") == ("hb3-gpu1", "eth1")
     assert names.graph_end("minir-rail0-leaf0", "Ethernet0") == ("minir-rail0-leaf0", "Ethernet0")

@@ -80,7 +80,7 @@ def test_switch_link_counters_place_every_inter_leaf_byte(routed_shared, tmp_pat
     # persistent socket agents (no process per flow): every planned byte is read and timed
     assert rep["agents"] == "sockets"
     assert all(f["bytes"] == f["bytes_written"] == rep["bytes_per_flow"] for f in rep["flows"])
-    tiers = {n["name"]: n.get("tier") for n in d.lab.fabric["nodes"]}
+    tiers = {n.name: n.tier for n in d.lab.fabric.nodes}
     for st in rep["steps"]:
         flows = [f for f in rep["flows"] if f["step"] == st["step"]]
         # the NIC leg of a forwarded flow starts at the forwarding GPU

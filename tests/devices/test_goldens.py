@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def test_goldens_pass_yang_frr_and_crosscheck(case):
     golden = {p: (GOLDEN / case / p).read_bytes() for p in config_files(files) if (GOLDEN / case / p).exists()}
     blobs = dict(files, **golden)
     read = run.memory_reader(blobs)
-    results = run.validate(read, json.loads(blobs["fabric.json"]))
+    results = run.validate(read, run.load_fabric(read, "<golden>"))
     bad = [f"{r.id}: {r.detail}" for r in results if not r.passed]
     assert not bad, "\n".join(bad)
     checks = {r.check for r in results}

@@ -66,7 +66,7 @@ def test_check_plan_routes_cross_rail_pairs_through_the_packed_leaf():
     from railonly.fabric.graph import fabric_json
 
     fab = build_fabric(design(5, 2, 8, topology="rail-optimized"))
-    cp = checks_plan.plan(json.loads(fabric_json.render(fab)))
+    cp = checks_plan.plan(fabric_json.parse(fabric_json.render(fab)))
     spec = next(p for p in cp.paths if p.src == "hb0-gpu0" and p.cross)
     assert spec.dst == "hb1-gpu1" and spec.layers == (("t-rails0-1",),)
     same = next(p for p in cp.paths if p.src == "hb0-gpu0" and not p.cross)

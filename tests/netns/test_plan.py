@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from railonly.cli import main
@@ -96,11 +98,12 @@ def test_shaping_scaled_with_ratio(labs):
 
 def test_nic_mbps_from_fabric(labs):
     lab = labs["routed"]
-    lab.fabric["lab_nic_mbps"] = 50
+    head = lab.fabric.design
+    lab.fabric.design = replace(head, lab_nic_mbps=50)
     try:
         assert link_rates(lab) == (50.0, 450.0)
     finally:
-        del lab.fabric["lab_nic_mbps"]
+        lab.fabric.design = head
 
 
 def test_l2_switch_bridges_inside_switch_namespace(labs):

@@ -97,7 +97,7 @@ def test_exec_on_an_unknown_node_fails_without_raising(deployed):
 
 def test_gpu_reaches_same_rail_peer(deployed):
     rt, lab = deployed
-    a, b = [g for g in lab.gpus if g.info["rail"] == 0][:2]
+    a, b = [g for g in lab.gpus if g.fabric_node.rail == 0][:2]
     dst = str(ipaddress.ip_interface(next(p.ip for p in lab.ports(b.name) if p.port == "eth1")).ip)
     rc, out = rt.exec(a, ["ping", "-c", "1", "-W", "2", dst], timeout=30)
     assert rc == 0, out

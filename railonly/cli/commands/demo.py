@@ -174,21 +174,24 @@ def _traffic_line(doc: dict | None) -> str:
     return f"{len(doc['flows']):,} flows, {got:,} bytes"
 
 
-def _fabric(outdir: str) -> dict:
-    from railonly.fabric.design import lab_slice
+def _fabric(outdir: str):
+    """The lab's fabric graph (lab/fabric.json for a lab slice), read by the OUTDIR reader;
+    None when it cannot be read (the lab commands then say why)."""
+    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.outdir.reader import OutdirReader, lab_fabric_rel
 
-    for rel in (f"{lab_slice.SLICE_DIR}/fabric.json", "fabric.json"):
-        try:
-            with open(os.path.join(outdir, rel), encoding="utf-8") as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            continue
-    return {}
+    try:
+        reader = OutdirReader(outdir)
+        return reader.read_fabric(lab_fabric_rel(reader))
+    except InputError:
+        return None
 
 
 def _lab_name(outdir: str) -> str:
-    return _fabric(outdir).get("name", "?")
+    fab = _fabric(outdir)
+    return fab.design.name if fab is not None else "?"
 
 
 def _nodes(outdir: str) -> str:
-    return f"{len(_fabric(outdir).get('nodes') or []):,}"
+    fab = _fabric(outdir)
+    return f"{len(fab.nodes) if fab is not None else 0:,}"

@@ -48,7 +48,7 @@ def _processes(rt, recorded, node) -> list[dict]:
 def _bgp(rt, lab, node) -> dict | None:
     from railonly.emulation.checks.checker import bgp_peers
 
-    if node.role != "switch" or node.info.get("asn") is None:
+    if node.role != "switch" or node.fabric_node.asn is None:
         return None
     peers = bgp_peers(rt, lab, node.name)
     if peers is None:
@@ -150,7 +150,7 @@ def vtysh(args, rt, lab) -> int:
     from railonly.fabric.input.problems import InputError, Problem
 
     node = _node(lab, args.switch, "switch")
-    if node.info.get("asn") is None:
+    if node.fabric_node.asn is None:
         raise InputError([Problem("", f"{node.name} runs no FRR (an L2 rail switch has no routing)",
                                   "use lab exec for its bridge: railonly lab exec OUTDIR SWITCH -- bridge fdb show",
                                   None, "command line")])
