@@ -173,16 +173,15 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
         results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
     else:
         pick = validator.sample_per_shape()
-        results = validator.validate(read, fabric, lambda n: n["name"] in only and pick(n), frr=frr,
+        results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
                                      plant_check=False, checked=_near(fabric, only)) + plant(fabric, read)
     return [r for r in results if not r.passed]
 
 
-def _near(fabric: dict, only: set[str]) -> set[str]:
+def _near(fabric: Fabric, only: set[str]) -> set[str]:
     """The switches in `only` and every switch cabled to one of them."""
-    switches = {n["name"] for n in fabric["nodes"] if n.get("role") == "switch"}
-    ends = {lk[e]["node"] for lk in fabric["links"] if lk["a"]["node"] in only or lk["b"]["node"] in only
-            for e in ("a", "b")}
+    switches = {n.name for n in fabric.switches}
+    ends = {e.node for lk in fabric.links if lk.a.node in only or lk.b.node in only for e in (lk.a, lk.b)}
     return set(only) | (ends & switches)
 
 

@@ -38,7 +38,7 @@ from ..design.physical import hosts_of, nic_name
 from ..graph.model import Fabric
 from .render import template
 
-HOST_FILES = ["nccl.env", "netplan.yaml", "rails.sh", "roce-qos.sh"]  # per host, sorted
+HOST_FILES = sorted([NCCL_ENV, NETPLAN, RAILS_SH, ROCE_QOS_SH])  # per host, in the order the unit lists them
 TABLE_BASE = 100  # rail r uses routing table and rule priority 100 + r
 
 

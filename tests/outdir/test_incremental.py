@@ -61,15 +61,15 @@ def test_growth_within_planned_rewrites_only_changed_files(count, tmp_path, caps
     kept = {p for p in before.keys() & after.keys() if before[p] == after[p]}
     changed = {p for p in old_bytes.keys() & new_bytes.keys() if old_bytes[p] != new_bytes[p]}
     # unchanged unit files are the very same files (hard-linked), not rewritten
-    assert "hosts/hb0/netplan.yaml" in kept and "configs/rail0-spine0/config_db.json" in kept | changed
+    assert "hosts/hb0/netplan.yaml" in kept and "configs/t-rail0-spine0/config_db.json" in kept | changed
     assert not kept & changed
     if count == 7:
-        assert "configs/rail0-leaf0/config_db.json" in changed  # the leaf the new domain is cabled to
-        assert "configs/rail0-spine0/config_db.json" in kept
+        assert "configs/t-rail0-leaf0/config_db.json" in changed  # the leaf the new domain is cabled to
+        assert "configs/t-rail0-spine0/config_db.json" in kept
     else:
-        assert "configs/rail0-leaf1/config_db.json" in new_bytes.keys() - old_bytes.keys()
-        assert "configs/rail0-spine0/config_db.json" in changed  # cabled to the new leaf
-        assert "configs/rail0-leaf0/config_db.json" in kept
+        assert "configs/t-rail0-leaf1/config_db.json" in new_bytes.keys() - old_bytes.keys()
+        assert "configs/t-rail0-spine0/config_db.json" in changed  # cabled to the new leaf
+        assert "configs/t-rail0-leaf0/config_db.json" in kept
     assert {f"hosts/hb{count}/{f}" for f in ("netplan.yaml", "rails.sh")} <= new_bytes.keys() - old_bytes.keys()
     # the record of what was written lives outside OUTDIR
     assert os.path.isfile(previous.record_path(os.path.realpath(out)))
@@ -98,7 +98,7 @@ def test_edited_platform_file_rerenders(tmp_path, capsys):
     assert "DellEMC-Z9664f-O64" in base
     platform.write_text(base.replace("model: dell-z9664f", "model: acme-25t").replace("DellEMC-Z9664f-O64", "Acme-25T-O64"))
     same_as_full(tmp_path, out, text, capsys)
-    assert b"Acme-25T-O64" in (out / "configs" / "rail0-leaf0" / "config_db.json").read_bytes()
+    assert b"Acme-25T-O64" in (out / "configs" / "t-rail0-leaf0" / "config_db.json").read_bytes()
 
 
 def _tamper(path) -> None:
@@ -118,7 +118,7 @@ def test_tampered_file_is_rewritten(tmp_path, capsys):
     victim = out / "hosts" / "hb3" / "rails.sh"
     good = victim.read_bytes()
     _tamper(victim)
-    leaf = out / "configs" / "rail0-leaf0" / "config_db.json"
+    leaf = out / "configs" / "t-rail0-leaf0" / "config_db.json"
     leaf.chmod(0o600)  # a mode change alone makes it not ours either
     said = same_as_full(tmp_path, out, text, capsys)
     assert victim.read_bytes() == good

@@ -37,7 +37,7 @@ def test_argv(tiny_lab):
 
 def test_parse_old_shape():
     found = parse_inspect((FIXTURES / "inspect_old.json").read_text(), "ctest")
-    assert found == {"hb0-gpu0": "running", "hb0-gpu1": "running", "hb0": "running", "rail0-leaf0": "exited"}
+    assert found == {"hb0-gpu0": "running", "hb0-gpu1": "running", "hb0": "running", "ctest-rail0-leaf0": "exited"}
 
 
 def test_parse_new_shape():
@@ -81,7 +81,7 @@ def test_status_from_both_shapes(installed, monkeypatch, tiny_lab):
     run, _ = _fake_run((FIXTURES / "inspect_old.json").read_text())
     monkeypatch.setattr(proc, "run", run)
     st = rt.status(tiny_lab)
-    assert st.state == "partial" and st.nodes["rail0-leaf0"] == "exited" and st.nodes["hb1"] == "missing"
+    assert st.state == "partial" and st.nodes["ctest-rail0-leaf0"] == "exited" and st.nodes["hb1"] == "missing"
 
 
 def test_status_absent(installed, monkeypatch, tiny_lab):
