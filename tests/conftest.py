@@ -20,6 +20,21 @@ REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _compile_records_in_a_temp_cache(tmp_path_factory):
+    """Incremental compiles record what they wrote in railonly's cache (fabric/outdir/previous.py);
+    the suite's hundreds of OUTDIRs keep theirs in a temporary one, not the user's home.
+    Set in the environment, so a railonly the tests start as a process uses it too."""
+    if "RAILONLY_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["RAILONLY_CACHE_DIR"] = str(tmp_path_factory.mktemp("railonly-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("RAILONLY_CACHE_DIR", None)
+
+
 def assert_golden(path: Path, actual: str | bytes) -> None:
     """Compare `actual` with the golden file at `path` byte for byte."""
     data = actual.encode() if isinstance(actual, str) else actual
