@@ -2,11 +2,15 @@
 
 The OUTDIR reader (outdir/reader.py) and the fabric.json parser (graph/fabric_json.py)
 decode through :func:`parse_json`; the caller bounds the text's size when it reads it.
+:func:`load_json_file` is the yes-or-no form for a small record (a MANIFEST.json that
+marks a railonly OUTDIR, the incremental compile's record): anything off is None.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 from .problems import InputError, Problem, short
 
@@ -35,3 +39,22 @@ def parse_json(text: str, file: str):
         line = getattr(exc, "lineno", None)
         msg = getattr(exc, "msg", str(exc))
         raise UntrustedFile(file, f"is not valid JSON: {short(msg, 120)}", "recompile the design", line) from None
+
+
+def load_json_file(path: str, limit: int, owner_uid: int | None = None):
+    """The decoded JSON of the regular file at `path`, or None when it is absent, a symlink,
+    not a regular file, over `limit` bytes, not owned by `owner_uid` (when given) or not JSON."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (owner_uid is not None and st.st_uid != owner_uid):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return json.loads(fh.read(limit + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)

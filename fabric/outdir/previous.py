@@ -22,6 +22,7 @@ import os
 import stat
 import tempfile
 
+from ..input.jsonsource import load_json_file
 from ..version import __version__
 
 FORMAT = 1
@@ -84,20 +85,9 @@ class Previous:
 
 def load(outdir: str) -> Previous | None:
     """The previous compile into `outdir` (a realpath), or None when there is none to trust."""
-    try:
-        fd = os.open(record_path(outdir), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    doc = load_json_file(record_path(outdir), RECORD_MAX_BYTES, owner_uid=os.geteuid())
+    if doc is None:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > RECORD_MAX_BYTES or st.st_uid != os.geteuid():
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            doc = json.loads(fh.read(RECORD_MAX_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
-        return None
-    finally:
-        os.close(fd)
     try:
         if (doc["format"], doc["generator"], doc["outdir"]) != (FORMAT, __version__, outdir):
             return None

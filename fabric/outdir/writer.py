@@ -41,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..outdir_layout import MANIFEST
+from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
 from .previous import Previous
@@ -107,20 +108,7 @@ def manifest(files: dict[str, bytes], design_sha256: str, known: "dict[str, str]
 def is_railonly_outdir(path: str) -> bool:
     """True when `path` holds a MANIFEST.json written by railonly (read as
     untrusted: a regular file, bounded, never through a symlink)."""
-    try:
-        fd = os.open(os.path.join(path, MANIFEST), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MANIFEST_MAX_BYTES:
-            return False
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            doc = json.loads(fh.read(MANIFEST_MAX_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
-        return False
-    finally:
-        os.close(fd)
+    doc = load_json_file(os.path.join(path, MANIFEST), MANIFEST_MAX_BYTES)
     gen = doc.get("generator") if isinstance(doc, dict) else None
     return isinstance(gen, str) and bool(_GENERATOR_RE.fullmatch(gen)) and isinstance(doc.get("files"), dict)
 
