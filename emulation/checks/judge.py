@@ -276,7 +276,7 @@ def bfd(cp: CheckPlan, sessions: dict[str, list | None]) -> list[Result]:
             continue
         st = str(e.get("status", "?"))
         out.append(Result(rid, "bfd", st == "up",
-                          f"{where}: BFD {st}, detect {e.get('detectMultiplier', '?')} x {e.get('receiveInterval', '?')} ms"))
+                          f"{where}: BFD {st}, detect {e.get('detect-multiplier', '?')} x {e.get('receive-interval', '?')} ms"))
     return out
 
 

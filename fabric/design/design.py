@@ -162,6 +162,7 @@ class Design:
     models: dict = field(default_factory=dict, repr=False)  # tier -> catalog.Platform (empty: generic)
     site: str = ""  # prefixes every switch name (hostname): unique across clusters; "" only when opted out
     asn_scheme: str = "rfc7938"  # routing.ASN_SCHEMES
+    bfd_interval_ms: int = routing.BFD_INTERVAL_MS  # production; a lab's own (lab_slice.sliced) may be longer
     management: management.Management | None = None  # the `management:` section, if given
     sha256: str = ""  # of the design file text, for MANIFEST.json
     values: dict = field(default_factory=dict, repr=False)  # every normalised key

@@ -14,7 +14,8 @@ Layout of an OUTDIR (the decision the runtimes rely on):
 
 * whole design (the lab runs all domains): ``<name>.clab.yml`` references the
   top-level ``configs/``; the lab reads the top-level ``fabric.json``.
-* slice: the sliced design is compiled by the same producers into ``lab/``
+* slice (fewer domains, generic port names, or BFD timers a lab host can run:
+  routing.lab_bfd_interval_ms): the lab's design is compiled by the same producers into ``lab/``
   (``lab/fabric.json``, ``lab/configs/<switch>/...``, ``lab/cabling.csv`` ...);
   ``<name>.clab.yml`` references ``lab/configs/``, and the lab reads
   ``lab/fabric.json``. The top-level files always describe the full design.
@@ -35,7 +36,7 @@ import dataclasses
 from ..outdir_layout import SLICE_DIR, clab_yml
 from ..input.problems import InputError, Problem
 from ..platforms.catalog import GENERIC
-from . import clos
+from . import clos, routing
 from .design import Design
 
 WHOLE_MAX_GPUS = 64  # labs up to this size run the whole design
@@ -105,8 +106,37 @@ def lab_names_ok(design: Design) -> bool:
     return all(design.platform_of_tier(t) != "eos" for t in design.models)
 
 
+def _routed(design: Design) -> bool:
+    return design.rail_mode == "routed" or design.topology != "rail-only"
+
+
+def bfd_session_ends(design: Design, domains: int, radix: int) -> int:
+    """BFD session ends of the Clos `domains` HB domains build at `radix`: two per
+    switch-to-switch link, i.e. every leaf's radix/2 uplinks (and in three tiers every
+    spine's), as the fabric builder wires them; none on L2 rails."""
+    if not _routed(design):
+        return 0
+    s = clos.shape(design.topology, design.hb_size, domains, radix)
+    if s["tiers"] < 2:
+        return 0
+    uplinked = s["leaves"] + (s["spines"] if s["tiers"] == 3 else 0)
+    return 2 * uplinked * (radix // 2) * (design.hb_size if s["per_rail"] else 1)
+
+
+def lab_bfd_interval_ms(design: Design) -> int:
+    """The BFD interval the lab's switches run (routing.lab_bfd_interval_ms of its sessions).
+    An EOS lab keeps the design's: its FRR comes from the startup-config's `router bgp`
+    (readback.eos.frr_text), and EOS timers are not rendered yet."""
+    if any(design.platform_of_tier(t) == "eos" for t in (1, 2, 3)):
+        return design.bfd_interval_ms
+    return routing.lab_bfd_interval_ms(bfd_session_ends(design, lab_domains(design), lab_radix(design)))
+
+
 def is_slice(design: Design) -> bool:
-    return lab_domains(design) < design.hb_count or not lab_names_ok(design)
+    """The lab is compiled as a design of its own under lab/: fewer domains, generic
+    port names, or BFD timers of its own."""
+    return (lab_domains(design) < design.hb_count or not lab_names_ok(design)
+            or lab_bfd_interval_ms(design) != design.bfd_interval_ms)
 
 
 def sliced(design: Design) -> Design:
@@ -116,6 +146,7 @@ def sliced(design: Design) -> Design:
     n = lab_domains(design)
     k = lab_radix(design)
     generic = not lab_names_ok(design) or (k != design.radix and (design.switch_model != GENERIC or design.models))
+    design = dataclasses.replace(design, bfd_interval_ms=lab_bfd_interval_ms(design))
     if n == design.hb_count and not generic:
         return design
     values = copy.deepcopy(design.values)
@@ -161,21 +192,35 @@ def _uplinks(s: dict, radix: int) -> str:
     return f"{half} uplinks to {min(half, reach)} spines"
 
 
+def _bfd_text(design: Design) -> str:
+    """Why the lab's BFD interval is not the design's ("" when it is)."""
+    ms = lab_bfd_interval_ms(design)
+    if ms == design.bfd_interval_ms:
+        return ""
+    ends = bfd_session_ends(design, lab_domains(design), lab_radix(design))
+    return (f"the design's BFD interval of {design.bfd_interval_ms} ms: BFD runs every {ms:,} ms"
+            f" (x{routing.BFD_MULTIPLIER}), as {ends:,} session ends at {design.bfd_interval_ms} ms would send"
+            f" {ends * 1000 // design.bfd_interval_ms:,} packets/s, more than the {routing.LAB_BFD_PACKETS_PER_S:,}"
+            f" a lab host gives BFD")
+
+
 def describe(design: Design) -> str:
     """The summary lines of `railonly compile` about the lab: what it keeps of the design and what it drops."""
     n = lab_domains(design)
     eos_names = "" if lab_names_ok(design) else "EOS ports under generic names (Linux interface names cannot hold '/')"
+    bfd = _bfd_text(design)
     if n == design.hb_count:
-        if eos_names:
-            return f"  lab       whole design ({design.gpus:,} GPUs) in {clab_yml(design.name)} and {SLICE_DIR}/, {eos_names}"
-        return f"  lab       whole design ({design.gpus:,} GPUs) in {clab_yml(design.name)}"
+        if not (eos_names or bfd):
+            return f"  lab       whole design ({design.gpus:,} GPUs) in {clab_yml(design.name)}"
+        return "\n".join([f"  lab       whole design ({design.gpus:,} GPUs) in {clab_yml(design.name)} and {SLICE_DIR}/"]
+                         + [f"            drops {t}" for t in (eos_names, bfd) if t])
     k = lab_radix(design)
     prod = design_shape(design)
     lab = clos.shape(design.topology, design.hb_size, n, k)
     lines = [f"  lab       a slice: {n} of {design.hb_count:,} HB domains, all {design.hb_size} rails "
              f"({n * design.hb_size:,} GPUs) at radix {k} in {clab_yml(design.name)} and {SLICE_DIR}/ "
              f"(set lab.domains or --lab-domains to change)"]
-    routed = design.rail_mode == "routed" or design.topology != "rail-only"
+    routed = _routed(design)
     kept = [_tiers_text(lab) + f" as the design's {_tiers_text(prod)}"] if _same_shape(lab, prod) else []
     if kept and prod["tiers"] > 1:
         kept.append(f"ECMP from every leaf over {_uplinks(lab, k)} (the design: {_uplinks(prod, design.radix)})")
@@ -188,6 +233,8 @@ def describe(design: Design) -> str:
                        f" and SKU are those of a generic {k}-port switch{model})")
     if eos_names:
         dropped.append(eos_names)
+    if bfd:
+        dropped.append(bfd)
     if prod["tiers"] > 1 and lab["spines"] < prod["spines"]:
         dropped.append(f"{prod['spines'] - lab['spines']} of {prod['spines']} spines" + (" per rail" if prod["per_rail"] else ""))
     if not _same_shape(lab, prod):

@@ -26,6 +26,22 @@ PREFIX_LIST = "RAIL_ROUTES"
 MAX_PREFIX_FLOOR = 100  # never a limit a lab-sized domain trips over
 BFD_INTERVAL_MS = 300  # FRR and EOS default: 300 ms x 3 = under a second to detect a dead peer
 BFD_MULTIPLIER = 3
+BFD_PROFILE = "FABRIC"  # the FRR BFD profile a lab with its own timers prints
+# BFD packets per second a lab may send in all (every session end, one packet per
+# interval). Measured on a 2-core host: the 1,024-GPU routed lab's 2,048 session
+# ends at 300 ms (6,800 packets/s) kept both cores busy in bfdd alone, which starved
+# the checks and the traffic it was there to run; at 1,200 ms about half a core.
+LAB_BFD_PACKETS_PER_S = 2000
+
+
+def lab_bfd_interval_ms(session_ends: int) -> int:
+    """BFD interval of a lab with this many BFD session ends: the production interval,
+    doubled until the whole lab sends at most LAB_BFD_PACKETS_PER_S (a lab host runs every
+    switch's bfdd on a few cores; a switch has its own CPU for its own sessions)."""
+    ms = BFD_INTERVAL_MS
+    while session_ends * 1000 / ms > LAB_BFD_PACKETS_PER_S:
+        ms *= 2
+    return ms
 
 
 def max_prefix(domain_prefixes: int) -> int:

@@ -207,7 +207,16 @@ def frr_config(fab: Fabric, view: SwitchView) -> dict:
         "networks": view.networks,
         "maximum_paths": view.maximum_paths,
         "max_prefix": view.max_prefix,
+        "bfd": _bfd_profile(fab.design),
     }
+
+
+def _bfd_profile(design) -> dict | None:
+    """A BFD profile when the timers are not FRR's defaults (a lab's own, lab_slice), in
+    the lines FRR's running-config prints for it (the multiplier stays the default 3)."""
+    if design.bfd_interval_ms == routing.BFD_INTERVAL_MS:
+        return None
+    return {"name": routing.BFD_PROFILE, "interval_ms": design.bfd_interval_ms}
 
 
 # -- config_db.json text ------------------------------------------------------

@@ -131,7 +131,7 @@ FRR_KEYWORDS = frozenset({
     "!", "frr", "hostname", "log", "service", "ip", "ipv6", "route-map", "match", "set", "router", "bgp",
     "no", "neighbor", "address-family", "network", "maximum-paths", "exit-address-family", "exit", "end",
     "interface", "description", "redistribute", "timers", "bfd", "aggregate-address", "peer", "profile",
-    "on-match", "continue", "vrf", "exit-vrf", "segment-routing",
+    "on-match", "continue", "vrf", "exit-vrf", "segment-routing", "receive-interval", "transmit-interval",
 })
 FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)")
 FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script

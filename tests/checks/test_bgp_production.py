@@ -40,7 +40,7 @@ def test_every_spine_holds_exactly_one_path_per_leaf_prefix_and_bfd_is_up(routed
     doc = json.loads(out.read_text())
     bfd = [r for r in doc["results"] if r["check"] == "bfd"]
     # 2 rails x (3 leaves x 2 uplinks) sessions, each seen from both ends
-    assert len(bfd) == 24 and all(r["passed"] and "BFD up" in r["detail"] for r in bfd), bfd
+    assert len(bfd) == 24 and all(r["passed"] and r["detail"].endswith("BFD up, detect 3 x 300 ms") for r in bfd), bfd
     owners = leaf_prefixes(d)
     for sp in spines(d):
         rail = sp.split("-spine")[0]
@@ -94,3 +94,23 @@ def test_valley_free_export_holds_with_one_asn_per_switch_too(routed_per_switch)
         for prefix, leaf in owners.items():
             if leaf.startswith(sp.split("-spine")[0] + "-"):
                 assert len(table.get(prefix, [])) == 1, (sp, prefix, table.get(prefix))
+
+
+@pytest.fixture
+def routed_own_bfd(tmp_path, monkeypatch):
+    """mini-routed under a BFD budget of 10 packets/s: its 24 session ends run at 2,400 ms."""
+    from railonly.fabric.design import routing
+    from .conftest import _deploy
+
+    monkeypatch.setattr(routing, "LAB_BFD_PACKETS_PER_S", 10)
+    yield from _deploy(tmp_path, "mini-routed", "f")
+
+
+def test_a_lab_with_bfd_timers_of_its_own_runs_them_on_every_session(routed_own_bfd, tmp_path):
+    d = routed_own_bfd
+    assert "lab/configs/" in next(d.outdir.glob("*.clab.yml")).read_text()
+    out = tmp_path / "c.json"
+    assert main(["lab", "check", str(d.outdir), "--only", "bgp", "--only", "bfd", "--json", str(out), "--timeout", "60"]) == 0
+    bfd = [r for r in json.loads(out.read_text())["results"] if r["check"] == "bfd"]
+    # bfdd took the profile (its own file: frr.bfdd_config), both ends agreed on it
+    assert len(bfd) == 24 and all(r["passed"] and r["detail"].endswith("detect 3 x 2400 ms") for r in bfd), bfd

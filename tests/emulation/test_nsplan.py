@@ -167,7 +167,8 @@ def test_frr_processes_argv():
     for p in procs:
         a = list(p.argv)
         assert a[a.index("-P") + 1] == "0"  # no TCP vty ports
-        assert a[a.index("-f") + 1] == "/run/lab/frr/leaf1/frr.conf"
+        conf = "bfdd.conf" if p.name.endswith("/bfdd") else "frr.conf"  # bfdd: its own node (frr.bfdd_config)
+        assert a[a.index("-f") + 1] == f"/run/lab/frr/leaf1/{conf}"
         assert a[a.index("-z") + 1] == "/run/lab/frr/leaf1/zserv.api"
         assert a[a.index("--vty_socket") + 1] == "/run/lab/frr/leaf1"
         assert p.pidfile == a[a.index("-i") + 1]

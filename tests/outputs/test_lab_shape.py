@@ -90,3 +90,72 @@ def test_baseline_slice_keeps_rail_pure_leaves_and_spines():
 def test_one_tier_design_keeps_its_radix():
     d = parse_design("name: t\nhb_domain: {size: 8, count: 16}\nswitch: {radix: 64}\n", "t.yml")
     assert (lab_slice.lab_domains(d), lab_slice.lab_radix(d)) == (4, 64)
+
+
+# -- BFD timers a lab host can run (routing.lab_bfd_interval_ms) ---------------------------
+
+def test_lab_bfd_interval_doubles_until_the_lab_fits_the_packet_budget():
+    from railonly.fabric.design import routing
+    assert routing.lab_bfd_interval_ms(0) == routing.lab_bfd_interval_ms(24) == routing.BFD_INTERVAL_MS
+    assert routing.lab_bfd_interval_ms(2048) == 1200  # 6,827 -> 3,413 -> 1,707 packets/s
+    ends = routing.LAB_BFD_PACKETS_PER_S * routing.BFD_INTERVAL_MS // 1000
+    assert routing.lab_bfd_interval_ms(ends) == routing.BFD_INTERVAL_MS
+    assert routing.lab_bfd_interval_ms(ends + 1) == 2 * routing.BFD_INTERVAL_MS
+
+
+@pytest.mark.parametrize("design_file, domains", [
+    ("dgx-h100-1k.yml", 128), ("dgx-h100-1k.yml", 32), ("dgx-h100-1k-baseline.yml", None),
+    ("mini-routed.yml", None), ("mini-baseline.yml", None), ("mini-l2.yml", None), ("nvl72.yml", None),
+])
+def test_bfd_session_ends_are_the_built_labs_switch_to_switch_links(design_file, domains):
+    from railonly.fabric.graph.build import build_fabric
+    design = lab_slice.with_lab_domains(load_design(str(LABS / design_file)), domains)
+    lab = lab_slice.sliced(design)
+    fab = build_fabric(lab)
+    switches = {n.name for n in fab.switches}
+    links = sum(1 for lk in fab.links if lk.a.node in switches and lk.b.node in switches)
+    routed = design.rail_mode == "routed" or design.topology != "rail-only"
+    assert lab_slice.bfd_session_ends(design, lab_slice.lab_domains(design), lab_slice.lab_radix(design)) == (
+        2 * links if routed else 0)
+
+
+def test_whole_1k_lab_runs_bfd_at_its_own_interval_in_its_own_tree():
+    design = lab_slice.with_lab_domains(load_design(str(LABS / "dgx-h100-1k.yml")), 128)
+    assert lab_slice.lab_domains(design) == design.hb_count and lab_slice.is_slice(design)
+    assert lab_slice.sliced(design).bfd_interval_ms == 1200
+    assert not lab_slice.is_slice(lab_slice.sliced(design))  # the lab's own design is its own lab
+    text = lab_slice.describe(design)
+    assert "whole design (1,024 GPUs) in dgx1k.clab.yml and lab/" in text
+    assert "drops the design's BFD interval of 300 ms: BFD runs every 1,200 ms (x3), as 2,048 session ends" in text
+    files = compile_design(design)[1]
+    def text_of(path):
+        t = files[path]
+        return t.decode() if isinstance(t, bytes) else t
+    prod, lab = text_of("configs/dgx1k-rail0-leaf0/frr.conf"), text_of("lab/configs/dgx1k-rail0-leaf0/frr.conf")
+    assert "bfd profile" not in prod and "\nbfd\n" not in prod  # production keeps FRR's defaults
+    assert lab.endswith("bfd\n profile FABRIC\n  transmit-interval 1200\n  receive-interval 1200\n exit\n !\nexit\n!\n")
+    assert " neighbor FABRIC_UP bfd\n neighbor FABRIC_UP bfd profile FABRIC\n" in lab
+    assert "lab/configs/" in text_of("dgx1k.clab.yml")
+
+
+def test_small_routed_lab_keeps_production_bfd():
+    design = load_design(str(LABS / "mini-routed.yml"))
+    assert not lab_slice.is_slice(design) and "BFD" not in lab_slice.describe(design)
+
+
+def test_bfdd_reads_only_its_node_of_the_integrated_config():
+    from railonly.emulation.runtime.netns import frr
+    text = "frr version 8.4\nhostname s1\nlog syslog informational\nrouter bgp 1\n neighbor G bfd\nexit\n!\n" \
+           "bfd\n profile FABRIC\n  transmit-interval 600\n exit\n !\nexit\n!\n"
+    assert frr.bfdd_config(text) == ("hostname s1\nlog syslog informational\nbfd\n profile FABRIC\n"
+                                     "  transmit-interval 600\n exit\n !\nexit\n")
+    inst = frr.FrrInstance("s1", "ns", "/run/x/frr/s1")
+    (bfdd,) = [p for p in frr.processes(inst, text) if p.name.endswith("/bfdd")]
+    assert "/run/x/frr/s1/bfdd.conf" in bfdd.argv and bfdd.files == (("/run/x/frr/s1/bfdd.conf", frr.bfdd_config(text)),)
+
+
+def test_an_eos_lab_keeps_the_designs_bfd_interval_it_cannot_print_yet():
+    design = load_design(str(LABS / "h100-2k-7060x6.yml"))
+    design = lab_slice.with_lab_domains(design, design.hb_count)
+    assert lab_slice.bfd_session_ends(design, design.hb_count, design.radix) > 1000  # well over the budget
+    assert lab_slice.lab_bfd_interval_ms(design) == design.bfd_interval_ms and "BFD" not in lab_slice.describe(design)

@@ -64,9 +64,13 @@ def processes(
         raise ValueError(f"FRR config of {inst.name}: " + "; ".join(problems))
     out = []
     for i, d in enumerate(daemons):
+        config, files = inst.config, ((inst.config, config_text),) if i == 0 else ()
+        if d == "bfdd":
+            config = f"{inst.rundir}/bfdd.conf"
+            files += ((config, bfdd_config(config_text)),)
         argv = [
             f"{FRR_LIBDIR}/{d}", "-d",
-            "-f", inst.config,
+            "-f", config,
             "-i", f"{inst.rundir}/{d}.pid",
             "-z", f"{inst.rundir}/zserv.api",
             "--vty_socket", inst.rundir,
@@ -85,10 +89,26 @@ def processes(
                 daemonizes=True,
                 dirs=(inst.rundir,),
                 owner="frr:frr",
-                files=((inst.config, config_text),) if i == 0 else (),
+                files=files,
             )
         )
     return tuple(out)
+
+
+def bfdd_config(text: str) -> str:
+    """What bfdd reads of the integrated config: its ``bfd`` node (a lab's own BFD timers,
+    printed last and closed by a top-level ``exit``) with the hostname and log lines.
+    Each daemon here reads its file with ``-f``, and bfdd, which does not know
+    ``router bgp``, would take that node's closing ``exit`` as leaving configure mode
+    before it reached its own; a switch boots with ``vtysh -b``, which sends each node
+    to its daemon instead."""
+    keep, inside = [], False
+    for line in text.splitlines():
+        inside = inside or line == "bfd"
+        if inside or line.startswith(("hostname ", "log ")):
+            keep.append(line)
+        inside = inside and line != "exit"
+    return "\n".join(keep) + "\n"
 
 
 def vtysh(inst: FrrInstance, *commands: str, timeout: float = 15.0) -> proc.Result:
