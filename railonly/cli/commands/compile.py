@@ -99,5 +99,5 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     if failed:
         writer.discard(tmp)
         return failed
-    writer.commit(tmp, outdir)
+    writer.commit(tmp, outdir, background=len(files) >= writer.BACKGROUND_REMOVAL_FILES)
     return []
