@@ -58,8 +58,8 @@ STAGE_MARKER = ".railonly-staging"  # inside a staging dir, flock'ed by its writ
 MANIFEST_MAX_BYTES = 64 << 20
 FILE_MODE, DIR_MODE = 0o644, 0o755
 _RENAME_EXCHANGE = 2
-BACKGROUND_REMOVAL_FILES = 2048  # from this size the old tree's folders are removed after the command returns
 _AT_FDCWD = -100
+BACKGROUND_REMOVAL_FILES = 2048  # from this size the old tree's folders are removed after the command returns
 
 
 class OutdirRefused(InputError):
@@ -405,7 +405,10 @@ def _remove_in_background(tmp: str) -> bool:
     fd = _locks.get(tmp)
     if fd is None or not sys.executable:
         return False
-    _unlink_files(tmp)
+    try:
+        _unlink_files(tmp)  # the swap is done: nothing here may fail the command
+    except OSError:
+        pass
     try:
         proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, tmp, STAGE_MARKER], pass_fds=(fd,),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
