@@ -10,11 +10,28 @@ always do: a fork costs more than it saves).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+from contextlib import contextmanager
 from typing import Any, Callable
 
 _TASK: tuple[Callable, Any] | None = None  # set just before the fork, read by workers
+
+
+@contextmanager
+def no_cyclic_gc():
+    """The cyclic collector paused for a command's big, short-lived work. The fabric
+    graph is millions of small acyclic objects: the collector only rescans them (it
+    halves build time at 65,536 GPUs), and in forked workers its bookkeeping writes
+    copy the inherited graph's pages."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def jobs() -> int:

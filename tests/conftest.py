@@ -35,6 +35,16 @@ def _compile_records_in_a_temp_cache(tmp_path_factory):
         os.environ.pop("RAILONLY_CACHE_DIR", None)
 
 
+@pytest.fixture(autouse=True)
+def _old_outdirs_removed():
+    """A big OUTDIR's previous tree is removed by a detached process after the compile
+    returns (outdir/writer.py): each test ends with those removals done."""
+    yield
+    from railonly.fabric.outdir import writer
+
+    writer.wait_for_removals()
+
+
 def assert_golden(path: Path, actual: str | bytes) -> None:
     """Compare `actual` with the golden file at `path` byte for byte."""
     data = actual.encode() if isinstance(actual, str) else actual

@@ -17,6 +17,11 @@ its parents, ``/``, a file, a path under a file and a directory holding the
 design being compiled are always refused. A symlinked OUTDIR is resolved once,
 on purpose, and the command says so; the swap happens at its target.
 
+The previous tree, swapped out to the staging name, is removed before the command
+returns; for a big OUTDIR only its files are (cheap, and it settles the link counts
+of files hard-linked into the new tree), and its thousands of folders go in a
+detached process that keeps the staging lock until they are gone.
+
 Staging directories are named ``.railonly-stage-<outdir>-XXXX`` and hold a
 marker file that the writing process keeps flock'ed; the next write into the
 same parent removes those whose lock is free (their writer died), and only
@@ -54,6 +59,7 @@ MANIFEST_MAX_BYTES = 64 << 20
 FILE_MODE, DIR_MODE = 0o644, 0o755
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+BACKGROUND_REMOVAL_FILES = 2048  # from this size the old tree's folders are removed after the command returns
 
 
 class OutdirRefused(InputError):
@@ -354,8 +360,76 @@ def discard(tmp: str) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def commit(tmp: str, outdir: "str | Target") -> None:
-    """Swap a staged tree into OUTDIR."""
+# A removal that outlives the command: the old tree after a swap, at its staging name.
+_REAPER = """
+import os, shutil, sys
+top, marker = sys.argv[1], sys.argv[2]
+for name in os.listdir(top):
+    if name != marker:
+        p = os.path.join(top, name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+shutil.rmtree(top, ignore_errors=True)  # the marker last: a killed reaper leaves a stale, removable stage
+"""
+_reapers: list = []  # removals still running in the background (subprocess.Popen)
+
+
+def _unlink_files(top: str) -> None:
+    """Unlink every file below `top` (never following a symlink), leaving its folders
+    and the top-level marker: cheap directory entries, and it settles the link
+    count and ctime of files hard-linked into the new OUTDIR before they are recorded."""
+    for path, _dirs, names, dfd in os.fwalk(top, follow_symlinks=False):
+        for name in names:
+            if not (path == top and name == STAGE_MARKER):
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                except OSError:
+                    pass  # left to the reaper's rmtree
+
+
+def _remove_in_background(tmp: str) -> bool:
+    """Remove `tmp` (marked and flock'ed by us): its files now, its folders (the slow
+    part: thousands of rmdirs) in a detached process that inherits the lock. The
+    command returns once the swap is done, and the skeleton stays recognisably a live
+    writer's staging directory until it is gone (a killed reaper leaves it to
+    :func:`remove_stale_staging`). False when no process can be started (then the
+    caller removes it)."""
+    import subprocess
+    import sys
+
+    fd = _locks.get(tmp)
+    if fd is None or not sys.executable:
+        return False
+    try:
+        _unlink_files(tmp)  # the swap is done: nothing here may fail the command
+    except OSError:
+        pass
+    try:
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, tmp, STAGE_MARKER], pass_fds=(fd,),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError:
+        return False
+    _reapers.append(proc)
+    _unmark(tmp, unlink=False)  # our copy of the lock goes; the reaper's holds it
+    return True
+
+
+def wait_for_removals() -> None:
+    """Wait until every old tree this process handed to the background is gone."""
+    while _reapers:
+        _reapers.pop().wait()
+
+
+def commit(tmp: str, outdir: "str | Target", background: bool = False) -> None:
+    """Swap a staged tree into OUTDIR. The previous tree, swapped out to the staging
+    name, is removed before returning or, with `background` (a big tree: thousands of
+    folders to unlink), by a detached process after the swap."""
     target = _target(outdir)
     path = target.path
     try:
@@ -371,7 +445,8 @@ def commit(tmp: str, outdir: "str | Target") -> None:
                 _mark(tmp)  # now holds the previous OUTDIR: recognisably ours while it is removed
             except OSError:
                 pass
-            discard(tmp)
+            if not (background and _remove_in_background(tmp)):
+                discard(tmp)
         else:
             os.rename(tmp, path)
     except OSError as exc:
@@ -389,4 +464,4 @@ def write_outdir(outdir: "str | Target", files: dict[str, bytes], design_sha256:
 
 
 __all__ = ["OutdirRefused", "Target", "WriteFailed", "commit", "discard", "is_railonly_outdir", "manifest",
-           "prepare", "remove_stale_staging", "stage", "write_outdir"]
+           "prepare", "remove_stale_staging", "stage", "wait_for_removals", "write_outdir"]

@@ -178,3 +178,25 @@ def test_full_flag_and_unwritable_cache(tmp_path, capsys, monkeypatch):
     compile_(tmp_path, text, out, "-q")
     said = same_as_full(tmp_path, out, text, capsys)
     assert "kept" not in said
+
+
+def test_old_tree_removed_after_the_swap_stays_ours_until_gone(tmp_path, capsys, monkeypatch):
+    """A big OUTDIR's old folders are removed by a detached process after the swap: the
+    skeleton keeps its writer's lock (no other compile takes it for a dead one's), the
+    record written before is still good (every file carried next time), and it goes."""
+    from railonly.fabric.outdir import writer
+
+    monkeypatch.setattr(writer, "BACKGROUND_REMOVAL_FILES", 0)
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")
+    assert writer._reapers, "the old tree was removed in the foreground"
+    assert writer.remove_stale_staging(str(tmp_path)) == [], "a live removal was taken for a dead writer's"
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
+    assert all(not f.is_file() for p in left for f in p.rglob("*") if f.name != writer.STAGE_MARKER)
+    writer.wait_for_removals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "d.yml", "o"]
+    before = inodes(out)
+    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert inodes(out).items() - before.items() == {("MANIFEST.json", inodes(out)["MANIFEST.json"])}, \
+        "a file recorded while the old tree still linked it was rewritten: its record was stale"

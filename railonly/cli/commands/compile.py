@@ -24,6 +24,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly.console import Bar
+    from railonly.fabric import parallel
     from railonly.fabric.compiler import compile_design_units, summary
     from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
@@ -39,9 +40,9 @@ def run(args) -> int:
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
-    # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
-    last = None if args.full else prev.load(target.path)
-    with Bar() if show else nullcontext(Silent()) as progress:
+    with Bar() if show else nullcontext(Silent()) as progress, parallel.no_cyclic_gc():
+        # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
+        last = None if args.full else prev.load(target.path)
         fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None)
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
@@ -99,5 +100,5 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     if failed:
         writer.discard(tmp)
         return failed
-    writer.commit(tmp, outdir)
+    writer.commit(tmp, outdir, background=len(files) >= writer.BACKGROUND_REMOVAL_FILES)
     return []
