@@ -66,7 +66,7 @@ an empty list means the file holds only what the compiler emits.
 ``lab_files(reader) -> (fabric_rel, clab_rel)``
     The fabric.json (lab/fabric.json for a lab slice) and the one
     ``<name>.clab.yml`` the lab reads.
-``check_outdir(outdir, run_dir=None, require_lab=True) -> list[Problem]``
+``check_outdir(outdir, run_dir=None, require_lab=True, fabric=None) -> list[Problem]``
     All of the above for every file the lab and push use: the one
     ``<name>.clab.yml`` (`require_lab=False`: may be absent), fabric.json and
     each switch's config_db.json, frr.conf and startup-config, the same again
@@ -664,8 +664,11 @@ def check_config_db(doc: object, file: str, text: str | None = None) -> list[Pro
     return out
 
 
-def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = True) -> list[Problem]:
-    """Every file the lab (and push) uses, plus the tree scan (see module doc)."""
+def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = True,
+                 fabric: Fabric | None = None) -> list[Problem]:
+    """Every file the lab (and push) uses, plus the tree scan (see module doc). `fabric`: the
+    OUTDIR's own fabric.json as the caller already parsed it from this OUTDIR (validate), so
+    the largest file is not parsed twice; every other file is read here."""
     reader = OutdirReader(outdir)
     out = unsafe_entries(outdir)
     if out:
@@ -681,7 +684,7 @@ def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = Tr
         out += check_clab(data, reader.where(clab_rel), lines)
     for base in ("", SLICE_DIR):  # the design's own files, and a lab slice's
         fabric_rel = f"{base}/{fabric_json.FILE}" if base else fabric_json.FILE
-        fab = reader.read_fabric(fabric_rel)
+        fab = fabric if fabric is not None and not base else reader.read_fabric(fabric_rel)
         if fab is None:
             if not base:
                 raise UntrustedFile(reader.where(fabric_rel), "is missing", "give the OUTDIR of railonly compile")

@@ -26,12 +26,16 @@ from ..devices.readback.sonic import parse_config_db
 from .manifest import check_manifest
 from .plant import plant
 from .validate_report import Result
+from ..progress import Progress, Silent
 
 Reader = Callable[[str], "str | None"]
 
 
 # From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
 BESIDE_MIN_SWITCHES = 128
+# Per-switch shards per worker: progress moves in steps of 1/(jobs x this), and a worker
+# that finishes early (the whole-tree checks share the cores) takes the next shard.
+SHARDS_PER_JOB = 16
 
 
 class OutdirError(Exception):
@@ -64,7 +68,8 @@ def load_fabric(read: Reader, where: str) -> Fabric:
 
 
 def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = lambda n: True,
-             frr: bool = True, plant_check: bool = True, checked: "set[str] | None" = None) -> list[Result]:
+             frr: bool = True, plant_check: bool = True, checked: "set[str] | None" = None,
+             progress: Progress | None = None) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass;
     `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside);
     `checked`: judge only these switches (an incremental compile's self-check)."""
@@ -82,8 +87,17 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     results: list[Result] = []
     frr_texts: dict[str, str] = {}
     frr_owner: dict[str, str] = {}
-    # Reading back is per switch and independent: fan it out (workers inherit `read`).
-    for part in parallel.map_shards(_read_shard, (read, switches, picked), len(switches), min_items=128):
+    progress = progress or Silent()
+    label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
+    progress.step(label, 0, len(switches))
+
+    def shard_done(done: int, shards: int) -> None:
+        progress.step(label, len(switches) * done // shards, len(switches))
+
+    # Reading back is per switch and independent: fan it out (workers inherit `read`), in
+    # shards finer than the workers so the count moves and no worker idles at the end.
+    for part in parallel.map_shards(_read_shard, (read, switches, picked), len(switches), min_items=128,
+                                    shards_per_job=SHARDS_PER_JOB, done=shard_done):
         p_facts, p_results, p_frr = part
         facts.update(p_facts)
         results.extend(p_results)
@@ -91,6 +105,7 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
             frr_texts[path] = text
             frr_owner[path] = name
     if frr_texts and frr:
+        progress.step(f"checking {len(frr_texts):,} FRR configs (vtysh -C)")
         by_file: dict[str, list[str]] = {p: [] for p in frr_texts}
         for p in frr_syntax.check_frr_texts(frr_texts):
             by_file.setdefault(p.file, []).append(str(p))
@@ -140,7 +155,7 @@ def _read_shard(state, i: int, n: int):
     return facts, results, frr
 
 
-def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
+def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | None = None) -> list[Result]:
     """Every result for an OUTDIR on disk. Symlinks, special files and malformed
     JSON/YAML raise InputError (exit 2); what the compiler never emits (exec
     lines, FRR/EOS commands, odd names) fails a `trust/<file>` result.
@@ -161,11 +176,13 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
     side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
     try:
-        per_switch = validate(read, fabric, plant_check=side is None)
+        per_switch = validate(read, fabric, plant_check=side is None, progress=progress)
     except BaseException:
         if side is not None:
             side.result()  # its error (unsafe tree, malformed file) is the one to report first
         raise
+    if side is not None:
+        (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
     if side is None:
         trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(outdir, fabric, manifest)
         plants: list[Result] = []  # already in per_switch
@@ -183,7 +200,7 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[lis
     """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
     read = disk_reader(outdir)
     by_file: dict[str, list[str]] = {}
-    for p in outdir_reader.check_outdir(outdir, require_lab=False):
+    for p in outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric):
         where = f"line {p.line}: " if p.line else ""
         key = f" {p.path}:" if p.path else ""
         by_file.setdefault(p.file or outdir, []).append(f"{where}{key} {p.message}".replace(":  ", ": ").strip())
