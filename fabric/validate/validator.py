@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
@@ -33,9 +34,10 @@ Reader = Callable[[str], "str | None"]
 
 # From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
 BESIDE_MIN_SWITCHES = 128
-# Per-switch shards per worker: progress moves in steps of 1/(jobs x this), and a worker
-# that finishes early (the whole-tree checks share the cores) takes the next shard.
-SHARDS_PER_JOB = 16
+# Per-switch shards per worker: progress moves in steps of 1/(jobs x this), a worker that
+# finishes early (the whole-tree checks share the cores) takes the next shard, and each
+# shard's frr.conf files make one vtysh run (~20 ms to start) while later shards are read.
+SHARDS_PER_JOB = 8
 
 
 class OutdirError(Exception):
@@ -85,29 +87,34 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
         sonic_yang.require()  # exit 3 naming the missing binding, before any result
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
-    frr_texts: dict[str, str] = {}
     frr_owner: dict[str, str] = {}
+    frr_checks: list = []  # futures of vtysh runs, one per shard, in shard order
     progress = progress or Silent()
     label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
     progress.step(label, 0, len(switches))
 
-    def shard_done(done: int, shards: int) -> None:
-        progress.step(label, len(switches) * done // shards, len(switches))
-
     # Reading back is per switch and independent: fan it out (workers inherit `read`), in
-    # shards finer than the workers so the count moves and no worker idles at the end.
-    for part in parallel.map_shards(_read_shard, (read, switches, picked), len(switches), min_items=128,
-                                    shards_per_job=SHARDS_PER_JOB, done=shard_done):
-        p_facts, p_results, p_frr = part
-        facts.update(p_facts)
-        results.extend(p_results)
-        for path, (name, text) in p_frr.items():
-            frr_texts[path] = text
-            frr_owner[path] = name
-    if frr_texts and frr:
-        progress.step(f"checking {len(frr_texts):,} FRR configs (vtysh -C)")
-        by_file: dict[str, list[str]] = {p: [] for p in frr_texts}
-        for p in frr_syntax.check_frr_texts(frr_texts):
+    # shards finer than the workers so the count moves and no worker idles at the end. Each
+    # shard's frr.conf files go to vtysh as the shard arrives, beside the rest of the pool.
+    with ThreadPoolExecutor(max_workers=1) as vtysh:
+        def arrived(part, done: int, shards: int) -> None:
+            p_facts, p_results, p_frr = part
+            facts.update(p_facts)
+            results.extend(p_results)
+            for path, (name, _text) in p_frr.items():
+                frr_owner[path] = name
+            if p_frr and frr:
+                frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, {p: t for p, (_n, t) in p_frr.items()}))
+            progress.step(label, len(switches) * done // shards, len(switches))
+
+        parallel.map_shards(_read_shard, (read, switches, picked), len(switches), min_items=128,
+                            shards_per_job=SHARDS_PER_JOB, arrived=arrived)
+        if frr_checks:
+            progress.step(f"checking {len(frr_owner):,} FRR configs (vtysh -C)")
+        frr_problems = [p for f in frr_checks for p in f.result()]
+    if frr_checks:
+        by_file: dict[str, list[str]] = {p: [] for p in frr_owner}
+        for p in frr_problems:
             by_file.setdefault(p.file, []).append(str(p))
         for path, probs in sorted(by_file.items()):
             name = frr_owner.get(path, path)
