@@ -46,20 +46,33 @@ def _run(shard: tuple[int, int]):
     return fn(state, *shard)
 
 
-def map_shards(fn: Callable[[Any, int, int], Any], state: Any, items: int, min_items: int = 256) -> list:
+def map_shards(fn: Callable[[Any, int, int], Any], state: Any, items: int, min_items: int = 256,
+               shards_per_job: int = 1, arrived: Callable[[Any, int, int], None] | None = None) -> list:
     """[fn(state, i, n) for i in range(n)], n shards over forked workers.
 
     `fn(state, i, n)` must handle items i, i+n, i+2n, ... of its own work list
-    and return something picklable (bytes pickle fastest).
+    and return something picklable (bytes pickle fastest). `shards_per_job` > 1 cuts
+    the work finer: `arrived(result, finished, n)` is called as each shard's result comes
+    back, in shard order (progress, or work on it while the pool goes on), and a slow shard
+    holds up less; the returned list is in shard order either way.
     """
     n = jobs()
     if n <= 1 or items < min_items or "fork" not in multiprocessing.get_all_start_methods():
-        return [fn(state, 0, 1)]
+        out = [fn(state, 0, 1)]
+        if arrived:
+            arrived(out[0], 1, 1)
+        return out
+    shards = min(items, n * max(1, shards_per_job))
     global _TASK
     _TASK = (fn, state)
     try:
         with multiprocessing.get_context("fork").Pool(n) as pool:
-            return pool.map(_run, [(i, n) for i in range(n)])
+            out = []
+            for part in pool.imap(_run, [(i, shards) for i in range(shards)]):
+                out.append(part)
+                if arrived:
+                    arrived(part, len(out), shards)
+            return out
     finally:
         _TASK = None
 

@@ -63,10 +63,13 @@ an empty list means the file holds only what the compiler emits.
 ``check_config_db(doc, file, text=None)``
     SONiC config_db.json: the hostname is a plain name, no text with control
     or non-ASCII characters (`text`, the JSON source, makes a clean file fast).
+``check_switch_texts(where, db_text, frr, eos, run_dir=None) -> (list[Problem], doc)``
+    The three above for one switch folder's files as already read (None: absent), and
+    its config_db.json parsed: validate reads each file once for every check.
 ``lab_files(reader) -> (fabric_rel, clab_rel)``
     The fabric.json (lab/fabric.json for a lab slice) and the one
     ``<name>.clab.yml`` the lab reads.
-``check_outdir(outdir, run_dir=None, require_lab=True) -> list[Problem]``
+``check_outdir(outdir, run_dir=None, require_lab=True, fabric=None) -> list[Problem]``
     All of the above for every file the lab and push use: the one
     ``<name>.clab.yml`` (`require_lab=False`: may be absent), fabric.json and
     each switch's config_db.json, frr.conf and startup-config, the same again
@@ -664,8 +667,13 @@ def check_config_db(doc: object, file: str, text: str | None = None) -> list[Pro
     return out
 
 
-def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = True) -> list[Problem]:
-    """Every file the lab (and push) uses, plus the tree scan (see module doc)."""
+def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = True,
+                 fabric: Fabric | None = None, switch_files: bool = True) -> list[Problem]:
+    """Every file the lab (and push) uses, plus the tree scan (see module doc). For validate,
+    which reads every switch file anyway: `fabric` is the OUTDIR's own fabric.json as it
+    already parsed it (the largest file is not parsed twice), and `switch_files=False` leaves
+    that fabric's switch files to it (:func:`check_switch_texts` on the text it read; a lab
+    slice's are still checked here)."""
     reader = OutdirReader(outdir)
     out = unsafe_entries(outdir)
     if out:
@@ -681,28 +689,39 @@ def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = Tr
         out += check_clab(data, reader.where(clab_rel), lines)
     for base in ("", SLICE_DIR):  # the design's own files, and a lab slice's
         fabric_rel = f"{base}/{fabric_json.FILE}" if base else fabric_json.FILE
-        fab = reader.read_fabric(fabric_rel)
+        fab = fabric if fabric is not None and not base else reader.read_fabric(fabric_rel)
         if fab is None:
             if not base:
                 raise UntrustedFile(reader.where(fabric_rel), "is missing", "give the OUTDIR of railonly compile")
             continue
         out += check_fabric(fab, reader.where(fabric_rel))
         configs = f"{base}/{CONFIGS}" if base else CONFIGS
-        for sw in fab.switches:
-            if not NODE_NAME.fullmatch(sw.name):
-                continue
-            d = f"{configs}/{sw.name}"
-            db_text = reader.read_text(f"{d}/{CONFIG_DB}")
-            if db_text is not None:
-                db_file = reader.where(f"{d}/{CONFIG_DB}")
-                out += check_config_db(parse_json(db_text, db_file), db_file, db_text)
-            frr = reader.read_text(f"{d}/{FRR_CONF}")
-            if frr is not None:
-                out += check_frr(frr, reader.where(f"{d}/{FRR_CONF}"), run_dir)
-            eos = reader.read_text(f"{d}/{STARTUP_CONFIG}")
-            if eos is not None:
-                out += check_eos(eos, reader.where(f"{d}/{STARTUP_CONFIG}"))
+        if base or switch_files:
+            for sw in fab.switches:
+                d = f"{configs}/{sw.name}"
+                if NODE_NAME.fullmatch(sw.name):
+                    out += check_switch_texts(reader.where(d), reader.read_text(f"{d}/{CONFIG_DB}"),
+                                              reader.read_text(f"{d}/{FRR_CONF}"),
+                                              reader.read_text(f"{d}/{STARTUP_CONFIG}"), run_dir)[0]
     return out
+
+
+def check_switch_texts(where: str, db_text: str | None, frr: str | None, eos: str | None,
+                       run_dir: str | None = None) -> tuple[list[Problem], object]:
+    """The allow-list findings of one switch folder's files as read (None: absent), and its
+    config_db.json parsed (None when absent). `where`: the folder as named in messages.
+    Malformed JSON raises UntrustedFile."""
+    out: list[Problem] = []
+    doc = None
+    if db_text is not None:
+        db_file = os.path.join(where, CONFIG_DB)
+        doc = parse_json(db_text, db_file)
+        out += check_config_db(doc, db_file, db_text)
+    if frr is not None:
+        out += check_frr(frr, os.path.join(where, FRR_CONF), run_dir)
+    if eos is not None:
+        out += check_eos(eos, os.path.join(where, STARTUP_CONFIG))
+    return out, doc
 
 
 def lab_files(reader: OutdirReader) -> tuple[str, str]:

@@ -282,10 +282,18 @@ def _is_echo(p: Problem, earlier: list[Problem]) -> bool:
     return False
 
 
-def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
+def _plain(yang: dict) -> dict:
+    """The YANG JSON of `yang` without the ConfigDB keys kept beside each list entry."""
+    return {mod: {table: {name: [entry for _key, entry in val] if isinstance(val, list) else val
+                          for name, val in body.items()}
+                  for table, body in tables.items()}
+            for mod, tables in yang.items()}
+
+
+def _libyang_errors(text: str, models: _Models) -> tuple[list[tuple[str | None, int, str]], str] | None:
+    """None when libyang accepts `text`, else its errors (data path, line, message) and the exception's text."""
     import oopt_gnpy_libyang as ly
 
-    text, where = _render(yang)
     ctx = models.ctx
     parse = ly.ParseOptions.Strict | ly.ParseOptions.JsonStringDataTypes
     # Present: only modules with data are validated (others would just add noise);
@@ -295,11 +303,26 @@ def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
         ctx.clean_all_errors()
         try:
             ctx.parse_data(text, ly.DataFormat.JSON, parse, valid)
-            return []
+            return None
         except Exception as exc:  # details are in libyang's error store; the exception is generic
             errs = [(e.data_path, e.line, str(e.message)) for e in ctx.errors() if e.level == ly.LogLevel.Error]
             fallback = str(exc)
-        ctx.clean_all_errors()
+        finally:
+            ctx.clean_all_errors()
+    return errs, fallback
+
+
+def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
+    # libyang judges the same data in one C-encoded text (a passing document, nearly every
+    # one, costs no more); only a rejected one is parsed again from the one-entry-per-line
+    # text of _render, whose line numbers tie each error back to its ConfigDB entry.
+    if _libyang_errors(_DUMP(_plain(yang)), models) is None:
+        return []
+    text, where = _render(yang)
+    found = _libyang_errors(text, models)
+    if found is None:  # cannot be: the same data in other whitespace
+        return [Problem(None, None, None, "libyang rejected the document once and accepted it once (internal error)")]
+    errs, fallback = found
     out: list[Problem] = []
     for data_path, line, message in errs:
         table, key, field = _locate(data_path, models.tables)

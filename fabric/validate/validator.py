@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..graph import fabric_json
 from ..graph.model import Fabric, Node
-from ..input.problems import InputError
+from ..input.problems import InputError, Problem
 
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
@@ -26,12 +27,17 @@ from ..devices.readback.sonic import parse_config_db
 from .manifest import check_manifest
 from .plant import plant
 from .validate_report import Result
+from ..progress import Progress, Silent
 
 Reader = Callable[[str], "str | None"]
 
 
 # From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
 BESIDE_MIN_SWITCHES = 128
+# Per-switch shards per worker: progress moves in steps of 1/(jobs x this), a worker that
+# finishes early (the whole-tree checks share the cores) takes the next shard, and each
+# shard's frr.conf files make one vtysh run (~20 ms to start) while later shards are read.
+SHARDS_PER_JOB = 8
 
 
 class OutdirError(Exception):
@@ -64,10 +70,13 @@ def load_fabric(read: Reader, where: str) -> Fabric:
 
 
 def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = lambda n: True,
-             frr: bool = True, plant_check: bool = True, checked: "set[str] | None" = None) -> list[Result]:
+             frr: bool = True, plant_check: bool = True, checked: "set[str] | None" = None,
+             progress: Progress | None = None, trust_in: str | None = None) -> list[Result]:
     """All results; `yang_for(node)` picks which switches get the YANG (and vtysh) pass;
     `plant_check=False` leaves the plant files to the caller (validate_outdir runs them beside);
-    `checked`: judge only these switches (an incremental compile's self-check)."""
+    `checked`: judge only these switches (an incremental compile's self-check); `trust_in`
+    (OUTDIR as given): the allow-list checks of every switch file too, on the text read once
+    for all checks (`trust/...` results; a malformed config_db.json raises UntrustedFile)."""
     from .. import parallel
 
     from . import frr_syntax
@@ -80,56 +89,83 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
         sonic_yang.require()  # exit 3 naming the missing binding, before any result
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
-    frr_texts: dict[str, str] = {}
+    trust: list[Problem] = []
     frr_owner: dict[str, str] = {}
-    # Reading back is per switch and independent: fan it out (workers inherit `read`).
-    for part in parallel.map_shards(_read_shard, (read, switches, picked), len(switches), min_items=128):
-        p_facts, p_results, p_frr = part
-        facts.update(p_facts)
-        results.extend(p_results)
-        for path, (name, text) in p_frr.items():
-            frr_texts[path] = text
-            frr_owner[path] = name
-    if frr_texts and frr:
-        by_file: dict[str, list[str]] = {p: [] for p in frr_texts}
-        for p in frr_syntax.check_frr_texts(frr_texts):
+    frr_checks: list = []  # futures of vtysh runs, one per shard, in shard order
+    progress = progress or Silent()
+    label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
+    progress.step(label, 0, len(switches))
+
+    # Reading back is per switch and independent: fan it out (workers inherit `read`), in
+    # shards finer than the workers so the count moves and no worker idles at the end. Each
+    # shard's frr.conf files go to vtysh as the shard arrives, beside the rest of the pool.
+    with ThreadPoolExecutor(max_workers=1) as vtysh:
+        def arrived(part, done: int, shards: int) -> None:
+            p_facts, p_results, p_frr, p_trust = part
+            trust.extend(p_trust)
+            facts.update(p_facts)
+            results.extend(p_results)
+            for path, (name, _text) in p_frr.items():
+                frr_owner[path] = name
+            if p_frr and frr:
+                frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, {p: t for p, (_n, t) in p_frr.items()}))
+            progress.step(label, len(switches) * done // shards, len(switches))
+
+        parallel.map_shards(_read_shard, (read, switches, picked, trust_in), len(switches), min_items=128,
+                            shards_per_job=SHARDS_PER_JOB, arrived=arrived)
+        if frr_checks:
+            progress.step(f"checking {len(frr_owner):,} FRR configs (vtysh -C)")
+        frr_problems = [p for f in frr_checks for p in f.result()]
+    if frr_checks:
+        by_file: dict[str, list[str]] = {p: [] for p in frr_owner}
+        for p in frr_problems:
             by_file.setdefault(p.file, []).append(str(p))
         for path, probs in sorted(by_file.items()):
             name = frr_owner.get(path, path)
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
     order = {n.name: i for i, n in enumerate(switches)}
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
+    if trust_in is not None:
+        results = trust_results(trust, trust_in) + results
     return results + crosscheck(fabric, facts, checked) + (plant(fabric, read) if plant_check else [])
 
 
 def _read_shard(state, i: int, n: int):
-    """Facts, YANG results and FRR texts of switches i, i+n, ... (runs in a worker)."""
+    """Facts, YANG results, FRR texts and allow-list findings of switches i, i+n, ... (runs in a worker)."""
     from . import sonic_yang
 
-    read, switches, picked = state
+    read, switches, picked, trust_in = state
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr: dict[str, tuple[str, str]] = {}
+    trust: list[Problem] = []
     for sw, yang in zip(switches[i::n], picked[i::n]):
         name = sw.name
-        if sw.platform == "eos":
-            path = switch_file(name, STARTUP_CONFIG)
-            text = read(path)
-            if text is not None:
-                facts[name] = parse_startup_config(text, path, name).facts
+        path, frr_path, eos_path = (switch_file(name, f) for f in (CONFIG_DB, FRR_CONF, STARTUP_CONFIG))
+        # the trust pass reads every file check_outdir would (a stray config_db.json of an EOS
+        # switch included); otherwise only what the platform uses
+        sonic = sw.platform != "eos"
+        text = read(path) if sonic or trust_in is not None else None
+        frr_text = read(frr_path) if sonic or trust_in is not None else None
+        eos_text = read(eos_path) if not sonic or trust_in is not None else None
+        doc = None
+        if trust_in is not None and outdir_reader.NODE_NAME.fullmatch(name):
+            found, doc = outdir_reader.check_switch_texts(os.path.join(trust_in, os.path.dirname(path)),
+                                                          text, frr_text, eos_text)
+            trust += found
+        if not sonic:
+            if eos_text is not None:
+                facts[name] = parse_startup_config(eos_text, eos_path, name).facts
             continue
-        path = switch_file(name, CONFIG_DB)
-        text = read(path)
         if text is None:
             continue
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            results.append(Result(f"yang/{name}", "yang", False, f"{path}: not JSON: {exc}"))
-            facts[name] = DeviceFacts(name, "sonic", path, problems=[f"not JSON: {exc}"])
-            continue
-        frr_path = switch_file(name, FRR_CONF)
-        frr_text = read(frr_path)
+        if doc is None:
+            try:
+                doc = json.loads(text)
+            except ValueError as exc:
+                results.append(Result(f"yang/{name}", "yang", False, f"{path}: not JSON: {exc}"))
+                facts[name] = DeviceFacts(name, "sonic", path, problems=[f"not JSON: {exc}"])
+                continue
         facts[name] = parse_config_db(doc, frr_text, path, frr_path if frr_text is not None else None, name).facts
         if yang:
             probs = sonic_yang.validate_config_db(doc)
@@ -137,10 +173,10 @@ def _read_shard(state, i: int, n: int):
                                   "\n".join(f"{path}: {p}" for p in probs) or "passes the SONiC YANG models"))
             if frr_text is not None:
                 frr[frr_path] = (name, frr_text)
-    return facts, results, frr
+    return facts, results, frr, trust
 
 
-def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
+def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | None = None) -> list[Result]:
     """Every result for an OUTDIR on disk. Symlinks, special files and malformed
     JSON/YAML raise InputError (exit 2); what the compiler never emits (exec
     lines, FRR/EOS commands, odd names) fails a `trust/<file>` result.
@@ -161,16 +197,22 @@ def validate_outdir(outdir: str, manifest: bool = True) -> list[Result]:
     small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
     side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
     try:
-        per_switch = validate(read, fabric, plant_check=side is None)
+        per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
     except BaseException:
         if side is not None:
             side.result()  # its error (unsafe tree, malformed file) is the one to report first
         raise
+    if side is not None:
+        (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
     if side is None:
         trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(outdir, fabric, manifest)
         plants: list[Result] = []  # already in per_switch
     else:
         trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
+    # one trust list in file order: the whole-tree findings and the switch files' (from the pass)
+    switch_trust = [r for r in per_switch if r.check == "trust"]
+    per_switch = [r for r in per_switch if r.check != "trust"]
+    trust = sorted(trust + switch_trust, key=lambda r: r.id)
     return trust + inert + clabernetes + per_switch + plants + schemas + manifest_results
 
 
@@ -182,14 +224,9 @@ def _beside(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], 
 def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
     """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
     read = disk_reader(outdir)
-    by_file: dict[str, list[str]] = {}
-    for p in outdir_reader.check_outdir(outdir, require_lab=False):
-        where = f"line {p.line}: " if p.line else ""
-        key = f" {p.path}:" if p.path else ""
-        by_file.setdefault(p.file or outdir, []).append(f"{where}{key} {p.message}".replace(":  ", ": ").strip())
-    trust = [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
-                    "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
-             for f, msgs in sorted(by_file.items())]
+    # the design's own switch files are judged in the per-switch pass, from the text it reads
+    trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False),
+                          outdir)
     from .rendered import check_clabernetes, check_inert
 
     # The lab files against their published schemas: here, not in compile's self-check,
@@ -199,6 +236,18 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[lis
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
     return (trust, check_inert(outdir), check_clabernetes(outdir) if manifest else [], schemas,
             check_manifest(outdir) if manifest else [])
+
+
+def trust_results(problems: list[Problem], outdir: str) -> list[Result]:
+    """One failed `trust/<file>` result per file with allow-list findings, in file order."""
+    by_file: dict[str, list[str]] = {}
+    for p in problems:
+        where = f"line {p.line}: " if p.line else ""
+        key = f" {p.path}:" if p.path else ""
+        by_file.setdefault(p.file or outdir, []).append(f"{where}{key} {p.message}".replace(":  ", ": ").strip())
+    return [Result(f"trust/{os.path.relpath(f, outdir)}", "trust", False,
+                   "\n".join(f"{os.path.relpath(f, outdir)}: {m}" for m in msgs))
+            for f, msgs in sorted(by_file.items())]
 
 
 def sample_per_shape() -> Callable[[Node], bool]:

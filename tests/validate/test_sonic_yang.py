@@ -62,6 +62,14 @@ def test_translation_splits_keys_in_order(routed):
     assert dscp == {"name": "AZURE", "DSCP_TO_TC_MAP": [{"dscp": "26", "tc": "3"}]}
 
 
+@pytest.mark.parametrize("name", ["leaf_routed", "rail_l2"])
+def test_the_text_libyang_judges_first_is_the_data_of_the_line_mapped_text(name):
+    # A document is judged from the one-shot encoding; only a rejected one is parsed again
+    # from _render's text: both must be the same data, or a verdict could differ.
+    yang, _ = sonic_yang.to_yang_json(load(name))
+    assert json.loads(sonic_yang._DUMP(sonic_yang._plain(yang))) == json.loads(sonic_yang._render(yang)[0])
+
+
 @pytest.mark.parametrize("mtu", ["99999", "abc", "67"])
 def test_bad_mtu(routed, mtu):
     probs = problems_of(routed, lambda d: d["PORT"]["Ethernet0"].update(mtu=mtu))

@@ -300,3 +300,20 @@ def test_unsafe_entries_refuses_a_starting_folder_that_is_a_link(tmp_path):
     os.symlink(tmp_path / "elsewhere", out / ".lab")
     found = unsafe_entries(str(out), under=".lab")
     assert [p.file for p in found] == [str(out / ".lab")] and "symbolic link" in found[0].message
+
+
+def test_validate_judges_every_file_check_outdir_judges(routed):
+    """validate checks the switch files' allow-lists in its per-switch pass, from the text it
+    reads once: its trust results must be exactly check_outdir's findings, file by file."""
+    from railonly.fabric.validate import validator
+
+    configs = routed / "configs"
+    frr = configs / "minir-rail0-leaf0" / "frr.conf"
+    frr.write_text(frr.read_text() + "agentx\n")
+    db = next(configs.glob("*/config_db.json"))
+    db.write_text(db.read_text().replace('"hostname": "', '"hostname": "x\\u0007', 1))
+    clab = _clab(routed)
+    clab.write_text(clab.read_text().replace("sysctl -w net.ipv4.ip_forward=1", "sysctl -w kernel.modprobe=/x", 1))
+    want = validator.trust_results(outdir_reader.check_outdir(str(routed), require_lab=False), str(routed))
+    got = [r for r in validator.validate_outdir(str(routed), manifest=False) if r.check == "trust" and not r.passed]
+    assert got == want and len(want) == 3

@@ -12,17 +12,25 @@ def register(sub) -> None:
     p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML (one testcase per id)")
     p.add_argument("--no-manifest", action="store_true",
                    help="skip the byte-for-byte checks: MANIFEST.json hashes and the clabernetes manifest (configs taken back from devices: same intent, other bytes)")
+    p.add_argument("--progress", action="store_true",
+                   help="show progress on stderr (default: on when stderr is a terminal)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from contextlib import nullcontext
+
     from railonly import console
+    from railonly.console import Bar
     from railonly.fabric.input.problems import InputError
+    from railonly.fabric.progress import Silent
     from railonly.fabric.validate import validate_report as report
     from railonly.fabric.validate.validator import OutdirError, validate_outdir
 
+    show = args.progress or args.verbose or (sys.stderr.isatty() and not args.quiet)
     try:
-        results = validate_outdir(args.outdir, manifest=not args.no_manifest)
+        with Bar() if show else nullcontext(Silent()) as progress:
+            results = validate_outdir(args.outdir, manifest=not args.no_manifest, progress=progress)
     except OutdirError as exc:
         print(f"error: {exc}\n  fix: give the OUTDIR that railonly compile wrote (railonly compile DESIGN.yml -o OUTDIR)", file=sys.stderr)
         return 2
