@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import csv
 import difflib
+import functools
+import gc
 import hashlib
 import json
+import operator
 import re
 import stat
 from dataclasses import dataclass, field
@@ -33,6 +36,7 @@ from typing import NamedTuple
 
 from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, FABRIC_JSON, HOSTS, MANIFEST
 from ..graph import fabric_json
+from ..parallel import Background, jobs
 from ..graph.model import Node
 from .reader import ENTRY_NAME, OutdirReader, UntrustedFile, parse_json
 from .scan import refuse_kind
@@ -40,6 +44,7 @@ from .scan import refuse_kind
 FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
 CONFIG_LIMIT = 16 << 20  # one switch or host file
 TOTAL_LIMIT = 2 << 30  # bytes read from one OUTDIR
+FORK_DIFFS_AT = 64  # changed devices from which half their unified diffs are made in a forked worker
 CABLE_COLUMNS = ("cable_id", "a_device", "a_port", "b_device", "b_port")
 BOM_COLUMNS = ("item", "quantity", "total_cost_usd", "total_power_w")
 _RECOMPILE = "recompile the design into a fresh OUTDIR with 'railonly compile'"
@@ -112,6 +117,24 @@ def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
             for name in budget.listdir(folder)}
 
 
+def _acyclic(fn):
+    """Run `fn` with the cyclic garbage collector paused: reading and planning make a few
+    hundred thousand small acyclic objects (texts, cables, their ends) that the collector
+    would only rescan, again and again as they pile up (it doubled a 32k read). Reference
+    counting frees them as usual."""
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return paused
+
+
+@_acyclic
 def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
     :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file), in one
@@ -134,16 +157,24 @@ def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
             return CONFIG_LIMIT if rel.count("/") == 2 else None  # <folder>/<device>/<file>; deeper is refused below
         return FILE_LIMIT if rel in listed or rel in tables else None
 
+    below: dict[str, dict[str, list[str]]] = {CONFIGS: {}, HOSTS: {}}  # folder -> device -> its entries
+    texts = {CONFIGS: snap.devices, HOSTS: snap.hosts}
     for rel, mode, data in scan(reader, limit_of, TOTAL_LIMIT):
         if rel == MANIFEST:
             continue  # read above; never listed as an artifact of itself
         modes[rel] = mode
-        if data is None:
-            continue
         folder, _, rest = rel.partition("/")
-        if folder in (CONFIGS, HOSTS):  # scanned in sorted order: devices and files come sorted
+        if folder in below and rest:  # names come sorted, each folder before its entries
             name, _, file = rest.partition("/")
-            (snap.devices if folder == CONFIGS else snap.hosts).setdefault(name, {})[file] = _utf8(data, reader, rel)
+            if not file:
+                below[folder][name] = []
+                texts[folder][name] = {}
+            elif "/" not in file:
+                below[folder][name].append(file)
+                if data is not None:
+                    texts[folder][name][file] = _utf8(data, reader, rel)
+            continue
+        if data is None:
             continue
         if rel in tables:
             tables[rel] = data
@@ -157,7 +188,7 @@ def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
     snap.cables = parse_cabling(_utf8(tables[CABLING_CSV], reader, CABLING_CSV), reader.where(CABLING_CSV))
     snap.bom = parse_bom(_utf8(tables[BOM_CSV], reader, BOM_CSV), reader.where(BOM_CSV))
     for folder in (CONFIGS, HOSTS):
-        _check_folder(reader, modes, folder, snap.devices if folder == CONFIGS else snap.hosts)
+        _check_folder(reader, modes, folder, below[folder])
     if switches:
         snap.switches = _switches(_utf8(tables[FABRIC_JSON], reader, FABRIC_JSON), reader.where(FABRIC_JSON))
     snap.unknown = sorted(p for p, mode in modes.items() if not stat.S_ISDIR(mode) and p not in listed)
@@ -176,33 +207,24 @@ def _utf8(data: bytes, reader: OutdirReader, rel: str) -> str:
         raise UntrustedFile(reader.where(rel), f"is not UTF-8 text (byte {exc.start:,})", _RECOMPILE) from None
 
 
-def _check_folder(reader: OutdirReader, modes: dict[str, int], folder: str, read: dict[str, dict[str, str]]) -> None:
+def _check_folder(reader: OutdirReader, modes: dict[str, int], folder: str, below: dict[str, list[str]]) -> None:
     """configs/ or hosts/ holds only folders of regular files, each with a name the compiler
     writes (the scan read every regular file below them; this refuses everything else)."""
     if folder not in modes:
         raise UntrustedFile(reader.where(folder), "is missing", _RECOMPILE)
     if not stat.S_ISDIR(modes[folder]):
         raise refuse_kind(reader.where(folder), modes[folder], "a directory")
-    below: dict[str, list[str]] = {}  # device -> its entries
-    for rel in modes:
-        if rel.startswith(folder + "/"):
-            name, _, rest = rel[len(folder) + 1:].partition("/")
-            if rest and "/" not in rest:
-                below.setdefault(name, []).append(rest)
-            elif not rest:
-                below.setdefault(name, [])
-    for name in sorted(below):
+    for name in below:
         _entry_name(reader, folder, name)
-    for name, files in sorted(below.items()):
+    for name, files in below.items():
         device = f"{folder}/{name}"
         if not stat.S_ISDIR(modes[device]):
             raise refuse_kind(reader.where(device), modes[device], "a directory")
-        for f in sorted(files):
+        for f in files:
             _entry_name(reader, device, f)
-        for f in sorted(files):
+        for f in files:
             if not stat.S_ISREG(modes[f"{device}/{f}"]):
                 raise refuse_kind(reader.where(f"{device}/{f}"), modes[f"{device}/{f}"])
-        read.setdefault(name, {})  # an empty folder is a device without files
 
 
 def _entry_name(reader: OutdirReader, folder: str, name: str) -> None:
@@ -392,15 +414,19 @@ def _without_unchanged(old: dict[str, Cable], new: dict[str, Cable]) -> tuple[di
     a growth keeps nearly all. When no port carries two cables on either side (a compiled
     OUTDIR never has one), such a cable is kept and pairs with no other, so leaving it out
     changes nothing of the plan; otherwise both sides are returned whole."""
-    same = set(old.values()) & set(new.values())
+    same = {k for k, c in old.items() if new.get(k) == c}
     if not same or not (_one_cable_per_port(old) and _one_cable_per_port(new)):
         return old, new
-    return ({k: c for k, c in old.items() if c not in same}, {k: c for k, c in new.items() if c not in same})
+    return ({k: c for k, c in old.items() if k not in same}, {k: c for k, c in new.items() if k not in same})
+
+
+_END_A, _END_B = operator.attrgetter("a"), operator.attrgetter("b")
 
 
 def _one_cable_per_port(cables: dict[str, Cable]) -> bool:
-    ports = [c.a for c in cables.values()] + [c.b for c in cables.values()]
-    return len(set(ports)) == len(ports)
+    ports = set(map(_END_A, cables.values()))
+    ports.update(map(_END_B, cables.values()))
+    return len(ports) == 2 * len(cables)
 
 
 def _fit(c: Cable) -> dict:
@@ -440,20 +466,38 @@ def unified(kind: str, name: str, old: dict[str, str], new: dict[str, str]) -> s
 def device_changes(kind: str, old: dict[str, dict[str, str]], new: dict[str, dict[str, str]], key: str,
                    diffs: bool = True) -> dict[str, list]:
     """Added, removed and changed devices; `diffs` adds each changed one's unified diff
-    (difflib is most of a plan's time: skipped where only the names are needed)."""
+    (difflib is most of a plan's time: skipped where only the names are needed, and
+    spread over forked workers where thousands of devices change)."""
     changed = []
     for name in sorted(old.keys() & new.keys()):
         if old[name] != new[name]:
             files = sorted(f for f in old[name].keys() | new[name].keys() if old[name].get(f) != new[name].get(f))
-            entry = {key: name, "files": files}
-            if diffs:
-                entry["diff"] = unified(kind, name, old[name], new[name])
-            changed.append(entry)
+            changed.append({key: name, "files": files})
+    if diffs:
+        state = (kind, [entry[key] for entry in changed], old, new)
+        if len(changed) < FORK_DIFFS_AT or jobs() < 2:
+            texts = [_unified_shard(state, 0, 1)]
+        else:  # half in one forked worker (it inherits both snapshots), half here meanwhile
+            other = Background(_unified_shard, state, 1, 2)
+            try:
+                mine = _unified_shard(state, 0, 2)
+            except BaseException:
+                other.cancel()
+                raise
+            texts = [mine, other.result()]
+        for i, shard in enumerate(texts):  # shard i holds devices i, i + n, i + 2n ...
+            for entry, text in zip(changed[i::len(texts)], shard):
+                entry["diff"] = text
     return {
         "added": [{key: n, "files": sorted(new[n])} for n in sorted(new.keys() - old.keys())],
         "removed": [{key: n, "files": sorted(old[n])} for n in sorted(old.keys() - new.keys())],
         "changed": changed,
     }
+
+
+def _unified_shard(state: tuple, i: int, n: int) -> list[str]:
+    kind, names, old, new = state
+    return [unified(kind, name, old[name], new[name]) for name in names[i::n]]
 
 
 def _num(x: float) -> float | int:
@@ -490,6 +534,7 @@ def file_changes(old: Snapshot, new: Snapshot) -> dict[str, list[str]]:
     }
 
 
+@_acyclic
 def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
     """The change plan document (`railonly diff --json`)."""
     return {

@@ -21,6 +21,7 @@ kind as the reader does.
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from .reader import OutdirReader
 MAX_DEPTH = 32  # the compiler writes four levels (lab/configs/<switch>/<file>)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_NAME = operator.attrgetter("name")
 _RECOMPILE = "recompile the design"
 _LINK_HINT = "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
 
@@ -60,7 +62,7 @@ def _folder(reader: OutdirReader, fd: int, rel: str, depth: int, limit_of, total
                             _RECOMPILE)
     try:
         with os.scandir(fd) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=_NAME)
     except OSError as exc:
         raise UntrustedFile(reader.where(rel) if rel else reader.given, f"cannot be listed: {exc.strerror}", "") from None
     state["entries"] += len(entries)
