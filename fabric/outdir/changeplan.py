@@ -1,7 +1,8 @@
 """The change plan between two compiles: what a design change does on the floor.
 
-`railonly diff OLD NEW` reads both OUTDIRs (:func:`read_snapshot`, through the
-hostile-input reader) and :func:`plan` compares them, purely:
+`railonly diff OLD NEW` reads both OUTDIRs (:func:`read_snapshot`: one pass over each tree
+by :mod:`railonly.fabric.outdir.scan`, by the hostile-input reader's rules) and :func:`plan`
+compares them, purely:
 
 * cables by their two ends: a cable whose ends are in both is kept (relabelled
   when its id changed; changed when its optic or length did, since another
