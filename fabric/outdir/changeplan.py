@@ -1,7 +1,8 @@
 """The change plan between two compiles: what a design change does on the floor.
 
-`railonly diff OLD NEW` reads both OUTDIRs (:func:`read_snapshot`, through the
-hostile-input reader) and :func:`plan` compares them, purely:
+`railonly diff OLD NEW` reads both OUTDIRs (:func:`read_snapshot`: one pass over each tree
+by :mod:`railonly.fabric.outdir.scan`, by the hostile-input reader's rules) and :func:`plan`
+compares them, purely:
 
 * cables by their two ends: a cable whose ends are in both is kept (relabelled
   when its id changed; changed when its optic or length did, since another
@@ -24,20 +25,27 @@ from __future__ import annotations
 
 import csv
 import difflib
+import functools
+import gc
 import hashlib
 import json
+import operator
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, FABRIC_JSON, HOSTS, MANIFEST
 from ..graph import fabric_json
+from ..parallel import Background, jobs
 from ..graph.model import Node
-from .reader import OutdirReader, UntrustedFile, parse_json
+from .reader import ENTRY_NAME, OutdirReader, UntrustedFile, parse_json
+from .scan import refuse_kind
 
 FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
 CONFIG_LIMIT = 16 << 20  # one switch or host file
 TOTAL_LIMIT = 2 << 30  # bytes read from one OUTDIR
+FORK_DIFFS_AT = 64  # changed devices from which half their unified diffs are made in a forked worker
 CABLE_COLUMNS = ("cable_id", "a_device", "a_port", "b_device", "b_port")
 BOM_COLUMNS = ("item", "quantity", "total_cost_usd", "total_power_w")
 _RECOMPILE = "recompile the design into a fresh OUTDIR with 'railonly compile'"
@@ -110,33 +118,119 @@ def read_configs(budget: _Budget, folder: str) -> dict[str, dict[str, str]]:
             for name in budget.listdir(folder)}
 
 
-def read_snapshot(outdir: str) -> Snapshot:
-    """Everything a plan compares, read from OUTDIR by the hostile-input rules of
-    :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file)."""
-    from .reader import walk
+def _acyclic(fn):
+    """Run `fn` with the cyclic garbage collector paused: reading and planning make a few
+    hundred thousand small acyclic objects (texts, cables, their ends) that the collector
+    would only rescan, again and again as they pile up (it doubled a 32k read). Reference
+    counting frees them as usual."""
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return paused
 
-    r = _Budget(OutdirReader(outdir))
-    design, listed = _manifest(r.text(MANIFEST, FILE_LIMIT), r.reader.where(MANIFEST))
+
+@_acyclic
+def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
+    """Everything a plan compares, read from OUTDIR by the hostile-input rules of
+    :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file), in one
+    pass over the tree (:func:`railonly.fabric.outdir.scan.scan`: one open per file).
+    `switches`: also parse fabric.json's switches (only the runbook groups by them;
+    without, fabric.json is compared by its content like every other listed file)."""
+    from .scan import scan
+
+    reader = OutdirReader(outdir)
+    manifest = reader.read_text(MANIFEST, FILE_LIMIT)
+    if manifest is None:
+        raise UntrustedFile(reader.where(MANIFEST), "is missing", _RECOMPILE)
+    design, listed = _manifest(manifest, reader.where(MANIFEST))
     snap = Snapshot(design_sha256=design)
-    snap.cables = parse_cabling(r.text(CABLING_CSV, FILE_LIMIT), r.reader.where(CABLING_CSV))
-    snap.bom = parse_bom(r.text(BOM_CSV, FILE_LIMIT), r.reader.where(BOM_CSV))
-    snap.devices = read_configs(r, CONFIGS)
-    snap.hosts = read_configs(r, HOSTS)
-    snap.switches = _switches(r.text(FABRIC_JSON, FILE_LIMIT), r.reader.where(FABRIC_JSON))
-    found = walk(r.reader.root)
-    snap.unknown = sorted(p for p, kind in found.items() if p not in listed)
+    tables = {CABLING_CSV: b"", BOM_CSV: b"", FABRIC_JSON: b""}
+    modes: dict[str, int] = {}  # every entry but MANIFEST.json: its own type (lstat's)
+
+    def limit_of(rel: str) -> int | None:
+        if rel.startswith((f"{CONFIGS}/", f"{HOSTS}/")):
+            return CONFIG_LIMIT if rel.count("/") == 2 else None  # <folder>/<device>/<file>; deeper is refused below
+        return FILE_LIMIT if rel in listed or rel in tables else None
+
+    below: dict[str, dict[str, list[str]]] = {CONFIGS: {}, HOSTS: {}}  # folder -> device -> its entries
+    texts = {CONFIGS: snap.devices, HOSTS: snap.hosts}
+    for rel, mode, data in scan(reader, limit_of, TOTAL_LIMIT):
+        if rel == MANIFEST:
+            continue  # read above; never listed as an artifact of itself
+        modes[rel] = mode
+        folder, _, rest = rel.partition("/")
+        if folder in below and rest:  # names come sorted, each folder before its entries
+            name, _, file = rest.partition("/")
+            if not file:
+                below[folder][name] = []
+                texts[folder][name] = {}
+            elif "/" not in file:
+                below[folder][name].append(file)
+                if data is not None:
+                    texts[folder][name][file] = _utf8(data, reader, rel)
+            continue
+        if data is None:
+            continue
+        if rel in tables:
+            tables[rel] = data
+        if rel in listed:
+            snap.files[rel] = hashlib.sha256(data).hexdigest()
+    for rel in (CABLING_CSV, BOM_CSV) + ((FABRIC_JSON,) if switches else ()):
+        if modes.get(rel) is None:
+            raise UntrustedFile(reader.where(rel), "is missing", _RECOMPILE)
+        if not stat.S_ISREG(modes[rel]):
+            raise refuse_kind(reader.where(rel), modes[rel])
+    snap.cables = parse_cabling(_utf8(tables[CABLING_CSV], reader, CABLING_CSV), reader.where(CABLING_CSV))
+    snap.bom = parse_bom(_utf8(tables[BOM_CSV], reader, BOM_CSV), reader.where(BOM_CSV))
+    for folder in (CONFIGS, HOSTS):
+        _check_folder(reader, modes, folder, below[folder])
+    if switches:
+        snap.switches = _switches(_utf8(tables[FABRIC_JSON], reader, FABRIC_JSON), reader.where(FABRIC_JSON))
+    snap.unknown = sorted(p for p, mode in modes.items() if not stat.S_ISDIR(mode) and p not in listed)
     for rel in sorted(listed):
         if rel.startswith((f"{CONFIGS}/", f"{HOSTS}/")):
             continue  # compared file by file above
-        if found.get(rel) != "file":
+        if rel not in snap.files:  # absent, or not a regular file
             snap.missing.append(rel)
-            continue
-        data = r.reader.read_bytes(rel, FILE_LIMIT)
-        r.used += len(data or b"")
-        if r.used > TOTAL_LIMIT:
-            raise UntrustedFile(r.reader.where(rel), f"the OUTDIR holds more than {TOTAL_LIMIT:,} bytes", _RECOMPILE)
-        snap.files[rel] = hashlib.sha256(data or b"").hexdigest()
     return snap
+
+
+def _utf8(data: bytes, reader: OutdirReader, rel: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UntrustedFile(reader.where(rel), f"is not UTF-8 text (byte {exc.start:,})", _RECOMPILE) from None
+
+
+def _check_folder(reader: OutdirReader, modes: dict[str, int], folder: str, below: dict[str, list[str]]) -> None:
+    """configs/ or hosts/ holds only folders of regular files, each with a name the compiler
+    writes (the scan read every regular file below them; this refuses everything else)."""
+    if folder not in modes:
+        raise UntrustedFile(reader.where(folder), "is missing", _RECOMPILE)
+    if not stat.S_ISDIR(modes[folder]):
+        raise refuse_kind(reader.where(folder), modes[folder], "a directory")
+    for name in below:
+        _entry_name(reader, folder, name)
+    for name, files in below.items():
+        device = f"{folder}/{name}"
+        if not stat.S_ISDIR(modes[device]):
+            raise refuse_kind(reader.where(device), modes[device], "a directory")
+        for f in files:
+            _entry_name(reader, device, f)
+        for f in files:
+            if not stat.S_ISREG(modes[f"{device}/{f}"]):
+                raise refuse_kind(reader.where(f"{device}/{f}"), modes[f"{device}/{f}"])
+
+
+def _entry_name(reader: OutdirReader, folder: str, name: str) -> None:
+    if not ENTRY_NAME.fullmatch(name):
+        raise UntrustedFile(reader.where(f"{folder}/{name!r}"), "has a name the compiler never writes", _RECOMPILE)
 
 
 def _switches(text: str, where: str) -> dict[str, Node]:
@@ -193,12 +287,17 @@ def _plain(text: str) -> bool:
 
 
 def parse_cabling(text: str, where: str = CABLING_CSV) -> dict[str, Cable]:
+    checked_whole = _plain(text)
+    if checked_whole:
+        cables = _parse_plain_cabling(text)
+        if cables is not None:
+            return cables
+    # row by row: names the first line that breaks a rule
     head, rows = _table(text, where, CABLE_COLUMNS)
     # by position, not a dict per row: 98,304 rows at 32k GPUs, twice per diff
     need = [head.index(c) for c in CABLE_COLUMNS]
     shown = need + [head.index(c) for c in ("media", "length_m") if c in head]  # printed to a terminal
     media, length, rail_at, tier_at = (head.index(c) if c in head else None for c in ("media", "length_m", "rail", "tier"))
-    checked_whole = _plain(text)
     out: dict[str, Cable] = {}
     for line, row in enumerate(rows, start=2):
         cid, ad, ap, bd, bp = (row[i] for i in need)
@@ -218,6 +317,37 @@ def parse_cabling(text: str, where: str = CABLING_CSV) -> dict[str, Cable]:
         out[cid] = Cable(cid, (ad, ap), (bd, bp), row[media] if media is not None else "",
                          row[length] if length is not None else "", rail, tier)
     return out
+
+
+def _parse_plain_cabling(text: str) -> dict[str, Cable] | None:
+    """parse_cabling of a plain file (see _plain: no quotes, so a field never holds a comma
+    or a line break) column by column, each rule checked over a whole column at C speed; None
+    when any rule fails anywhere (the row-by-row parse then names the first bad line)."""
+    lines = text.splitlines()
+    if not lines:
+        return None
+    head, body = lines[0].split(","), lines[1:]
+    width = len(head)
+    if any(c not in head for c in CABLE_COLUMNS) or set(map(_count_commas, body)) - {width - 1}:
+        return None
+    if not body:
+        return {}
+    fields = ",".join(body).split(",")  # row-major: column j is fields[j::width]
+
+    def column(name: str) -> list[str]:
+        return fields[head.index(name)::width] if name in head else [""] * len(body)
+
+    ids, ad, ap, bd, bp = (column(c) for c in CABLE_COLUMNS)
+    rail, tier = column("rail"), column("tier")
+    if any("" in col for col in (ids, ad, ap, bd, bp)) or len(set(ids)) != len(ids):
+        return None
+    if not all(v == "" or (v.isdigit() and len(v) <= 9) for v in set(rail) | set(tier)):
+        return None
+    return dict(zip(ids, map(Cable, ids, zip(ad, ap), zip(bd, bp), column("media"), column("length_m"), rail, tier)))
+
+
+def _count_commas(line: str) -> int:
+    return line.count(",")
 
 
 def parse_bom(text: str, where: str = BOM_CSV) -> dict[str, BomItem]:
@@ -250,6 +380,7 @@ def _cable(c: Cable) -> dict:
 
 
 def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, list]:
+    old, new = _without_unchanged(old, new)
     old_by_ends = {c.ends(): c for c in old.values()}
     new_by_ends = {c.ends(): c for c in new.values()}
     kept = old_by_ends.keys() & new_by_ends.keys()
@@ -277,6 +408,26 @@ def cable_changes(old: dict[str, Cable], new: dict[str, Cable]) -> dict[str, lis
     return {"added": added, "removed": removed, "moved": moved,
             "relabelled": sorted(relabelled, key=lambda x: _id_key(x["cable_id"])),
             "changed": sorted(changed, key=lambda x: _id_key(x["cable_id"]))}
+
+
+def _without_unchanged(old: dict[str, Cable], new: dict[str, Cable]) -> tuple[dict[str, Cable], dict[str, Cable]]:
+    """Both sides without the cables they hold alike (id, ends, optic, length, rail, tier):
+    a growth keeps nearly all. When no port carries two cables on either side (a compiled
+    OUTDIR never has one), such a cable is kept and pairs with no other, so leaving it out
+    changes nothing of the plan; otherwise both sides are returned whole."""
+    same = {k for k, c in old.items() if new.get(k) == c}
+    if not same or not (_one_cable_per_port(old) and _one_cable_per_port(new)):
+        return old, new
+    return ({k: c for k, c in old.items() if k not in same}, {k: c for k, c in new.items() if k not in same})
+
+
+_END_A, _END_B = operator.attrgetter("a"), operator.attrgetter("b")
+
+
+def _one_cable_per_port(cables: dict[str, Cable]) -> bool:
+    ports = set(map(_END_A, cables.values()))
+    ports.update(map(_END_B, cables.values()))
+    return len(ports) == 2 * len(cables)
 
 
 def _fit(c: Cable) -> dict:
@@ -316,20 +467,38 @@ def unified(kind: str, name: str, old: dict[str, str], new: dict[str, str]) -> s
 def device_changes(kind: str, old: dict[str, dict[str, str]], new: dict[str, dict[str, str]], key: str,
                    diffs: bool = True) -> dict[str, list]:
     """Added, removed and changed devices; `diffs` adds each changed one's unified diff
-    (difflib is most of a plan's time: skipped where only the names are needed)."""
+    (difflib is most of a plan's time: skipped where only the names are needed, and
+    spread over forked workers where thousands of devices change)."""
     changed = []
     for name in sorted(old.keys() & new.keys()):
         if old[name] != new[name]:
             files = sorted(f for f in old[name].keys() | new[name].keys() if old[name].get(f) != new[name].get(f))
-            entry = {key: name, "files": files}
-            if diffs:
-                entry["diff"] = unified(kind, name, old[name], new[name])
-            changed.append(entry)
+            changed.append({key: name, "files": files})
+    if diffs:
+        state = (kind, [entry[key] for entry in changed], old, new)
+        if len(changed) < FORK_DIFFS_AT or jobs() < 2:
+            texts = [_unified_shard(state, 0, 1)]
+        else:  # half in one forked worker (it inherits both snapshots), half here meanwhile
+            other = Background(_unified_shard, state, 1, 2)
+            try:
+                mine = _unified_shard(state, 0, 2)
+            except BaseException:
+                other.cancel()
+                raise
+            texts = [mine, other.result()]
+        for i, shard in enumerate(texts):  # shard i holds devices i, i + n, i + 2n ...
+            for entry, text in zip(changed[i::len(texts)], shard):
+                entry["diff"] = text
     return {
         "added": [{key: n, "files": sorted(new[n])} for n in sorted(new.keys() - old.keys())],
         "removed": [{key: n, "files": sorted(old[n])} for n in sorted(old.keys() - new.keys())],
         "changed": changed,
     }
+
+
+def _unified_shard(state: tuple, i: int, n: int) -> list[str]:
+    kind, names, old, new = state
+    return [unified(kind, name, old[name], new[name]) for name in names[i::n]]
 
 
 def _num(x: float) -> float | int:
@@ -366,6 +535,7 @@ def file_changes(old: Snapshot, new: Snapshot) -> dict[str, list[str]]:
     }
 
 
+@_acyclic
 def plan(old: Snapshot, new: Snapshot, diffs: bool = True) -> dict:
     """The change plan document (`railonly diff --json`)."""
     return {
@@ -386,7 +556,7 @@ def has_changes(doc: dict) -> bool:
 
 def printable(text: str) -> str:
     r"""``text`` with every non-printable character but newline and tab escaped (\x1b, \u202e...)."""
-    if text.isprintable():
+    if text.replace("\n", "").replace("\t", "").isprintable():  # the usual case, checked at C speed
         return text
     return "".join(ch if ch.isprintable() or ch in "\n\t" else
                    (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000

@@ -266,3 +266,100 @@ def test_parse_cabling_refuses_what_a_terminal_must_not_print(field, refused):
             parse_cabling(text)
     else:
         assert parse_cabling(text)["C2"].b == (field, "Ethernet4")
+
+
+# -- the fast paths give what the plain ones give -------------------------------------------
+
+def test_column_parse_of_cabling_equals_the_row_parse(grown, monkeypatch):
+    from railonly.fabric.outdir import changeplan
+
+    texts = [open(os.path.join(grown[k], "cabling.csv"), encoding="utf-8").read() for k in ("128", "plain144")]
+    fast = [changeplan.parse_cabling(t) for t in texts]
+    assert all(changeplan._parse_plain_cabling(t) is not None for t in texts)  # the column path was taken
+    monkeypatch.setattr(changeplan, "_plain", lambda text: False)  # every row through the row-by-row parse
+    assert fast == [changeplan.parse_cabling(t) for t in texts]
+    assert [list(c) for c in fast] == [list(changeplan.parse_cabling(t)) for t in texts]  # same order
+
+
+@pytest.mark.parametrize("row3, said", [
+    ("C1,hb2,rail0,leaf0,E8,0,1", "line 3: cable id C1 appears twice"),
+    ("C2,hb2,,leaf0,E8,0,1", "line 3: a_port is empty"),
+    ("C2,hb2,rail0,leaf0,E8,x,1", "line 3: rail and tier must be whole numbers"),
+    ("C2,hb2,rail0,leaf0,E8,0", "line 3: 6 fields, the header has 7"),
+    ("", "line 3: 0 fields, the header has 7"),
+])
+def test_a_bad_row_in_a_plain_cabling_file_is_named_by_its_line(row3, said):
+    from railonly.fabric.outdir.changeplan import _parse_plain_cabling, parse_cabling
+    from railonly.fabric.outdir.reader import UntrustedFile
+
+    text = f"cable_id,a_device,a_port,b_device,b_port,rail,tier\nC1,hb0,rail0,leaf0,E0,0,1\n{row3}\nC3,hb3,rail0,leaf0,E12,0,1\n"
+    assert _parse_plain_cabling(text) is None
+    with pytest.raises(UntrustedFile, match=said.replace("(", r"\(")):
+        parse_cabling(text)
+
+
+@pytest.mark.parametrize("pair", [("128", "144"), ("plain128", "plain144"), ("plain144", "plain128")])
+def test_leaving_unchanged_cables_out_changes_no_plan(grown, pair, monkeypatch):
+    from railonly.fabric.outdir import changeplan
+
+    old, new = (read_snapshot(grown[k], switches=False).cables for k in pair)
+    reduced = cable_changes(old, new)
+    monkeypatch.setattr(changeplan, "_without_unchanged", lambda a, b: (a, b))
+    assert reduced == cable_changes(old, new)
+
+
+def test_a_port_with_two_cables_keeps_both_sides_whole():
+    from railonly.fabric.outdir.changeplan import _without_unchanged
+
+    old = {"C1": Cable("C1", ("g0", "eth1"), ("leaf0", "E0")), "C2": Cable("C2", ("g0", "eth1"), ("leaf0", "E0"))}
+    new = {"C1": Cable("C1", ("g0", "eth1"), ("leaf0", "E0")), "C3": Cable("C3", ("g1", "eth1"), ("leaf0", "E4"))}
+    assert _without_unchanged(old, new) == (old, new)
+    assert cable_changes(old, new)["relabelled"] == [{"old_cable_id": "C2", "cable_id": "C1", "a": {"device": "g0", "port": "eth1"},
+                                                     "b": {"device": "leaf0", "port": "E0"}}]
+
+
+def test_diffs_made_in_a_forked_worker_equal_those_made_here(grown, monkeypatch):
+    from railonly.fabric.outdir import changeplan
+
+    old, new = read_snapshot(grown["plain128"], switches=False), read_snapshot(grown["plain144"], switches=False)
+    monkeypatch.setenv("RAILONLY_JOBS", "1")
+    here = changeplan.to_json(plan(old, new))
+    monkeypatch.setenv("RAILONLY_JOBS", "2")
+    monkeypatch.setattr(changeplan, "FORK_DIFFS_AT", 1)
+    doc = plan(old, new)
+    assert len(doc["devices"]["changed"]) > 1 and changeplan.to_json(doc) == here
+
+
+# -- the one-pass reader refuses what the reader refuses ----------------------------------------
+
+def test_a_file_where_a_device_folder_belongs_is_refused(grown, victim, capsys):
+    shutil.rmtree(victim / "configs" / "dgx1k-rail0-leaf0")
+    (victim / "configs" / "dgx1k-rail0-leaf0").write_text("x\n")
+    code, out, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and out == "" and "configs/dgx1k-rail0-leaf0: is a regular file, not a directory" in err
+
+
+def test_a_linked_folder_outside_configs_is_named_not_followed(grown, victim, tmp_path, capsys):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret").write_text("not yours\n")
+    os.symlink(tmp_path / "elsewhere", victim / "docs-link")
+    code, out, err = _run(["diff", grown["128"], str(victim), "--no-diffs"], capsys)
+    assert code == 1, err
+    assert "? file new:docs-link (not in MANIFEST.json" in out and "secret" not in out
+
+
+def test_too_deep_too_many_or_too_large_is_refused(grown, victim, capsys, monkeypatch):
+    from railonly.fabric.outdir import changeplan, scan
+
+    deep = victim / "junk"
+    deep.joinpath(*["d"] * (scan.MAX_DEPTH + 1)).mkdir(parents=True)
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and f"is nested more than {scan.MAX_DEPTH} folders deep" in err
+    shutil.rmtree(deep)
+    monkeypatch.setenv("RAILONLY_MAX_FILES", "100")
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "holds more than 100 files and folders" in err and "RAILONLY_MAX_FILES" in err
+    monkeypatch.delenv("RAILONLY_MAX_FILES")
+    monkeypatch.setattr(changeplan, "TOTAL_LIMIT", 1 << 20)
+    code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
+    assert code == 2 and "holds more than 1,048,576 bytes of artifacts" in err

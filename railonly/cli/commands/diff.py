@@ -32,8 +32,9 @@ def run(args) -> int:
     if args.max_per_group < 1:
         print(f"error: --max-per-group must be at least 1, got {args.max_per_group}", file=sys.stderr)
         return 2
-    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
-    old, new = read_snapshot(args.old), read_snapshot(args.new)
+    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named); only the
+    # runbook groups by the new fabric.json's switches: without it, fabric.json is compared by content
+    old, new = read_snapshot(args.old, switches=False), read_snapshot(args.new, switches=bool(args.runbook))
     doc = plan(old, new, diffs=not args.no_diffs)
     if args.runbook:
         from railonly.fabric.outdir.runbook import render_markdown, runbook
