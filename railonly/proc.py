@@ -91,11 +91,13 @@ def spawn(
     *,
     netns: str | None = None,
     log: str | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> int:
     """Start argv in the background (own session, so the caller's Ctrl-C does not
     reach it) and return its pid. Through `ip netns exec`, which execs the
     program in place: the pid is the program's own. Output goes to `log` (or
-    /dev/null). Raises OSError if the program cannot be started.
+    /dev/null); `pass_fds` stay open in it (a lock it goes on holding). Raises
+    OSError if the program cannot be started.
     """
     full = list(argv)
     if netns is not None:
@@ -111,12 +113,20 @@ def spawn(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
     finally:
         if log:
             out.close()
     _spawned[p.pid] = p
     return p.pid
+
+
+def wait(pid: int) -> None:
+    """Wait for a process started by spawn() to end (no-op otherwise)."""
+    p = _spawned.pop(pid, None)
+    if p is not None:
+        p.wait()
 
 
 def reap(pid: int) -> None:

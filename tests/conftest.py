@@ -38,11 +38,11 @@ def _compile_records_in_a_temp_cache(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _old_outdirs_removed():
     """A big OUTDIR's previous tree is removed by a detached process after the compile
-    returns (outdir/writer.py): each test ends with those removals done."""
+    returns (cli/commands/compile.py): each test ends with those removals done."""
     yield
-    from railonly.fabric.outdir import writer
+    from railonly.cli.commands import compile as compile_command
 
-    writer.wait_for_removals()
+    compile_command.wait_for_removals()
 
 
 def assert_golden(path: Path, actual: str | bytes) -> None:

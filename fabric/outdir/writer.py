@@ -41,9 +41,11 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..outdir_layout import MANIFEST
 from ..input.jsonsource import load_json_file
@@ -376,7 +378,6 @@ for name in os.listdir(top):
                 pass
 shutil.rmtree(top, ignore_errors=True)  # the marker last: a killed reaper leaves a stale, removable stage
 """
-_reapers: list = []  # removals still running in the background (subprocess.Popen)
 
 
 def _unlink_files(top: str) -> None:
@@ -392,16 +393,19 @@ def _unlink_files(top: str) -> None:
                     pass  # left to the reaper's rmtree
 
 
-def _remove_in_background(tmp: str) -> bool:
-    """Remove `tmp` (marked and flock'ed by us): its files now, its folders (the slow
-    part: thousands of rmdirs) in a detached process that inherits the lock. The
-    command returns once the swap is done, and the skeleton stays recognisably a live
-    writer's staging directory until it is gone (a killed reaper leaves it to
-    :func:`remove_stale_staging`). False when no process can be started (then the
-    caller removes it)."""
-    import subprocess
-    import sys
+def reaper_argv(tmp: str) -> list[str]:
+    """The detached removal of a swapped-out tree, for the caller to start (processes
+    start in railonly.proc): it must inherit the staging lock."""
+    return [sys.executable, "-I", "-S", "-c", _REAPER, tmp, STAGE_MARKER]
 
+
+def _hand_off(tmp: str, remove_later: "Callable[[str, int], None]") -> bool:
+    """Remove `tmp` (marked and flock'ed by us): its files now, its folders (the slow
+    part: thousands of rmdirs) by `remove_later(tmp, lock_fd)`, a detached process that
+    inherits the lock. The command returns once the swap is done, and the skeleton stays
+    recognisably a live writer's staging directory until it is gone (a killed reaper
+    leaves it to :func:`remove_stale_staging`). False when that cannot start (then the
+    caller removes it)."""
     fd = _locks.get(tmp)
     if fd is None or not sys.executable:
         return False
@@ -410,26 +414,17 @@ def _remove_in_background(tmp: str) -> bool:
     except OSError:
         pass
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, tmp, STAGE_MARKER], pass_fds=(fd,),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        remove_later(tmp, fd)
     except OSError:
         return False
-    _reapers.append(proc)
     _unmark(tmp, unlink=False)  # our copy of the lock goes; the reaper's holds it
     return True
 
 
-def wait_for_removals() -> None:
-    """Wait until every old tree this process handed to the background is gone."""
-    while _reapers:
-        _reapers.pop().wait()
-
-
-def commit(tmp: str, outdir: "str | Target", background: bool = False) -> None:
+def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int], None] | None" = None) -> None:
     """Swap a staged tree into OUTDIR. The previous tree, swapped out to the staging
-    name, is removed before returning or, with `background` (a big tree: thousands of
-    folders to unlink), by a detached process after the swap."""
+    name, is removed before returning or, given `remove_later` (a big tree: thousands of
+    folders to unlink), by the detached process it starts after the swap (_hand_off)."""
     target = _target(outdir)
     path = target.path
     try:
@@ -445,7 +440,7 @@ def commit(tmp: str, outdir: "str | Target", background: bool = False) -> None:
                 _mark(tmp)  # now holds the previous OUTDIR: recognisably ours while it is removed
             except OSError:
                 pass
-            if not (background and _remove_in_background(tmp)):
+            if not (remove_later and _hand_off(tmp, remove_later)):
                 discard(tmp)
         else:
             os.rename(tmp, path)
@@ -464,4 +459,4 @@ def write_outdir(outdir: "str | Target", files: dict[str, bytes], design_sha256:
 
 
 __all__ = ["OutdirRefused", "Target", "WriteFailed", "commit", "discard", "is_railonly_outdir", "manifest",
-           "prepare", "remove_stale_staging", "stage", "wait_for_removals", "write_outdir"]
+           "prepare", "reaper_argv", "remove_stale_staging", "stage", "write_outdir"]

@@ -184,17 +184,18 @@ def test_old_tree_removed_after_the_swap_stays_ours_until_gone(tmp_path, capsys,
     """A big OUTDIR's old folders are removed by a detached process after the swap: the
     skeleton keeps its writer's lock (no other compile takes it for a dead one's), the
     record written before is still good (every file carried next time), and it goes."""
+    from railonly.cli.commands import compile as compile_command
     from railonly.fabric.outdir import writer
 
     monkeypatch.setattr(writer, "BACKGROUND_REMOVAL_FILES", 0)
     out = tmp_path / "o"
     compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
     compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")
-    assert writer._reapers, "the old tree was removed in the foreground"
+    assert compile_command._removals, "the old tree was removed in the foreground"
     assert writer.remove_stale_staging(str(tmp_path)) == [], "a live removal was taken for a dead writer's"
     left = [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
     assert all(not f.is_file() for p in left for f in p.rglob("*") if f.name != writer.STAGE_MARKER)
-    writer.wait_for_removals()
+    compile_command.wait_for_removals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "d.yml", "o"]
     before = inodes(out)
     same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)

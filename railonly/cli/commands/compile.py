@@ -100,5 +100,24 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     if failed:
         writer.discard(tmp)
         return failed
-    writer.commit(tmp, outdir, background=len(files) >= writer.BACKGROUND_REMOVAL_FILES)
+    writer.commit(tmp, outdir, remove_later=_remove_later if len(files) >= writer.BACKGROUND_REMOVAL_FILES else None)
     return []
+
+
+_removals: list[int] = []  # pids of old trees still being removed after a compile (writer.reaper_argv)
+
+
+def _remove_later(tmp: str, lock_fd: int) -> None:
+    """The old tree's folders go in a detached process that inherits the staging lock."""
+    from railonly import proc
+    from railonly.fabric.outdir import writer
+
+    _removals.append(proc.spawn(writer.reaper_argv(tmp), pass_fds=(lock_fd,)))
+
+
+def wait_for_removals() -> None:
+    """Wait until every old tree this process handed to the background is gone."""
+    from railonly import proc
+
+    while _removals:
+        proc.wait(_removals.pop())
