@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -266,19 +267,17 @@ def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]
     g = next(iter(sorted(cp.gpus.values(), key=lambda g: g.name)), None)
     if g is None:
         return None, None
-    out = []
-    for dev, what in ((g.port, "qdisc"), (g.hb_port, "class")):
-        rc, text = rt.exec(lab.netns(g.name), ["tc", "-j", what, "show", "dev", dev or "lo"], timeout=10)
-        rate = None
-        try:
-            for q in json.loads(text or "[]") if rc == 0 else []:
-                r = (q.get("options") or {}).get("rate")
-                if r:
-                    rate = r * 8 / 1e6  # tc -j reports bytes/s
-        except (ValueError, AttributeError):
-            rate = None
-        out.append(rate)
-    return out[0], out[1]
+    rc, text = rt.exec(lab.netns(g.name), ["tc", "-j", "qdisc", "show", "dev", g.port or "lo"], timeout=10)
+    nic = None
+    try:
+        for q in json.loads(text or "[]") if rc == 0 else []:
+            r = (q.get("options") or {}).get("rate")
+            if r:
+                nic = r * 8 / 1e6  # tc -j reports bytes/s
+    except (ValueError, AttributeError):
+        nic = None
+    hb = _htb_rate(lab, rt, g.name, g.hb_port) if g.hb_port else None
+    return nic, (hb * 8 / 1e6 if hb else None)
 
 
 def fabric_links(lab: Lab) -> list:
@@ -577,8 +576,8 @@ def _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results
 
 def _shaped(lab: Lab, rt: Runtime, node: str) -> dict[str, float] | None:
     """{device: bytes/s} of the root qdiscs in one node: a tbf's rate, an htb's from its
-    classes (the lab's one class 1:1); 0 when the device is unshaped. None when tc cannot be
-    read."""
+    classes (the lab's one class 1:1); 0 when the device is unshaped; an htb whose class
+    cannot be read is left out (the plan's rate applies). None when tc cannot be read."""
     rc, text = rt.exec(lab.netns(node), ["tc", "-j", "qdisc", "show"], timeout=10)
     try:
         rows = json.loads(text) if rc == 0 else None
@@ -592,18 +591,29 @@ def _shaped(lab: Lab, rt: Runtime, node: str) -> dict[str, float] | None:
             rate = (q.get("options") or {}).get("rate") if q.get("kind") == "tbf" else None
             if q.get("kind") == "htb":
                 rate = _htb_rate(lab, rt, node, q["dev"])
+                if rate is None:
+                    continue
             out[q["dev"]] = float(rate) if isinstance(rate, (int, float)) else 0.0
     return out
 
 
+TC_RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMGT]?)bit\b")
+TC_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
 def _htb_rate(lab: Lab, rt: Runtime, node: str, dev: str) -> float | None:
-    """The highest class rate (bytes/s) of an htb qdisc on ``dev``, None when unreadable."""
+    """The highest class rate (bytes/s) of an htb qdisc on ``dev``, None when unreadable.
+    ``tc -j class show`` prints JSON for some iproute2 releases and plain text for others
+    (6.1: ``class htb 1:1 root prio 0 rate 900Mbit ...``): both are read."""
     rc, text = rt.exec(lab.netns(node), ["tc", "-j", "class", "show", "dev", dev], timeout=10)
+    if rc != 0:
+        return None
     try:
-        rates = [c["options"]["rate"] for c in json.loads(text) if rc == 0 and isinstance(c, dict)
+        rows = json.loads(text)
+        rates = [c["options"]["rate"] for c in rows if isinstance(c, dict)
                  and isinstance((c.get("options") or {}).get("rate"), (int, float))]
     except (ValueError, TypeError, KeyError):
-        return None
+        rates = [float(v) * TC_UNITS[u] / 8 for v, u in TC_RATE.findall(text)]
     return max(rates) if rates else None
 
 
@@ -831,11 +841,10 @@ def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cp
                      f" ({capacity['hb_bytes_per_s'] * 8 / 1e9:.2f} of {capacity['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f}"
                      f" Gbit/s)" + (f", the rails at {100 * capacity['nic_share']:.0f}%" if "nic_share" in capacity else "")
                      + f": {host_s:.2f} s at what it delivers ({100 * (network_s / host_s - 1):+.0f}% measured)")
-    over = f"+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance" if ideal_s else ""
+    over = f"+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance" if ideal_s else "beyond perfect balance"
     if bound and bound["kind"] == "gpu" and placed_s > ideal_s * 1.02:
-        parts.append(f"the flows' paths put {bound['bytes'] / 1e6:.1f} MB on one GPU link in step {bound['step']}"
-                     f" ({bound['link']}, {bound['seconds']:.2f} s at its shaped rate; a sibling that forwards a"
-                     f" cross-rail hop sends it on its NIC beside its own) ({over})")
+        parts.append(f"the busiest link is a GPU's: {bound['link']} carried {bound['bytes'] / 1e6:.1f} MB in step"
+                     f" {bound['step']} ({bound['seconds']:.2f} s at its shaped rate; {over})")
     elif ecmp and placed_s > ideal_s * 1.02:
         parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link ({over})")
     rest = network_s / placed_s - 1 if placed_s else 0.0

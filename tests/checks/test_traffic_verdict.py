@@ -85,7 +85,8 @@ def test_why_names_a_gpu_link_not_ecmp_when_a_nic_bounds_the_placement():
     bound = {"link": "b:eth1->leaf0", "bytes": 105_600_000, "seconds": 8.45, "kind": "gpu", "step": 0}
     ecmp = {"max": 1.5, "mean": 1.4, "step": 0, "busiest_link": "x", "steps_over_1_25": 1}
     line = iperf3.why(9.0, 5.0, 8.9, ecmp, {"busy_share": 0.3}, 0, bound=bound)
-    assert "105.6 MB on one GPU link in step 0 (b:eth1->leaf0" in line and "ECMP" not in line
+    assert "a GPU's: b:eth1->leaf0 carried 105.6 MB in step 0 (8.45 s at its shaped rate; +78% over" in line
+    assert "ECMP" not in line
     assert "ECMP put up to 1.50x" in iperf3.why(9.0, 5.0, 8.9, ecmp, {"busy_share": 0.3}, 0,
                                                 bound=dict(bound, kind="switch"))
     steps = [{"step": 0, "model_placed_s": 2.0, "bound": dict(bound, link="s")},
@@ -185,6 +186,16 @@ def _fake(lab, hot: tuple[str, str] | None = None) -> FakeRuntime:
             .on(("tc", "-j", "class"), (0, json.dumps([{"kind": "htb", "options": {"rate": NIC_BPS * 9}}])))
             .on(("ip", "-s", "-j", "link"), links)
             .on(("iperf3", "-s"), server).on(("iperf3", "-c"), client))
+
+
+def test_htb_rates_are_read_as_json_or_as_text(lab):
+    cp = checks_plan.load(lab)
+    text = "class htb 1:1 root prio 0 rate 900Mbit ceil 900Mbit burst 1125000b cburst 1125000b \n"
+    for answer in (json.dumps([{"kind": "htb", "options": {"rate": NIC_BPS * 9}}]), text):  # iproute2 releases differ
+        fake = _fake(lab).on(("tc", "-j", "class"), (0, answer))
+        assert iperf3.shaped_rates(fake, lab, cp) == (100.0, 900.0)
+    unreadable = _fake(lab).on(("tc", "-j", "class"), (0, "class htb 1:1 root prio 0\n"))
+    assert iperf3.shaped_rates(unreadable, lab, cp) == (100.0, None)  # the caller takes the plan's rate
 
 
 def test_directed_links_cover_every_shaped_link_at_its_rate(lab):

@@ -123,7 +123,7 @@ def test_the_placed_model_prices_the_hop_a_sibling_forwards_on_its_nic(lab):
     assert step["bound"]["kind"] == "gpu" and step["bound"]["bytes"] == 2 * hop
     assert dp["model_placed_s"] == pytest.approx(2 * hop / NIC_BPS, rel=1e-3)
     assert dp["model_placed_s"] > 1.7 * dp["model_ideal_s"]  # ideal: each NIC carries one hop
-    assert rep["placement_bound"]["link"] == step["bound"]["link"] and "on one GPU link" in rep["why"]
+    assert rep["placement_bound"]["link"] == step["bound"]["link"] and "the busiest link is a GPU's" in rep["why"]
     # a phase without forwarding keeps its plan: pipeline sends on their own NICs, one hop each
     pp = next(p for p in rep["phases"] if p["name"] == "pp.send-recv")
     assert pp["model_placed_s"] == pytest.approx(pp["plan_model_s"], rel=1e-3)
