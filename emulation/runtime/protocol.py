@@ -63,6 +63,8 @@ class NodeDoor(Protocol):
 
     def link_counters(self) -> dict[str, tuple[int, int]]: ...
 
+    def nft_counters(self, table: str) -> dict[str, int]: ...
+
 
 class NoDoor:
     """The door of a runtime whose nodes this process cannot enter: every use is a RuntimeProblem."""
@@ -73,7 +75,7 @@ class NoDoor:
     def _refuse(self, *_args, **_kw):
         raise RuntimeProblem(f"the {self.runtime} runtime gives no way into a node's network namespace")
 
-    call_in = call_many = link_states = ipv4_routes = link_counters = _refuse
+    call_in = call_many = link_states = ipv4_routes = link_counters = nft_counters = _refuse
 
 
 @runtime_checkable

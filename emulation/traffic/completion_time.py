@@ -78,28 +78,38 @@ def default_bytes(cp: CheckPlan, pattern: str, nic_mbps: float, seconds: float =
     return max(256 * 1024, int(nic_mbps * 1e6 / 8 * max(seconds, MIN_STEP_S * steps) / busiest))
 
 
-def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tuple[float, tuple]]) -> dict:
+def placed_step(ideal_s: float, link_bytes: dict[str, int], rated: dict[str, tuple[float, tuple | None]]) -> dict:
     """The model of one step under the flows' actual placement (pure).
 
-    ``link_bytes``: what each directed switch-to-switch link carried in the step (its
-    counters), ``rated``: each link's (bytes/s, group), a group being the links one ECMP
-    choice spreads over (a switch's uplinks; the links into a switch from above). The step lasts at least its ideal time
-    (perfect balance: the NIC and HB links) and at least its busiest link's bytes / rate:
-    ``placed_s`` is the larger. ``ecmp`` (None when no link above the NICs carried a
-    share of the step): the busiest link, its bytes and seconds, and ``imbalance``, its
-    bytes against the mean of its group."""
+    ``link_bytes``: what each directed link carried in the step (its tx counter), ``rated``:
+    each link's (bytes/s as shaped, ECMP group or None). Every shaped link counts: a GPU's
+    rail NIC and HB port each way (a sibling that forwards a cross-rail hop carries it on
+    both: in on HB, out on its NIC beside its own hop), and every switch-to-switch link. A
+    group is the links one ECMP choice spreads over (a switch's uplinks; the links into a
+    switch from above); a GPU's links have none. Forwarding is per packet (pipelined), so
+    the step lasts at least its busiest link's bytes / rate, and at least its ideal (the
+    plan's bytes on the NIC and HB links): ``placed_s`` is the larger. ``bound``: that
+    busiest link, its bytes, seconds and ``kind`` (``gpu``: a GPU's NIC or HB link, ``switch``: a
+    switch-to-switch link; None when nothing was counted). ``ecmp`` (None when
+    no switch link carried a share of the step): the busiest switch link, its bytes and
+    seconds, and ``imbalance``, its bytes against the mean of its group."""
     times = {n: b / rated[n][0] for n, b in link_bytes.items() if n in rated and rated[n][0] > 0 and b > 0}
     if not times:
-        return {"placed_s": ideal_s, "ecmp": None}
-    name = max(sorted(times), key=times.__getitem__)
-    group = rated[name][1]
-    members = [link_bytes.get(n, 0) for n, (_, g) in rated.items() if g == group]
-    mean = sum(members) / len(members)
+        return {"placed_s": ideal_s, "ecmp": None, "bound": None}
+    top = max(sorted(times), key=times.__getitem__)
+    bound = {"link": top, "bytes": link_bytes[top], "seconds": round(times[top], 4),
+             "kind": "gpu" if rated[top][1] is None else "switch"}
     ecmp = None
-    if times[name] >= 0.05 * ideal_s:  # ACKs and control traffic alone say nothing about placement
-        ecmp = {"busiest": name, "busiest_bytes": link_bytes[name], "busiest_s": round(times[name], 4),
-                "imbalance": round(link_bytes[name] / mean, 3) if mean > 0 else 1.0, "links": len(members)}
-    return {"placed_s": max(ideal_s, times[name]), "ecmp": ecmp}
+    switched = [n for n in times if rated[n][1] is not None]
+    if switched:
+        name = max(sorted(switched), key=times.__getitem__)
+        group = rated[name][1]
+        members = [link_bytes.get(n, 0) for n, (_, g) in rated.items() if g == group]
+        mean = sum(members) / len(members)
+        if times[name] >= 0.05 * ideal_s:  # ACKs and control traffic alone say nothing about placement
+            ecmp = {"busiest": name, "busiest_bytes": link_bytes[name], "busiest_s": round(times[name], 4),
+                    "imbalance": round(link_bytes[name] / mean, 3) if mean > 0 else 1.0, "links": len(members)}
+    return {"placed_s": max(ideal_s, times[top]), "ecmp": ecmp, "bound": bound}
 
 
 def hb_bytes(flows: list[Flow]) -> int:

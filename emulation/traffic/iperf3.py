@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -266,19 +267,17 @@ def shaped_rates(rt: Runtime, lab: Lab, cp) -> tuple[float | None, float | None]
     g = next(iter(sorted(cp.gpus.values(), key=lambda g: g.name)), None)
     if g is None:
         return None, None
-    out = []
-    for dev, what in ((g.port, "qdisc"), (g.hb_port, "class")):
-        rc, text = rt.exec(lab.netns(g.name), ["tc", "-j", what, "show", "dev", dev or "lo"], timeout=10)
-        rate = None
-        try:
-            for q in json.loads(text or "[]") if rc == 0 else []:
-                r = (q.get("options") or {}).get("rate")
-                if r:
-                    rate = r * 8 / 1e6  # tc -j reports bytes/s
-        except (ValueError, AttributeError):
-            rate = None
-        out.append(rate)
-    return out[0], out[1]
+    rc, text = rt.exec(lab.netns(g.name), ["tc", "-j", "qdisc", "show", "dev", g.port or "lo"], timeout=10)
+    nic = None
+    try:
+        for q in json.loads(text or "[]") if rc == 0 else []:
+            r = (q.get("options") or {}).get("rate")
+            if r:
+                nic = r * 8 / 1e6  # tc -j reports bytes/s
+    except (ValueError, AttributeError):
+        nic = None
+    hb = _htb_rate(lab, rt, g.name, g.hb_port) if g.hb_port else None
+    return nic, (hb * 8 / 1e6 if hb else None)
 
 
 def fabric_links(lab: Lab) -> list:
@@ -343,32 +342,40 @@ def fabric_counters(lab: Lab, rt: Runtime) -> dict[tuple[str, str], int]:
 
 @dataclass(frozen=True)
 class DirectedLink:
-    """One direction of a switch-to-switch link: counted by the tx counter of its ``end``."""
+    """One direction of a shaped link: counted by the tx counter of its ``end``."""
 
-    end: tuple[str, str]  # (switch, port) whose tx bytes are this direction's
-    name: str  # "rail0-leaf0:Ethernet2->rail0-spine0"
+    end: tuple[str, str]  # (node, port) whose tx bytes are this direction's
+    name: str  # "rail0-leaf0:Ethernet2->rail0-spine0", "hb1-gpu0:eth1->rail0-leaf1"
     bytes_per_s: float  # its shaped rate
-    group: tuple  # the links one ECMP choice spreads over: a switch's uplinks, or the links into a switch from above
+    group: tuple | None  # the links one ECMP choice spreads over: a switch's uplinks, or the links into a switch
+    # from above; None for a GPU's rail NIC and HB links (no choice: a flow's path through them is its plan's)
+
+
+MEASURED_KINDS = ("fabric", "rail", "hb")  # switch-to-switch, GPU NIC to leaf, GPU HB port to its domain
 
 
 def directed_links(lab: Lab, nic_mbps: float) -> list[DirectedLink]:
-    """Both directions of every switch-to-switch link, rated as the lab shapes them
-    (gbps x emulated NIC Mbit/s / design NIC gbps)."""
+    """Both directions of every shaped link the flows cross, switch-to-switch links first:
+    every switch-to-switch link, every GPU's rail NIC link and HB link, rated as the lab
+    shapes them (gbps x emulated NIC Mbit/s / design NIC gbps)."""
     nic_gbps = float(lab.fabric.design.nic_gbps or 0) or None
     out = []
-    for lk in fabric_links(lab):
-        mbps = lk.gbps * nic_mbps / nic_gbps if nic_gbps and lk.gbps else nic_mbps
-        for a, b in ((lk.a, lk.b), (lk.b, lk.a)):
-            ta, tb = (lab.nodes[n].fabric_node.tier or 0 if n in lab.nodes else 0 for n in (a.node, b.node))
-            group = ("up", a.node) if ta < tb else ("down", b.node)
-            out.append(DirectedLink((a.node, a.port), f"{a.node}:{a.port}->{b.node}", mbps * 1e6 / 8, group))
+    for kind in MEASURED_KINDS:
+        for lk in (lk for lk in lab.links if lk.kind == kind):
+            mbps = lk.gbps * nic_mbps / nic_gbps if nic_gbps and lk.gbps else nic_mbps
+            for a, b in ((lk.a, lk.b), (lk.b, lk.a)):
+                group = None
+                if kind == "fabric":
+                    ta, tb = (lab.nodes[n].fabric_node.tier or 0 if n in lab.nodes else 0 for n in (a.node, b.node))
+                    group = ("up", a.node) if ta < tb else ("down", b.node)
+                out.append(DirectedLink((a.node, a.port), f"{a.node}:{a.port}->{b.node}", mbps * 1e6 / 8, group))
     return out
 
 
 class LinkCounters:
-    """Reads the tx counters of every switch-to-switch link end: what crossed each link
-    between two reads. Through the runtime's door (one rtnetlink dump per switch, no process)
-    where it has one, else ``ip -s -j link`` in each switch, in parallel."""
+    """Reads the tx counters of every directed link's end: what crossed each link between
+    two reads. Through the runtime's door (one rtnetlink dump per node, no process) where it
+    has one, else ``ip -s -j link`` in each node, in parallel."""
 
     def __init__(self, lab: Lab, rt: Runtime, links: list[DirectedLink]):
         self.lab, self.rt, self.links = lab, rt, links
@@ -567,10 +574,11 @@ def _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results
     return step_rep
 
 
-def _shaped(lab: Lab, rt: Runtime, switch: str) -> dict[str, float] | None:
-    """{device: bytes/s} of the root tbf/htb qdiscs in one switch (0: the device is unshaped);
-    None when tc cannot be read."""
-    rc, text = rt.exec(lab.netns(switch), ["tc", "-j", "qdisc", "show"], timeout=10)
+def _shaped(lab: Lab, rt: Runtime, node: str) -> dict[str, float] | None:
+    """{device: bytes/s} of the root qdiscs in one node: a tbf's rate, an htb's from its
+    classes (the lab's one class 1:1); 0 when the device is unshaped; an htb whose class
+    cannot be read is left out (the plan's rate applies). None when tc cannot be read."""
+    rc, text = rt.exec(lab.netns(node), ["tc", "-j", "qdisc", "show"], timeout=10)
     try:
         rows = json.loads(text) if rc == 0 else None
     except ValueError:
@@ -581,18 +589,42 @@ def _shaped(lab: Lab, rt: Runtime, switch: str) -> dict[str, float] | None:
     for q in rows:
         if isinstance(q, dict) and q.get("root") and isinstance(q.get("dev"), str):
             rate = (q.get("options") or {}).get("rate") if q.get("kind") == "tbf" else None
+            if q.get("kind") == "htb":
+                rate = _htb_rate(lab, rt, node, q["dev"])
+                if rate is None:
+                    continue
             out[q["dev"]] = float(rate) if isinstance(rate, (int, float)) else 0.0
     return out
 
 
+TC_RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMGT]?)bit\b")
+TC_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def _htb_rate(lab: Lab, rt: Runtime, node: str, dev: str) -> float | None:
+    """The highest class rate (bytes/s) of an htb qdisc on ``dev``, None when unreadable.
+    ``tc -j class show`` prints JSON for some iproute2 releases and plain text for others
+    (6.1: ``class htb 1:1 root prio 0 rate 900Mbit ...``): both are read."""
+    rc, text = rt.exec(lab.netns(node), ["tc", "-j", "class", "show", "dev", dev], timeout=10)
+    if rc != 0:
+        return None
+    try:
+        rows = json.loads(text)
+        rates = [c["options"]["rate"] for c in rows if isinstance(c, dict)
+                 and isinstance((c.get("options") or {}).get("rate"), (int, float))]
+    except (ValueError, TypeError, KeyError):
+        rates = [float(v) * TC_UNITS[u] / 8 for v, u in TC_RATE.findall(text)]
+    return max(rates) if rates else None
+
+
 def placement(lab: Lab, rt: Runtime, nic_mbps: float) -> tuple[list[DirectedLink], dict]:
-    """The lab's directed switch-to-switch links and, by name, (bytes/s, group) for placed_step:
-    the rate tc shapes each link end to as deployed (0, left out of the model, when a link is
-    unshaped: ideal tiers), else the plan's."""
+    """The lab's directed links (directed_links) and, by name, (bytes/s, ECMP group) for
+    placed_step: the rate tc shapes each link end to as deployed (0, left out of the model,
+    when a link is unshaped: ideal tiers), else the plan's."""
     dls = directed_links(lab, nic_mbps)
-    switches = sorted({dl.end[0] for dl in dls})
-    with ThreadPoolExecutor(max_workers=max(1, min(len(switches), 8))) as ex:
-        tc = dict(zip(switches, ex.map(lambda sw: _shaped(lab, rt, sw), switches)))
+    nodes = sorted({dl.end[0] for dl in dls})
+    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), 8))) as ex:
+        tc = dict(zip(nodes, ex.map(lambda n: _shaped(lab, rt, n), nodes)))
     rated = {}
     for dl in dls:
         seen = tc.get(dl.end[0])
@@ -729,7 +761,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         sr["model_host_s"] = round(host_step(pl["placed_s"], hb_bytes(steps[i]), capacity, nic_bytes(steps[i])), 4)
         sr["model_s"] = sr["model_ideal_s"]
         sr["model_store_forward_s"] = round(m["steps"][i]["store_forward"], 4)
-        sr["ecmp"] = pl["ecmp"]
+        sr["ecmp"], sr["bound"] = pl["ecmp"], pl["bound"]
         sr["link_bytes"] = {k: v for k, v in sorted((sr.get("link_bytes") or {}).items()) if v}
     fl = ran.flows
     failed = sum(1 for r in fl if r.get("error") or not r.get("seconds"))
@@ -749,8 +781,9 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         "host_capacity": capacity,
         "agents": agents_kind(agents),
         "ecmp_imbalance": ecmp_finding(step_rep),
+        "placement_bound": bound_finding(step_rep),
         "why": why(ran.network_s, m["pipelined"], placed, ecmp_finding(step_rep), cpu_rep, failed, host_s, capacity,
-                   tolerance),
+                   tolerance, bound_finding(step_rep)),
         "host_cpu": cpu_rep,
         "streams": streams,
         "completion_s": round(ran.completion_s, 3),
@@ -759,8 +792,9 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
         "model_store_forward_s": round(m["store_forward"], 3),
         "model": "ideal: per step, max over shaped links (per-GPU NIC and HB, each direction) of bytes/rate,"
                  " summed over steps (perfect balance above the NICs); placed: per step the larger of the ideal"
-                 " and the busiest switch-to-switch link's counted bytes / its rate (the flows' actual ECMP"
-                 " placement); store_forward adds each step's HB time before its rail time (PXN, the paper's convention)",
+                 " and the busiest shaped link's counted bytes / its rate (GPU NICs and HB ports, a forwarding"
+                 " sibling's included, and switch-to-switch links: the flows' actual paths and ECMP placement);"
+                 " store_forward adds each step's HB time before its rail time (PXN, the paper's convention)",
         "nic_gbps_emulated": round(nic / 1000, 6), "hb_gbps_emulated": round(hb / 1000, 6),
         "nic_hb_ratio": round(nic / hb, 4) if hb else None,
         "bytes_per_flow": nbytes,
@@ -783,9 +817,20 @@ def ecmp_finding(steps: list[dict]) -> dict | None:
             "busiest_link": worst["ecmp"]["busiest"], "steps_over_1_25": sum(1 for s in rated if s["ecmp"]["imbalance"] > 1.25)}
 
 
+def bound_finding(steps: list[dict]) -> dict | None:
+    """The link that bounds the run's longest step under the placement (pure): that step's
+    busiest link (``bound`` of placed_step), with the step; None when nothing was counted."""
+    counted = [s for s in steps if s.get("bound")]
+    if not counted:
+        return None
+    worst = max(counted, key=lambda s: s.get("model_placed_s") or 0.0)
+    return {**worst["bound"], "step": worst["step"]}
+
+
 def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cpu: dict, failed: int,
-        host_s: float | None = None, capacity: dict | None = None, tolerance: float = 0.10) -> str:
-    """One line: why the measured figure differs from the model (pure)."""
+        host_s: float | None = None, capacity: dict | None = None, tolerance: float = 0.10,
+        bound: dict | None = None) -> str:
+    """One line: why the measured figure differs from the model (pure). ``bound``: bound_finding."""
     if failed:
         return f"{failed} flow(s) failed"
     parts = []
@@ -796,9 +841,12 @@ def why(network_s: float, ideal_s: float, placed_s: float, ecmp: dict | None, cp
                      f" ({capacity['hb_bytes_per_s'] * 8 / 1e9:.2f} of {capacity['hb_shaped_bytes_per_s'] * 8 / 1e9:.2f}"
                      f" Gbit/s)" + (f", the rails at {100 * capacity['nic_share']:.0f}%" if "nic_share" in capacity else "")
                      + f": {host_s:.2f} s at what it delivers ({100 * (network_s / host_s - 1):+.0f}% measured)")
-    if ecmp and placed_s > ideal_s * 1.02:
-        parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link"
-                     f" (+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance)")
+    over = f"+{100 * (placed_s / ideal_s - 1):.0f}% over perfect balance" if ideal_s else "beyond perfect balance"
+    if bound and bound["kind"] == "gpu" and placed_s > ideal_s * 1.02:
+        parts.append(f"the busiest link is a GPU's: {bound['link']} carried {bound['bytes'] / 1e6:.1f} MB in step"
+                     f" {bound['step']} ({bound['seconds']:.2f} s at its shaped rate; {over})")
+    elif ecmp and placed_s > ideal_s * 1.02:
+        parts.append(f"ECMP put up to {ecmp['max']:.2f}x its set's mean on one switch link ({over})")
     rest = network_s / placed_s - 1 if placed_s else 0.0
     parts.append(f"{100 * rest:+.0f}% beyond the placement"
                  + ("" if cpu.get("saturated") else f" (TCP ramp and pacing; host CPU {100 * (cpu.get('busy_share') or 0):.0f}%)"))

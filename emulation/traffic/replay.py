@@ -17,11 +17,13 @@ counts what really crossed the lab with nftables counters in every GPU namespace
   switch nodes with no rail): cross-rail path evidence.
 
 Raw ``ip -s -j link`` counters of every GPU's NIC and HB port go beside them, and
-the tx counters of every switch-to-switch link after each step (the flows' actual
-ECMP placement). Each phase carries three figures: ``model_ideal_s`` (the analysis
-model at the lab's rates: perfect balance), ``model_placed_s`` (the ideal plus, per
-step, what the busiest switch-to-switch link's counted bytes add beyond the step's
-ideal) and ``measured_s`` (steps' slowest flows at rate, summed; idle: the sleep).
+the tx counters of every shaped link after each step (GPU NICs and HB ports, switch
+links: the flows' actual paths and ECMP placement). Each phase carries three figures:
+``model_ideal_s`` (the analysis model at the lab's rates: perfect balance),
+``model_placed_s`` (per step, the busiest shaped link's counted bytes / its shaped rate,
+at least the step's planned bytes on the NIC and HB links; summed: a sibling that
+forwards a cross-rail hop carries it on its HB port and its NIC, beside its own) and
+``measured_s`` (steps' slowest flows at rate, summed; idle: the sleep).
 A phase fails when a flow failed or the counted bytes miss the plan by class; it
 is slow (noted) beyond the tolerance of its placed model. The run's verdict judges
 communication only (the phases with flows, summed: ``communication_measured_s``
@@ -34,6 +36,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from functools import partial
 from typing import Callable
 
 from railonly.fabric.analysis import Cluster, Job
@@ -41,9 +44,9 @@ from railonly.fabric.analysis.traffic import all_to_all_overhead, collectives
 
 from ..checks import check_plan as checks_plan
 from ..lab import Lab, link_rates
-from ..runtime.protocol import Runtime, RuntimeProblem, deployed_status
+from ..runtime.protocol import NoDoor, Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
-from .iperf3 import (LinkCounters, agents_kind, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
+from .iperf3 import (LinkCounters, agents_kind, bound_finding, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
                      port_bytes, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
 from .completion_time import hb_bytes, host_step, nic_bytes, placed_step
 
@@ -85,6 +88,8 @@ class Counters:
     def __init__(self, lab: Lab, rt: Runtime, gpus: list[str], switches: list[str]):
         self.lab, self.rt, self.gpus, self.switches = lab, rt, gpus, switches
         self.installed: list[str] = []
+        door = rt.door()
+        self.door = None if isinstance(door, NoDoor) else door  # nftables counters by netlink, no nft process
 
     def install(self) -> None:
         for node in self.gpus + self.switches:
@@ -101,9 +106,17 @@ class Counters:
         self.installed = []
 
     def read(self) -> dict[str, dict[str, int]]:
-        """{node: {counter name: bytes}}."""
+        """{node: {counter name: bytes}}: one nftables netlink dump per node through the runtime's
+        door (no process), else ``nft -j list counters`` in each node."""
+        nodes = self.gpus + self.switches
+        if self.door is not None:
+            got = self.door.call_many([(self.lab.netns(n), partial(self.door.nft_counters, TABLE)) for n in nodes],
+                                      workers=4)
+            if not any(isinstance(c, BaseException) for c in got):
+                return dict(zip(nodes, got))
+            self.door = None  # a node the door could not read: every later read takes nft
         out: dict[str, dict[str, int]] = {}
-        for node in self.gpus + self.switches:
+        for node in nodes:
             rc, text = self.rt.exec(self.lab.netns(node), ["nft", "-j", "list", "counters", "table", "inet", TABLE],
                                     timeout=10)
             vals: dict[str, int] = {}
@@ -282,20 +295,21 @@ def _run_phase(lab, rt, cp, ph, counters, want, ports, it, iterations, tolerance
                         agents=ctx["agents"], links=ctx["links"], cpu=ctx["cpu"], progress=detail)
         for f, r in zip(ph.flows, ran.flows):
             r["class"], r["group"], r["planned_bytes"], r["port"] = f.pair_class, f.group, f.bytes, f.port
-        extra = 0.0  # what the flows' placement adds to the phase beyond perfect balance
-        extra_host = 0.0  # ... and the host's HB capacity beyond that
+        # the placed model: each step's busiest shaped link (a forwarding sibling's NIC, an HB port,
+        # a switch link) by its counted bytes, summed; the ideal is the analysis model's perfect balance
+        placed_sum = host_sum = 0.0
         for st, sr in zip(ph.steps, ran.steps):
             ideal = job_plan.step_model_s(st, nic, hb)
             placed = placed_step(ideal, sr.get("link_bytes") or {}, ctx["rated"])
             on_host = host_step(placed["placed_s"], hb_bytes(list(st)), ctx.get("capacity"), nic_bytes(list(st)))
             sr["measured_s"], sr["model_ideal_s"] = sr["seconds"], round(ideal, 4)
-            sr["model_placed_s"], sr["ecmp"] = round(placed["placed_s"], 4), placed["ecmp"]
+            sr["model_placed_s"], sr["ecmp"], sr["bound"] = round(placed["placed_s"], 4), placed["ecmp"], placed["bound"]
             sr["model_host_s"] = round(on_host, 4)
             sr["link_bytes"] = {k: v for k, v in sorted((sr.get("link_bytes") or {}).items()) if v}
-            extra += placed["placed_s"] - ideal
-            extra_host += on_host - placed["placed_s"]
+            placed_sum += placed["placed_s"]
+            host_sum += on_host
         rec = {"measured_s": ran.network_s, "model_ideal_s": round(ph.model_s, 4),
-               "model_placed_s": round(ph.model_s + extra, 4), "model_host_s": round(ph.model_s + extra + extra_host, 4),
+               "model_placed_s": round(placed_sum, 4), "model_host_s": round(host_sum, 4),
                "wall_s": round(ran.completion_s, 3),
                "overhead": ran.overhead, "steps": ran.steps, "flows": ran.flows}
     d = _delta(counters.read(), c0)
@@ -390,6 +404,7 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
                else ("fail" if failed else "pass"))
     steps = [s for ph, p in comm for r in p["iterations"] for s in r["steps"]]
     ecmp = ecmp_finding(steps)
+    bound = bound_finding(steps)
     network = sum(r["measured_s"] for _, p in comm for r in p["iterations"])
     idle = sum(r["measured_s"] for ph, p in zip(phases, out_phases) if not ph.steps for r in p["iterations"])
     overhead = {k: round(sum(r["overhead"][k] for _, p in comm for r in p["iterations"]), 3)
@@ -409,8 +424,9 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
         "host_capacity": ctx.get("capacity"),
         "agents": agents_kind(ctx["agents"]),
         "ecmp_imbalance": ecmp,
+        "placement_bound": bound,
         "why": why(comm_measured or 0.0, comm_ideal, comm_placed, ecmp, cpu, len(failed), comm_host, ctx.get("capacity"),
-                   tolerance) if comm else "",
+                   tolerance, bound) if comm else "",
         "host_cpu": cpu,
         "streams": ctx["streams"],
         "overhead_s": round(max(0.0, total_s - network - idle), 3),

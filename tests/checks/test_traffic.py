@@ -11,7 +11,7 @@ import pytest
 
 from railonly.cli import main
 from railonly.emulation.checks import check_plan as checks_plan
-from railonly.emulation.traffic import completion_time as model, patterns
+from railonly.emulation.traffic import completion_time as model, iperf3, patterns
 
 pytestmark = pytest.mark.netns
 
@@ -81,6 +81,7 @@ def test_switch_link_counters_place_every_inter_leaf_byte(routed_shared, tmp_pat
     assert rep["agents"] == "sockets"
     assert all(f["bytes"] == f["bytes_written"] == rep["bytes_per_flow"] for f in rep["flows"])
     tiers = {n.name: n.tier for n in d.lab.fabric.nodes}
+    rates = {dl.name: dl.bytes_per_s for dl in iperf3.directed_links(d.lab, 100)}
     for st in rep["steps"]:
         flows = [f for f in rep["flows"] if f["step"] == st["step"]]
         # the NIC leg of a forwarded flow starts at the forwarding GPU
@@ -90,12 +91,16 @@ def test_switch_link_counters_place_every_inter_leaf_byte(routed_shared, tmp_pat
         received = sum(f["bytes"] for f in crossing)
         written = sum(f["bytes_written"] for f in crossing)
         up = sum(v for k, v in st["link_bytes"].items()
-                 if tiers[k.split(":")[0]] == 1 and tiers[k.split("->")[1]] == 2)
+                 if tiers.get(k.split(":")[0]) == 1 and tiers.get(k.split("->")[1]) == 2)
         assert received <= up <= rep["bytes_per_flow"] * 0.05 * len(flows) + written * 1.06, (st["step"], up, received, written)
         assert st["model_placed_s"] >= st["model_ideal_s"]
+        # the placed model: the busiest of every shaped link, GPU NICs and HB ports included
+        b = st["bound"]
+        assert b["bytes"] == st["link_bytes"][b["link"]]
+        assert b["seconds"] == pytest.approx(max(v / rates[k] for k, v in st["link_bytes"].items()), abs=1e-4)
+        assert st["model_placed_s"] == pytest.approx(max(st["model_ideal_s"], b["seconds"]), abs=2e-4)
         if st["ecmp"]:
-            busiest = st["link_bytes"][st["ecmp"]["busiest"]]
-            assert st["model_placed_s"] == pytest.approx(max(st["model_ideal_s"], busiest / (100e6 / 8)), abs=2e-4)
+            assert st["link_bytes"][st["ecmp"]["busiest"]] / rates[st["ecmp"]["busiest"]] <= b["seconds"] + 1e-4
     assert rep["model_placed_s"] == pytest.approx(sum(s["model_placed_s"] for s in rep["steps"]), abs=1e-3)
     assert rep["network_s"] == pytest.approx(sum(s["measured_s"] for s in rep["steps"]), abs=1e-3)
     assert rep["overhead_s"] > 0 and rep["host_cpu"]["windows"] == len(rep["steps"])

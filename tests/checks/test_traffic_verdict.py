@@ -45,11 +45,54 @@ def test_placed_step_takes_the_busiest_link_and_names_the_imbalance():
     out = placed_step(1.0, {"l0->s0": 2000, "l0->s1": 0, "s0->l1": 2000}, rated)
     assert out["placed_s"] == 2.0
     assert out["ecmp"]["busiest"] == "l0->s0" and out["ecmp"]["imbalance"] == 2.0
+    assert out["bound"] == {"link": "l0->s0", "bytes": 2000, "seconds": 2.0, "kind": "switch"}
     # balanced: the ideal holds
     even = placed_step(1.0, {"l0->s0": 1000, "l0->s1": 1000}, rated)
     assert even["placed_s"] == 1.0 and even["ecmp"]["imbalance"] == 1.0
     # nothing above the NICs (one-tier rails): no finding, the ideal
-    assert placed_step(1.0, {}, rated) == {"placed_s": 1.0, "ecmp": None}
+    assert placed_step(1.0, {}, rated) == {"placed_s": 1.0, "ecmp": None, "bound": None}
+
+
+# a rail-only ring hop a -> c crosses rails: a's HB sibling b forwards it (a:hb in to b, out of b's
+# NIC) while b sends its own hop b -> d on the same NIC; 1,000 bytes a hop, NIC 1,000 B/s, HB 9,000 B/s
+GPU_LINKS = {"a:eth1->leaf0": (1000.0, None), "b:eth1->leaf0": (1000.0, None), "leaf1:e0->c": (1000.0, None),
+             "leaf1:e1->d": (1000.0, None), "a:hb0->hb0": (9000.0, None), "hb0:gpu1->b": (9000.0, None),
+             "leaf0:e8->spine0": (1000.0, ("up", "leaf0")), "leaf0:e9->spine1": (1000.0, ("up", "leaf0"))}
+
+
+def test_placed_step_prices_the_forwarding_siblings_nic():
+    # the counters as the kernel moves the bytes: the sibling's NIC carries both hops (+ headers)
+    counted = {"a:hb0->hb0": 1030, "hb0:gpu1->b": 1030, "b:eth1->leaf0": 2060, "leaf1:e0->c": 1030,
+               "leaf1:e1->d": 1030, "leaf0:e8->spine0": 1030, "leaf0:e9->spine1": 1030}
+    out = placed_step(1.0, counted, GPU_LINKS)  # ideal: each GPU's own hop, 1 s
+    assert out["placed_s"] == pytest.approx(2.06)
+    assert out["bound"] == {"link": "b:eth1->leaf0", "bytes": 2060, "seconds": 2.06, "kind": "gpu"}
+    assert out["ecmp"]["imbalance"] == 1.0  # the uplinks shared the two hops evenly: ECMP did not slow it
+    # the HB leg is pipelined with the NIC (per-packet forwarding), not added to it
+    assert out["placed_s"] < 2.06 + 1030 / 9000
+    # the same hops with no forwarding (rail-optimized: a reaches c on its own NIC): the ideal again
+    direct = {"a:eth1->leaf0": 1030, "b:eth1->leaf0": 1030, "leaf1:e0->c": 1030, "leaf1:e1->d": 1030}
+    assert placed_step(1.0, direct, GPU_LINKS)["placed_s"] == pytest.approx(1.03)
+
+
+def test_placed_step_leaves_unshaped_links_out_and_keeps_the_ideal_floor():
+    rated = dict(GPU_LINKS, **{"leaf0:e8->spine0": (0.0, ("up", "leaf0"))})  # an ideal (unshaped) tier
+    out = placed_step(3.0, {"leaf0:e8->spine0": 10_000, "b:eth1->leaf0": 2000}, rated)
+    assert out["placed_s"] == 3.0 and out["bound"]["link"] == "b:eth1->leaf0" and out["ecmp"] is None
+
+
+def test_why_names_a_gpu_link_not_ecmp_when_a_nic_bounds_the_placement():
+    bound = {"link": "b:eth1->leaf0", "bytes": 105_600_000, "seconds": 8.45, "kind": "gpu", "step": 0}
+    ecmp = {"max": 1.5, "mean": 1.4, "step": 0, "busiest_link": "x", "steps_over_1_25": 1}
+    line = iperf3.why(9.0, 5.0, 8.9, ecmp, {"busy_share": 0.3}, 0, bound=bound)
+    assert "a GPU's: b:eth1->leaf0 carried 105.6 MB in step 0 (8.45 s at its shaped rate; +78% over" in line
+    assert "ECMP" not in line
+    assert "ECMP put up to 1.50x" in iperf3.why(9.0, 5.0, 8.9, ecmp, {"busy_share": 0.3}, 0,
+                                                bound=dict(bound, kind="switch"))
+    steps = [{"step": 0, "model_placed_s": 2.0, "bound": dict(bound, link="s")},
+             {"step": 1, "model_placed_s": 8.5, "bound": bound}, {"step": 2, "model_placed_s": 9.0, "bound": None}]
+    assert iperf3.bound_finding(steps) == dict(bound, step=1)  # the longest step with counted links
+    assert iperf3.bound_finding(steps[2:]) is None
 
 
 @pytest.mark.parametrize("measured, failed, busy, want", [
@@ -143,6 +186,31 @@ def _fake(lab, hot: tuple[str, str] | None = None) -> FakeRuntime:
             .on(("tc", "-j", "class"), (0, json.dumps([{"kind": "htb", "options": {"rate": NIC_BPS * 9}}])))
             .on(("ip", "-s", "-j", "link"), links)
             .on(("iperf3", "-s"), server).on(("iperf3", "-c"), client))
+
+
+def test_htb_rates_are_read_as_json_or_as_text(lab):
+    cp = checks_plan.load(lab)
+    text = "class htb 1:1 root prio 0 rate 900Mbit ceil 900Mbit burst 1125000b cburst 1125000b \n"
+    for answer in (json.dumps([{"kind": "htb", "options": {"rate": NIC_BPS * 9}}]), text):  # iproute2 releases differ
+        fake = _fake(lab).on(("tc", "-j", "class"), (0, answer))
+        assert iperf3.shaped_rates(fake, lab, cp) == (100.0, 900.0)
+    unreadable = _fake(lab).on(("tc", "-j", "class"), (0, "class htb 1:1 root prio 0\n"))
+    assert iperf3.shaped_rates(unreadable, lab, cp) == (100.0, None)  # the caller takes the plan's rate
+
+
+def test_directed_links_cover_every_shaped_link_at_its_rate(lab):
+    dls = iperf3.directed_links(lab, 100)
+    kinds = {}
+    for lk in lab.links:
+        kinds[lk.kind] = kinds.get(lk.kind, 0) + 2
+    assert len(dls) == sum(kinds.values()) == 2 * len(lab.links)  # both directions of every link
+    by_end = {dl.end: dl for dl in dls}
+    gpu = checks_plan.load(lab).gpus
+    g = gpu[sorted(gpu)[0]]
+    assert by_end[(g.name, g.port)].bytes_per_s == NIC_BPS and by_end[(g.name, g.port)].group is None
+    assert by_end[(g.name, g.hb_port)].bytes_per_s == NIC_BPS * 9 and by_end[(g.name, g.hb_port)].group is None
+    assert all(dl.group is not None for dl in dls if ":Ethernet" in dl.name and "gpu" not in dl.name)
+    assert dls[0].group is not None  # switch-to-switch links first
 
 
 def test_flows_on_one_uplink_raise_the_placed_model_and_name_the_imbalance(lab):

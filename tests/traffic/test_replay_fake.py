@@ -36,13 +36,37 @@ def _class_of(port: int) -> str:
     return next(c for c, lo in job_plan.CLASS_PORTS.items() if lo <= port < lo + job_plan.PORTS_PER_CLASS)
 
 
+def _tx_ends(lab, cp) -> dict:
+    """{(gpu, 'nic'|'hb', 'out'|'in'): (node, port) whose tx counter carries it}: the GPU's
+    own port out, the leaf's (or the HB domain's) port towards it in."""
+    out = {}
+    for lk in lab.links:
+        for g, far, what in ((lk.a, lk.b, lk.kind), (lk.b, lk.a, lk.kind)):
+            if g.node in cp.gpus and what in ("rail", "hb"):
+                kind = "nic" if what == "rail" else "hb"
+                out[(g.node, kind, "out")], out[(g.node, kind, "in")] = (g.node, g.port), (far.node, far.port)
+    return out
+
+
 def lab_fake(lab, refuse_from: str | None = None, misclass: str | None = None) -> FakeRuntime:
     """iperf3 clients 'send' at the shaped rate of their class and bump the nft counters of
-    their namespace by class, as the real table does; ``misclass`` counts that class as
+    their namespace by class, as the real table does, and the tx counters of the GPU links on
+    their path as the kernel moves the bytes (a cross-rail pair on rail-only: over HB to the
+    sibling on the destination's rail, out of its NIC); ``misclass`` counts that class as
     cross_rail (a misrouted byte); ``refuse_from`` fails every flow that GPU sends."""
     cp = checks_plan.load(lab)
     prefix = lab_facts.netns_prefix(lab.name)
     counters: dict[str, dict[str, int]] = {}
+    ends, tx = _tx_ends(lab, cp), {}
+
+    def path(src: str, dst: str) -> list:
+        a, b = cp.gpus[src], cp.gpus[dst]
+        if a.hb == b.hb:
+            return [(src, "hb", "out"), (dst, "hb", "in")]
+        if a.rail == b.rail or cp.topology != "rail-only":
+            return [(src, "nic", "out"), (dst, "nic", "in")]
+        via = next(g.name for g in cp.gpus.values() if g.hb == a.hb and g.rail == b.rail)
+        return [(src, "hb", "out"), (via, "hb", "in"), (via, "nic", "out"), (dst, "nic", "in")]
 
     def server(ns, argv):
         with open(argv[argv.index("--pidfile") + 1], "w") as f:  # never an iperf3: stop_servers signals nobody
@@ -56,6 +80,8 @@ def lab_fake(lab, refuse_from: str | None = None, misclass: str | None = None) -
         if src == refuse_from:
             return 1, json.dumps({"error": "unable to connect to server: Network is unreachable"})
         counted = "cross_rail" if cls == misclass else cls
+        for leg in path(src, dst):
+            tx[ends[leg]] = tx.get(ends[leg], 0) + n
         counters.setdefault(src, {}).setdefault(f"tx_{counted}", 0)
         counters[src][f"tx_{counted}"] += n
         if cls == "staged":
@@ -68,17 +94,39 @@ def lab_fake(lab, refuse_from: str | None = None, misclass: str | None = None) -
         vals = counters.get(ns[len(prefix):], {})
         return 0, json.dumps({"nftables": [{"counter": {"table": replay.TABLE, "name": k, "bytes": v}} for k, v in vals.items()]})
 
+    def links(ns, argv):
+        node = ns[len(prefix):]
+        return 0, json.dumps([{"ifname": p, "stats64": {"tx": {"bytes": v}, "rx": {"bytes": 0}}}
+                              for (nd, p), v in tx.items() if nd == node])
+
     return (FakeRuntime()
             .on(("tc", "-j", "qdisc"), (0, json.dumps([{"kind": "tbf", "options": {"rate": NIC_BPS}}])))
             .on(("tc", "-j", "class"), (0, json.dumps([{"kind": "htb", "options": {"rate": HB_BPS}}])))
-            .on(("ip", "-s", "-j", "link"), (0, "[]"))
+            .on(("ip", "-s", "-j", "link"), links)
             .on(("nft",), (0, "")).on(("nft", "-j", "list", "counters"), nft_list)
             .on(("iperf3", "-s"), server).on(("iperf3", "-c"), client))
 
 
 def _run(lab, fake, job="gpt-small", time_scale=1.0):
-    return replay.run(lab, fake, load_job(JOBS / f"{job}.yml"), time_scale=time_scale, converge=False,
-                      cpu_sampler=cpu_sampler(0.3))
+    path = JOBS / f"{job}.yml" if (JOBS / f"{job}.yml").exists() else REPO / "tests" / "traffic" / "jobs" / f"{job}.yml"
+    return replay.run(lab, fake, load_job(path), time_scale=time_scale, converge=False, cpu_sampler=cpu_sampler(0.3))
+
+
+def test_the_placed_model_prices_the_hop_a_sibling_forwards_on_its_nic(lab):
+    """pp 4 / dp 3 on rail-only: a dp ring hop to the other rail is forwarded by the sender's
+    HB sibling, whose NIC also carries its own hop. The analysis model (perfect balance)
+    prices each GPU's NIC once; the counters see the sibling's NIC carry two hops."""
+    rep = _run(lab, lab_fake(lab), "dense-pp4-dp3", time_scale=100.0)
+    dp = next(p for p in rep["phases"] if p["name"] == "dp.all-reduce.dense")
+    step = dp["iterations"][0]["steps"][0]
+    hop = max(f["bytes"] for f in dp["iterations"][0]["flows"])
+    assert step["bound"]["kind"] == "gpu" and step["bound"]["bytes"] == 2 * hop
+    assert dp["model_placed_s"] == pytest.approx(2 * hop / NIC_BPS, rel=1e-3)
+    assert dp["model_placed_s"] > 1.7 * dp["model_ideal_s"]  # ideal: each NIC carries one hop
+    assert rep["placement_bound"]["link"] == step["bound"]["link"] and "the busiest link is a GPU's" in rep["why"]
+    # a phase without forwarding keeps its plan: pipeline sends on their own NICs, one hop each
+    pp = next(p for p in rep["phases"] if p["name"] == "pp.send-recv")
+    assert pp["model_placed_s"] == pytest.approx(pp["plan_model_s"], rel=1e-3)
 
 
 @pytest.mark.parametrize("job", ["gpt-small", "moe-mini"])

@@ -77,8 +77,10 @@ def test_dense_job_on_rail_only_counts_no_cross_rail_byte(routed, tmp_path):
         on = sum(v[f"{'hb' if want == 'hb' else 'nic'}_tx"] for v in ports.values())
         assert on >= p["bytes"] * 0.99
     assert rep["measured_iteration_s"] == pytest.approx(rep["model_iteration_s"], rel=0.6)
-    # ideal tiers: nothing above the NICs is shaped, so the flows' placement adds nothing
-    assert rep["communication_model_placed_s"] == rep["communication_model_ideal_s"]
+    # ideal tiers: nothing above the NICs is shaped, so the placed model is each step's busiest GPU link:
+    # the planned bytes plus what the counters add (headers, ACKs, retransmissions)
+    assert rep["communication_model_ideal_s"] <= rep["communication_model_placed_s"] <= 1.05 * rep["communication_model_ideal_s"]
+    assert all(s["bound"]["kind"] == "gpu" for p in rep["phases"][1:] for s in p["iterations"][0]["steps"])
 
 
 def test_moe_job_on_rail_only_stages_cross_rail_bytes_on_the_forwarding_gpus(routed):

@@ -133,6 +133,14 @@ def link_counters() -> dict[str, tuple[int, int]]:
         return {name: stats for _idx, _flags, name, _oper, stats in dump_links_stats(s) if stats is not None}
 
 
+def nft_counters(table: str) -> dict[str, int]:
+    """{counter name: bytes} of the nftables inet table ``table`` in the current thread's
+    namespace from one netlink dump (what ``nft -j list counters table inet T`` reads)."""
+    from .nfnetlink import counters
+
+    return counters(table)
+
+
 def call_many(jobs: list[tuple[str, Callable[[], T]]], workers: int) -> list[T | BaseException]:
     """Run each (namespace, fn) on a few long-lived threads that setns into the
     job's namespace before it and back to the root namespace after it: one
