@@ -104,3 +104,24 @@ def test_switch_link_counters_place_every_inter_leaf_byte(routed_shared, tmp_pat
     assert rep["model_placed_s"] == pytest.approx(sum(s["model_placed_s"] for s in rep["steps"]), abs=1e-3)
     assert rep["network_s"] == pytest.approx(sum(s["measured_s"] for s in rep["steps"]), abs=1e-3)
     assert rep["overhead_s"] > 0 and rep["host_cpu"]["windows"] == len(rep["steps"])
+
+
+def test_busy_loops_pinning_every_cpu_make_the_verdict_inconclusive_exit_3(routed_shared, tmp_path):
+    """A real saturated host (not a sampled fake): one busy loop per CPU, killed by PID."""
+    import os
+    import sys
+    import time
+
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    out = tmp_path / "t.json"
+    try:
+        time.sleep(1)
+        rc = main(["lab", "traffic", str(routed_shared.outdir), "--pattern", "all-to-all", "--bytes", "2000000",
+                   "--json", str(out), "-q"])
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    rep = json.loads(out.read_text())
+    assert rc == 3 and rep["verdict"] == "inconclusive" and rep["host_cpu"]["saturated"], rep["verdict"]
+    assert rep["network_s"] > 0 and rep["model_placed_s"] > 0  # the figures are kept beside the verdict
