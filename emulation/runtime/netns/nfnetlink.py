@@ -9,6 +9,7 @@ Checked against ``nft -j list counters`` by tests/netns/test_nfnetlink.py.
 
 from __future__ import annotations
 
+import errno
 import socket
 import struct
 
@@ -61,10 +62,10 @@ def parse(chunks, table: str) -> tuple[dict[str, int], bool]:
                 raise OSError(err, f"nftables counter dump of table {table} failed")
             if typ == (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ:
                 got = dict(_attrs(data, off + 20, off + ln))  # past nlmsghdr (16) and nfgenmsg (4)
-                if got.get(NFTA_OBJ_TABLE, b"").rstrip(b"\0").decode() == table and NFTA_OBJ_DATA in got:
+                if got.get(NFTA_OBJ_TABLE, b"").rstrip(b"\0") == table.encode() and NFTA_OBJ_DATA in got:
                     counter = dict(_attrs(got[NFTA_OBJ_DATA], 0, len(got[NFTA_OBJ_DATA])))
-                    if NFTA_COUNTER_BYTES in counter:
-                        name = got.get(NFTA_OBJ_NAME, b"").rstrip(b"\0").decode()
+                    if len(counter.get(NFTA_COUNTER_BYTES, b"")) >= 8:
+                        name = got.get(NFTA_OBJ_NAME, b"").rstrip(b"\0").decode(errors="replace")
                         out[name] = struct.unpack(">Q", counter[NFTA_COUNTER_BYTES][:8])[0]
             off += (ln + 3) & ~3
     return out, False
@@ -81,7 +82,7 @@ def counters(table: str) -> dict[str, int]:
             try:
                 part, done = parse([s.recv(1 << 16)], table)
             except OSError as exc:
-                if exc.errno == 2:  # ENOENT: no such table
+                if exc.errno == errno.ENOENT:  # no such table
                     return {}
                 raise
             out.update(part)
