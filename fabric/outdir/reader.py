@@ -170,8 +170,11 @@ EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
 }
 
 
+LINK_HINT = "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
+
+
 def _refuse_link_hint() -> str:
-    return "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
+    return LINK_HINT
 
 
 class OutdirReader:

@@ -29,20 +29,19 @@ from collections.abc import Callable, Iterator
 from ..input import limits
 from ..input.jsonsource import UntrustedFile
 from ..input.yamlsource import file_kind, read_at_most
-from .reader import OutdirReader
+from .reader import LINK_HINT, OutdirReader
 
 MAX_DEPTH = 32  # the compiler writes four levels (lab/configs/<switch>/<file>)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _NAME = operator.attrgetter("name")
 _RECOMPILE = "recompile the design"
-_LINK_HINT = "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
 
 
 def refuse_kind(where: str, mode: int, wanted: str = "a regular file") -> UntrustedFile:
     """The reader's refusal of an entry that is not `wanted` ("a regular file", "a directory")."""
     if stat.S_ISLNK(mode):
-        return UntrustedFile(where, "is a symbolic link; refused, not followed", _LINK_HINT)
+        return UntrustedFile(where, "is a symbolic link; refused, not followed", LINK_HINT)
     return UntrustedFile(where, f"is {file_kind(mode)}, not {wanted}", _RECOMPILE)
 
 
