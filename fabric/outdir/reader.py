@@ -546,15 +546,33 @@ def check_fabric(fab: Fabric, file: str) -> list[Problem]:
             bad(f"nodes[{i}].name", f"node name {short(repr(n.name))} is not a plain name (lowercase letters, digits, '-')")
         if len(out) >= 50:
             return out
+    def bad_address(path: str, message: str) -> None:
+        out.append(Problem(path, message, "recompile the design; railonly writes this file", None, file))
+
+    roles = {n.name: n.role for n in fab.nodes}
     for i, lk in enumerate(fab.links):
         for end, e in (("a", lk.a), ("b", lk.b)):
             if not PORT_NAME.fullmatch(e.port):
                 bad(f"links[{i}].{end}.port", f"port {short(repr(e.port))} is not an interface name (letters and digits, at most 15, or an EOS breakout port such as Ethernet1/5)")
             if not NODE_NAME.fullmatch(e.node):
                 bad(f"links[{i}].{end}.node", f"node {short(repr(e.node))} is not a plain name")
+            if e.ip is not None and not _is_interface(e.ip):
+                bad_address(f"links[{i}].{end}.ip", f"address {short(repr(e.ip))} is not an address with its prefix"
+                            " length (such as 10.0.0.2/29)")
+        gpu_end = next((end for end, e in (("a", lk.a), ("b", lk.b)) if roles.get(e.node) == "gpu"), None)
+        if lk.kind == "rail" and gpu_end and getattr(lk, gpu_end).ip is None:
+            bad_address(f"links[{i}].{gpu_end}.ip", f"GPU {short(repr(getattr(lk, gpu_end).node))} has no address on"
+                        " its rail NIC; every check and flow of the lab starts from it")
         if len(out) >= 50:
             break
     return out
+
+
+def _is_interface(value: object) -> bool:
+    try:
+        return isinstance(value, str) and bool(ipaddress.ip_interface(value))
+    except ValueError:
+        return False
 
 
 def _hostname_problem(value: object, file: str, line: int | None, path: str = "") -> list[Problem]:

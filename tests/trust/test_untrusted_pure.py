@@ -234,6 +234,22 @@ def test_a_node_name_that_is_a_path_is_refused(copy, capsys):
     assert rc == 2 and "../../etc" in err and f.name in err
 
 
+@pytest.mark.parametrize("ip, says", [
+    (None, "has no address on its rail NIC"),
+    ("10.0.0.999/29", "is not an address with its prefix length"),
+    (7, "is not a string"),  # fabric_json.parse already
+])
+def test_a_gpu_rail_address_that_is_missing_or_no_address_is_refused(copy, capsys, ip, says):
+    f = copy / "fabric.json"
+    doc = json.loads(f.read_text())
+    i = next(i for i, lk in enumerate(doc["links"]) if lk["kind"] == "rail")
+    end = "a" if doc["links"][i]["a"]["node"].startswith("hb") else "b"
+    doc["links"][i][end]["ip"] = ip
+    f.write_text(json.dumps(doc))
+    rc, err = dry_run(copy, capsys)
+    assert rc == 2 and f"links[{i}].{end}.ip" in err and says in err, err
+
+
 # --- faults.json ---------------------------------------------------------------------
 
 
