@@ -162,10 +162,11 @@ class Lab:
         try:
             return self.nodes[name]
         except KeyError:
-            near = sorted(n for n in self.nodes if n.startswith(str(name).split("-")[0]))[:5]
+            prefixed = sorted(n for n in self.nodes if n.endswith(f"-{name}"))[:3]  # a switch without its site
+            near = prefixed or sorted(n for n in self.nodes if n.startswith(str(name).split("-")[0]))[:5]
+            hint = ("switch names carry the site prefix: " if prefixed else "e.g. ") + ", ".join(near) + "; " if near else ""
             raise LabError(str(self.topology_file), f"no node {name!r} in lab {self.name}",
-                           (f"e.g. {', '.join(near)}; " if near else "")
-                           + f"every node is listed by: railonly lab status {self.outdir}") from None
+                           hint + f"every node is listed by: railonly lab status {self.outdir}") from None
 
     def netns(self, node: str) -> str:
         return self.node(node).netns

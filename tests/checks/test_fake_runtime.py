@@ -231,3 +231,7 @@ def test_unknown_node_names_a_fix(routed):
         routed.node("hb0-gpuX")
     text = exc.value.problems[0].format()
     assert "no node 'hb0-gpuX'" in text and "hb0-gpu0" in text and "railonly lab status" in text
+    with pytest.raises(LabError) as exc:
+        routed.node("rail0-leaf0")  # the switch without its site prefix
+    text = exc.value.problems[0].format()
+    assert f"switch names carry the site prefix: {routed.name}-rail0-leaf0" in text
