@@ -37,6 +37,13 @@ def test_every_command_takes_quiet_verbose_and_no_color():
         assert {"-q", "--quiet", "-v", "--verbose", "--no-color"} <= flags, path
 
 
+def test_a_lab_is_named_by_the_same_flag_in_deploy_and_destroy():
+    parser = cli.build_parser()
+    for flag in ("--lab-name", "--lab"):
+        assert parser.parse_args(["lab", "destroy", flag, "x1"]).lab == "x1"
+    assert parser.parse_args(["lab", "deploy", "out", "--lab-name", "x1"]).lab_name == "x1"
+
+
 def test_output_options_work_before_and_after_the_command(capsys):
     assert cli.main(["-q", "bom", MINI]) == 0 and console.settings.quiet
     assert cli.main(["bom", MINI, "-vv", "--no-color"]) == 0

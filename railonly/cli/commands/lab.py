@@ -120,8 +120,9 @@ def format_deploy(lab, res) -> str:
 
 
 def destroy_args(p) -> None:
-    p.add_argument("--lab", metavar="NAME", help="the lab to destroy, by name (no OUTDIR needed: its identity is"
-                   " recorded under /run/railonly/NAME)")
+    p.add_argument("--lab", "--lab-name", dest="lab", metavar="NAME",
+                   help="the lab to destroy, by name (no OUTDIR needed: its identity is recorded under"
+                   " /run/railonly/NAME); --lab-name as deploy spells it")
 
 
 def destroy(args) -> int:
