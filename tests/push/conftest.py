@@ -58,6 +58,8 @@ def settle_sessions(namespaces: list[str], timeout: float = 5.0) -> None:
 
 
 def _is_session(cmdline: tuple[str, ...]) -> bool:
+    if not cmdline:  # a process on its way out (its cmdline is gone first): a session ending
+        return True
     text = " ".join(cmdline)
     # "sshd: ... [listener] ..." is the recorded daemon itself (sshd retitles itself)
     if "[listener]" in text:

@@ -39,10 +39,13 @@ def deploy_ok(capsys, out, *extra) -> None:
 
 def lab_daemons(name: str) -> list[int]:
     """The lab's long-lived processes: those in its namespaces whose parent is not one of them
-    (an sshd's per-connection child, e.g. from a readiness probe, comes and goes on its own)."""
+    (an sshd's per-connection child, e.g. from a readiness probe, comes and goes on its own),
+    leaving out a process on its way out (no cmdline or parent left to read)."""
     nss = [n for n in setns.list_netns() if n.startswith(f"clab-{name}-")]
     procs = {p.pid: p for p in pids.in_netns({setns.inode(n) for n in nss} - {None})}
-    return [pid for pid in procs if _parent(pid) not in procs]
+    parents = {pid: _parent(pid) for pid in procs}
+    return [pid for pid, p in procs.items()
+            if p.cmdline and p.state != "Z" and parents[pid] is not None and parents[pid] not in procs]
 
 
 def _parent(pid: int) -> int | None:
