@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .yang_memo import YangMemo
+from .yang_reach import load_reach
 from .yang_tables import ListSchema, TableSchema, load_table_map
 
 # The models ship inside the package (data/sonic-yang, with their SOURCES.md);
@@ -82,6 +84,12 @@ def _models(yang_dir: Path = YANG_DIR) -> _Models:
     # Tables without lists or containers are event schemas, not ConfigDB tables.
     tables = {n: t for n, t in tables.items() if t.lists or t.containers}
     return _Models(ctx, tables, threading.Lock())
+
+
+@lru_cache(maxsize=4)
+def _memo(yang_dir: Path = YANG_DIR) -> YangMemo:
+    """The table keys that passed in this process (forked workers start from the parent's)."""
+    return YangMemo(load_reach(yang_dir), _models(yang_dir).tables)
 
 
 def load_models() -> float:
@@ -339,16 +347,39 @@ def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
     return out or [Problem(None, None, None, f"libyang rejected the document: {fallback}")]
 
 
-def validate_config_db(doc: dict) -> list[Problem]:
-    """All problems of one ConfigDB document; [] means it passes the models."""
+def _passes_by_memo(doc: dict, models: _Models) -> bool:
+    """True when the tables judged before (:mod:`yang_memo`) and libyang's verdict on
+    the rest pass the document; False: judge it whole (a new shape, or a problem)."""
+    memo = _memo()
+    keys = memo.keys(doc)
+    if keys is None:
+        return False
+    rest = memo.residual(doc, keys)
+    if rest:
+        yang, problems = to_yang_json(rest)
+        if problems or (yang and _libyang_errors(_DUMP(_plain(yang)), models) is not None):
+            return False
+    memo.remember(keys)
+    return True
+
+
+def validate_config_db(doc: dict, memo: bool = True) -> list[Problem]:
+    """All problems of one ConfigDB document; [] means it passes the models.
+    `memo=False` judges the whole document even where the memo knows its tables."""
     try:
         models = _models()
     except Exception as exc:
         return [Problem(None, None, None, f"could not load SONiC YANG models from {YANG_DIR}: {exc}")]
     try:
+        if memo and isinstance(doc, dict) and _passes_by_memo(doc, models):
+            return []
         yang, problems = to_yang_json(doc)
         if yang:
             problems += _libyang_problems(yang, models)
+        if memo and not problems and isinstance(doc, dict):
+            keys = _memo().keys(doc)
+            if keys is not None:
+                _memo().remember(keys)
         return problems
     except Exception as exc:  # the caller gets data, never a crash from the binding
         return [Problem(None, None, None, f"internal validator error: {type(exc).__name__}: {exc}")]

@@ -1,0 +1,148 @@
+"""Judge many ConfigDB documents of one fabric, paying libyang only for what is new.
+
+The switches of a fabric repeat each other: the QUEUE, PFC_WD, PORT_QOS_MAP and
+buffer tables of two leaves are byte for byte the same, while INTERFACE, PORT
+descriptions and DEVICE_METADATA differ. libyang's verdict on a table depends only
+on the table's own data and on what its constraints read (:mod:`yang_reach`). So a
+table is keyed by its data plus the parts of other tables its constraints name, and
+a key that passed libyang once passes again: its data and everything it can read
+are the same.
+
+For a document, the tables whose keys were judged before are left out; the rest,
+with every table they read (and what those read, to a fixed point), go to libyang
+as one document. It passes: the whole document passes, and its keys are
+remembered. It fails: the whole document is judged again as it is, so the problems
+reported are exactly the full pass's. The first document of each shape is always
+judged whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from json import encoder
+from typing import Any, Callable
+
+from .yang_reach import Reach, TableReach
+from .yang_tables import TableSchema
+
+# Keys remembered per process (a fabric has a few dozen shapes per table; this only
+# bounds a hostile OUTDIR of all-different documents).
+MAX_KEYS = 200_000
+
+
+def _make_dump() -> Callable[[Any], str]:
+    """The C JSON encoder, input order kept (a key is the data as read; a reordered
+    table is a new key, never a wrong hit)."""
+    if encoder.c_make_encoder is None:
+        import json
+
+        return json.JSONEncoder().encode
+    enc = encoder.c_make_encoder(None, lambda o: repr(o), encoder.encode_basestring_ascii, None,
+                                 ":", ",", False, False, True)
+    return lambda v: "".join(enc(v, 0))
+
+
+_DUMP = _make_dump()
+
+
+class YangMemo:
+    """Table keys that passed libyang in this process, for one set of models."""
+
+    def __init__(self, reach: dict[str, TableReach], tables: dict[str, TableSchema]):
+        self.reach = reach
+        self.tables = tables
+        self.passed: set[bytes] = set()
+        self._module_tables: dict[str, list[str]] = {}
+        for name, tr in reach.items():
+            self._module_tables.setdefault(tr.module, []).append(name)
+
+    # -- keys ---------------------------------------------------------------
+
+    def _reach_of(self, table: str, entries: Any) -> Reach | None:
+        """What `table`'s present members read; None: unknown (no memo for it)."""
+        tr = self.reach.get(table)
+        schema = self.tables.get(table)
+        if tr is None or schema is None or not isinstance(entries, dict):
+            return None
+        reach = tr.containers
+        if tr.lists:
+            if not all(type(k) is str for k in entries):
+                return None
+            parts = {k.count("|") + 1 for k in entries if k not in schema.containers}
+            for n in parts:
+                lst = schema.list_for(n)
+                if lst is None:
+                    return None  # translation reports it; judge the document whole
+                reach = reach | tr.lists.get(lst.name, Reach(everything=True))
+        return None if reach.everything else reach
+
+    def _projection(self, doc: dict, table: str, names: frozenset[str], fields_of: dict[str, frozenset]) -> str:
+        """The entries of `table` in the lists `names` names, each cut to its key and the named fields."""
+        entries = doc.get(table)
+        if entries is None:
+            return "-"
+        if not isinstance(entries, dict) or not all(type(v) is dict for v in entries.values()):
+            return _DUMP(entries)
+        schema = self.tables.get(table)
+        tr = self.reach.get(table)
+        lists = tuple(tr.lists) if tr else ()
+        named = {n for n in lists if n in names}
+        keys: Any = entries
+        if schema is not None and named and len(named) < len(lists):
+            keep = set()
+            for key in entries:
+                lst = None if key in schema.containers else schema.list_for(key.count("|") + 1)
+                if lst is None or lst.name in named:
+                    keep.add(key)
+            keys = [k for k in entries if k in keep]
+        if table not in fields_of:
+            fields_of[table] = frozenset().union(*entries.values())
+        kept = fields_of[table] & names
+        if not kept:
+            return _DUMP(list(keys))
+        return _DUMP([(k, {f: v for f, v in entries[k].items() if f in kept}) for k in keys])
+
+    def keys(self, doc: dict) -> dict[str, bytes] | None:
+        """Table -> key, for every table of the document and every absent table of a
+        module it has data in (their containers' defaults are judged too). None: some
+        table reads what cannot be keyed; the document is judged whole."""
+        present_modules = {self.reach[t].module for t in doc if t in self.reach}
+        names = list(doc)
+        for module in sorted(present_modules):
+            names += [t for t in self._module_tables[module] if t not in doc]
+        out: dict[str, bytes] = {}
+        fields_of: dict[str, frozenset] = {}
+        for table in names:
+            entries = doc.get(table, {})
+            reach = self._reach_of(table, entries)
+            if reach is None:
+                return None
+            h = hashlib.blake2b(table.encode(), digest_size=20)
+            h.update(b"\0" + _DUMP(entries).encode())
+            for other in sorted(reach.tables):
+                h.update(b"\0" + other.encode() + b"\0" + self._projection(doc, other, reach.names, fields_of).encode())
+            out[table] = h.digest()
+        return out
+
+    # -- what libyang must see ----------------------------------------------
+
+    def residual(self, doc: dict, keys: dict[str, bytes]) -> dict:
+        """The part of `doc` libyang must judge: the tables with new keys, every
+        present table of their modules' absent-table defaults, and what they read."""
+        todo = [t for t, k in keys.items() if k not in self.passed]
+        include: set[str] = set()
+        while todo:
+            table = todo.pop()
+            if table in include:
+                continue
+            include.add(table)
+            if table not in doc:  # an absent table's defaults: its module must be there
+                todo += [t for t in self._module_tables[self.reach[table].module] if t in doc]
+            reach = self._reach_of(table, doc.get(table, {}))
+            todo += [t for t in (reach.tables if reach else ()) if t not in include]
+        return {t: doc[t] for t in doc if t in include}
+
+    def remember(self, keys: dict[str, bytes]) -> None:
+        if len(self.passed) + len(keys) > MAX_KEYS:
+            self.passed.clear()
+        self.passed.update(keys.values())

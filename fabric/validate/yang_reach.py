@@ -1,0 +1,153 @@
+"""What each ConfigDB table's YANG constraints can read: the basis of the YANG memo.
+
+libyang's verdict on a table's nodes depends on the table's own data and on the data
+its constraints name: `must` and `when` expressions and leafref `path`s, in the table's
+lists and containers, with groupings (`uses`) and typedefs (`type`) expanded. This
+reads those expressions from the .yang text (the minimal statement reader of
+:mod:`yang_tables`) and keeps, per table member (a list or a container), the other
+tables named and every identifier named (a superset of the leaves read). Anything
+that can read data without naming it (a `*` or `//` step, `deref()`, an
+instance-identifier) makes the member read everything.
+
+Names are matched without their prefixes, across all modules: a grouping or typedef
+of the same name in another module is expanded too. That can only add reads, never
+lose one, so a memo keyed on these reads stays sound.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .yang_tables import Stmt, parse_yang
+
+_IDENT = re.compile(r"[A-Za-z_][\w.\-]*")
+# A node test that names nothing: `*` as a step (not multiplication), `//`, deref().
+_READS_ANYTHING = re.compile(r"(?:^|[/\[(,])\s*\*|//|\bderef\s*\(")
+_EXPRESSIONS = ("must", "when", "path")
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What the constraints of one table member can read outside the member's own table."""
+
+    tables: frozenset[str] = frozenset()  # other tables named
+    names: frozenset[str] = frozenset()  # identifiers named (leaf names among them)
+    everything: bool = False
+
+    def __or__(self, other: "Reach") -> "Reach":
+        return Reach(self.tables | other.tables, self.names | other.names, self.everything or other.everything)
+
+
+@dataclass(frozen=True)
+class TableReach:
+    table: str
+    module: str  # "module:top" as yang_tables names it
+    lists: dict[str, Reach]  # list name -> reach (read only when the list has entries)
+    containers: Reach  # container members and statements outside any member: always read
+
+
+class _Defs:
+    """Groupings and typedefs of every module, by local name."""
+
+    def __init__(self, roots: list[Stmt]):
+        self.groupings: dict[str, list[Stmt]] = {}
+        self.typedefs: dict[str, list[Stmt]] = {}
+        for root in roots:
+            for stmt in _walk(root):
+                if stmt.keyword == "grouping" and stmt.arg:
+                    self.groupings.setdefault(stmt.arg, []).append(stmt)
+                elif stmt.keyword == "typedef" and stmt.arg:
+                    self.typedefs.setdefault(stmt.arg, []).append(stmt)
+
+
+def _walk(stmt: Stmt):
+    yield stmt
+    for sub in stmt.subs:
+        yield from _walk(sub)
+
+
+def _expressions(stmt: Stmt, defs: _Defs, seen: set[int]) -> tuple[list[str], bool]:
+    """Every XPath text below `stmt` (uses and typedefs expanded), and whether an
+    instance-identifier lets it point anywhere."""
+    texts: list[str] = []
+    anywhere = False
+    for sub in _walk(stmt):
+        if sub.keyword in _EXPRESSIONS and sub.arg:
+            texts.append(sub.arg)
+        elif sub.keyword == "type" and sub.arg:
+            local = sub.arg.split(":")[-1]
+            if local == "instance-identifier":
+                anywhere = True
+            for td in defs.typedefs.get(local, ()):
+                if id(td) not in seen:
+                    seen.add(id(td))
+                    more, any_more = _expressions(td, defs, seen)
+                    texts += more
+                    anywhere |= any_more
+        elif sub.keyword == "uses" and sub.arg:
+            for grouping in defs.groupings.get(sub.arg.split(":")[-1], ()):
+                if id(grouping) not in seen:
+                    seen.add(id(grouping))
+                    more, any_more = _expressions(grouping, defs, seen)
+                    texts += more
+                    anywhere |= any_more
+    return texts, anywhere
+
+
+def _reach(stmts: list[Stmt], table: str, all_tables: frozenset[str], defs: _Defs) -> Reach:
+    texts: list[str] = []
+    anywhere = False
+    for stmt in stmts:
+        more, any_more = _expressions(stmt, defs, set())
+        texts += more
+        anywhere |= any_more
+    names: set[str] = set()
+    for text in texts:
+        if _READS_ANYTHING.search(text):
+            anywhere = True
+        names.update(_IDENT.findall(text))
+    return Reach(frozenset(names & all_tables - {table}), frozenset(names), anywhere)
+
+
+def _members(table: Stmt, defs: _Defs) -> list[Stmt]:
+    """The table's children as data: local `uses` expanded, choice/case flattened."""
+    out: list[Stmt] = []
+    for sub in table.subs:
+        if sub.keyword == "uses" and sub.arg:
+            for grouping in defs.groupings.get(sub.arg.split(":")[-1], ()):
+                out += _members(grouping, defs)
+        elif sub.keyword in ("choice", "case"):
+            out += _members(sub, defs)
+        else:
+            out.append(sub)
+    return out
+
+
+@lru_cache(maxsize=4)
+def load_reach(yang_dir: Path) -> dict[str, TableReach]:
+    """Table name -> what its members' constraints read, over every module in yang_dir."""
+    roots = [parse_yang(p.read_text(encoding="utf-8")) for p in sorted(yang_dir.glob("*.yang"))]
+    defs = _Defs(roots)
+    found: list[tuple[str, str, Stmt]] = []
+    for root in roots:
+        mod = root.first("module")
+        if mod is None:
+            continue
+        for top in mod.all("container"):
+            for tab in _members(top, defs):
+                if tab.keyword == "container" and tab.arg:
+                    found.append((tab.arg, f"{mod.arg}:{top.arg}", tab))
+    all_tables = frozenset(name for name, _m, _t in found)
+    out: dict[str, TableReach] = {}
+    for name, module, tab in found:
+        if name in out:  # a table defined twice: nothing can be assumed about it
+            out[name] = TableReach(name, module, {}, Reach(everything=True))
+            continue
+        members = _members(tab, defs)
+        lists = {m.arg: _reach([m], name, all_tables, defs) for m in members if m.keyword == "list" and m.arg}
+        rest = [m for m in members if not (m.keyword == "list" and m.arg)]
+        out[name] = TableReach(name, module, lists, _reach(rest, name, all_tables, defs))
+    return out

@@ -1,0 +1,128 @@
+"""The YANG memo: what each table reads, and that a remembered table never hides a problem.
+
+Every edit below changes one table of a document whose other tables the memo has
+already seen pass; the memo's verdict must equal libyang's on the whole document.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from railonly.fabric.validate import sonic_yang
+from railonly.fabric.validate.sonic_yang import validate_config_db
+from railonly.fabric.validate.yang_memo import YangMemo
+from railonly.fabric.validate.yang_reach import load_reach
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def routed() -> dict:
+    return json.loads((FIXTURES / "leaf_routed.json").read_text())
+
+
+def test_reach_is_read_from_the_models():
+    reach = load_reach(sonic_yang.YANG_DIR)
+    queue = reach["QUEUE"].lists["QUEUE_LIST"]
+    assert {"PORT", "DEVICE_METADATA", "SCHEDULER", "WRED_PROFILE"} <= queue.tables
+    assert "switch_type" in queue.names and not queue.everything
+    # VLAN_MEMBER's must reads INTERFACE_LIST: a port can't be both
+    assert "INTERFACE" in reach["VLAN_MEMBER"].lists["VLAN_MEMBER_LIST"].tables
+    assert reach["INTERFACE"].lists["INTERFACE_IPPREFIX_LIST"].tables == {"PORT"}
+    # sonic-bgp-common's grouping (uses bgpcmn:sonic-bgp-cmn-neigh) is expanded: local_addr's leafrefs
+    assert {"PORT", "PORTCHANNEL", "LOOPBACK_INTERFACE"} <= reach["BGP_NEIGHBOR"].lists["BGP_NEIGHBOR_LIST"].tables
+
+
+def _models(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "t.yang").write_text(
+        "module t { namespace urn:t; prefix t;\n"
+        "  typedef portref { type leafref { path /t:t/t:PORT/t:PORT_LIST/t:name; } }\n"
+        "  container t {\n"
+        "    container PORT { list PORT_LIST { key name; leaf name { type string; } } }\n"
+        f"    container OTHER {{ list OTHER_LIST {{ key name; leaf name {{ type string; }} {body} }} }}\n"
+        "  }\n}\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("body, tables, everything", [
+    ("leaf p { type portref; }", {"PORT"}, False),  # a typedef's leafref is expanded
+    ('leaf x { type string; must "../name != \'a\'"; }', set(), False),
+    ('leaf x { type string; must "count(../../*) > 0"; }', set(), True),  # a `*` step reads anything
+    ('leaf x { type string; must "//name"; }', set(), True),
+    ('leaf x { type string; must "(../a * 3) > 1"; }', set(), False),  # multiplication is not a step
+    ("leaf x { type instance-identifier; }", set(), True),
+])
+def test_reach_of_synthetic_models(tmp_path, body, tables, everything):
+    reach = load_reach(_models(tmp_path, body))["OTHER"].lists["OTHER_LIST"]
+    assert set(reach.tables) == tables and reach.everything is everything
+
+
+def _edits():
+    def drop_port_queue_uses(d):  # QUEUE unchanged, the port it names is gone
+        del d["PORT"]["Ethernet0"]
+
+    def switch_type_voq(d):  # QUEUE's `when` reads DEVICE_METADATA
+        d["DEVICE_METADATA"]["localhost"]["switch_type"] = "voq"
+
+    def vlan_port_routed(d):  # VLAN_MEMBER unchanged; its must reads INTERFACE_LIST
+        member = next(iter(d["VLAN_MEMBER"])).split("|")[1]
+        d["INTERFACE"][member] = {}
+
+    def long_description(d):
+        d["PORT"]["Ethernet0"]["description"] = "x" * 256
+
+    def scheduler_gone(d):  # QUEUE and PORT_QOS_MAP name it
+        d["SCHEDULER"].pop(next(iter(d["SCHEDULER"])))
+
+    def hostname_changed(d):  # a passing change: the memo may skip the rest
+        d["DEVICE_METADATA"]["localhost"]["hostname"] = "rail0-leaf9"
+
+    return [drop_port_queue_uses, switch_type_voq, vlan_port_routed, long_description, scheduler_gone,
+            hostname_changed]
+
+
+@pytest.mark.parametrize("edit", _edits(), ids=lambda f: f.__name__)
+def test_memo_verdict_equals_the_whole_documents(routed, edit):
+    assert validate_config_db(routed) == []  # the memo has seen every table of it pass
+    doc = copy.deepcopy(routed)
+    edit(doc)
+    whole = validate_config_db(doc, memo=False)
+    assert validate_config_db(doc) == whole
+    assert bool(whole) is (edit.__name__ != "hostname_changed")
+
+
+def test_a_known_document_skips_libyang(routed, monkeypatch):
+    assert validate_config_db(routed) == []
+    calls = []
+    real = sonic_yang._libyang_errors
+    monkeypatch.setattr(sonic_yang, "_libyang_errors", lambda *a: calls.append(1) or real(*a))
+    assert validate_config_db(copy.deepcopy(routed)) == []
+    assert calls == []
+    doc = copy.deepcopy(routed)
+    doc["DEVICE_METADATA"]["localhost"]["hostname"] = "rail0-leaf7"
+    assert validate_config_db(doc) == [] and len(calls) == 1  # only what changed, and what it reads
+
+
+def test_residual_holds_what_new_tables_read(routed):
+    reach = load_reach(sonic_yang.YANG_DIR)
+    memo = YangMemo(reach, sonic_yang._models().tables)
+    keys = memo.keys(routed)
+    assert memo.residual(routed, keys) == routed  # nothing known: the whole document
+    memo.remember(keys)
+    doc = copy.deepcopy(routed)
+    doc["INTERFACE"]["Ethernet0|10.99.0.0/31"] = {}
+    rest = memo.residual(doc, memo.keys(doc))
+    assert "INTERFACE" in rest and "PORT" in rest  # INTERFACE's leafref reads PORT
+    assert "QUEUE" not in rest and "PFC_WD" not in rest
+
+
+def test_unknown_tables_are_judged_whole(routed):
+    doc = copy.deepcopy(routed)
+    doc["NO_SUCH_TABLE"] = {"x": {}}
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    assert memo.keys(doc) is None
+    assert validate_config_db(doc) == validate_config_db(doc, memo=False) != []
