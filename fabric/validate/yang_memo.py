@@ -45,6 +45,12 @@ def _make_dump() -> Callable[[Any], str]:
 _DUMP = _make_dump()
 
 
+def _fits(value: Any, bounds: tuple[int, int]) -> bool:
+    """A value libyang takes for a plain string of this length (printable ASCII: nothing to
+    argue about in what libyang accepts)."""
+    return type(value) is str and bounds[0] <= len(value) <= bounds[1] and value.isascii() and value.isprintable()
+
+
 class YangMemo:
     """Table keys that passed libyang in this process, for one set of models."""
 
@@ -53,8 +59,17 @@ class YangMemo:
         self.tables = tables
         self.passed: set[bytes] = set()
         self._module_tables: dict[str, list[str]] = {}
+        read_by: dict[str, set[str]] = {}  # table -> every name that constraints reading it name
         for name, tr in reach.items():
             self._module_tables.setdefault(tr.module, []).append(name)
+            for r in (tr.containers, *tr.lists.values()):
+                for other in (name, *r.tables):
+                    read_by.setdefault(other, set()).update(r.names)
+        # Leaves no constraint reads and whose type is a plain string: a key holds
+        # "fits" in place of a value that fits, so two switches differing only there
+        # share it (their values are judged here, by length, in `_fits`).
+        self.free = {t: {f: b for f, b in (tr.strings or {}).items() if f not in read_by.get(t, ())}
+                     for t, tr in reach.items()}
 
     # -- keys ---------------------------------------------------------------
 
@@ -102,6 +117,19 @@ class YangMemo:
             return _DUMP(list(keys))
         return _DUMP([(k, {f: v for f, v in entries[k].items() if f in kept}) for k in keys])
 
+    def _canonical(self, table: str, entries: Any) -> Any:
+        """The table as keyed: each free leaf's value as 0 when it fits its type, else
+        as [value] (never equal to 0), so a key never hides a value that does not fit."""
+        free = self.free.get(table)
+        if not free or type(entries) is not dict:
+            return entries
+        out = {}
+        for key, fields in entries.items():
+            if type(fields) is dict and not free.keys().isdisjoint(fields):
+                fields = {f: (v if f not in free else 0 if _fits(v, free[f]) else [v]) for f, v in fields.items()}
+            out[key] = fields
+        return out
+
     def keys(self, doc: dict) -> dict[str, bytes] | None:
         """Table -> key, for every table of the document and every absent table of a
         module it has data in (their containers' defaults are judged too). None: some
@@ -118,7 +146,7 @@ class YangMemo:
             if reach is None:
                 return None
             h = hashlib.blake2b(table.encode(), digest_size=20)
-            h.update(b"\0" + _DUMP(entries).encode())
+            h.update(b"\0" + _DUMP(self._canonical(table, entries)).encode())
             for other in sorted(reach.tables):
                 h.update(b"\0" + other.encode() + b"\0" + self._projection(doc, other, reach.names, fields_of).encode())
             out[table] = h.digest()
@@ -127,20 +155,37 @@ class YangMemo:
     # -- what libyang must see ----------------------------------------------
 
     def residual(self, doc: dict, keys: dict[str, bytes]) -> dict:
-        """The part of `doc` libyang must judge: the tables with new keys, every
-        present table of their modules' absent-table defaults, and what they read."""
-        todo = [t for t, k in keys.items() if k not in self.passed]
-        include: set[str] = set()
+        """The part of `doc` libyang must judge: the tables with new keys, whole, and
+        what they read, cut to the leaves read and the ones an entry cannot go without
+        (a table judged before is there only as the context of the new ones)."""
+        whole: set[str] = set()
+        cut: dict[str, set[str]] = {}
+        todo: list[tuple[str, frozenset[str] | None]] = [(t, None) for t, k in keys.items() if k not in self.passed]
         while todo:
-            table = todo.pop()
-            if table in include:
-                continue
-            include.add(table)
+            table, names = todo.pop()
+            if names is None:
+                if table in whole:
+                    continue
+                whole.add(table)
+            else:
+                have = cut.get(table)
+                if table in whole or (have is not None and names <= have):
+                    continue
+                cut[table] = (have or set()) | names
             if table not in doc:  # an absent table's defaults: its module must be there
-                todo += [t for t in self._module_tables[self.reach[table].module] if t in doc]
-            reach = self._reach_of(table, doc.get(table, {}))
-            todo += [t for t in (reach.tables if reach else ()) if t not in include]
-        return {t: doc[t] for t in doc if t in include}
+                todo += [(t, frozenset()) for t in self._module_tables[self.reach[table].module] if t in doc]
+                continue
+            reach = self._reach_of(table, doc[table])
+            todo += [(t, reach.names) for t in (reach.tables if reach else ())]
+        out = {}
+        for table, entries in doc.items():
+            if table in whole:
+                out[table] = entries
+            elif table in cut:
+                keep = cut[table] | self.reach[table].required
+                out[table] = {k: ({f: v for f, v in e.items() if f in keep} if type(e) is dict else e)
+                              for k, e in entries.items()}
+        return out
 
     def remember(self, keys: dict[str, bytes]) -> None:
         if len(self.passed) + len(keys) > MAX_KEYS:

@@ -47,6 +47,11 @@ class TableReach:
     module: str  # "module:top" as yang_tables names it
     lists: dict[str, Reach]  # list name -> reach (read only when the list has entries)
     containers: Reach  # container members and statements outside any member: always read
+    # Leaves an entry cannot go without (keys, `mandatory true`), over all its lists
+    required: frozenset[str] = frozenset()
+    # Plain `type string` leaves (at most a `length`, no pattern, when, must or default)
+    # of the lists -> (min, max) length: their values are judged by length alone
+    strings: dict[str, tuple[int, int]] | None = None
 
 
 class _Defs:
@@ -112,6 +117,30 @@ def _reach(stmts: list[Stmt], table: str, all_tables: frozenset[str], defs: _Def
     return Reach(frozenset(names & all_tables - {table}), frozenset(names), anywhere)
 
 
+_LENGTH = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+|max)\s*$")
+_STRING_MAX = 2**32  # YANG's `max` for a string length (a bound no value reaches)
+
+
+def _plain_string(leaf: Stmt) -> tuple[int, int] | None:
+    """(min, max) length of a leaf whose only constraint is a builtin string's length."""
+    if any(s.keyword in ("when", "must", "default", "if-feature") for s in leaf.subs):
+        return None
+    types = leaf.all("type")
+    if len(types) != 1 or types[0].arg != "string":
+        return None
+    bounds = (0, _STRING_MAX)
+    for sub in types[0].subs:
+        m = _LENGTH.match(sub.arg or "") if sub.keyword == "length" else None
+        if m is None:
+            return None  # a pattern, several ranges, or anything else: libyang judges it
+        bounds = (int(m.group(1)), _STRING_MAX if m.group(2) == "max" else int(m.group(2)))
+    return bounds
+
+
+def _leaves(lst: Stmt, defs: _Defs) -> list[Stmt]:
+    return [m for m in _members(lst, defs) if m.keyword in ("leaf", "leaf-list")]
+
+
 def _members(table: Stmt, defs: _Defs) -> list[Stmt]:
     """The table's children as data: local `uses` expanded, choice/case flattened."""
     out: list[Stmt] = []
@@ -147,7 +176,25 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
             out[name] = TableReach(name, module, {}, Reach(everything=True))
             continue
         members = _members(tab, defs)
-        lists = {m.arg: _reach([m], name, all_tables, defs) for m in members if m.keyword == "list" and m.arg}
+        list_stmts = [m for m in members if m.keyword == "list" and m.arg]
+        lists = {m.arg: _reach([m], name, all_tables, defs) for m in list_stmts}
         rest = [m for m in members if not (m.keyword == "list" and m.arg)]
-        out[name] = TableReach(name, module, lists, _reach(rest, name, all_tables, defs))
+        required: set[str] = set()
+        strings: dict[str, tuple[int, int]] = {}
+        unplain: set[str] = set()
+        for lst in list_stmts:
+            key = lst.first("key")
+            keys = set((key.arg or "").split()) if key else set()
+            required |= keys
+            for leaf in _leaves(lst, defs):
+                if any(x.keyword == "mandatory" and x.arg == "true" for x in leaf.subs):
+                    required.add(leaf.arg)
+                bounds = _plain_string(leaf) if leaf.keyword == "leaf" and leaf.arg not in keys else None
+                if bounds is None or strings.get(leaf.arg, bounds) != bounds:
+                    unplain.add(leaf.arg)  # the same name typed otherwise in another list: not plain
+                else:
+                    strings[leaf.arg] = bounds
+        plain = {f: b for f, b in strings.items() if f not in unplain and f not in required}
+        out[name] = TableReach(name, module, lists, _reach(rest, name, all_tables, defs),
+                               frozenset(required), plain)
     return out

@@ -62,6 +62,7 @@ def test_reach_of_synthetic_models(tmp_path, body, tables, everything):
 
 
 def _edits():
+    """(edit, whether the edited document fails: None when only equality is asserted)."""
     def drop_port_queue_uses(d):  # QUEUE unchanged, the port it names is gone
         del d["PORT"]["Ethernet0"]
 
@@ -72,27 +73,46 @@ def _edits():
         member = next(iter(d["VLAN_MEMBER"])).split("|")[1]
         d["INTERFACE"][member] = {}
 
-    def long_description(d):
-        d["PORT"]["Ethernet0"]["description"] = "x" * 256
+    def interface_on_missing_port(d):  # PORT is only context (cut) for the new INTERFACE
+        d["INTERFACE"]["Ethernet999"] = {}
+        d["INTERFACE"]["Ethernet999|10.99.0.0/31"] = {}
 
     def scheduler_gone(d):  # QUEUE and PORT_QOS_MAP name it
         d["SCHEDULER"].pop(next(iter(d["SCHEDULER"])))
 
+    def long_description(d):  # a free leaf's value that does not fit: libyang judges it
+        d["PORT"]["Ethernet0"]["description"] = "x" * 256
+
+    def null_description(d):
+        d["PORT"]["Ethernet0"]["description"] = None
+
+    def unicode_description(d):
+        d["PORT"]["Ethernet0"]["description"] = "gpu-é"
+
+    def control_description(d):
+        d["PORT"]["Ethernet0"]["description"] = "gpu\x01"
+
+    def description_changed(d):  # fits: PORT's key is the one seen
+        d["PORT"]["Ethernet0"]["description"] = "another peer"
+
     def hostname_changed(d):  # a passing change: the memo may skip the rest
         d["DEVICE_METADATA"]["localhost"]["hostname"] = "rail0-leaf9"
 
-    return [drop_port_queue_uses, switch_type_voq, vlan_port_routed, long_description, scheduler_gone,
-            hostname_changed]
+    return [(drop_port_queue_uses, True), (switch_type_voq, True), (vlan_port_routed, True),
+            (interface_on_missing_port, True), (scheduler_gone, True), (long_description, True),
+            (null_description, True), (unicode_description, None), (control_description, None),
+            (description_changed, False), (hostname_changed, False)]
 
 
-@pytest.mark.parametrize("edit", _edits(), ids=lambda f: f.__name__)
-def test_memo_verdict_equals_the_whole_documents(routed, edit):
+@pytest.mark.parametrize("edit, fails", _edits(), ids=lambda e: getattr(e, "__name__", str(e)))
+def test_memo_verdict_equals_the_whole_documents(routed, edit, fails):
     assert validate_config_db(routed) == []  # the memo has seen every table of it pass
     doc = copy.deepcopy(routed)
     edit(doc)
     whole = validate_config_db(doc, memo=False)
     assert validate_config_db(doc) == whole
-    assert bool(whole) is (edit.__name__ != "hostname_changed")
+    if fails is not None:
+        assert bool(whole) is fails
 
 
 def test_a_known_document_skips_libyang(routed, monkeypatch):
@@ -118,6 +138,12 @@ def test_residual_holds_what_new_tables_read(routed):
     rest = memo.residual(doc, memo.keys(doc))
     assert "INTERFACE" in rest and "PORT" in rest  # INTERFACE's leafref reads PORT
     assert "QUEUE" not in rest and "PFC_WD" not in rest
+    # PORT is there as INTERFACE's context only: its entries cut to the leaves read and required
+    assert set(rest["PORT"]) == set(routed["PORT"])
+    assert {f for e in rest["PORT"].values() for f in e} <= {"lanes", "speed", "name"}
+    # a description that fits its plain string type is not part of PORT's key
+    doc["PORT"]["Ethernet0"]["description"] = "elsewhere"
+    assert memo.keys(doc)["PORT"] == keys["PORT"]
 
 
 def test_unknown_tables_are_judged_whole(routed):
