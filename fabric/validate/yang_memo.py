@@ -59,16 +59,18 @@ class YangMemo:
         self.tables = tables
         self.passed: set[bytes] = set()
         self._module_tables: dict[str, list[str]] = {}
-        read_by: dict[str, set[str]] = {}  # table -> every name that constraints reading it name
+        # table -> (module, identifier) pairs named by the constraints that can read it
+        read_by: dict[str, set[tuple[str, str]]] = {}
         for name, tr in reach.items():
             self._module_tables.setdefault(tr.module, []).append(name)
             for r in (tr.containers, *tr.lists.values()):
                 for other in (name, *r.tables):
-                    read_by.setdefault(other, set()).update(r.names)
+                    read_by.setdefault(other, set()).update(r.qualified)
         # Leaves no constraint reads and whose type is a plain string: a key holds
         # "fits" in place of a value that fits, so two switches differing only there
         # share it (their values are judged here, by length, in `_fits`).
-        self.free = {t: {f: b for f, b in (tr.strings or {}).items() if f not in read_by.get(t, ())}
+        self.free = {t: {f: b for f, b in (tr.strings or {}).items()
+                         if not {(tr.module.split(":")[0], f), ("*", f)} & read_by.get(t, set())}
                      for t, tr in reach.items()}
 
     # -- keys ---------------------------------------------------------------

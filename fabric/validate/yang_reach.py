@@ -24,6 +24,7 @@ from pathlib import Path
 from .yang_tables import Stmt, parse_yang
 
 _IDENT = re.compile(r"[A-Za-z_][\w.\-]*")
+_QNAME = re.compile(r"(?:([A-Za-z_][\w.\-]*):)?([A-Za-z_][\w.\-]*)")
 # A node test that names nothing: `*` as a step (not multiplication), `//`, deref().
 _READS_ANYTHING = re.compile(r"(?:^|[/\[(,])\s*\*|//|\bderef\s*\(")
 _EXPRESSIONS = ("must", "when", "path")
@@ -36,9 +37,13 @@ class Reach:
     tables: frozenset[str] = frozenset()  # other tables named
     names: frozenset[str] = frozenset()  # identifiers named (leaf names among them)
     everything: bool = False
+    # (module, identifier) named: a prefix resolved through the defining module's imports;
+    # no prefix counts for the defining module and the table's; "*": a prefix not resolved
+    qualified: frozenset[tuple[str, str]] = frozenset()
 
     def __or__(self, other: "Reach") -> "Reach":
-        return Reach(self.tables | other.tables, self.names | other.names, self.everything or other.everything)
+        return Reach(self.tables | other.tables, self.names | other.names, self.everything or other.everything,
+                     self.qualified | other.qualified)
 
 
 @dataclass(frozen=True)
@@ -54,18 +59,41 @@ class TableReach:
     strings: dict[str, tuple[int, int]] | None = None
 
 
+@dataclass(frozen=True)
+class _Module:
+    name: str
+    prefixes: dict[str, str]  # prefix -> module name, its own included
+
+
+def _module_info(root: Stmt) -> _Module | None:
+    mod = root.first("module") or root.first("submodule")
+    if mod is None or not mod.arg:
+        return None
+    own = mod.first("prefix")
+    prefixes = {own.arg: mod.arg} if own and own.arg else {}
+    for imp in mod.all("import"):
+        pfx = imp.first("prefix")
+        if imp.arg and pfx and pfx.arg:
+            prefixes[pfx.arg] = imp.arg
+    return _Module(mod.arg, prefixes)
+
+
 class _Defs:
-    """Groupings and typedefs of every module, by local name."""
+    """Groupings and typedefs of every module, by local name, with the module defining each."""
 
     def __init__(self, roots: list[Stmt]):
         self.groupings: dict[str, list[Stmt]] = {}
         self.typedefs: dict[str, list[Stmt]] = {}
+        self.module_of: dict[int, _Module] = {}
         for root in roots:
+            info = _module_info(root) or _Module("*", {})
             for stmt in _walk(root):
                 if stmt.keyword == "grouping" and stmt.arg:
                     self.groupings.setdefault(stmt.arg, []).append(stmt)
+                    self.module_of[id(stmt)] = info
                 elif stmt.keyword == "typedef" and stmt.arg:
                     self.typedefs.setdefault(stmt.arg, []).append(stmt)
+                    self.module_of[id(stmt)] = info
 
 
 def _walk(stmt: Stmt):
@@ -74,47 +102,47 @@ def _walk(stmt: Stmt):
         yield from _walk(sub)
 
 
-def _expressions(stmt: Stmt, defs: _Defs, seen: set[int]) -> tuple[list[str], bool]:
-    """Every XPath text below `stmt` (uses and typedefs expanded), and whether an
-    instance-identifier lets it point anywhere."""
-    texts: list[str] = []
+def _expressions(stmt: Stmt, defs: _Defs, seen: set[int], mod: _Module) -> tuple[list[tuple[str, _Module]], bool]:
+    """Every XPath text below `stmt` (uses and typedefs expanded) with the module that
+    defines it, and whether an instance-identifier lets it point anywhere."""
+    texts: list[tuple[str, _Module]] = []
     anywhere = False
     for sub in _walk(stmt):
         if sub.keyword in _EXPRESSIONS and sub.arg:
-            texts.append(sub.arg)
-        elif sub.keyword == "type" and sub.arg:
+            texts.append((sub.arg, mod))
+        elif sub.keyword in ("type", "uses") and sub.arg:
             local = sub.arg.split(":")[-1]
-            if local == "instance-identifier":
+            if sub.keyword == "type" and local == "instance-identifier":
                 anywhere = True
-            for td in defs.typedefs.get(local, ()):
-                if id(td) not in seen:
-                    seen.add(id(td))
-                    more, any_more = _expressions(td, defs, seen)
-                    texts += more
-                    anywhere |= any_more
-        elif sub.keyword == "uses" and sub.arg:
-            for grouping in defs.groupings.get(sub.arg.split(":")[-1], ()):
-                if id(grouping) not in seen:
-                    seen.add(id(grouping))
-                    more, any_more = _expressions(grouping, defs, seen)
+            found = defs.typedefs.get(local, ()) if sub.keyword == "type" else defs.groupings.get(local, ())
+            for d in found:
+                if id(d) not in seen:
+                    seen.add(id(d))
+                    more, any_more = _expressions(d, defs, seen, defs.module_of[id(d)])
                     texts += more
                     anywhere |= any_more
     return texts, anywhere
 
 
-def _reach(stmts: list[Stmt], table: str, all_tables: frozenset[str], defs: _Defs) -> Reach:
-    texts: list[str] = []
+def _reach(stmts: list[Stmt], table: str, mod: _Module, all_tables: frozenset[str], defs: _Defs) -> Reach:
+    texts: list[tuple[str, _Module]] = []
     anywhere = False
     for stmt in stmts:
-        more, any_more = _expressions(stmt, defs, set())
+        more, any_more = _expressions(stmt, defs, set(), mod)
         texts += more
         anywhere |= any_more
     names: set[str] = set()
-    for text in texts:
+    qualified: set[tuple[str, str]] = set()
+    for text, where in texts:
         if _READS_ANYTHING.search(text):
             anywhere = True
         names.update(_IDENT.findall(text))
-    return Reach(frozenset(names & all_tables - {table}), frozenset(names), anywhere)
+        for prefix, ident in _QNAME.findall(text):
+            if not prefix:
+                qualified.update(((where.name, ident), (mod.name, ident)))
+            else:
+                qualified.add((where.prefixes.get(prefix, "*"), ident))
+    return Reach(frozenset(names & all_tables - {table}), frozenset(names), anywhere, frozenset(qualified))
 
 
 _LENGTH = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+|max)\s*$")
@@ -160,24 +188,25 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
     """Table name -> what its members' constraints read, over every module in yang_dir."""
     roots = [parse_yang(p.read_text(encoding="utf-8")) for p in sorted(yang_dir.glob("*.yang"))]
     defs = _Defs(roots)
-    found: list[tuple[str, str, Stmt]] = []
+    found: list[tuple[str, str, Stmt, _Module]] = []
     for root in roots:
         mod = root.first("module")
-        if mod is None:
+        info = _module_info(root)
+        if mod is None or info is None:
             continue
         for top in mod.all("container"):
             for tab in _members(top, defs):
                 if tab.keyword == "container" and tab.arg:
-                    found.append((tab.arg, f"{mod.arg}:{top.arg}", tab))
-    all_tables = frozenset(name for name, _m, _t in found)
+                    found.append((tab.arg, f"{mod.arg}:{top.arg}", tab, info))
+    all_tables = frozenset(name for name, _m, _t, _i in found)
     out: dict[str, TableReach] = {}
-    for name, module, tab in found:
+    for name, module, tab, info in found:
         if name in out:  # a table defined twice: nothing can be assumed about it
             out[name] = TableReach(name, module, {}, Reach(everything=True))
             continue
         members = _members(tab, defs)
         list_stmts = [m for m in members if m.keyword == "list" and m.arg]
-        lists = {m.arg: _reach([m], name, all_tables, defs) for m in list_stmts}
+        lists = {m.arg: _reach([m], name, info, all_tables, defs) for m in list_stmts}
         rest = [m for m in members if not (m.keyword == "list" and m.arg)]
         required: set[str] = set()
         strings: dict[str, tuple[int, int]] = {}
@@ -195,6 +224,6 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
                 else:
                     strings[leaf.arg] = bounds
         plain = {f: b for f, b in strings.items() if f not in unplain and f not in required}
-        out[name] = TableReach(name, module, lists, _reach(rest, name, all_tables, defs),
+        out[name] = TableReach(name, module, lists, _reach(rest, name, info, all_tables, defs),
                                frozenset(required), plain)
     return out

@@ -33,6 +33,9 @@ def test_reach_is_read_from_the_models():
     # VLAN_MEMBER's must reads INTERFACE_LIST: a port can't be both
     assert "INTERFACE" in reach["VLAN_MEMBER"].lists["VLAN_MEMBER_LIST"].tables
     assert reach["INTERFACE"].lists["INTERFACE_IPPREFIX_LIST"].tables == {"PORT"}
+    # prefixes resolve through the module's imports: DEVICE_NEIGHBOR reads sonic-port's `name`, not its own
+    neighbor = reach["DEVICE_NEIGHBOR"].lists["DEVICE_NEIGHBOR_LIST"].qualified
+    assert ("sonic-port", "name") in neighbor and ("sonic-device_neighbor", "name") not in neighbor
     # sonic-bgp-common's grouping (uses bgpcmn:sonic-bgp-cmn-neigh) is expanded: local_addr's leafrefs
     assert {"PORT", "PORTCHANNEL", "LOOPBACK_INTERFACE"} <= reach["BGP_NEIGHBOR"].lists["BGP_NEIGHBOR_LIST"].tables
 
@@ -92,6 +95,9 @@ def _edits():
     def control_description(d):
         d["PORT"]["Ethernet0"]["description"] = "gpu\x01"
 
+    def neighbor_name_too_long(d):  # DEVICE_NEIGHBOR's name: free (only sonic-port's `name` is read)
+        d["DEVICE_NEIGHBOR"][next(iter(d["DEVICE_NEIGHBOR"]))]["name"] = "n" * 256
+
     def description_changed(d):  # fits: PORT's key is the one seen
         d["PORT"]["Ethernet0"]["description"] = "another peer"
 
@@ -100,7 +106,7 @@ def _edits():
 
     return [(drop_port_queue_uses, True), (switch_type_voq, True), (vlan_port_routed, True),
             (interface_on_missing_port, True), (scheduler_gone, True), (long_description, True),
-            (null_description, True), (unicode_description, None), (control_description, None),
+            (null_description, True), (neighbor_name_too_long, True), (unicode_description, None), (control_description, None),
             (description_changed, False), (hostname_changed, False)]
 
 
@@ -144,6 +150,7 @@ def test_residual_holds_what_new_tables_read(routed):
     # a description that fits its plain string type is not part of PORT's key
     doc["PORT"]["Ethernet0"]["description"] = "elsewhere"
     assert memo.keys(doc)["PORT"] == keys["PORT"]
+    assert memo.free["DEVICE_NEIGHBOR"].keys() >= {"name", "port"} and "name" not in memo.free["PORT"]
 
 
 def test_unknown_tables_are_judged_whole(routed):
