@@ -82,7 +82,12 @@ class YangMemo:
         if tr is None or schema is None or not isinstance(entries, dict):
             return None
         reach = tr.containers
-        if tr.lists:
+        if len(tr.lists) == 1 and len(schema.lists) == 1:
+            # one list: every entry that is not a container is in it (a key of the wrong
+            # shape makes a new key, and translation names it)
+            if any(k not in schema.containers for k in entries):
+                reach = reach | next(iter(tr.lists.values()))
+        elif tr.lists:
             if not all(type(k) is str for k in entries):
                 return None
             parts = {k.count("|") + 1 for k in entries if k not in schema.containers}
