@@ -9,9 +9,10 @@ tables named and every identifier named (a superset of the leaves read). Anythin
 that can read data without naming it (a `*` or `//` step, `deref()`, an
 instance-identifier) makes the member read everything.
 
-Names are matched without their prefixes, across all modules: a grouping or typedef
-of the same name in another module is expanded too. That can only add reads, never
-lose one, so a memo keyed on these reads stays sound.
+Groupings and typedefs are found by local name across all modules (one of the same
+name in another module is expanded too), and an unprefixed name counts for both the
+module defining the expression and the table's. Each of these can only add reads,
+never lose one, so a memo keyed on them stays sound.
 """
 
 from __future__ import annotations
@@ -25,8 +26,22 @@ from .yang_tables import Stmt, parse_yang
 
 _IDENT = re.compile(r"[A-Za-z_][\w.\-]*")
 _QNAME = re.compile(r"(?:([A-Za-z_][\w.\-]*):)?([A-Za-z_][\w.\-]*)")
-# A node test that names nothing: `*` as a step (not multiplication), `//`, deref().
-_READS_ANYTHING = re.compile(r"(?:^|[/\[(,])\s*\*|//|\bderef\s*\(")
+# Steps that read nodes without naming them: `//` and deref(); a `*` name test is found
+# by _has_name_wildcard.
+_READS_ANYTHING = re.compile(r"//|\bderef\s*\(")
+# XPath 1.0 (3.7): `*` multiplies only after an operand; after nothing, an operator,
+# `@`, `::`, `(`, `[` or `,` it is a name test.
+_OPERATOR_WORDS = re.compile(r"(?:^|[\s(])(?:and|or|mod|div)\s*$")
+
+
+def _has_name_wildcard(text: str) -> bool:
+    for i, ch in enumerate(text):
+        if ch != "*":
+            continue
+        before = text[:i].rstrip()
+        if not before or before[-1] in "@:([,/|+-=<>*!" or _OPERATOR_WORDS.search(before):
+            return True
+    return False
 _EXPRESSIONS = ("must", "when", "path")
 
 
@@ -134,7 +149,7 @@ def _reach(stmts: list[Stmt], table: str, mod: _Module, all_tables: frozenset[st
     names: set[str] = set()
     qualified: set[tuple[str, str]] = set()
     for text, where in texts:
-        if _READS_ANYTHING.search(text):
+        if _READS_ANYTHING.search(text) or _has_name_wildcard(text):
             anywhere = True
         names.update(_IDENT.findall(text))
         for prefix, ident in _QNAME.findall(text):

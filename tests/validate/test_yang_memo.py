@@ -57,6 +57,10 @@ def _models(tmp_path: Path, body: str) -> Path:
     ('leaf x { type string; must "count(../../*) > 0"; }', set(), True),  # a `*` step reads anything
     ('leaf x { type string; must "//name"; }', set(), True),
     ('leaf x { type string; must "(../a * 3) > 1"; }', set(), False),  # multiplication is not a step
+    ('leaf x { type string; must "count(../child::*) > 0"; }', set(), True),
+    ('leaf x { type string; must "../a = 1 and * = 2"; }', set(), True),
+    ('leaf x { type string; must "t:* = 2"; }', set(), True),
+    ('leaf x { type string; must "deref(../p)/../name"; }', set(), True),
     ("leaf x { type instance-identifier; }", set(), True),
 ])
 def test_reach_of_synthetic_models(tmp_path, body, tables, everything):
