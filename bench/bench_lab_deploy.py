@@ -6,9 +6,10 @@ For each lab, in the same run:
             veth pairs (directly in their namespaces; nothing else), the
             floor of bench/bench_netns_engine.py applied to the lab's plan
   frr_floor the lab's FRR daemons started on those pre-made namespaces (config
-            written, argv run in the namespace, per namespace in order, on the
-            deploy's worker count; no readiness wait): routed deploys are held
-            to floor + frr_floor (frr_ratio)
+            written, argv run in the namespace, per namespace in order, then
+            the config loaded by `vtysh -b`, on the deploy's worker count; no
+            readiness wait): routed deploys are held to floor + frr_floor
+            (frr_ratio)
   deploy    NetnsRuntime.deploy: namespaces, veths, bridges, switch config
             read from the generated files, addresses, routes, sysctls,
             tbf/htb shaping, FRR, link-settle wait (BGP convergence timed
@@ -72,8 +73,9 @@ ROUTED64 = "name: rbr64\nhb_domain: {size: 8, count: 20}\nswitch: {radix: 8, pla
 def frr_floor(plan, state: str, workers: int) -> float:
     """The plan's FRR daemons started on the namespaces the ip -batch floor made: per
     namespace in plan order (zebra first), namespaces on the deploy's worker count; each
-    config written and each daemon's argv run in its namespace until it daemonizes,
-    nothing else (no readiness wait on pid files). Recorded in the state file first."""
+    config written, each daemon's argv run in its namespace until it daemonizes and the
+    config loaded after the last (``vtysh -b``), nothing else (no readiness wait on pid
+    files). Recorded in the state file first."""
     procs = [p for p in plan.processes if p.argv and p.argv[0].startswith(frr.FRR_LIBDIR)]
     st = json.loads(Path(state).read_text())
     st["processes"] = [{"name": p.name, "netns": p.netns, "argv": list(p.argv), "pidfile": p.pidfile,
@@ -94,6 +96,9 @@ def frr_floor(plan, state: str, workers: int) -> float:
                 os.chown(path, uid, gid)
             res = proc.run(list(p.argv), netns=p.netns, timeout=p.ready_timeout)
             assert res.ok, res.stderr
+            if p.then:  # the config loaded by vtysh -b after the last daemon
+                res = proc.run(list(p.then), netns=p.netns, timeout=p.ready_timeout)
+                assert res.ok, res.stderr
 
     t = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as ex:
