@@ -5,10 +5,11 @@ For each lab, in the same run:
   floor     one hand-written `ip -batch` creating the lab's namespaces and
             veth pairs (directly in their namespaces; nothing else), the
             floor of bench/bench_netns_engine.py applied to the lab's plan
-  frr_floor the lab's FRR daemons started on those pre-made namespaces (config
+  frr_floor the lab's FRR daemons started on those pre-made namespaces (files
             written, argv run in the namespace, per namespace in order, on the
-            deploy's worker count; no readiness wait): routed deploys are held
-            to floor + frr_floor (frr_ratio)
+            deploy's worker count; no readiness wait: frr_start), then their
+            config loaded by `vtysh -b`: routed deploys are held to floor +
+            frr_floor (frr_ratio); start_ratio holds them to the daemons alone
   deploy    NetnsRuntime.deploy: namespaces, veths, bridges, switch config
             read from the generated files, addresses, routes, sysctls,
             tbf/htb shaping, FRR, link-settle wait (BGP convergence timed
@@ -69,11 +70,13 @@ ROUTED = "name: {name}\nhb_domain: {{size: {k}, count: 6}}\nswitch: {{radix: 4, 
 ROUTED64 = "name: rbr64\nhb_domain: {size: 8, count: 20}\nswitch: {radix: 8, platform: sonic}\nrail: {mode: routed}\nlab: {domains: 20}\n"
 
 
-def frr_floor(plan, state: str, workers: int) -> float:
-    """The plan's FRR daemons started on the namespaces the ip -batch floor made: per
-    namespace in plan order (zebra first), namespaces on the deploy's worker count; each
-    config written and each daemon's argv run in its namespace until it daemonizes,
-    nothing else (no readiness wait on pid files). Recorded in the state file first."""
+def frr_floor(plan, state: str, workers: int) -> tuple[float, float]:
+    """The plan's FRR daemons started on the namespaces the ip -batch floor made, then their
+    config loaded: per namespace in plan order (zebra first), namespaces on the deploy's
+    worker count; each file written and each daemon's argv run in its namespace until it
+    daemonizes, nothing else (no readiness wait on pid files); then every instance's
+    ``vtysh -b`` (a process's ``then``) on the same workers. Recorded in the state file
+    first. Returns (start, load) seconds: the two rounds one after the other."""
     procs = [p for p in plan.processes if p.argv and p.argv[0].startswith(frr.FRR_LIBDIR)]
     st = json.loads(Path(state).read_text())
     st["processes"] = [{"name": p.name, "netns": p.netns, "argv": list(p.argv), "pidfile": p.pidfile,
@@ -95,10 +98,18 @@ def frr_floor(plan, state: str, workers: int) -> float:
             res = proc.run(list(p.argv), netns=p.netns, timeout=p.ready_timeout)
             assert res.ok, res.stderr
 
+    def load(p) -> None:
+        res = proc.run(list(p.then), netns=p.netns, timeout=p.ready_timeout)
+        assert res.ok, res.stderr
+
     t = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as ex:
         list(ex.map(start, by_ns.values()))
-    return time.perf_counter() - t
+    t_start = time.perf_counter() - t
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        list(ex.map(load, [p for p in procs if p.then]))
+    return t_start, time.perf_counter() - t
 
 
 def labs(quick: bool, l2: list[int] | None = None, routed: list[int] | None = None) -> list[tuple[str, str]]:
@@ -157,11 +168,13 @@ def main() -> int:
                    "ns": len(plan.namespaces), "veths": len(plan.veths), "frr": len(plan.processes)}
             # Floor and deploy alternate, best of --repeat runs each: the floor swings
             # (1.2-3.9 s at 1,024 GPUs) with the kernel's clean-up of the last lab.
-            floors, frr_floors, deploys, destroys = [], [], [], []
+            floors, frr_floors, frr_starts, deploys, destroys = [], [], [], [], []
             for _ in range(args.repeat):
                 state = os.path.join(tmp, f"{label}.floor.json")
                 floors.append(eb.raw_floor(plan, state, config=False))
-                frr_floors.append(frr_floor(plan, state, engine._workers(None)))
+                started, loaded = frr_floor(plan, state, engine._workers(None))
+                frr_floors.append(started + loaded)
+                frr_starts.append(started)
                 engine.destroy(state, kill_all_inside=True)
                 eb.settle_kernel()
                 res = rt.deploy(lab)
@@ -172,6 +185,7 @@ def main() -> int:
                 eb.settle_kernel()
             row["floor"] = min(floors)
             row["frr_floor"] = min(frr_floors)
+            row["frr_start"] = min(frr_starts)
             row["load"] = round(os.getloadavg()[0], 1)
             row["deploy"] = min(deploys)
             row["destroy"] = min(destroys)
@@ -182,6 +196,7 @@ def main() -> int:
             row["converged"] = res.bgp_converged
             row["ratio"] = row["deploy"] / row["floor"]
             row["frr_ratio"] = row["deploy"] / (row["floor"] + row["frr_floor"])
+            row["start_ratio"] = row["deploy"] / (row["floor"] + row["frr_start"])
             row["setns"] = row["s_ratio"] = None
             if args.compare:
                 eb.settle_kernel()
@@ -197,12 +212,13 @@ def main() -> int:
                 rt.destroy(lab)
             except Exception as exc:  # report and go on: the others must go too
                 print(f"destroy {lab.name}: {exc}", file=sys.stderr)
-    cols = ["lab", "gpus", "switches", "ns", "veths", "frr", "floor", "frr_floor", "deploy", "ratio", "frr_ratio",
-            "settle", "procs", "bgp", "destroy", "load"]
+    cols = ["lab", "gpus", "switches", "ns", "veths", "frr", "floor", "frr_start", "frr_floor", "deploy", "ratio",
+            "frr_ratio", "start_ratio", "settle", "procs", "bgp", "destroy", "load"]
     if args.compare:
         cols += ["setns", "s_ratio"]
     print("seconds; floor = one ip -batch of the same namespaces + veths; frr_floor = the same FRR daemons started "
-          "on those namespaces (frr_ratio = deploy / (floor + frr_floor)); load = 1-minute load average; "
+          "on those namespaces (frr_start) and their config loaded by vtysh -b (frr_ratio = deploy / (floor + "
+          "frr_floor); start_ratio = deploy / (floor + frr_start), daemons alone); load = 1-minute load average; "
           "deploy = NetnsRuntime.deploy "
           "(settle/procs are parts of it; bgp = convergence wait after it); setns = the same deploy with "
           "ip/tc processes per namespace (ratio s_ratio)")

@@ -21,11 +21,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 REPS = int(os.environ.get("REPS", "3"))
 RING_BYTES = int(os.environ.get("RING_BYTES", "500000"))
 
@@ -90,23 +86,10 @@ def main() -> None:
     if len(sys.argv) > 1:
         measure(sys.argv[1])
         return
-    from railonly.cli import main as cli
+    from _lab import deployed_lab
 
-    import yaml
-
-    d = yaml.safe_load((ROOT / "labs" / "mini-routed.yml").read_text())
-    d["name"] = f"bta{os.getpid() % 10000}"
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / f"{d['name']}.yml"
-        src.write_text(yaml.safe_dump(d))
-        out = str(Path(tmp) / "out")
-        assert cli(["compile", str(src), "-o", out, "-q"]) == 0
-        try:
-            assert cli(["lab", "deploy", out, "-q"]) == 0
-            time.sleep(5)
-            measure(out)
-        finally:
-            cli(["lab", "destroy", out, "-q"])
+    with deployed_lab("bta", settle_s=5) as out:
+        measure(out)
 
 
 if __name__ == "__main__":

@@ -137,8 +137,9 @@ class Runtime(Protocol):
         return None
 
     def frr_daemons(self, lab: Lab, node: str, running: bool = False) -> list[list[str]]:
-        """argv of the FRR daemons the runtime itself starts for a switch (``running``: only
-        those running now; []: the node's image runs them)."""
+        """argv of the FRR daemons the runtime itself starts for a switch, in start order, then
+        whatever loads their config (``running``: only those running now; []: the node's
+        image runs them)."""
         return []
 
     def stop_frr(self, lab: Lab, node: str) -> list[str]:

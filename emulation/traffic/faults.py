@@ -212,7 +212,7 @@ def restore(lab: Lab, rt: Runtime) -> list[str]:
         for ns, routes in f.get("routes", {}).items():
             for w in routes:
                 rt.exec(ns, ["ip", "route", "replace", *w], timeout=10)
-        for argv in f.get("frr", []):  # zebra first: the order they were planned in
+        for argv in f.get("frr", []):  # zebra first, as planned, then the config load (vtysh -b)
             proc.run(argv, netns=lab.netns(f["what"]), timeout=20)
         done.append(f"{f['kind']} {f['what']}")
     sd = rundir.open_state(lab.name, create=False)

@@ -173,10 +173,6 @@ EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
 LINK_HINT = "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
 
 
-def _refuse_link_hint() -> str:
-    return LINK_HINT
-
-
 class OutdirReader:
     """Reads files below OUTDIR without following any symlink (see module doc)."""
 
@@ -230,7 +226,7 @@ class OutdirReader:
         except OSError:
             return UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "")
         if stat.S_ISLNK(mode):
-            return UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed", _refuse_link_hint())
+            return UntrustedFile(self.where(sub), "is a symbolic link; refused, not followed", LINK_HINT)
         if exc.errno == errno.ENOTDIR:
             return UntrustedFile(self.where(sub), f"is {file_kind(mode)}, not a directory", "recompile the design")
         return UntrustedFile(self.where(sub), f"cannot be read: {exc.strerror}", "")
@@ -327,7 +323,7 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
         except OSError as exc:
             return [Problem("", f"cannot be read: {exc.strerror}", "", None, os.path.join(outdir, stack[0]))]
         if not stat.S_ISDIR(st.st_mode):
-            return [Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+            return [Problem("", f"is {file_kind(st.st_mode)}; refused", LINK_HINT, None,
                             os.path.join(outdir, stack[0]))]
     from ..input import limits
 
@@ -348,7 +344,7 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
         except NotADirectoryError:
             st = os.lstat(os.path.join(root, rel))
             if not stat.S_ISREG(st.st_mode):
-                out.append(Problem("", f"is {file_kind(st.st_mode)}; refused", _refuse_link_hint(), None,
+                out.append(Problem("", f"is {file_kind(st.st_mode)}; refused", LINK_HINT, None,
                                    os.path.join(outdir, rel)))
             continue
         except OSError as exc:
@@ -366,7 +362,7 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
                         what += f" (to {short(os.readlink(e.path), 80)})"
                     except OSError:
                         pass
-                    hint = _refuse_link_hint()
+                    hint = LINK_HINT
                 else:
                     hint = "remove it; an OUTDIR holds regular files and folders only"
                 out.append(Problem("", f"is {what}; refused, never followed or opened", hint, None,

@@ -112,5 +112,5 @@ def test_a_lab_with_bfd_timers_of_its_own_runs_them_on_every_session(routed_own_
     out = tmp_path / "c.json"
     assert main(["lab", "check", str(d.outdir), "--only", "bgp", "--only", "bfd", "--json", str(out), "--timeout", "60"]) == 0
     bfd = [r for r in json.loads(out.read_text())["results"] if r["check"] == "bfd"]
-    # bfdd took the profile (its own file: frr.bfdd_config), both ends agreed on it
+    # bfdd took the profile (sent to it by vtysh -b), both ends agreed on it
     assert len(bfd) == 24 and all(r["passed"] and r["detail"].endswith("detect 3 x 2400 ms") for r in bfd), bfd

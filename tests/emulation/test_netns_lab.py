@@ -201,6 +201,21 @@ def test_failed_deploy_halfway_is_cleaned_up(labs, lab_name, tmp_path):
     assert lab_leftovers(plan, [sleeper]) == []
 
 
+def test_a_config_line_no_frr_daemon_takes_fails_the_deploy_and_destroy_stops_the_daemons(labs, lab_name, tmp_path):
+    # the config goes in by vtysh -b after the last daemon: its refusal is the deploy's
+    inst = frr.instance(f"/run/{lab_name}", "a", netns_prefix(lab_name) + "a")
+    procs = frr.processes(inst, "hostname a\nrouter bgp 65001\n no such command\nexit\n")
+    plan = tiny_plan(lab_name, str(tmp_path), procs)
+    with pytest.raises(engine.DeployError, match=r"process a/bgpd: vtysh .*-b failed \(\d+\)"):
+        labs.deploy(plan)
+    st = engine.status(labs.state(lab_name))
+    live = [st.processes[f"a/{d}"] for d in frr.DAEMONS]
+    assert all(live), st.processes  # each recorded before the config load failed
+    rep = engine.destroy(labs.state(lab_name))
+    assert rep.ok, rep.leftovers
+    assert lab_leftovers(plan, live) == [] and not os.path.exists(inst.rundir)
+
+
 def test_keyboard_interrupt_in_hook_then_destroy(labs, lab_name, tmp_path):
     plan = tiny_plan(lab_name, str(tmp_path))
 

@@ -160,19 +160,24 @@ def test_neigh_gc_only_for_big_labs():
 def test_frr_processes_argv():
     inst = frr.instance("/run/lab", "leaf1", "clab-demo-leaf1")
     procs = frr.processes(inst, "hostname leaf1\n")
-    assert procs[0].files == (("/run/lab/frr/leaf1/frr.conf", "hostname leaf1\n"),)
+    assert procs[0].files == (("/run/lab/frr/leaf1/frr.conf", "hostname leaf1\n"),
+                              ("/run/lab/frr/leaf1/hostname.conf", "hostname leaf1\n"))
     with pytest.raises(ValueError, match="hostname"):
         frr.processes(inst, "router bgp 1\n")
     assert [p.name for p in procs] == ["leaf1/zebra", "leaf1/staticd", "leaf1/bfdd", "leaf1/bgpd"]
     for p in procs:
         a = list(p.argv)
         assert a[a.index("-P") + 1] == "0"  # no TCP vty ports
-        conf = "bfdd.conf" if p.name.endswith("/bfdd") else "frr.conf"  # bfdd: its own node (frr.bfdd_config)
-        assert a[a.index("-f") + 1] == f"/run/lab/frr/leaf1/{conf}"
+        assert a[a.index("-f") + 1] == "/run/lab/frr/leaf1/hostname.conf"  # not the integrated file (vtysh -b's)
         assert a[a.index("-z") + 1] == "/run/lab/frr/leaf1/zserv.api"
         assert a[a.index("--vty_socket") + 1] == "/run/lab/frr/leaf1"
         assert p.pidfile == a[a.index("-i") + 1]
         assert p.daemonizes and p.owner == "frr:frr" and p.netns == "clab-demo-leaf1"
+    # the config goes in once, after the last daemon, by vtysh -b on this instance's sockets and file
+    assert [p.then for p in procs[:-1]] == [()] * 3
+    assert procs[-1].then == ("vtysh", "--vty_socket", "/run/lab/frr/leaf1", "--config_dir", "/run/lab/frr/leaf1", "-b")
+    assert "vtysh --vty_socket /run/lab/frr/leaf1 --config_dir /run/lab/frr/leaf1 -b   # after leaf1/bgpd" in \
+        nsplan.dump(nsplan.Plan("demo", namespaces=(nsplan.Namespace("clab-demo-leaf1"),), processes=procs))
     assert frr.check_config("hostname leaf1\nrouter bgp 1\n") == []
     assert frr.check_config("router bgp 1\n")
 

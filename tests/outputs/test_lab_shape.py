@@ -143,15 +143,19 @@ def test_small_routed_lab_keeps_production_bfd():
     assert not lab_slice.is_slice(design) and "BFD" not in lab_slice.describe(design)
 
 
-def test_bfdd_reads_only_its_node_of_the_integrated_config():
+def test_the_integrated_config_reaches_the_daemons_through_vtysh_b_only():
+    # a daemon reading the whole file with -f drops what follows a node it does not know
+    # (bfdd and router bgp): each reads only the hostname (vtysh keeps that line to itself)
+    # and vtysh -b sends each node to its daemon
     from railonly.emulation.runtime.netns import frr
     text = "frr version 8.4\nhostname s1\nlog syslog informational\nrouter bgp 1\n neighbor G bfd\nexit\n!\n" \
            "bfd\n profile FABRIC\n  transmit-interval 600\n exit\n !\nexit\n!\n"
-    assert frr.bfdd_config(text) == ("hostname s1\nlog syslog informational\nbfd\n profile FABRIC\n"
-                                     "  transmit-interval 600\n exit\n !\nexit\n")
     inst = frr.FrrInstance("s1", "ns", "/run/x/frr/s1")
-    (bfdd,) = [p for p in frr.processes(inst, text) if p.name.endswith("/bfdd")]
-    assert "/run/x/frr/s1/bfdd.conf" in bfdd.argv and bfdd.files == (("/run/x/frr/s1/bfdd.conf", frr.bfdd_config(text)),)
+    procs = frr.processes(inst, text)
+    assert [f for p in procs for f in p.files] == [("/run/x/frr/s1/frr.conf", text),
+                                                   ("/run/x/frr/s1/hostname.conf", "hostname s1\n")]
+    assert all(p.argv[p.argv.index("-f") + 1] == "/run/x/frr/s1/hostname.conf" for p in procs)
+    assert [p.then for p in procs if p.then] == [frr.boot_argv(inst)]
 
 
 def test_an_eos_lab_keeps_the_designs_bfd_interval_it_cannot_print_yet():

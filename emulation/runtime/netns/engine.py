@@ -295,6 +295,12 @@ def _start_process(p: Process, entry: dict) -> None:
         if pi is None:
             raise DeployError(f"process {p.name} exited at once (see {p.log or 'its output'})")
     entry["pid"], entry["starttime"] = pi.pid, pi.starttime
+    if p.then:  # after the pid is recorded: a failure here still leaves the process to destroy
+        res = proc.run(list(p.then), netns=p.netns, timeout=p.ready_timeout)
+        if not res.ok:
+            said = (res.stderr.strip() or res.stdout.strip()).splitlines()
+            raise DeployError(f"process {p.name}: {' '.join(p.then)} failed ({res.returncode})"
+                              + (f": {' / '.join(said[:5])}" if said else ""))
 
 
 def _missing_chain(d: str) -> list[str]:

@@ -6,6 +6,14 @@ the zserv socket and the vty sockets, so many instances share one machine;
 shared, so the config must set ``hostname`` (docs/lab/index.md). Starting and
 stopping is the engine's job (the daemons are ``Process(daemonizes=True)``
 entries); this module builds those entries and talks to running instances.
+
+An instance boots as a switch in FRR's integrated mode does: the daemons start
+with no node of the config (only its ``hostname``, see :func:`own_config`), then
+``vtysh -b`` reads the instance's ``frr.conf`` once and sends each node to the
+daemon that knows it. A daemon given the whole file
+with ``-f`` parses every node itself, and one that does not know a node (bfdd
+and ``router bgp``) takes that node's closing ``exit`` as leaving configure
+mode, dropping its own nodes that follow.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from .ns_plan import Process
 
 FRR_LIBDIR = "/usr/lib/frr"
 DAEMONS = ("zebra", "staticd", "bfdd", "bgpd")  # bfdd: BFD on every fabric session (docs/bgp.md)
+HOSTNAME_RE = re.compile(r"^hostname \S+", re.M)
 
 
 @dataclass(frozen=True)
@@ -37,13 +46,27 @@ class FrrInstance:
     def config(self) -> str:
         return f"{self.rundir}/{FRR_CONF}"
 
+    @property
+    def own_config(self) -> str:
+        """What each daemon reads itself with ``-f`` (:func:`own_config`)."""
+        return f"{self.rundir}/hostname.conf"
+
 
 def check_config(text: str) -> list[str]:
     """Problems of a config for a shared-UTS instance (empty if fine)."""
     errs = []
-    if not re.search(r"^hostname \S+", text, re.M):
+    if not HOSTNAME_RE.search(text):
         errs.append("no 'hostname' line: every instance would report the machine's name")
     return errs
+
+
+def own_config(text: str) -> str:
+    """What each daemon reads itself: the config's ``hostname`` line alone. vtysh -b keeps
+    ``hostname`` to itself (a switch's daemons take the machine's name, which is the
+    switch's; here they share the host's UTS namespace and would report its name). Without
+    ``-f`` a daemon would read the host's /etc/frr/<daemon>.conf."""
+    m = HOSTNAME_RE.search(text)
+    return f"{m.group(0)}\n" if m else ""
 
 
 def instance(lab_rundir: str, name: str, netns: str) -> FrrInstance:
@@ -56,21 +79,18 @@ def processes(
     inst: FrrInstance, config_text: str, daemons: tuple[str, ...] = DAEMONS
 ) -> tuple[Process, ...]:
     """Plan entries for one instance, zebra first (the others connect to its
-    zserv socket). The config text is written to the run directory (owned by
-    frr) by the engine, so it travels in the plan. Raises ValueError for a
-    config without ``hostname``."""
+    zserv socket), the last daemon followed by :func:`boot_argv` (the config
+    loaded into all of them). The config text is written to the run directory
+    (owned by frr) by the engine, so it travels in the plan. Raises ValueError
+    for a config without ``hostname``."""
     problems = check_config(config_text)
     if problems:
         raise ValueError(f"FRR config of {inst.name}: " + "; ".join(problems))
     out = []
     for i, d in enumerate(daemons):
-        config, files = inst.config, ((inst.config, config_text),) if i == 0 else ()
-        if d == "bfdd":
-            config = f"{inst.rundir}/bfdd.conf"
-            files += ((config, bfdd_config(config_text)),)
         argv = [
             f"{FRR_LIBDIR}/{d}", "-d",
-            "-f", config,
+            "-f", inst.own_config,
             "-i", f"{inst.rundir}/{d}.pid",
             "-z", f"{inst.rundir}/zserv.api",
             "--vty_socket", inst.rundir,
@@ -89,26 +109,19 @@ def processes(
                 daemonizes=True,
                 dirs=(inst.rundir,),
                 owner="frr:frr",
-                files=files,
+                files=((inst.config, config_text), (inst.own_config, own_config(config_text))) if i == 0 else (),
+                then=boot_argv(inst) if i == len(daemons) - 1 else (),
             )
         )
     return tuple(out)
 
 
-def bfdd_config(text: str) -> str:
-    """What bfdd reads of the integrated config: its ``bfd`` node (a lab's own BFD timers,
-    printed last and closed by a top-level ``exit``) with the hostname and log lines.
-    Each daemon here reads its file with ``-f``, and bfdd, which does not know
-    ``router bgp``, would take that node's closing ``exit`` as leaving configure mode
-    before it reached its own; a switch boots with ``vtysh -b``, which sends each node
-    to its daemon instead."""
-    keep, inside = [], False
-    for line in text.splitlines():
-        inside = inside or line == "bfd"
-        if inside or line.startswith(("hostname ", "log ")):
-            keep.append(line)
-        inside = inside and line != "exit"
-    return "\n".join(keep) + "\n"
+def boot_argv(inst: FrrInstance) -> tuple[str, ...]:
+    """``vtysh -b`` for this instance alone: the integrated config of its run directory
+    (``--config_dir``: its ``frr.conf``) sent node by node to the daemons listening on
+    its vty sockets. A daemon with ``-d`` returns once it serves its vty socket, so
+    after the last one started every node has its daemon."""
+    return ("vtysh", "--vty_socket", inst.rundir, "--config_dir", inst.rundir, "-b")
 
 
 def vtysh(inst: FrrInstance, *commands: str, timeout: float = 15.0) -> proc.Result:

@@ -127,7 +127,9 @@ class Process:
     ``pidfile`` (FRR ``-d -i``); the engine waits for the file. ``dirs`` are
     created first (owned by ``owner``, "user:group") for sockets and logs,
     then ``files`` written (configs travel inside the plan, so its
-    fingerprint changes when a config does).
+    fingerprint changes when a config does). ``then``: a command run once in
+    the namespace when the process is ready (FRR's integrated config loaded by
+    ``vtysh -b`` after an instance's last daemon); it must exit 0 or the deploy fails.
     """
 
     name: str  # unique in the plan, e.g. "spine1/bgpd"
@@ -140,6 +142,7 @@ class Process:
     log: str | None = None  # stdout+stderr of a non-daemonizing process
     ready_timeout: float = 15.0
     files: tuple[tuple[str, str], ...] = ()  # (path, text), mode 0640, owned by owner
+    then: tuple[str, ...] = ()  # argv, run to its end after the process is ready
 
 
 @dataclass(frozen=True)
@@ -688,6 +691,8 @@ def dump(plan: Plan, steps: list[Step] | None = None) -> str:
             for path, text in p.files:
                 out.append(f"install -m 0640 {own}/dev/stdin {path}   # {len(text)} bytes from the plan")
             out.append(" ".join(_quote(w) for w in s.argv) + f"   # {p.name}: {how} {p.pidfile}")
+            if p.then:
+                out.append(" ".join(_quote(w) for w in ("ip", "netns", "exec", p.netns, *p.then)) + f"   # after {p.name}")
         else:
             out.append(" ".join(s.argv) + " <<'EOF'\n" + (s.stdin or "") + "EOF")
     return "\n".join(out) + "\n"

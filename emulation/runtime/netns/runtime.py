@@ -278,8 +278,10 @@ class NetnsRuntime(Runtime):
     def frr_daemons(self, lab: Lab, node: str, running: bool = False) -> list[list[str]]:
         inst = frr.instance(run_dir(lab.name), node, lab.netns(node))
         live = frr.running(inst) if running else None
-        return [list(p.argv) for p in frr.daemon_processes(inst)
-                if live is None or live.get(p.name.split("/")[-1])]
+        procs = frr.daemon_processes(inst)
+        chosen = [list(p.argv) for p in procs if live is None or live.get(p.name.split("/")[-1])]
+        # the daemons start without their config: vtysh -b after them loads it
+        return chosen + [list(p.then) for p in procs if p.then] if chosen else []
 
     def stop_frr(self, lab: Lab, node: str) -> list[str]:
         return frr.stop(frr.instance(run_dir(lab.name), node, lab.netns(node)))
