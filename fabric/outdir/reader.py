@@ -357,6 +357,12 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
             continue
         for e in entries:
             sub = f"{rel}/{e.name}" if rel else e.name
+            # the entry's type from the directory listing: no lstat for the 20k plain files
+            if e.is_dir(follow_symlinks=False):
+                stack.append(sub)
+                continue
+            if e.is_file(follow_symlinks=False):
+                continue
             st = e.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 stack.append(sub)
@@ -792,23 +798,30 @@ def lab_fabric_rel(reader: OutdirReader) -> str:
 
 def walk(outdir: str) -> dict[str, str]:
     """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but MANIFEST.json,
-    by lstat only (a symlink is named, never followed or descended into)."""
+    by the directory entries' own types (lstat only where the file system gives none): a
+    symlink is named, never followed or descended into."""
     found: dict[str, str] = {}
-    for root, dirs, files in os.walk(outdir, followlinks=False):
-        rel_root = os.path.relpath(root, outdir)
-        for name in dirs + files:
-            full = os.path.join(root, name)
-            rel = os.path.normpath(os.path.join(rel_root, name))
+    stack = [("", outdir)]
+    while stack:
+        rel_root, path = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError:  # gone, or not listable: as os.walk, nothing below it is named
+            continue
+        for e in entries:
+            rel = f"{rel_root}/{e.name}" if rel_root else e.name
             try:
-                mode = os.lstat(full).st_mode
+                if e.is_symlink():
+                    found[rel] = "symlink"
+                elif e.is_dir(follow_symlinks=False):
+                    stack.append((rel, e.path))
+                elif e.is_file(follow_symlinks=False):
+                    found[rel] = "file"
+                else:
+                    found[rel] = "other"
             except OSError:  # gone since the directory was listed
                 continue
-            if stat.S_ISLNK(mode):
-                found[rel] = "symlink"  # os.walk does not descend into it
-            elif stat.S_ISREG(mode):
-                found[rel] = "file"
-            elif not stat.S_ISDIR(mode):
-                found[rel] = "other"
     found.pop(MANIFEST, None)  # compared, never listed as an artifact of itself
     return found
 
