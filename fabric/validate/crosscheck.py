@@ -154,7 +154,8 @@ def _unique(facts: dict[str, DeviceFacts], switches: dict[str, Node]) -> list[Re
         for vlan, ips in f.svis.items():
             for ip in ips:
                 owners[ip.split("/")[0]].append(f"{f.file}:Vlan{vlan}")
-    dup = [f"address {ip} is used by {', '.join(where)}" for ip, where in sorted(owners.items()) if len(where) > 1]
+    dup = [f"address {ip} is used by {', '.join(where)}"
+           for ip, where in sorted((ip, w) for ip, w in owners.items() if len(w) > 1)]
     asns: dict[int, list[str]] = defaultdict(list)
     for name, f in facts.items():
         if f.asn is not None:

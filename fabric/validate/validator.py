@@ -183,6 +183,16 @@ def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | Non
     `manifest=False` skips the byte-for-byte checks (the MANIFEST.json hashes and the
     clabernetes manifest rendered again): for configs taken back from devices, which
     print the same intent in other bytes."""
+    from .. import parallel
+
+    # fabric.json and every config decoded are millions of acyclic objects: the cyclic
+    # collector would only rescan them (it tripled fabric.json's parse at 32k GPUs), and
+    # in the forked workers its bookkeeping copies the inherited pages
+    with parallel.no_cyclic_gc():
+        return _validate_outdir(outdir, manifest, progress)
+
+
+def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> list[Result]:
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
     unsafe = outdir_reader.unsafe_entries(outdir)

@@ -87,3 +87,15 @@ def test_sonic_non_objects_are_problems_of_both_views_not_tracebacks(doc, where)
     assert f"{where}: is not an object" in cfg.facts.problems
     with pytest.raises(ConfigReadError):
         cfg.intent()
+
+
+def test_the_bgp_facts_of_an_frr_conf_are_read_from_router_bgp_only():
+    frr = ("hostname s1\nneighbor 10.9.9.9 remote-as 1\nrouter bgp 65001\n bgp router-id 10.255.0.1\n"
+           " neighbor G peer-group\n neighbor 10.0.0.1 remote-as 65002\n neighbor 10.0.0.1 peer-group G\n"
+           " neighbor 10.0.0.3 peer group G\n neighbor 10.0.0.5 remote-as external\n"
+           " neighbor 10.0.0.1 description x:Ethernet0\n address-family ipv4 unicast\n  network 10.1.0.0/24 \n"
+           " exit-address-family\nexit\nrouter-id 10.0.0.9\n")
+    doc = {"DEVICE_METADATA": {"localhost": {"hostname": "s1", "bgp_asn": "65001"}}}
+    f = parse_config_db(doc, frr, "config_db.json", "frr.conf", "s1").facts
+    assert (f.asn, f.router_id, f.networks) == (65001, "10.255.0.1", ["10.1.0.0/24"])
+    assert f.neighbors == {"10.0.0.1": 65002, "10.0.0.3": None, "10.0.0.5": None}

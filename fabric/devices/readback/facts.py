@@ -7,7 +7,8 @@ trusts the generator's own data, so a hand-edited file is judged exactly like a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 
 @dataclass
@@ -21,6 +22,9 @@ class PortFacts:
     edge: bool | None = None  # EOS `spanning-tree portfast` (None: the platform has no such setting)
     cable_length: str | None = None  # the cable length the config gives the port ("30m"), as written
     length_key: str = ""  # where it is given, for messages
+
+    def __reduce__(self):  # validate's workers send 300k of these: positional, 5x faster to unpickle
+        return PortFacts, _port_fields(self)
 
 
 @dataclass
@@ -38,6 +42,13 @@ class DeviceFacts:
     neighbors: dict[str, int | None] = field(default_factory=dict)  # peer ip -> remote-as
     networks: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # parse problems ("key: what")
+
+    def __reduce__(self):
+        return DeviceFacts, _device_fields(self)
+
+
+_port_fields = attrgetter(*(f.name for f in fields(PortFacts)))
+_device_fields = attrgetter(*(f.name for f in fields(DeviceFacts)))
 
 
 def to_int(s) -> int | None:

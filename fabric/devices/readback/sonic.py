@@ -54,7 +54,8 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
 
     in_port = _obj(doc.get("PORT"), "PORT")
     for pname, p in in_port.items():
-        p = _obj(p, f"PORT|{pname}")
+        if type(p) is not dict:  # (the common case skips formatting the name)
+            p = _obj(p, f"PORT|{pname}")
         mtu = to_int(p["mtu"]) if "mtu" in p else None
         speed = to_int(p.get("speed", 0))
         if speed is None or ("mtu" in p and mtu is None):
@@ -69,7 +70,10 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
         if port not in in_port:
             cfg.error(path, f"INTERFACE names {port}, which is not in PORT")
         if sep:
-            f.ports.setdefault(port, PortFacts(key=f"INTERFACE|{port}")).ips.append(ip)
+            pf = f.ports.get(port)
+            if pf is None:
+                pf = f.ports[port] = PortFacts(key=f"INTERFACE|{port}")
+            pf.ips.append(ip)
     for group, ports in _obj(doc.get("CABLE_LENGTH"), "CABLE_LENGTH").items():
         for port, length in _obj(ports, f"CABLE_LENGTH|{group}").items():
             pf = f.ports.get(port)
@@ -89,7 +93,10 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
         vlan, _, port = key.partition("|")
         mode = _obj(v, f"VLAN_MEMBER|{key}").get("tagging_mode")
         if mode == "untagged" and "|" not in port and vlan.startswith("Vlan"):
-            f.ports.setdefault(port, PortFacts(key=f"VLAN_MEMBER|{key}")).vlan = to_int(vlan[4:])
+            pf = f.ports.get(port)
+            if pf is None:
+                pf = f.ports[port] = PortFacts(key=f"VLAN_MEMBER|{key}")
+            pf.vlan = to_int(vlan[4:])
         if mode not in (None, "untagged"):
             warnings.append(f"{path}: VLAN_MEMBER {key} is tagged; emulated as an untagged bridge port")
         if vlan not in vlan_table:
@@ -157,10 +164,10 @@ def read_config_db(text: str, frr_conf: str | None = None, path: str = CONFIG_DB
 
 
 _BGP = re.compile(r"^router bgp (\d+)\s*$")
-_NEIGH_AS = re.compile(r"^\s*neighbor (\d+\.\d+\.\d+\.\d+) remote-as (\S+)\s*$")
-_NEIGH_PG = re.compile(r"^\s*neighbor (\d+\.\d+\.\d+\.\d+) peer[- ]group( \S+)?\s*$")
-_NETWORK = re.compile(r"^\s*network (\S+)\s*$")
-_RID = re.compile(r"^\s*(?:bgp )?router-id (\S+)\s*$")
+# One pattern for the lines of `router bgp` that carry facts (their forms are disjoint):
+# a neighbor's remote-as, a neighbor joining a peer group, a network, the router-id.
+_BGP_FACT = re.compile(r"\s*(?:neighbor (\d+\.\d+\.\d+\.\d+) (?:remote-as (\S+)|peer[- ]group(?: \S+)?)"
+                       r"|network (\S+)|(?:bgp )?router-id (\S+))\s*$")
 
 
 def _frr_bgp(text: str, f: DeviceFacts) -> None:
@@ -173,16 +180,17 @@ def _frr_bgp(text: str, f: DeviceFacts) -> None:
             if m:
                 f.asn = int(m.group(1))
             continue
-        if not inside:
+        if not inside or (m := _BGP_FACT.match(line)) is None:
             continue
-        if m := _NEIGH_AS.match(line):
-            f.neighbors[m.group(1)] = to_int(m.group(2))
-        elif m := _NEIGH_PG.match(line):
-            f.neighbors.setdefault(m.group(1), None)
-        elif m := _NETWORK.match(line):
-            f.networks.append(m.group(1))
-        elif m := _RID.match(line):
-            f.router_id = m.group(1)
+        peer, remote_as, network, router_id = m.groups()
+        if peer is not None and remote_as is not None:
+            f.neighbors[peer] = to_int(remote_as)
+        elif peer is not None:
+            f.neighbors.setdefault(peer, None)
+        elif network is not None:
+            f.networks.append(network)
+        else:
+            f.router_id = router_id
 
 
 def _with_hostname(conf: str, hostname: str) -> str:
