@@ -72,6 +72,9 @@ PRODUCERS: list[tuple[str, Producer]] = [
 # The producers made of units (one switch, one host) that an incremental compile can carry over.
 UNIT_PRODUCERS = {configs.switch_configs: configs.switch_units, configs.host_configs: configs.host_units}
 
+# A lab slice's files (lab/, the clab and clabernetes files) as one unit of an incremental compile.
+LAB_UNIT = "lab"
+
 # Producers of artifacts derived from other artifacts rather than from the
 # graph: they run last, on the files above (lab name, files so far) -> files.
 DERIVED: list[tuple[str, Callable[[str, dict], "dict[str, str]"]]] = [
@@ -123,33 +126,49 @@ def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, b
 
 
 def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str, str] | None = None,
-                  read_carried: "Callable[[str], bytes] | None" = None) -> Compiled:
+                  read_carried: "Callable[[str], bytes] | None" = None,
+                  reuse_paths: "dict[str, list[str]] | None" = None) -> Compiled:
     """Every file; with `reuse` (unit -> digest of the previous compile's intact units;
     {} for none) each switch and host unit gets its digest, and a unit whose digest
-    is unchanged is carried over (read through `read_carried` if anything needs it)."""
+    is unchanged is carried over (read through `read_carried` if anything needs it).
+    A lab slice is one unit too (:data:`LAB_UNIT`: its files are a function of the sliced
+    design, which growth leaves alone); `reuse_paths` names the previous unit's files."""
     progress = progress or Silent()
+    lab_paths: set[str] = set()
     files: dict[str, str | bytes] = {}
     carried: set[str] = set()
     units: Units = {}
+    sliced = reuse is not None and lab_slice.is_slice(fab.design)
+    lab_digest = configs.slice_key(lab_slice.sliced(fab.design)) if sliced else None
+    lab_kept = lab_digest is not None and reuse.get(LAB_UNIT) == lab_digest and LAB_UNIT in (reuse_paths or {})
     for label, produce in PRODUCERS:
         progress.step(f"rendering {label}")
+        if produce is produce_lab and lab_kept:
+            units[LAB_UNIT] = (lab_digest, reuse_paths[LAB_UNIT])
+            carried.update(reuse_paths[LAB_UNIT])
+            continue
         if reuse is not None and produce in UNIT_PRODUCERS:
             out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
             units.update(more)
             carried |= kept
         else:
             out = produce(fab, progress)
+            if produce is produce_lab:
+                lab_paths = set(out)
         clash = (files.keys() | carried) & out.keys()
         if clash:
             raise AssertionError(f"two producers write {sorted(clash)}")
         files.update(out)
     tree = Tree(files, carried, read_carried)
-    for label, derive in DERIVED:
+    before_lab = set(files)
+    for label, derive in DERIVED if not lab_kept else ():  # derived from the lab's files: kept with them
         progress.step(f"rendering {label}")
         out = derive(fab.design.name, tree)
         if out.keys() & tree.keys():
             raise AssertionError(f"two producers write {sorted(out.keys() & tree.keys())}")
         files.update(out)
+    if lab_digest is not None and not lab_kept:
+        units[LAB_UNIT] = (lab_digest, sorted(lab_paths | (files.keys() - before_lab)))
     tree.rendered = {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
     return Compiled(tree, units)
 
@@ -214,12 +233,13 @@ def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fa
 
 
 def compile_design_units(design: Design, progress: Progress | None = None, reuse: dict[str, str] | None = None,
-                         read_carried: "Callable[[str], bytes] | None" = None) -> tuple[Fabric, Compiled]:
+                         read_carried: "Callable[[str], bytes] | None" = None,
+                         reuse_paths: "dict[str, list[str]] | None" = None) -> tuple[Fabric, Compiled]:
     check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)
-    return fab, compile_units(fab, progress, reuse, read_carried)
+    return fab, compile_units(fab, progress, reuse, read_carried, reuse_paths)
 
 
 def summary(fab: Fabric) -> str:
