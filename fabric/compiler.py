@@ -63,8 +63,8 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("cabling plan", _cabling),
     ("bill of materials", bom.produce),
     ("fabric docs", docs.produce),
-    ("NetBox cables", netbox.produce),
     ("switch configs", configs.switch_configs),
+    ("NetBox cables", netbox.produce),  # after the switches: their interface rows come with their configs
     ("host configs", configs.host_configs),
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
@@ -135,6 +135,7 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     design, which growth leaves alone); `reuse_paths` names the previous unit's files."""
     progress = progress or Silent()
     lab_paths: set[str] = set()
+    switch_rows: dict[str, str] = {}  # switch -> its NetBox interface rows, made in the switch workers
     files: dict[str, str | bytes] = {}
     carried: set[str] = set()
     units: Units = {}
@@ -147,7 +148,13 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
             units[LAB_UNIT] = (lab_digest, reuse_paths[LAB_UNIT])
             carried.update(reuse_paths[LAB_UNIT])
             continue
-        if reuse is not None and produce in UNIT_PRODUCERS:
+        if produce is configs.switch_configs:
+            out, more, kept = configs.switch_units(fab, progress, reuse, netbox.switch_interfaces, switch_rows)
+            units.update(more)
+            carried |= kept
+        elif produce is netbox.produce:
+            out = netbox.produce(fab, progress, switch_rows)
+        elif reuse is not None and produce in UNIT_PRODUCERS:
             out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
             units.update(more)
             carried |= kept

@@ -34,35 +34,43 @@ def switch_configs(fab: Fabric, progress: Progress) -> dict[str, bytes]:
     return switch_units(fab, progress)[0]
 
 
-def switch_units(fab: Fabric, progress: Progress, reuse: dict[str, str] | None = None
-                 ) -> tuple[dict[str, bytes], Units, set[str]]:
-    """(rendered files, every switch's unit, paths carried over unchanged from `reuse`)."""
+def switch_units(fab: Fabric, progress: Progress, reuse: dict[str, str] | None = None,
+                 per_switch: "Callable[[Fabric, Node, SwitchView], object] | None" = None,
+                 extras: "dict[str, object] | None" = None) -> tuple[dict[str, bytes], Units, set[str]]:
+    """(rendered files, every switch's unit, paths carried over unchanged from `reuse`).
+    `per_switch(fab, switch, view)`, run in the workers on each switch's view (made once
+    for its configs and its digest), fills `extras` (switch name -> its result): other
+    files' rows per switch, without making the view again in the parent."""
     total = len(fab.switches)
     progress.step(f"rendering switch configs ({parallel.jobs()} workers)", 0, total)
     out: dict[str, bytes] = {}
     units: Units = {}
     carried: set[str] = set()
-    for part in parallel.map_shards(_switch_shard, (fab, reuse), total, min_items=128):
+    for part in parallel.map_shards(_switch_shard, (fab, reuse, per_switch), total, min_items=128):
         out.update(part[0])
         units.update(part[1])
         carried |= part[2]
+        if extras is not None:
+            extras.update(part[3])
     progress.step(f"rendering switch configs ({parallel.jobs()} workers)", total, total)
     return out, units, carried
 
 
 def _switch_shard(state, i: int, n: int):
     # Encoded in the worker: bytes cross the process boundary as one copy.
-    fab, reuse = state
+    fab, reuse, per_switch = state
     q = qos.plan(fab.design)
     key = _digest(render_key(fab.design), q) if reuse is not None else ""  # the QoS plan is one for all switches
     out: dict[str, bytes] = {}
     units: Units = {}
     carried: set[str] = set()
+    extras: dict[str, object] = {}
     for sw in fab.switches[i::n]:
         unit = f"switch/{sw.name}"
-        view = None
+        view = switch_view(fab, sw) if reuse is not None or per_switch else None
+        if per_switch:
+            extras[sw.name] = per_switch(fab, sw, view)
         if reuse is not None:
-            view = switch_view(fab, sw)
             digest = _digest(key, _plain_view(view))
             paths = [switch_file(sw.name, f) for f in _switch_files(sw, view)]
             units[unit] = (digest, paths)
@@ -75,7 +83,7 @@ def _switch_shard(state, i: int, n: int):
             out[path] = text.encode()
         if reuse is not None and sorted(files) != units[unit][1]:
             raise AssertionError(f"{unit}: renders {sorted(files)}, expected {units[unit][1]}")  # _switch_files is stale
-    return out, units, carried
+    return out, units, carried, extras
 
 
 def _switch_files(sw, view) -> list[str]:
