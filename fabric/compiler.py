@@ -30,9 +30,9 @@ Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: alre
 
 
 def _fabric_json(fab: Fabric, progress: Progress) -> dict[str, str]:
-    text = fabric_json.render(fab)
-    json.loads(text)  # parse back before writing (a renderer bug must not reach disk)
-    return {FABRIC_JSON: text}
+    # parsed back before writing (a renderer bug must not reach disk): by the self-check,
+    # or by compile_units(parse_back=True) without one
+    return {FABRIC_JSON: fabric_json.render(fab)}
 
 
 def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
@@ -127,12 +127,14 @@ def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, b
 
 def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str, str] | None = None,
                   read_carried: "Callable[[str], bytes] | None" = None,
-                  reuse_paths: "dict[str, list[str]] | None" = None) -> Compiled:
+                  reuse_paths: "dict[str, list[str]] | None" = None, parse_back: bool = True) -> Compiled:
     """Every file; with `reuse` (unit -> digest of the previous compile's intact units;
     {} for none) each switch and host unit gets its digest, and a unit whose digest
     is unchanged is carried over (read through `read_carried` if anything needs it).
     A lab slice is one unit too (:data:`LAB_UNIT`: its files are a function of the sliced
-    design, which growth leaves alone); `reuse_paths` names the previous unit's files."""
+    design, which growth leaves alone); `reuse_paths` names the previous unit's files.
+    `parse_back=False`: the caller's self-check (:func:`check_outputs`) parses the
+    fabric.json files back instead."""
     progress = progress or Silent()
     lab_paths: set[str] = set()
     switch_rows: dict[str, str] = {}  # switch -> its NetBox interface rows, made in the switch workers
@@ -177,6 +179,9 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     if lab_digest is not None and not lab_kept:
         units[LAB_UNIT] = (lab_digest, sorted(lab_paths | (files.keys() - before_lab)))
     tree.rendered = {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
+    if parse_back:
+        for path in (p for p in tree.rendered if p in (FABRIC_JSON, f"{SLICE_DIR}/{FABRIC_JSON}")):
+            json.loads(tree.rendered[path])
     return Compiled(tree, units)
 
 
@@ -193,8 +198,17 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     from .validate import validator
     from .validate.plant import plant
 
+    from .input.problems import InputError
+    from .results import Result
+
     read = validator.memory_reader(files)
-    fabric = validator.load_fabric(read, "<compile>")
+    slice_json = f"{SLICE_DIR}/{FABRIC_JSON}"
+    try:
+        if slice_json in files and slice_json not in getattr(files, "carried", ()):
+            json.loads(files[slice_json])  # the lab's, which the compile left unparsed
+        fabric = validator.load_fabric(read, "<compile>")
+    except (InputError, ValueError) as exc:  # a renderer bug: the compile stops with exit 1
+        return [Result(f"parse/{FABRIC_JSON}", "fabric", False, f"fabric.json does not parse back: {exc}")]
     if only is None:
         results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
     else:
@@ -241,12 +255,13 @@ def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fa
 
 def compile_design_units(design: Design, progress: Progress | None = None, reuse: dict[str, str] | None = None,
                          read_carried: "Callable[[str], bytes] | None" = None,
-                         reuse_paths: "dict[str, list[str]] | None" = None) -> tuple[Fabric, Compiled]:
+                         reuse_paths: "dict[str, list[str]] | None" = None,
+                         parse_back: bool = True) -> tuple[Fabric, Compiled]:
     check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)
-    return fab, compile_units(fab, progress, reuse, read_carried, reuse_paths)
+    return fab, compile_units(fab, progress, reuse, read_carried, reuse_paths, parse_back)
 
 
 def summary(fab: Fabric) -> str:

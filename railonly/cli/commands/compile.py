@@ -44,7 +44,7 @@ def run(args) -> int:
         # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
         last = None if args.full else prev.load(target.path)
         fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None,
-                                        last.paths if last else None)
+                                        last.paths if last else None, parse_back=args.no_check)
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
