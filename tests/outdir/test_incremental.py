@@ -244,3 +244,22 @@ def test_lab_slice_rerenders_when_it_changes(change, tmp_path, capsys):
         assert tree(out)["t.clab.yml"] != old_bytes["t.clab.yml"]
     assert tree(out)["lab/fabric.json"] == old_bytes["lab/fabric.json"] or change == "domains"
     assert after["hosts/hb0/netplan.yaml"] == before["hosts/hb0/netplan.yaml"]
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_fabric_json_that_does_not_parse_back_is_never_written(check, tmp_path, capsys, monkeypatch):
+    """A renderer bug in fabric.json stops the compile: a failed self-check (exit 1), or
+    without the self-check the compile's own parse; nothing is written either way."""
+    from railonly.fabric.graph import fabric_json
+
+    monkeypatch.setattr(fabric_json, "render", lambda fab: '{"nodes": [\n')
+    design = tmp_path / "d.yml"
+    design.write_text(GROWN.format(count=8, extra=""))
+    out = tmp_path / "o"
+    if check:
+        assert main(["compile", str(design), "-o", str(out)]) == 1
+        assert "fabric.json does not parse back" in capsys.readouterr().err
+    else:
+        with pytest.raises(ValueError):
+            main(["compile", str(design), "-o", str(out), "--no-check"])
+    assert not out.exists()
