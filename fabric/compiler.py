@@ -195,7 +195,6 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     checks and the cross-check then cover them and the switches cabled to them (the
     others' files are byte for byte the ones checked before, with the same view);
     the plant files are checked whole."""
-    from . import parallel
     from .validate import validator
     from .validate.plant import plant
 
@@ -210,20 +209,12 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
         fabric = validator.load_fabric(read, "<compile>")
     except (InputError, ValueError) as exc:  # a renderer bug: the compile stops with exit 1
         return [Result(f"parse/{FABRIC_JSON}", "fabric", False, f"fabric.json does not parse back: {exc}")]
-    # The plant check reads only the plant files and the graph: a forked process of its own
-    # runs it beside the switch checks (they took as long again one after the other).
-    plant_side = parallel.Background(plant, fabric, read)
-    try:
+    if only is None:
+        results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
+    else:
         pick = validator.sample_per_shape()
-        if only is None:
-            results = validator.validate(read, fabric, pick, frr=frr, plant_check=False)
-        else:
-            results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
-                                         plant_check=False, checked=_near(fabric, only))
-    except BaseException:
-        plant_side.cancel()
-        raise
-    results += plant_side.result()  # after the switch checks, as validate orders them
+        results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
+                                     plant_check=False, checked=_near(fabric, only)) + plant(fabric, read)
     return [r for r in results if not r.passed]
 
 

@@ -301,27 +301,11 @@ def _make_dirs(root: str, leaves: "set[str]") -> None:
             every.add(d)
             d = os.path.dirname(d)
     fix_mode = (DIR_MODE & ~_umask()) != DIR_MODE
-
-    def make(dirs: list[str]) -> None:
-        for d in dirs:  # sorted: a parent before its children
-            full = os.path.join(root, d)
-            os.mkdir(full, DIR_MODE)
-            if fix_mode:
-                os.chmod(full, DIR_MODE)
-
-    tops = sorted(d for d in every if "/" not in d)
-    make(tops)
-    below: dict[str, list[str]] = {}
-    for d in sorted(every - set(tops)):
-        below.setdefault(d.split("/", 1)[0], []).append(d)
-    if sum(map(len, below.values())) < 256:
-        make([d for top in tops for d in below.get(top, [])])
-        return
-    # one thread per top folder (configs/, hosts/, lab/): a mkdir locks its parent, so
-    # threads in different parents run side by side in the kernel
-    with ThreadPoolExecutor(min(4, len(below))) as pool:
-        for _done in pool.map(make, below.values()):
-            pass  # re-raises a thread's error here
+    for d in sorted(every):  # a parent sorts before its children
+        full = os.path.join(root, d)
+        os.mkdir(full, DIR_MODE)
+        if fix_mode:
+            os.chmod(full, DIR_MODE)
 
 
 def _umask() -> int:
