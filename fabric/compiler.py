@@ -30,9 +30,9 @@ Producer = Callable[[Fabric, Progress], "dict[str, str | bytes]"]  # bytes: alre
 
 
 def _fabric_json(fab: Fabric, progress: Progress) -> dict[str, str]:
-    text = fabric_json.render(fab)
-    json.loads(text)  # parse back before writing (a renderer bug must not reach disk)
-    return {FABRIC_JSON: text}
+    # parsed back before writing (a renderer bug must not reach disk): by the self-check,
+    # or by compile_units(parse_back=True) without one
+    return {FABRIC_JSON: fabric_json.render(fab)}
 
 
 def _cabling(fab: Fabric, progress: Progress) -> dict[str, str]:
@@ -63,14 +63,17 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("cabling plan", _cabling),
     ("bill of materials", bom.produce),
     ("fabric docs", docs.produce),
-    ("NetBox cables", netbox.produce),
     ("switch configs", configs.switch_configs),
+    ("NetBox cables", netbox.produce),  # after the switches: their interface rows come with their configs
     ("host configs", configs.host_configs),
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
 
 # The producers made of units (one switch, one host) that an incremental compile can carry over.
 UNIT_PRODUCERS = {configs.switch_configs: configs.switch_units, configs.host_configs: configs.host_units}
+
+# A lab slice's files (lab/, the clab and clabernetes files) as one unit of an incremental compile.
+LAB_UNIT = "lab"
 
 # Producers of artifacts derived from other artifacts rather than from the
 # graph: they run last, on the files above (lab name, files so far) -> files.
@@ -123,34 +126,62 @@ def compile_fabric(fab: Fabric, progress: Progress | None = None) -> dict[str, b
 
 
 def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str, str] | None = None,
-                  read_carried: "Callable[[str], bytes] | None" = None) -> Compiled:
+                  read_carried: "Callable[[str], bytes] | None" = None,
+                  reuse_paths: "dict[str, list[str]] | None" = None, parse_back: bool = True) -> Compiled:
     """Every file; with `reuse` (unit -> digest of the previous compile's intact units;
     {} for none) each switch and host unit gets its digest, and a unit whose digest
-    is unchanged is carried over (read through `read_carried` if anything needs it)."""
+    is unchanged is carried over (read through `read_carried` if anything needs it).
+    A lab slice is one unit too (:data:`LAB_UNIT`: its files are a function of the sliced
+    design, which growth leaves alone); `reuse_paths` names the previous unit's files.
+    `parse_back=False`: the caller's self-check (:func:`check_outputs`) parses the
+    fabric.json files back instead."""
     progress = progress or Silent()
+    lab_paths: set[str] = set()
+    switch_rows: dict[str, str] = {}  # switch -> its NetBox interface rows, made in the switch workers
     files: dict[str, str | bytes] = {}
     carried: set[str] = set()
     units: Units = {}
+    sliced = reuse is not None and lab_slice.is_slice(fab.design)
+    lab_digest = configs.slice_key(lab_slice.sliced(fab.design)) if sliced else None
+    lab_kept = lab_digest is not None and reuse.get(LAB_UNIT) == lab_digest and LAB_UNIT in (reuse_paths or {})
     for label, produce in PRODUCERS:
         progress.step(f"rendering {label}")
-        if reuse is not None and produce in UNIT_PRODUCERS:
+        if produce is produce_lab and lab_kept:
+            units[LAB_UNIT] = (lab_digest, reuse_paths[LAB_UNIT])
+            carried.update(reuse_paths[LAB_UNIT])
+            continue
+        if produce is configs.switch_configs:
+            out, more, kept = configs.switch_units(fab, progress, reuse, netbox.switch_interfaces, switch_rows)
+            units.update(more)
+            carried |= kept
+        elif produce is netbox.produce:
+            out = netbox.produce(fab, progress, switch_rows)
+        elif reuse is not None and produce in UNIT_PRODUCERS:
             out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
             units.update(more)
             carried |= kept
         else:
             out = produce(fab, progress)
+            if produce is produce_lab:
+                lab_paths = set(out)
         clash = (files.keys() | carried) & out.keys()
         if clash:
             raise AssertionError(f"two producers write {sorted(clash)}")
         files.update(out)
     tree = Tree(files, carried, read_carried)
-    for label, derive in DERIVED:
+    before_lab = set(files)
+    for label, derive in DERIVED if not lab_kept else ():  # derived from the lab's files: kept with them
         progress.step(f"rendering {label}")
         out = derive(fab.design.name, tree)
         if out.keys() & tree.keys():
             raise AssertionError(f"two producers write {sorted(out.keys() & tree.keys())}")
         files.update(out)
+    if lab_digest is not None and not lab_kept:
+        units[LAB_UNIT] = (lab_digest, sorted(lab_paths | (files.keys() - before_lab)))
     tree.rendered = {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
+    if parse_back:
+        for path in (p for p in tree.rendered if p in (FABRIC_JSON, f"{SLICE_DIR}/{FABRIC_JSON}")):
+            json.loads(tree.rendered[path])
     return Compiled(tree, units)
 
 
@@ -167,8 +198,17 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     from .validate import validator
     from .validate.plant import plant
 
+    from .input.problems import InputError
+    from .results import Result
+
     read = validator.memory_reader(files)
-    fabric = validator.load_fabric(read, "<compile>")
+    slice_json = f"{SLICE_DIR}/{FABRIC_JSON}"
+    try:
+        if slice_json in files and slice_json not in getattr(files, "carried", ()):
+            json.loads(files[slice_json])  # the lab's, which the compile left unparsed
+        fabric = validator.load_fabric(read, "<compile>")
+    except (InputError, ValueError) as exc:  # a renderer bug: the compile stops with exit 1
+        return [Result(f"parse/{FABRIC_JSON}", "fabric", False, f"fabric.json does not parse back: {exc}")]
     if only is None:
         results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
     else:
@@ -214,12 +254,14 @@ def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fa
 
 
 def compile_design_units(design: Design, progress: Progress | None = None, reuse: dict[str, str] | None = None,
-                         read_carried: "Callable[[str], bytes] | None" = None) -> tuple[Fabric, Compiled]:
+                         read_carried: "Callable[[str], bytes] | None" = None,
+                         reuse_paths: "dict[str, list[str]] | None" = None,
+                         parse_back: bool = True) -> tuple[Fabric, Compiled]:
     check_caps(design)  # before anything is built: exit 2 naming the cap
     progress = progress or Silent()
     progress.step("building fabric graph")
     fab = build_fabric(design)
-    return fab, compile_units(fab, progress, reuse, read_carried)
+    return fab, compile_units(fab, progress, reuse, read_carried, reuse_paths, parse_back)
 
 
 def summary(fab: Fabric) -> str:

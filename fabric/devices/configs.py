@@ -13,16 +13,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import operator
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from .. import parallel
-from ..graph.model import Fabric
+from ..graph.model import Endpoint, Fabric, Node, Vlan
 from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, host_file, switch_file
 from ..progress import Progress
 from . import eos_render, hosts, qos, sonic_render
-from .device import switch_view
+from .device import Neighbor, Port, SwitchView, switch_view
 
 # unit -> (digest, [paths]) of every unit rendered or carried; reused: paths carried over
 Units = dict[str, tuple[str, list[str]]]
@@ -32,36 +34,44 @@ def switch_configs(fab: Fabric, progress: Progress) -> dict[str, bytes]:
     return switch_units(fab, progress)[0]
 
 
-def switch_units(fab: Fabric, progress: Progress, reuse: dict[str, str] | None = None
-                 ) -> tuple[dict[str, bytes], Units, set[str]]:
-    """(rendered files, every switch's unit, paths carried over unchanged from `reuse`)."""
+def switch_units(fab: Fabric, progress: Progress, reuse: dict[str, str] | None = None,
+                 per_switch: "Callable[[Fabric, Node, SwitchView], object] | None" = None,
+                 extras: "dict[str, object] | None" = None) -> tuple[dict[str, bytes], Units, set[str]]:
+    """(rendered files, every switch's unit, paths carried over unchanged from `reuse`).
+    `per_switch(fab, switch, view)`, run in the workers on each switch's view (made once
+    for its configs and its digest), fills `extras` (switch name -> its result): other
+    files' rows per switch, without making the view again in the parent."""
     total = len(fab.switches)
     progress.step(f"rendering switch configs ({parallel.jobs()} workers)", 0, total)
     out: dict[str, bytes] = {}
     units: Units = {}
     carried: set[str] = set()
-    for part in parallel.map_shards(_switch_shard, (fab, reuse), total, min_items=128):
+    for part in parallel.map_shards(_switch_shard, (fab, reuse, per_switch), total, min_items=128):
         out.update(part[0])
         units.update(part[1])
         carried |= part[2]
+        if extras is not None:
+            extras.update(part[3])
     progress.step(f"rendering switch configs ({parallel.jobs()} workers)", total, total)
     return out, units, carried
 
 
 def _switch_shard(state, i: int, n: int):
     # Encoded in the worker: bytes cross the process boundary as one copy.
-    fab, reuse = state
+    fab, reuse, per_switch = state
     q = qos.plan(fab.design)
-    key = render_key(fab.design) if reuse is not None else ""
+    key = _digest(render_key(fab.design), q) if reuse is not None else ""  # the QoS plan is one for all switches
     out: dict[str, bytes] = {}
     units: Units = {}
     carried: set[str] = set()
+    extras: dict[str, object] = {}
     for sw in fab.switches[i::n]:
         unit = f"switch/{sw.name}"
-        view = None
+        view = switch_view(fab, sw) if reuse is not None or per_switch else None
+        if per_switch:
+            extras[sw.name] = per_switch(fab, sw, view)
         if reuse is not None:
-            view = switch_view(fab, sw)
-            digest = _digest(key, view, q)
+            digest = _digest(key, _plain_view(view))
             paths = [switch_file(sw.name, f) for f in _switch_files(sw, view)]
             units[unit] = (digest, paths)
             if reuse.get(unit) == digest:
@@ -73,7 +83,7 @@ def _switch_shard(state, i: int, n: int):
             out[path] = text.encode()
         if reuse is not None and sorted(files) != units[unit][1]:
             raise AssertionError(f"{unit}: renders {sorted(files)}, expected {units[unit][1]}")  # _switch_files is stale
-    return out, units, carried
+    return out, units, carried, extras
 
 
 def _switch_files(sw, view) -> list[str]:
@@ -124,6 +134,26 @@ def _digest(*parts) -> str:
     return hashlib.blake2b(repr(parts).encode(), digest_size=20).hexdigest()
 
 
+def _fields(cls, *nested: str) -> Callable:
+    """A getter of every field of the dataclass `cls` but `nested`, as one tuple (C speed)."""
+    return operator.attrgetter(*(f.name for f in dataclasses.fields(cls) if f.name not in nested))
+
+
+_PORT, _NEIGHBOR, _VLAN, _ENDPOINT = _fields(Port), _fields(Neighbor), _fields(Vlan), _fields(Endpoint)
+_NODE = _fields(Node, "ports", "vlans")
+_VIEW = _fields(SwitchView, "node", "ports", "vlans", "neighbors")
+
+
+def _plain_view(view: SwitchView) -> tuple:
+    """Every field of the view and of the objects in it, as plain nested tuples: what the
+    dataclasses' repr says, at about half its cost. The getters list each class's fields,
+    so a field added later is digested too (a nested object in it through its repr)."""
+    node = view.node
+    return (_NODE(node), [(k, _ENDPOINT(e)) for k, e in node.ports.items()], list(map(_VLAN, node.vlans)),
+            list(map(_PORT, view.ports)), list(map(_VLAN, view.vlans)), list(map(_NEIGHBOR, view.neighbors)),
+            _VIEW(view))
+
+
 def render_key(design) -> str:
     """What a unit's files depend on besides its own view: the design's settings with
     the HB domain count (growth moves only the views) and provenance blanked, and
@@ -131,6 +161,15 @@ def render_key(design) -> str:
     same = dataclasses.replace(design, hb_count=0, sha256="", file=None, lines={}, values={})
     # models (the platform files' contents) are left out of the Design's repr: add them
     return _digest(repr(same), repr(sorted(design.models.items())), code_fingerprint())
+
+
+def slice_key(sub) -> str:
+    """What the files of a lab slice depend on (the lab/ tree, its clab and clabernetes
+    files): the sliced design `sub` whole (lab_slice.sliced sets its count, radix and
+    values: no other HB domain count reaches it) with its provenance blanked (no renderer
+    prints the design's path or hash), its platform files and the rendering code."""
+    same = dataclasses.replace(sub, sha256="", file=None, lines={})
+    return _digest(repr(same), repr(sorted(sub.models.items())), code_fingerprint())
 
 
 @lru_cache(maxsize=1)

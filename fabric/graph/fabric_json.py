@@ -66,6 +66,41 @@ def link_dict(lk: Link, lengths: dict[int, int] | None = None) -> dict:
     return out
 
 
+_str = json.encoder.encode_basestring_ascii  # what the encoder writes for a str (ensure_ascii)
+
+
+def _value(x, dumps) -> str:
+    """One JSON value as `dumps` writes it: strings, None and finite numbers directly, the
+    rest (bools, NaN, anything else) through `dumps` itself."""
+    t = type(x)
+    if t is str:
+        return _str(x)
+    if x is None:
+        return "null"
+    if t is int:
+        return int.__repr__(x)
+    if t is float and x - x == 0:  # finite
+        return float.__repr__(x)
+    return dumps(x)
+
+
+def link_line(lk: Link, lengths: dict[int, int] | None, dumps) -> str:
+    """dumps(link_dict(lk, lengths)), written directly: 131,072 links of the 32k design in a
+    third of the time (no dicts built; tests/graph/test_fabric_json.py holds them equal)."""
+    a, b = lk.a, lk.b
+    text = (f'{{"kind": {_value(lk.kind, dumps)}, "rail": {_value(lk.rail, dumps)}, '
+            f'"gbps": {_value(lk.gbps, dumps)}, "tier": {_value(lk.tier, dumps)}, '
+            f'"a": {{"node": {_value(a.node, dumps)}, "port": {_value(a.port, dumps)}, "ip": {_value(a.ip, dumps)}}}, '
+            f'"b": {{"node": {_value(b.node, dumps)}, "port": {_value(b.port, dumps)}, "ip": {_value(b.ip, dumps)}}}')
+    if lk.cable_id:
+        text += f', "cable_id": {_value(lk.cable_id, dumps)}'
+        if lk.length_m is not None:
+            text += f', "length_m": {_value(lk.length_m, dumps)}'
+        elif lengths is not None:
+            text += f', "length_m": {_value(lengths[lk.tier], dumps)}'
+    return text + "}"
+
+
 def render(fab: Fabric) -> str:
     d = fab.design
     head = {
@@ -87,7 +122,7 @@ def render(fab: Fabric) -> str:
     lines.append(' "links": [')
     links = fab.links
     lengths = {t: cable_length_m(d, t) for t in TIERS} if not isinstance(d, FabricHead) else None
-    lines.extend("  " + dumps(link_dict(lk, lengths)) + ("," if i < len(links) - 1 else "") for i, lk in enumerate(links))
+    lines.extend("  " + link_line(lk, lengths, dumps) + ("," if i < len(links) - 1 else "") for i, lk in enumerate(links))
     lines.append(" ]")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -57,9 +57,11 @@ def _stat_key(st: os.stat_result) -> list[int]:
 class Previous:
     """The verified part of the last compile into `outdir` (a realpath)."""
 
-    def __init__(self, outdir: str, units: dict[str, str], sha: dict[str, str], stats: dict[str, list[int]]):
+    def __init__(self, outdir: str, units: dict[str, str], sha: dict[str, str], stats: dict[str, list[int]],
+                 paths: "dict[str, list[str]] | None" = None):
         self.outdir = outdir
         self.units = units  # unit -> digest, only units whose every file is intact
+        self.paths = paths or {}  # unit -> its files, for the same units
         self.sha = sha  # path -> sha256 of intact files
         self._stats = stats
 
@@ -105,10 +107,11 @@ def load(outdir: str) -> Previous | None:
                 continue
             if now == key and stat.S_ISREG(now[3]) and now[4] == 1:
                 sha[path], stats[path] = str(digest), now
-        units = {str(u): str(d) for u, (d, paths) in doc["units"].items() if all(p in sha for p in paths)}
+        intact = {str(u): (str(d), list(paths)) for u, (d, paths) in doc["units"].items()
+                  if isinstance(paths, list) and all(p in sha for p in paths)}
     except (KeyError, TypeError, ValueError, OSError):
         return None
-    return Previous(outdir, units, sha, stats)
+    return Previous(outdir, {u: d for u, (d, _p) in intact.items()}, sha, stats, {u: p for u, (_d, p) in intact.items()})
 
 
 def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, str]) -> None:
@@ -124,7 +127,7 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
         fd, tmp = tempfile.mkstemp(prefix=".record-", dir=os.path.dirname(path))
         try:
             with os.fdopen(fd, "w") as fh:
-                json.dump(doc, fh, separators=(",", ":"))
+                fh.write(json.dumps(doc, separators=(",", ":")))  # one C encode: json.dump writes in Python-sized chunks
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

@@ -291,6 +291,23 @@ def _link_files(root: str, paths: list[str], previous: "Previous", threads: int 
         _write_files(root, [(p, previous.read(p)) for p in refused])
 
 
+def _make_dirs(root: str, leaves: "set[str]") -> None:
+    """Every folder holding a file, and its parents, 0755 whatever the umask: one mkdir
+    each, parents first (thousands of them in a big OUTDIR), a chmod only where the
+    umask took bits away."""
+    every = set()
+    for d in leaves:
+        while d and d not in every:
+            every.add(d)
+            d = os.path.dirname(d)
+    fix_mode = (DIR_MODE & ~_umask()) != DIR_MODE
+    for d in sorted(every):  # a parent sorts before its children
+        full = os.path.join(root, d)
+        os.mkdir(full, DIR_MODE)
+        if fix_mode:
+            os.chmod(full, DIR_MODE)
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -327,13 +344,7 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
         tmp = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.path.basename(target.path)}-", dir=parent)
         os.chmod(tmp, DIR_MODE)
         _mark(tmp)
-        dirs = sorted(({os.path.dirname(path) for path in files} | {os.path.dirname(path) for path in carried}) - {""})
-        for d in dirs:
-            os.makedirs(os.path.join(tmp, d), mode=DIR_MODE, exist_ok=True)
-        for d in dirs:
-            parts = d.split("/")
-            for i in range(len(parts)):
-                os.chmod(os.path.join(tmp, *parts[: i + 1]), DIR_MODE)
+        _make_dirs(tmp, {os.path.dirname(path) for path in files} | {os.path.dirname(path) for path in carried})
         known = {p: previous.sha[p] for p in carried}
         for path, data in files.items():
             known[path] = hashlib.sha256(data).hexdigest()

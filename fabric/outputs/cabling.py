@@ -24,11 +24,14 @@ def rows(fab: Fabric) -> list[list]:
     names = naming(fab)
     d = fab.design
     out = []
+    kinds: dict[tuple, tuple] = {}  # (gbps, tier) -> its columns: a handful for 100,000 cables
     for lk in fab.cables():
         a_dev, a_port, gpu = names.floor_end(lk.a.node, lk.a.port)
         b_dev, b_port, _ = names.floor_end(lk.b.node, lk.b.port)
-        out.append([lk.cable_id, a_dev, a_port, b_dev, b_port, "" if lk.rail is None else lk.rail, lk.tier,
-                    _num(lk.gbps), cable_media(d, lk.gbps, lk.tier), cable_length_m(d, lk.tier), gpu])
+        kind = kinds.get((lk.gbps, lk.tier))
+        if kind is None:
+            kind = kinds[(lk.gbps, lk.tier)] = (_num(lk.gbps), cable_media(d, lk.gbps, lk.tier), cable_length_m(d, lk.tier))
+        out.append([lk.cable_id, a_dev, a_port, b_dev, b_port, "" if lk.rail is None else lk.rail, lk.tier, *kind, gpu])
     return out
 
 

@@ -91,8 +91,9 @@ def render_devices(fab: Fabric) -> str:
     return buf.getvalue()
 
 
-def render_interfaces(fab: Fabric) -> str:
-    """Every server NIC, and every switch port of the radix (uncabled ones disabled)."""
+def render_interfaces(fab: Fabric, switch_rows: "dict[str, str] | None" = None) -> str:
+    """Every server NIC, and every switch port of the radix (uncabled ones disabled);
+    `switch_rows`: switch name -> its rows, made already (:func:`switch_interfaces`)."""
     d = fab.design
     kind = INTERFACE_TYPES.get(int(d.nic_gbps), "other")
     speed = int(d.nic_gbps) * 1_000_000  # NetBox speed is in kbit/s
@@ -106,12 +107,25 @@ def render_interfaces(fab: Fabric) -> str:
         for g in sorted(gpus_of.get(hb.hb_domain, []), key=lambda g: g.rank):
             w.writerow([names.server_of(g.name) or hb.name, nic_name(g.rank), f"GPU {g.rank}", kind, "true", d.nic_mtu, speed,
                         f"NIC of GPU {g.rank} (lab node {g.name}), rail {g.rail}"])
-    for sw in fab.switches:
-        for p in switch_view(fab, sw).ports:
-            w.writerow([sw.name, p.name, "", kind, "true" if p.cabled else "false", d.switch_mtu, speed, p.description])
+    text = buf.getvalue()
+    if switch_rows is None:
+        return text + "".join(switch_interfaces(fab, sw, switch_view(fab, sw)) for sw in fab.switches)
+    return text + "".join(switch_rows[sw.name] for sw in fab.switches)
+
+
+def switch_interfaces(fab: Fabric, sw, view) -> str:
+    """The rows of one switch's ports (every port of its radix) from its switch_view."""
+    d = fab.design
+    kind = INTERFACE_TYPES.get(int(d.nic_gbps), "other")
+    speed = int(d.nic_gbps) * 1_000_000
+    buf, w = _writer()
+    w.writerows([sw.name, p.name, "", kind, "true" if p.cabled else "false", d.switch_mtu, speed, p.description]
+                for p in view.ports)
     return buf.getvalue()
 
 
-def produce(fab: Fabric, progress) -> dict[str, str]:
-    return {NETBOX_DEVICES_CSV: render_devices(fab), NETBOX_INTERFACES_CSV: render_interfaces(fab),
+def produce(fab: Fabric, progress, switch_rows: "dict[str, str] | None" = None) -> dict[str, str]:
+    """The three files; `switch_rows`: each switch's interface rows (switch_interfaces),
+    made by the compiler beside its configs, where the switch's view is at hand."""
+    return {NETBOX_DEVICES_CSV: render_devices(fab), NETBOX_INTERFACES_CSV: render_interfaces(fab, switch_rows),
             NETBOX_CABLES_CSV: render_cables(fab)}

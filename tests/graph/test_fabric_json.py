@@ -40,6 +40,24 @@ def test_render_parse_render_is_the_same_file(name, slice_):
     assert check(back) == []  # the invariants hold on the graph read back
 
 
+def test_link_lines_are_the_dict_encoding():
+    """render writes each link directly (link_line); it must be what json writes for link_dict,
+    on built and read-back links and on values no design makes (None rail, bools, NaN, text)."""
+    from dataclasses import replace
+
+    dumps = json.JSONEncoder(sort_keys=False, separators=(", ", ": ")).encode
+    fab = _fabric("mini-routed")
+    back = fabric_json.parse(fabric_json.render(fab), "x/fabric.json")
+    lengths = {1: 3, 2: 30, 3: 100}
+    odd = replace(fab.links[0], rail=None, gbps=float("nan"), tier=True, cable_id='c"\\é\n', length_m=2.5)
+    odd2 = replace(fab.links[0], gbps=400.0, cable_id="", a=replace(fab.links[0].a, ip=None, node="ü"))
+    links = fab.links + back.links + [odd, odd2]
+    assert {lk.length_m is None for lk in links} == {True, False} and any(lk.rail is None for lk in links)
+    for lengths_ in (lengths, None):
+        assert [fabric_json.link_line(lk, lengths_, dumps) for lk in links] == \
+               [dumps(fabric_json.link_dict(lk, lengths_)) for lk in links]
+
+
 def test_the_golden_fabric_files_parse_and_render_byte_for_byte():
     files = sorted((REPO / "tests" / "golden" / "core").glob("*/fabric.json"))
     assert files

@@ -9,6 +9,8 @@ import os
 import pytest
 
 from railonly.cli import main
+from railonly.fabric.compiler import compile_design_units
+from railonly.fabric.design.design import load_design
 from railonly.fabric.outdir import previous
 
 from ..conftest import REPO
@@ -201,3 +203,63 @@ def test_old_tree_removed_after_the_swap_stays_ours_until_gone(tmp_path, capsys,
     same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
     assert inodes(out).items() - before.items() == {("MANIFEST.json", inodes(out)["MANIFEST.json"])}, \
         "a file recorded while the old tree still linked it was rewritten: its record was stale"
+
+
+# a lab slice: the lab is 2 of the design's domains, its files a unit of their own
+SLICED = GROWN.replace("rail: {{mode: routed}}\n", "rail: {{mode: routed}}\nlab: {{domains: {lab}}}\n")
+
+
+def _lab_files(files) -> set[str]:
+    return {p for p in files if p.startswith("lab/") or p.endswith((".clab.yml", ".clabernetes.yaml"))}
+
+
+def test_lab_slice_is_carried_over_on_growth(tmp_path, capsys):
+    out = tmp_path / "o"
+    compile_(tmp_path, SLICED.format(count=8, extra="", lab=2), out, "-q")
+    before = inodes(out)
+    lab = _lab_files(before)
+    assert "lab/configs/t-rail0-leaf0/config_db.json" in lab and "t.clabernetes.yaml" in lab
+    (tmp_path / "d.yml").write_text(SLICED.format(count=9, extra="", lab=2))
+    last = previous.load(os.path.realpath(out))
+    _fab, grown = compile_design_units(load_design(str(tmp_path / "d.yml")), None, last.units, last.read, last.paths)
+    assert lab <= grown.files.carried, "the lab slice was rendered again"
+    same_as_full(tmp_path, out, SLICED.format(count=9, extra="", lab=2), capsys)
+    after = inodes(out)
+    assert _lab_files(after) == lab
+    assert {p for p in lab if after[p] != before[p]} == set()
+
+
+@pytest.mark.parametrize("change", ["domains", "tampered"])
+def test_lab_slice_rerenders_when_it_changes(change, tmp_path, capsys):
+    out = tmp_path / "o"
+    compile_(tmp_path, SLICED.format(count=8, extra="", lab=2), out, "-q")
+    before = inodes(out)
+    old_bytes = tree(out)
+    if change == "tampered":
+        _tamper(out / "lab" / "fabric.json")
+    text = SLICED.format(count=8, extra="", lab=3 if change == "domains" else 2)
+    same_as_full(tmp_path, out, text, capsys)  # the tampered file is rendered again, like the rest of its unit
+    after = inodes(out)
+    if change == "domains":
+        assert tree(out)["t.clab.yml"] != old_bytes["t.clab.yml"]
+    assert tree(out)["lab/fabric.json"] == old_bytes["lab/fabric.json"] or change == "domains"
+    assert after["hosts/hb0/netplan.yaml"] == before["hosts/hb0/netplan.yaml"]
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_fabric_json_that_does_not_parse_back_is_never_written(check, tmp_path, capsys, monkeypatch):
+    """A renderer bug in fabric.json stops the compile: a failed self-check (exit 1), or
+    without the self-check the compile's own parse; nothing is written either way."""
+    from railonly.fabric.graph import fabric_json
+
+    monkeypatch.setattr(fabric_json, "render", lambda fab: '{"nodes": [\n')
+    design = tmp_path / "d.yml"
+    design.write_text(GROWN.format(count=8, extra=""))
+    out = tmp_path / "o"
+    if check:
+        assert main(["compile", str(design), "-o", str(out)]) == 1
+        assert "fabric.json does not parse back" in capsys.readouterr().err
+    else:
+        with pytest.raises(ValueError):
+            main(["compile", str(design), "-o", str(out), "--no-check"])
+    assert not out.exists()

@@ -23,8 +23,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.console import Bar
     from railonly.fabric import parallel
+
+    # Paused for the whole command: the graph and the files are freed (by reference
+    # count) when _compile returns, before the collector is back; re-enabled while they
+    # lived, its first pass would walk every one of them (0.3 s at 32,768 GPUs).
+    with parallel.no_cyclic_gc():
+        return _compile(args)
+
+
+def _compile(args) -> int:
+    from railonly.console import Bar
     from railonly.fabric.compiler import compile_design_units, summary
     from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
@@ -40,10 +49,11 @@ def run(args) -> int:
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
-    with Bar() if show else nullcontext(Silent()) as progress, parallel.no_cyclic_gc():
+    with Bar() if show else nullcontext(Silent()) as progress:
         # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
         last = None if args.full else prev.load(target.path)
-        fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None)
+        fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None,
+                                        last.paths if last else None, parse_back=args.no_check)
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
