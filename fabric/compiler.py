@@ -8,7 +8,6 @@ the result to :func:`railonly.fabric.outdir.writer.write_outdir`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
@@ -181,7 +180,7 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     tree.rendered = {path: text if isinstance(text, bytes) else text.encode() for path, text in files.items()}
     if parse_back:
         for path in (p for p in tree.rendered if p in (FABRIC_JSON, f"{SLICE_DIR}/{FABRIC_JSON}")):
-            json.loads(tree.rendered[path])
+            fabric_json.decodes(tree.rendered[path])
     return Compiled(tree, units)
 
 
@@ -205,7 +204,7 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     slice_json = f"{SLICE_DIR}/{FABRIC_JSON}"
     try:
         if slice_json in files and slice_json not in getattr(files, "carried", ()):
-            json.loads(files[slice_json])  # the lab's, which the compile left unparsed
+            fabric_json.decodes(files[slice_json])  # the lab's, which the compile left unparsed
         fabric = validator.load_fabric(read, "<compile>")
     except (InputError, ValueError) as exc:  # a renderer bug: the compile stops with exit 1
         return [Result(f"parse/{FABRIC_JSON}", "fabric", False, f"fabric.json does not parse back: {exc}")]

@@ -206,6 +206,12 @@ def parse(text: str, file: str = FILE) -> Fabric:
     return from_doc(parse_json(text, file), file)
 
 
+def decodes(text: "str | bytes") -> None:
+    """Raise ValueError when a rendered fabric.json is not JSON: the compile's parse-back of
+    what it is about to write (the typed graph is not needed there, so it is not built)."""
+    json.loads(text)
+
+
 def from_doc(doc: object, file: str = FILE) -> Fabric:
     """The typed graph of a decoded fabric.json document (see :func:`parse`)."""
     c = _Check(file)
