@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .yang_memo import YangMemo
+from .yang_memo import YangMemo, c_json_encoder
 from .yang_reach import load_reach
 from .yang_tables import ListSchema, TableSchema, load_table_map
 
@@ -209,19 +209,7 @@ def _locate(data_path: str | None, tables: dict[str, TableSchema]) -> tuple[str 
     return table, key, field
 
 
-def _make_dump():
-    """json.dumps(v, sort_keys=True) without building an encoder per call (millions of
-    entries at 32k GPUs): the C encoder made once. No cycle check: values come from JSON."""
-    from json import encoder
-
-    if encoder.c_make_encoder is None:
-        return json.JSONEncoder(sort_keys=True).encode
-    enc = encoder.c_make_encoder(None, json.JSONEncoder().default, encoder.encode_basestring_ascii, None,
-                                 ": ", ", ", True, False, True)
-    return lambda v: "".join(enc(v, 0))
-
-
-_DUMP = _make_dump()
+_DUMP = c_json_encoder(True, (", ", ": "))  # one-shot encoding of each document for libyang
 
 
 def _nested(entry: dict) -> dict:
@@ -347,13 +335,10 @@ def _libyang_problems(yang: dict, models: _Models) -> list[Problem]:
     return out or [Problem(None, None, None, f"libyang rejected the document: {fallback}")]
 
 
-def _passes_by_memo(doc: dict, models: _Models) -> bool:
+def _passes_by_memo(doc: dict, keys: dict[str, bytes], models: _Models) -> bool:
     """True when the tables judged before (:mod:`yang_memo`) and libyang's verdict on
     the rest pass the document; False: judge it whole (a new shape, or a problem)."""
     memo = _memo()
-    keys = memo.keys(doc)
-    if keys is None:
-        return False
     rest = memo.residual(doc, keys)
     if rest:
         yang, problems = to_yang_json(rest)
@@ -371,15 +356,15 @@ def validate_config_db(doc: dict, memo: bool = True) -> list[Problem]:
     except Exception as exc:
         return [Problem(None, None, None, f"could not load SONiC YANG models from {YANG_DIR}: {exc}")]
     try:
-        if memo and isinstance(doc, dict) and _passes_by_memo(doc, models):
+        # None: no memo, or a table whose reads cannot be keyed (judged whole every time)
+        keys = _memo().keys(doc) if memo and isinstance(doc, dict) else None
+        if keys is not None and _passes_by_memo(doc, keys, models):
             return []
         yang, problems = to_yang_json(doc)
         if yang:
             problems += _libyang_problems(yang, models)
-        if memo and not problems and isinstance(doc, dict):
-            keys = _memo().keys(doc)
-            if keys is not None:
-                _memo().remember(keys)
+        if keys is not None and not problems:
+            _memo().remember(keys)
         return problems
     except Exception as exc:  # the caller gets data, never a crash from the binding
         return [Problem(None, None, None, f"internal validator error: {type(exc).__name__}: {exc}")]
