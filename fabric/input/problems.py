@@ -38,6 +38,26 @@ class InputError(Exception):
         super().__init__("\n".join(p.format() for p in self.problems))
 
 
+class AllInputs:
+    """Reads several input files, keeping going past a bad one, so that
+    :meth:`stop_if_any` reports every file's problems in one round."""
+
+    def __init__(self):
+        self.problems: list[Problem] = []
+
+    def read(self, load, *args):
+        """`load(*args)`, or None with its problems kept when the input is bad."""
+        try:
+            return load(*args)
+        except InputError as exc:
+            self.problems.extend(exc.problems)
+            return None
+
+    def stop_if_any(self) -> None:
+        if self.problems:
+            raise InputError(self.problems)
+
+
 def did_you_mean(word: str, choices: list[str]) -> str:
     import difflib
 

@@ -92,12 +92,11 @@ def run(args) -> int:
     from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.matrix import domain_matrix, render_csv, render_heatmap
     from railonly.fabric.analysis.analysis_report import analyze, contract, text
-    from railonly.fabric.analysis.launcher import env_file, launcher_csv, nccl_settings
     from railonly.fabric.analysis.search import SWEEP_AXES, parallel_dict, render_sweep_csv, search, sweep, why_empty, would_fit
     from railonly.fabric.analysis.traffic import class_bytes
     from railonly.fabric.cost.prices import load_prices
     from railonly.fabric.design.design import load_design
-    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.input.problems import AllInputs
 
     if not (1.0 <= args.oversub <= 64):
         raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")
@@ -120,22 +119,12 @@ def run(args) -> int:
             raise _problem("--sweep", f"would write sweep.png and sweep.csv here, but {taken[0]} exists",
                            "give --plot FILE.png (an explicit name replaces the file)")
 
-    # Every input is read before any stops the run, so all their problems are listed at once.
-    problems: list = []
-
-    def read(load, *a):
-        try:
-            return load(*a)
-        except InputError as exc:
-            problems.extend(exc.problems)
-            return None
-
-    design = read(load_design, args.design)
-    presets = read(load_presets, args.presets)
-    job = read(load_job, args.job, presets) if presets is not None else None
-    book = read(load_prices, args.prices)
-    if problems:
-        raise InputError(problems)
+    inputs = AllInputs()
+    design = inputs.read(load_design, args.design)
+    presets = inputs.read(load_presets, args.presets)
+    job = inputs.read(load_job, args.job, presets) if presets is not None else None
+    book = inputs.read(load_prices, args.prices)
+    inputs.stop_if_any()
 
     cluster = Cluster.from_design(design)
     rates = Rates.of(cluster, args.oversub)

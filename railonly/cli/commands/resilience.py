@@ -24,27 +24,18 @@ def run(args) -> int:
     from railonly.fabric.analysis.resilience import resilience, text
     from railonly.fabric.cost.failure_rates import load_rates
     from railonly.fabric.design.design import load_design
-    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.input.problems import AllInputs, InputError
 
     if args.json and args.json != "-":
         _check_target("--json", args.json)
-    problems: list = []
-
-    def read(load, *a):
-        try:
-            return load(*a)
-        except InputError as exc:
-            problems.extend(exc.problems)
-            return None
-
-    design = read(load_design, args.design)
-    rates = read(load_rates, args.rates)
+    inputs = AllInputs()
+    design = inputs.read(load_design, args.design)
+    rates = inputs.read(load_rates, args.rates)
     job = None
     if args.job:
-        presets = read(load_presets, None)
-        job = read(load_job, args.job, presets) if presets is not None else None
-    if problems:
-        raise InputError(problems)
+        presets = inputs.read(load_presets, None)
+        job = inputs.read(load_job, args.job, presets) if presets is not None else None
+    inputs.stop_if_any()
     if job is not None and job.parallel.gpus > design.gpus:
         raise InputError([design.problem("", f"job {job.name} needs {job.parallel.gpus:,} GPUs, the design has {design.gpus:,}",
                                          "give a smaller job or a larger design")])
