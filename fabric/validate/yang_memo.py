@@ -46,6 +46,7 @@ def c_json_encoder(sort_keys: bool, separators: tuple[str, str]) -> Callable[[An
 # A key is the data as read, input order kept: a reordered table is a new key, never a wrong hit.
 _DUMP = c_json_encoder(False, (",", ":"))
 _ABSENT = object()
+_NOTHING = {d is None: hashlib.blake2b(marshal.dumps(d, 2), digest_size=20).digest() for d in ({}, None)}
 
 
 def _fits(value: Any, bounds: tuple[int, int]) -> bool:
@@ -58,6 +59,8 @@ def _fingerprint(data: Any) -> bytes:
     """A digest that only equal data share: marshal writes the whole value, types and
     order included, and loads it back equal. Format 2: no back-references, so the bytes
     depend on the data alone, not on which objects happen to be shared."""
+    if not data and (data is None or type(data) is dict):
+        return _NOTHING[data is None]  # the absent tables of a present module, most of a document's
     return hashlib.blake2b(marshal.dumps(data, 2), digest_size=20).digest()
 
 
@@ -73,8 +76,15 @@ class _KeyFit:
     def fits(self, value: Any) -> bool:
         """What libyang accepts for the type, on printable ASCII (where XSD and Python
         regexes agree on the patterns `yang_reach` lets through)."""
-        return (type(value) is str and value.isascii() and value.isprintable()
-                and any(all(p.fullmatch(value) for p in alt) for alt in self.alternatives))
+        if type(value) is not str or not value.isascii() or not value.isprintable():
+            return False
+        for alt in self.alternatives:
+            for pattern in alt:
+                if pattern.fullmatch(value) is None:
+                    break
+            else:
+                return True
+        return False
 
     def token(self, value: str) -> Any:
         if not self.fits(value):
@@ -177,6 +187,29 @@ class YangMemo:
             return _DUMP(list(keys))
         return _DUMP([(k, {f: v for f, v in entries[k].items() if f in kept}) for k in keys])
 
+    @staticmethod
+    def _free_columns(free: dict[str, tuple[int, int]], entries: dict) -> dict[str, int] | None:
+        """{field: 0} for the free fields, when each is in every entry or in none and all
+        its values fit: then each entry's canonical form is `entry | zeros`, what the walk
+        of `_canonical` makes, checked a column at a time. None: the walk decides."""
+        values = list(entries.values())
+        if not all(type(e) is dict for e in values):
+            return None
+        zeros = {}
+        for field, (low, high) in free.items():
+            column = [e.get(field, _ABSENT) for e in values]
+            absent = column.count(_ABSENT)
+            if absent == len(column):
+                continue
+            if absent or not all(type(v) is str for v in column):
+                return None
+            joined = "".join(column)  # printable ASCII throughout: each value is
+            lengths = list(map(len, column))
+            if not (joined.isascii() and joined.isprintable() and low <= min(lengths) and max(lengths) <= high):
+                return None
+            zeros[field] = 0
+        return zeros
+
     def _canonical(self, table: str, entries: Any) -> Any:
         """The table as keyed: each free leaf's value as 0 when it fits its type, else
         as [value] (never equal to 0), so a key never hides a value that does not fit.
@@ -187,7 +220,11 @@ class YangMemo:
         if (not free and not key_fits) or type(entries) is not dict:
             return entries
         out = entries
-        if free:
+        zeros = self._free_columns(free, entries) if free else None
+        if zeros is not None:
+            if zeros:
+                out = {key: fields | zeros for key, fields in entries.items()}
+        elif free:
             out = {}
             free_items = tuple(free.items())
             for key, fields in entries.items():

@@ -242,3 +242,21 @@ def test_a_reordered_or_shared_document_keys_alike(routed):
     first = next(iter(doc["QUEUE"]))
     doc["QUEUE"][first] = {k: int(v) if v.isdigit() else v for k, v in doc["QUEUE"][first].items()} | {"x": 1}
     assert memo.keys(doc)["QUEUE"] != keys["QUEUE"]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: None,
+    lambda d: d["PORT"]["Ethernet0"].pop("description"),
+    lambda d: d["PORT"]["Ethernet0"].update(description="gpu-é"),
+    lambda d: d["PORT"]["Ethernet0"].update(description="x" * 256),
+    lambda d: d["PORT"]["Ethernet0"].update(description=7),
+    lambda d: d["PORT"]["Ethernet0"].update(alias=""),
+    lambda d: d["PORT"].update(EthernetX="not an entry"),
+])
+def test_free_columns_make_what_the_walk_makes(routed, edit, monkeypatch):
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    doc = copy.deepcopy(routed)
+    edit(doc)
+    by_columns = {t: memo._canonical(t, e) for t, e in doc.items()}
+    monkeypatch.setattr(YangMemo, "_free_columns", staticmethod(lambda free, entries: None))
+    assert by_columns == {t: memo._canonical(t, e) for t, e in doc.items()}
