@@ -14,6 +14,11 @@ as one document. It passes: the whole document passes, and its keys are
 remembered. It fails: the whole document is judged again as it is, so the problems
 reported are exactly the full pass's. The first document of each shape is always
 judged whole.
+
+Two kinds of leaf count in a key only as "fits its type": plain strings that no
+constraint reads, and pattern-typed key leaves that constraints read at most with
+`contains()` (the IP prefix of an INTERFACE key). A value that does not fit is keyed as
+itself, so libyang still judges it.
 """
 
 from __future__ import annotations
@@ -268,8 +273,9 @@ class YangMemo:
         out: dict[str, bytes] = {}
         fields_of: dict[str, frozenset] = {}
         for table in names:
+            # an absent table and an empty one fingerprint apart: projections tell them apart
+            fp = prints[table] = _fingerprint(doc.get(table))
             entries = doc.get(table, {})
-            fp = prints[table] = _fingerprint(entries)
             own = self._own.get((table, fp))
             if own is None:
                 canonical = self._canonical(table, entries)

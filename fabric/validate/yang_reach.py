@@ -1,7 +1,7 @@
 """What each ConfigDB table's YANG constraints can read: the basis of the YANG memo.
 
 libyang's verdict on a table's nodes depends on the table's own data and on the data
-its constraints name: `must` and `when` expressions and leafref `path`s, in the table's
+its constraints name: `must` and `when` expressions, leafref `path`s and `unique`, in the table's
 lists and containers, with groupings (`uses`) and typedefs (`type`) expanded. This
 reads those expressions from the .yang text (the minimal statement reader of
 :mod:`yang_tables`) and keeps, per table member (a list or a container), the other

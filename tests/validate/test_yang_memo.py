@@ -260,3 +260,18 @@ def test_free_columns_make_what_the_walk_makes(routed, edit, monkeypatch):
     by_columns = {t: memo._canonical(t, e) for t, e in doc.items()}
     monkeypatch.setattr(YangMemo, "_free_columns", staticmethod(lambda free, entries: None))
     assert by_columns == {t: memo._canonical(t, e) for t, e in doc.items()}
+
+
+def test_an_empty_table_is_not_an_absent_one(routed):
+    """What a constraint reads of an absent table ("-") and of an empty one ("[]") differ;
+    their fingerprints must too, or a cached projection would stand for the other.
+    VLAN is absent from a module with data (VLAN_MEMBER's), so it is keyed as well."""
+    assert "VLAN_MEMBER" in routed
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    doc = copy.deepcopy(routed)
+    doc.pop("VLAN")
+    absent = memo.keys(doc)
+    doc["VLAN"] = {}
+    empty = memo.keys(doc)
+    assert absent["VLAN_MEMBER"] != empty["VLAN_MEMBER"]  # its leafref reads VLAN
+    assert YangMemo(memo.reach, memo.tables).keys(doc) == empty
