@@ -208,6 +208,8 @@ def _plain_string(leaf: Stmt) -> tuple[int, int] | None:
 # classes of literals and ranges. Anything else (`\p{..}`, `\d`, `^`/`$` outside a class,
 # `(?`) leaves the type to libyang.
 _SAFE_PATTERN = re.compile(r"(?:[A-Za-z0-9:/,%_@=]|\\[.\-]|[(){}|*+?.]|\[\^?(?:[A-Za-z0-9:._\-]|\\[.\-])+\])*")
+# `a*+` is possessive in Python and no XSD at all: never two quantifiers in a row
+_STACKED_QUANTIFIERS = re.compile(r"[*+?}][*+?{]")
 _PATTERN_DETAILS = ("error-message", "error-app-tag", "description", "reference")
 
 
@@ -232,6 +234,7 @@ def _string_alternatives(type_stmt: Stmt, defs: _Defs, depth: int = 0) -> tuple[
         patterns = []
         for sub in type_stmt.subs:
             if (sub.keyword != "pattern" or not sub.arg or "(?" in sub.arg or not _SAFE_PATTERN.fullmatch(sub.arg)
+                    or _STACKED_QUANTIFIERS.search(sub.arg)
                     or any(d.keyword not in _PATTERN_DETAILS for d in sub.subs)):
                 return None  # a length, an invert-match modifier, syntax not shown equal
             patterns.append(sub.arg)

@@ -275,3 +275,16 @@ def test_an_empty_table_is_not_an_absent_one(routed):
     empty = memo.keys(doc)
     assert absent["VLAN_MEMBER"] != empty["VLAN_MEMBER"]  # its leafref reads VLAN
     assert YangMemo(memo.reach, memo.tables).keys(doc) == empty
+
+
+@pytest.mark.parametrize("pattern, kept", [
+    ("'[0-9]{1,3}(\\.[0-9]{1,3}){3}'", True), ("'[^:]+:[a-f]*'", True), ("'a|b|(c)?'", True),
+    ("'a*+'", False), ("'a{2}{3}'", False), ("'\\d+'", False), ("'\\p{L}+'", False), ("'^a$'", False),
+    ("'(?:a)'", False), ("'[a-z-[aeiou]]'", False)])
+def test_only_patterns_read_alike_by_xsd_and_python_key_by_fit(tmp_path, pattern, kept):
+    (tmp_path / "t.yang").write_text(
+        "module t { namespace urn:t; prefix t;\n  container t {\n"
+        f"    container K {{ list K_LIST {{ key id; leaf id {{ type string {{ pattern {pattern}; }} }} }} }}\n"
+        "  }\n}\n")
+    reach = load_reach(tmp_path)["K"]
+    assert bool((reach.key_patterns or {}).get("K_LIST")) is kept
