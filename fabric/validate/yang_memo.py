@@ -14,12 +14,19 @@ as one document. It passes: the whole document passes, and its keys are
 remembered. It fails: the whole document is judged again as it is, so the problems
 reported are exactly the full pass's. The first document of each shape is always
 judged whole.
+
+Two kinds of leaf count in a key only as "fits its type": plain strings that no
+constraint reads, and pattern-typed key leaves that constraints read at most with
+`contains()` (the IP prefix of an INTERFACE key). A value that does not fit is keyed as
+itself, so libyang still judges it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import marshal
+import re
 from json import encoder
 from typing import Any, Callable
 
@@ -43,12 +50,51 @@ def c_json_encoder(sort_keys: bool, separators: tuple[str, str]) -> Callable[[An
 
 # A key is the data as read, input order kept: a reordered table is a new key, never a wrong hit.
 _DUMP = c_json_encoder(False, (",", ":"))
+_ABSENT = object()
+_NOTHING = {d is None: hashlib.blake2b(marshal.dumps(d, 2), digest_size=20).digest() for d in ({}, None)}
 
 
 def _fits(value: Any, bounds: tuple[int, int]) -> bool:
     """A value libyang takes for a plain string of this length (printable ASCII: nothing to
     argue about in what libyang accepts)."""
     return type(value) is str and bounds[0] <= len(value) <= bounds[1] and value.isascii() and value.isprintable()
+
+
+def _fingerprint(data: Any) -> bytes:
+    """A digest that only equal data share: marshal writes the whole value, types and
+    order included, and loads it back equal. Format 2: no back-references, so the bytes
+    depend on the data alone, not on which objects happen to be shared."""
+    if not data and (data is None or type(data) is dict):
+        return _NOTHING[data is None]  # the absent tables of a present module, most of a document's
+    return hashlib.blake2b(marshal.dumps(data, 2), digest_size=20).digest()
+
+
+class _KeyFit:
+    """How a key leaf typed by patterns is keyed: a value that fits the type becomes a
+    number, 1 + which of the probed literals it contains (all a `contains` probe can see),
+    so keys differing only there are one; a value that does not fit stays itself."""
+
+    def __init__(self, alternatives: tuple[tuple[str, ...], ...], literals: tuple[str, ...]):
+        self.alternatives = tuple(tuple(re.compile(p) for p in alt) for alt in alternatives)
+        self.literals = literals
+
+    def fits(self, value: Any) -> bool:
+        """What libyang accepts for the type, on printable ASCII (where XSD and Python
+        regexes agree on the patterns `yang_reach` lets through)."""
+        if type(value) is not str or not value.isascii() or not value.isprintable():
+            return False
+        for alt in self.alternatives:
+            for pattern in alt:
+                if pattern.fullmatch(value) is None:
+                    break
+            else:
+                return True
+        return False
+
+    def token(self, value: str) -> Any:
+        if not self.fits(value):
+            return value
+        return 1 + sum(1 << i for i, lit in enumerate(self.literals) if lit in value)
 
 
 class YangMemo:
@@ -58,20 +104,42 @@ class YangMemo:
         self.reach = reach
         self.tables = tables
         self.passed: set[bytes] = set()
+        # (table, fingerprint of its data) -> (what it reads, digest of its canonical form),
+        # and (table, fingerprint, names read) -> digest of the projection: the same table
+        # data in the next document costs a fingerprint, not a walk (`_fingerprint`)
+        self._own: dict[tuple[str, bytes], tuple[Reach | None, bytes]] = {}
+        self._projected: dict[tuple[str, bytes, frozenset[str]], bytes] = {}
         self._module_tables: dict[str, list[str]] = {}
         # table -> (module, identifier) pairs named by the constraints that can read it
         read_by: dict[str, set[tuple[str, str]]] = {}
+        loose_by: dict[str, set[tuple[str, str]]] = {}  # the same, probes left out
+        probes_by: dict[str, set[tuple[tuple[str, str], str]]] = {}
         for name, tr in reach.items():
             self._module_tables.setdefault(tr.module, []).append(name)
             for r in (tr.containers, *tr.lists.values()):
                 for other in (name, *r.tables):
                     read_by.setdefault(other, set()).update(r.qualified)
+                    loose_by.setdefault(other, set()).update(r.loose)
+                    probes_by.setdefault(other, set()).update(r.probes)
         # Leaves no constraint reads and whose type is a plain string: a key holds
         # "fits" in place of a value that fits, so two switches differing only there
         # share it (their values are judged here, by length, in `_fits`).
         self.free = {t: {f: b for f, b in (tr.strings or {}).items()
                          if not {(tr.module.split(":")[0], f), ("*", f)} & read_by.get(t, set())}
                      for t, tr in reach.items()}
+        # Key leaves typed by patterns that constraints read at most by `contains` probes
+        # (the IP prefix of INTERFACE|Ethernet0|10.0.0.1/31): table -> list -> {position: fit}
+        self.key_fits: dict[str, dict[str, dict[int, _KeyFit]]] = {}
+        for t, tr in reach.items():
+            schema = tables.get(t)
+            for lst in schema.lists if schema else ():
+                for leaf, alternatives in (tr.key_patterns or {}).get(lst.name, {}).items():
+                    names = {(tr.module.split(":")[0], leaf), ("*", leaf)}
+                    if names & loose_by.get(t, set()) or leaf not in lst.keys:
+                        continue
+                    literals = sorted({lit for q, lit in probes_by.get(t, ()) if q in names})
+                    fits = self.key_fits.setdefault(t, {}).setdefault(lst.name, {})
+                    fits[lst.keys.index(leaf)] = _KeyFit(alternatives, tuple(literals))
 
     # -- keys ---------------------------------------------------------------
 
@@ -124,18 +192,71 @@ class YangMemo:
             return _DUMP(list(keys))
         return _DUMP([(k, {f: v for f, v in entries[k].items() if f in kept}) for k in keys])
 
+    @staticmethod
+    def _free_columns(free: dict[str, tuple[int, int]], entries: dict) -> dict[str, int] | None:
+        """{field: 0} for the free fields, when each is in every entry or in none and all
+        its values fit: then each entry's canonical form is `entry | zeros`, what the walk
+        of `_canonical` makes, checked a column at a time. None: the walk decides."""
+        values = list(entries.values())
+        if not all(type(e) is dict for e in values):
+            return None
+        zeros = {}
+        for field, (low, high) in free.items():
+            column = [e.get(field, _ABSENT) for e in values]
+            absent = column.count(_ABSENT)
+            if absent == len(column):
+                continue
+            if absent or not all(type(v) is str for v in column):
+                return None
+            joined = "".join(column)  # printable ASCII throughout: each value is
+            lengths = list(map(len, column))
+            if not (joined.isascii() and joined.isprintable() and low <= min(lengths) and max(lengths) <= high):
+                return None
+            zeros[field] = 0
+        return zeros
+
     def _canonical(self, table: str, entries: Any) -> Any:
         """The table as keyed: each free leaf's value as 0 when it fits its type, else
-        as [value] (never equal to 0), so a key never hides a value that does not fit."""
+        as [value] (never equal to 0), so a key never hides a value that does not fit.
+        With key leaves typed by patterns (`key_fits`), a list of [key, fields] pairs
+        whose keys are lists of parts, the fitting values as numbers (never a string)."""
         free = self.free.get(table)
-        if not free or type(entries) is not dict:
+        key_fits = self.key_fits.get(table)
+        if (not free and not key_fits) or type(entries) is not dict:
             return entries
-        out = {}
-        for key, fields in entries.items():
-            if type(fields) is dict and not free.keys().isdisjoint(fields):
-                fields = {f: (v if f not in free else 0 if _fits(v, free[f]) else [v]) for f, v in fields.items()}
-            out[key] = fields
-        return out
+        out = entries
+        zeros = self._free_columns(free, entries) if free else None
+        if zeros is not None:
+            if zeros:
+                out = {key: fields | zeros for key, fields in entries.items()}
+        elif free:
+            out = {}
+            free_items = tuple(free.items())
+            for key, fields in entries.items():
+                if type(fields) is dict:
+                    copied = None
+                    for f, bounds in free_items:
+                        v = fields.get(f, _ABSENT)
+                        if v is not _ABSENT:
+                            if copied is None:
+                                copied = dict(fields)  # the field's place in the entry kept
+                            copied[f] = 0 if _fits(v, bounds) else [v]
+                    if copied is not None:
+                        fields = copied
+                out[key] = fields
+        if not key_fits:
+            return out
+        schema = self.tables[table]
+        pairs = []
+        for key, fields in out.items():
+            parts = key.split("|")
+            lst = None if key in schema.containers else schema.list_for(len(parts))
+            fits = key_fits.get(lst.name) if lst else None
+            if fits:
+                pairs.append([[fits[i].token(p) if i in fits else p for i, p in enumerate(parts)], fields])
+            else:
+                pairs.append([key, fields])
+        return pairs
 
     def keys(self, doc: dict) -> dict[str, bytes] | None:
         """Table -> key, for every table of the document and every absent table of a
@@ -145,17 +266,35 @@ class YangMemo:
         names = list(doc)
         for module in sorted(present_modules):
             names += [t for t in self._module_tables[module] if t not in doc]
+        if len(self._own) + len(self._projected) > MAX_KEYS:
+            self._own.clear()
+            self._projected.clear()
+        prints: dict[str, bytes] = {}
         out: dict[str, bytes] = {}
         fields_of: dict[str, frozenset] = {}
         for table in names:
+            # an absent table and an empty one fingerprint apart: projections tell them apart
+            fp = prints[table] = _fingerprint(doc.get(table))
             entries = doc.get(table, {})
-            reach = self._reach_of(table, entries)
+            own = self._own.get((table, fp))
+            if own is None:
+                canonical = self._canonical(table, entries)
+                own = self._own[(table, fp)] = (self._reach_of(table, entries),
+                                                fp if canonical is entries else _fingerprint(canonical))
+            reach, digest = own
             if reach is None:
                 return None
             h = hashlib.blake2b(table.encode(), digest_size=20)
-            h.update(b"\0" + _DUMP(self._canonical(table, entries)).encode())
+            h.update(b"\0" + digest)
             for other in sorted(reach.tables):
-                h.update(b"\0" + other.encode() + b"\0" + self._projection(doc, other, reach.names, fields_of).encode())
+                if other not in prints:
+                    prints[other] = _fingerprint(doc.get(other))
+                cut = (other, prints[other], reach.names)
+                projected = self._projected.get(cut)
+                if projected is None:
+                    text = self._projection(doc, other, reach.names, fields_of).encode()
+                    projected = self._projected[cut] = hashlib.blake2b(text, digest_size=20).digest()
+                h.update(b"\0" + other.encode() + b"\0" + projected)
             out[table] = h.digest()
         return out
 

@@ -1,7 +1,7 @@
 """What each ConfigDB table's YANG constraints can read: the basis of the YANG memo.
 
 libyang's verdict on a table's nodes depends on the table's own data and on the data
-its constraints name: `must` and `when` expressions and leafref `path`s, in the table's
+its constraints name: `must` and `when` expressions, leafref `path`s and `unique`, in the table's
 lists and containers, with groupings (`uses`) and typedefs (`type`) expanded. This
 reads those expressions from the .yang text (the minimal statement reader of
 :mod:`yang_tables`) and keeps, per table member (a list or a container), the other
@@ -42,7 +42,10 @@ def _has_name_wildcard(text: str) -> bool:
         if not before or before[-1] in "@:([,/|+-=<>*!" or _OPERATOR_WORDS.search(before):
             return True
     return False
-_EXPRESSIONS = ("must", "when", "path")
+# `unique` names leaves too: their values are compared across entries
+_EXPRESSIONS = ("must", "when", "path", "unique")
+# `contains(../NAME, 'literal')`: reads of the sibling NAME that only ask whether it holds the literal
+_PROBE = re.compile(r"""contains\(\s*\.\./(?:([A-Za-z_][\w.\-]*):)?([A-Za-z_][\w.\-]*)\s*,\s*(?:'([^']*)'|"([^"]*)")\s*\)""")
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,15 @@ class Reach:
     # (module, identifier) named: a prefix resolved through the defining module's imports;
     # no prefix counts for the defining module and the table's; "*": a prefix not resolved
     qualified: frozenset[tuple[str, str]] = frozenset()
+    # The qualified names read otherwise than by a probe `contains(../NAME, 'literal')`,
+    # and the probes: ((module, identifier), literal). A leaf only probed is read only as
+    # "does it contain the literal".
+    loose: frozenset[tuple[str, str]] = frozenset()
+    probes: frozenset[tuple[tuple[str, str], str]] = frozenset()
 
     def __or__(self, other: "Reach") -> "Reach":
         return Reach(self.tables | other.tables, self.names | other.names, self.everything or other.everything,
-                     self.qualified | other.qualified)
+                     self.qualified | other.qualified, self.loose | other.loose, self.probes | other.probes)
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,9 @@ class TableReach:
     # Plain `type string` leaves (at most a `length`, no pattern, when, must or default)
     # of the lists -> (min, max) length: their values are judged by length alone
     strings: dict[str, tuple[int, int]] | None = None
+    # list name -> {key leaf: its type as pattern alternatives}: a value is valid when, for
+    # one alternative (a union member), it matches every pattern of it (:func:`_key_patterns`)
+    key_patterns: dict[str, dict[str, tuple[tuple[str, ...], ...]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -148,16 +159,27 @@ def _reach(stmts: list[Stmt], table: str, mod: _Module, all_tables: frozenset[st
         anywhere |= any_more
     names: set[str] = set()
     qualified: set[tuple[str, str]] = set()
+    loose: set[tuple[str, str]] = set()
+    probes: set[tuple[tuple[str, str], str]] = set()
+
+    def resolve(prefix: str, ident: str, where: _Module) -> tuple[tuple[str, str], ...]:
+        if not prefix:
+            return (where.name, ident), (mod.name, ident)
+        return ((where.prefixes.get(prefix, "*"), ident),)
+
     for text, where in texts:
         if _READS_ANYTHING.search(text) or _has_name_wildcard(text):
             anywhere = True
         names.update(_IDENT.findall(text))
         for prefix, ident in _QNAME.findall(text):
-            if not prefix:
-                qualified.update(((where.name, ident), (mod.name, ident)))
-            else:
-                qualified.add((where.prefixes.get(prefix, "*"), ident))
-    return Reach(frozenset(names & all_tables - {table}), frozenset(names), anywhere, frozenset(qualified))
+            qualified.update(resolve(prefix, ident, where))
+        for m in _PROBE.finditer(text):
+            literal = m.group(3) if m.group(3) is not None else m.group(4)
+            probes.update((q, literal) for q in resolve(m.group(1) or "", m.group(2), where))
+        for prefix, ident in _QNAME.findall(_PROBE.sub(" ", text)):
+            loose.update(resolve(prefix, ident, where))
+    return Reach(frozenset(names & all_tables - {table}), frozenset(names), anywhere, frozenset(qualified),
+                 frozenset(loose), frozenset(probes))
 
 
 _LENGTH = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+|max)\s*$")
@@ -178,6 +200,65 @@ def _plain_string(leaf: Stmt) -> tuple[int, int] | None:
             return None  # a pattern, several ranges, or anything else: libyang judges it
         bounds = (int(m.group(1)), _STRING_MAX if m.group(2) == "max" else int(m.group(2)))
     return bounds
+
+
+# The regex syntax whose meaning is the same in XSD (YANG's patterns, which libyang
+# anchors at both ends) and in Python's `re` under fullmatch, for values of printable
+# ASCII: literals, `\.` and `\-`, groups, alternation, quantifiers, `.` and character
+# classes of literals and ranges. Anything else (`\p{..}`, `\d`, `^`/`$` outside a class,
+# `(?`) leaves the type to libyang.
+_SAFE_PATTERN = re.compile(r"(?:[A-Za-z0-9:/,%_@=]|\\[.\-]|[(){}|*+?.]|\[\^?(?:[A-Za-z0-9:._\-]|\\[.\-])+\])*")
+# `a*+` is possessive in Python and no XSD at all: never two quantifiers in a row
+_STACKED_QUANTIFIERS = re.compile(r"[*+?}][*+?{]")
+_PATTERN_DETAILS = ("error-message", "error-app-tag", "description", "reference")
+
+
+def _string_alternatives(type_stmt: Stmt, defs: _Defs, depth: int = 0) -> tuple[tuple[str, ...], ...] | None:
+    """A type that is a string with patterns only, or a union of such (through typedefs):
+    its alternatives, each the patterns a value must all match. None: any other type."""
+    name = type_stmt.arg or ""
+    if depth > 16:
+        return None
+    if name == "union":
+        members = type_stmt.all("type")
+        if not members or len(members) != len(type_stmt.subs):
+            return None
+        out: list[tuple[str, ...]] = []
+        for member in members:
+            alts = _string_alternatives(member, defs, depth + 1)
+            if alts is None:
+                return None
+            out += alts
+        return tuple(out)
+    if name == "string":
+        patterns = []
+        for sub in type_stmt.subs:
+            if (sub.keyword != "pattern" or not sub.arg or "(?" in sub.arg or not _SAFE_PATTERN.fullmatch(sub.arg)
+                    or _STACKED_QUANTIFIERS.search(sub.arg)
+                    or any(d.keyword not in _PATTERN_DETAILS for d in sub.subs)):
+                return None  # a length, an invert-match modifier, syntax not shown equal
+            patterns.append(sub.arg)
+        return (tuple(patterns),)
+    found = defs.typedefs.get(name.split(":")[-1], [])
+    if type_stmt.subs or len(found) != 1:
+        return None  # a builtin other than string, a restriction on a typedef, an ambiguous name
+    inner = found[0].all("type")
+    return _string_alternatives(inner[0], defs, depth + 1) if len(inner) == 1 else None
+
+
+def _key_patterns(lst: Stmt, keys: set[str], defs: _Defs) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The key leaves of `lst` typed by patterns alone (no when, must or if-feature of their own)."""
+    out = {}
+    for leaf in _leaves(lst, defs):
+        if leaf.keyword != "leaf" or leaf.arg not in keys:
+            continue
+        types = leaf.all("type")
+        if any(s.keyword in ("when", "must", "if-feature") for s in leaf.subs) or len(types) != 1:
+            continue
+        alts = _string_alternatives(types[0], defs)
+        if alts is not None and out.get(leaf.arg, alts) == alts:
+            out[leaf.arg] = alts
+    return out
 
 
 def _leaves(lst: Stmt, defs: _Defs) -> list[Stmt]:
@@ -226,10 +307,12 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
         required: set[str] = set()
         strings: dict[str, tuple[int, int]] = {}
         unplain: set[str] = set()
+        key_patterns = {}
         for lst in list_stmts:
             key = lst.first("key")
             keys = set((key.arg or "").split()) if key else set()
             required |= keys
+            key_patterns[lst.arg] = _key_patterns(lst, keys, defs)
             for leaf in _leaves(lst, defs):
                 if any(x.keyword == "mandatory" and x.arg == "true" for x in leaf.subs):
                     required.add(leaf.arg)
@@ -240,5 +323,5 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
                     strings[leaf.arg] = bounds
         plain = {f: b for f, b in strings.items() if f not in unplain and f not in required}
         out[name] = TableReach(name, module, lists, _reach(rest, name, info, all_tables, defs),
-                               frozenset(required), plain)
+                               frozenset(required), plain, {n: k for n, k in key_patterns.items() if k})
     return out

@@ -117,6 +117,23 @@ def test_mtu_out_of_yang_range_is_a_yang_failure(compiled_dirs, tmp_path, capsys
     assert "yang/minir-rail0-leaf1" in _failures(doc)
 
 
+@pytest.mark.parametrize("prefix", ["10.128.0.300/31", "10.128.0.3/33", "2001:db8::1/129"])
+def test_bad_interface_prefix_is_a_yang_failure(compiled_dirs, tmp_path, capsys, prefix):
+    """The YANG memo keys fitting prefixes by their fit: one that does not fit, on one
+    switch among others of its shape, is still judged and named."""
+    out = _copy(compiled_dirs["mini-routed"], tmp_path)
+
+    def edit(d):
+        d["INTERFACE"] = {(f"Ethernet16|{prefix}" if k.startswith("Ethernet16|") else k): v
+                          for k, v in d["INTERFACE"].items()}
+    _edit_json(out / "configs/minir-rail0-leaf1/config_db.json", edit)
+    rc, _, doc = _validate(out, tmp_path, capsys)
+    assert rc == 1
+    yang = [r for r in doc["results"] if r["id"].startswith("yang/") and not r["passed"]]
+    assert [r["id"] for r in yang] == ["yang/minir-rail0-leaf1"]
+    assert prefix in yang[0]["detail"]
+
+
 def test_hostname_and_speed_and_frr_syntax(compiled_dirs, tmp_path, capsys):
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
 

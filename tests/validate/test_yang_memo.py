@@ -163,3 +163,128 @@ def test_unknown_tables_are_judged_whole(routed):
     memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
     assert memo.keys(doc) is None
     assert validate_config_db(doc) == validate_config_db(doc, memo=False) != []
+
+
+# IP prefixes around the edges of sonic-types' ip4/ip6 patterns: libyang is the judge
+_PREFIXES = [
+    "10.0.0.1/31", "0.0.0.0/0", "255.255.255.255/32", "1.2.3.4/9", "199.249.200.10/30",
+    "256.0.0.1/31", "10.0.0.1/33", "10.0.0.01/31", "010.0.0.1/31", "10.0.0.1", "10.0.0/24",
+    "10.0.0.1/031", "10.0.0.1/-1", " 10.0.0.1/31", "10.0.0.1/31 ", "10.0.0.1/3a", "a.b.c.d/1",
+    "10.0.0.1//31", "10.0.0.1/31/", "1.2.3.4.5/32", "",
+    "2001:db8::1/64", "::/0", "::1/128", "fe80::/10", "::ffff:10.0.0.1/96", "1:2:3:4:5:6:7:8/128",
+    "2001:DB8::/32", "1:2:3:4:5:6:1.2.3.4/96", "2001:db8::1/129", "2001:db8::1", "2001:::1/64",
+    "1:2:3:4:5:6:7:8:9/64", "12345::/64", "g::/64", ":/64", "1::2::3/64", "::/00", "::/099",
+    "2001:db8::1/64x", "::ffff:300.0.0.1/96", "1:2:3:4:5:6:7::/64", ":::/64", "::%eth0/64",
+    "10.0.0.1/3\u0662", "\u0661\u0660.0.0.1/31", "10.0.0.1/31\n", "10.0.0.1\t/31", "::/1\u0968",
+]
+
+
+def _with_prefix(routed: dict, prefix: str, fields: dict | None = None) -> dict:
+    """Ethernet16's address replaced in place (the table's order kept)."""
+    doc = copy.deepcopy(routed)
+    doc["INTERFACE"] = {(f"Ethernet16|{prefix}" if k.startswith("Ethernet16|") else k):
+                        (fields or {} if k.startswith("Ethernet16|") else v) for k, v in doc["INTERFACE"].items()}
+    return doc
+
+
+@pytest.mark.parametrize("prefix", _PREFIXES)
+def test_ip_prefix_fit_is_what_libyang_accepts(routed, prefix):
+    """The memo keys a fitting prefix by its fit alone: a fit must be exactly a value
+    libyang accepts (on printable ASCII; any other value is keyed as itself)."""
+    fit = sonic_yang._memo().key_fits["INTERFACE"]["INTERFACE_IPPREFIX_LIST"][1]
+    assert fit.literals == (".", ":")  # what `family`'s must probes
+    accepted = validate_config_db(_with_prefix(routed, prefix), memo=False) == []
+    if prefix.isascii() and prefix.isprintable():
+        assert fit.fits(prefix) is accepted
+    else:
+        assert not fit.fits(prefix)
+
+
+@pytest.mark.parametrize("prefix", _PREFIXES)
+def test_memo_verdict_on_each_prefix_equals_the_whole_documents(routed, prefix):
+    assert validate_config_db(routed) == []
+    doc = _with_prefix(routed, prefix)
+    assert validate_config_db(doc) == validate_config_db(doc, memo=False)
+
+
+@pytest.mark.parametrize("prefix, family", [
+    ("2001:db8::1/64", "IPv4"), ("10.9.0.0/31", "IPv6"), ("::ffff:10.0.0.1/96", "IPv4"),
+    ("::ffff:10.0.0.1/96", "IPv6"), ("10.9.0.0/31", "IPv4"), ("2001:db8::1/64", "IPv6")])
+def test_family_probe_after_the_memo_saw_prefixes_pass(routed, prefix, family):
+    """`family`'s must reads the prefix only as "contains ':' / '.'": a prefix of the other
+    family, after one of each family passed with its own, is still judged."""
+    for seen, fam in (("10.7.0.0/31", "IPv4"), ("2001:db8:7::/64", "IPv6")):
+        assert validate_config_db(_with_prefix(routed, seen, {"family": fam})) == []
+    doc = _with_prefix(routed, prefix, {"family": family})
+    whole = validate_config_db(doc, memo=False)
+    assert validate_config_db(doc) == whole
+    assert bool(whole) is (family == "IPv4" and ":" in prefix and "." not in prefix
+                           or family == "IPv6" and ":" not in prefix)
+
+
+def test_prefix_keys_differing_only_in_fitting_addresses_share_a_key(routed):
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    a, b = memo.keys(routed), memo.keys(_with_prefix(routed, "10.200.3.4/31"))
+    assert a["INTERFACE"] == b["INTERFACE"] and a["PORT"] == b["PORT"]
+    assert memo.keys(_with_prefix(routed, "10.200.3.4/33"))["INTERFACE"] != a["INTERFACE"]
+    assert memo.keys(_with_prefix(routed, "2001:db8::/64"))["INTERFACE"] != a["INTERFACE"]  # ':' probed
+
+
+def test_a_reordered_or_shared_document_keys_alike(routed):
+    """Fingerprints depend on the data alone: a copy keys as the original, a reordered table anew."""
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    keys = memo.keys(routed)
+    assert memo.keys(copy.deepcopy(routed)) == keys == memo.keys(json.loads(json.dumps(routed)))
+    doc = copy.deepcopy(routed)
+    doc["QUEUE"] = dict(reversed(list(doc["QUEUE"].items())))
+    assert memo.keys(doc)["QUEUE"] != keys["QUEUE"]
+    doc = copy.deepcopy(routed)
+    first = next(iter(doc["QUEUE"]))
+    doc["QUEUE"][first] = {k: int(v) if v.isdigit() else v for k, v in doc["QUEUE"][first].items()} | {"x": 1}
+    assert memo.keys(doc)["QUEUE"] != keys["QUEUE"]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: None,
+    lambda d: d["PORT"]["Ethernet0"].pop("description"),
+    lambda d: d["PORT"]["Ethernet0"].update(description="gpu-é"),
+    lambda d: d["PORT"]["Ethernet0"].update(description="x" * 256),
+    lambda d: d["PORT"]["Ethernet0"].update(description=7),
+    lambda d: d["PORT"]["Ethernet0"].update(alias=""),
+    lambda d: d["PORT"].update(EthernetX="not an entry"),
+])
+def test_free_columns_make_what_the_walk_makes(routed, edit, monkeypatch):
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    doc = copy.deepcopy(routed)
+    edit(doc)
+    by_columns = {t: memo._canonical(t, e) for t, e in doc.items()}
+    monkeypatch.setattr(YangMemo, "_free_columns", staticmethod(lambda free, entries: None))
+    assert by_columns == {t: memo._canonical(t, e) for t, e in doc.items()}
+
+
+def test_an_empty_table_is_not_an_absent_one(routed):
+    """What a constraint reads of an absent table ("-") and of an empty one ("[]") differ;
+    their fingerprints must too, or a cached projection would stand for the other.
+    VLAN is absent from a module with data (VLAN_MEMBER's), so it is keyed as well."""
+    assert "VLAN_MEMBER" in routed
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    doc = copy.deepcopy(routed)
+    doc.pop("VLAN")
+    absent = memo.keys(doc)
+    doc["VLAN"] = {}
+    empty = memo.keys(doc)
+    assert absent["VLAN_MEMBER"] != empty["VLAN_MEMBER"]  # its leafref reads VLAN
+    assert YangMemo(memo.reach, memo.tables).keys(doc) == empty
+
+
+@pytest.mark.parametrize("pattern, kept", [
+    ("'[0-9]{1,3}(\\.[0-9]{1,3}){3}'", True), ("'[^:]+:[a-f]*'", True), ("'a|b|(c)?'", True),
+    ("'a*+'", False), ("'a{2}{3}'", False), ("'\\d+'", False), ("'\\p{L}+'", False), ("'^a$'", False),
+    ("'(?:a)'", False), ("'[a-z-[aeiou]]'", False)])
+def test_only_patterns_read_alike_by_xsd_and_python_key_by_fit(tmp_path, pattern, kept):
+    (tmp_path / "t.yang").write_text(
+        "module t { namespace urn:t; prefix t;\n  container t {\n"
+        f"    container K {{ list K_LIST {{ key id; leaf id {{ type string {{ pattern {pattern}; }} }} }} }}\n"
+        "  }\n}\n")
+    reach = load_reach(tmp_path)["K"]
+    assert bool((reach.key_patterns or {}).get("K_LIST")) is kept
