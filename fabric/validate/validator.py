@@ -20,7 +20,7 @@ from ..input.problems import InputError, Problem
 
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
-from .crosscheck import crosscheck
+from .crosscheck import Merge, Plan, judge_switch
 from ..devices.readback.eos import parse_startup_config
 from ..devices.readback.facts import DeviceFacts
 from ..devices.readback.sonic import parse_config_db
@@ -90,7 +90,8 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
         from . import sonic_yang
 
         sonic_yang.require()  # exit 3 naming the missing binding, before any result
-    facts: dict[str, DeviceFacts] = {}
+    plan = Plan(fabric, checked)  # before the fork: the workers judge their switches with it
+    merge = Merge(plan)
     results: list[Result] = []
     trust: list[Problem] = []
     frr_owner: dict[str, str] = {}
@@ -105,9 +106,10 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     # two vtysh at a time, so the shards still queued when the pool ends drain on both cores.
     with ThreadPoolExecutor(max_workers=VTYSH_AT_ONCE) as vtysh:
         def arrived(part, done: int, shards: int) -> None:
-            p_facts, p_results, p_frr, p_trust = part
+            p_verdicts, p_results, p_frr, p_trust = part
             trust.extend(p_trust)
-            facts.update(p_facts)
+            for verdict in p_verdicts:  # in facts order, as the cross-check always took them
+                merge.add(verdict)
             results.extend(p_results)
             for path, (name, _text) in p_frr.items():
                 frr_owner[path] = name
@@ -115,7 +117,7 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
                 frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, {p: t for p, (_n, t) in p_frr.items()}))
             progress.step(label, len(switches) * done // shards, len(switches))
 
-        parallel.map_shards(_read_shard, (read, switches, picked, trust_in), len(switches), min_items=128,
+        parallel.map_shards(_read_shard, (read, plan, switches, picked, trust_in), len(switches), min_items=128,
                             shards_per_job=SHARDS_PER_JOB, arrived=arrived)
         if frr_checks:
             progress.step(f"checking {len(frr_owner):,} FRR configs (vtysh -C)")
@@ -131,14 +133,15 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
     if trust_in is not None:
         results = trust_results(trust, trust_in) + results
-    return results + crosscheck(fabric, facts, checked) + (plant(fabric, read) if plant_check else [])
+    return results + merge.results() + (plant(fabric, read) if plant_check else [])
 
 
 def _read_shard(state, i: int, n: int):
-    """Facts, YANG results, FRR texts and allow-list findings of switches i, i+n, ... (runs in a worker)."""
+    """Cross-check verdicts, YANG results, FRR texts and allow-list findings of switches i, i+n, ...
+    (runs in a worker; the facts stay here: the verdicts are what the merge needs of them)."""
     from . import sonic_yang
 
-    read, switches, picked, trust_in = state
+    read, plan, switches, picked, trust_in = state
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr: dict[str, tuple[str, str]] = {}
@@ -177,7 +180,8 @@ def _read_shard(state, i: int, n: int):
                                   "\n".join(f"{path}: {p}" for p in probs) or "passes the SONiC YANG models"))
             if frr_text is not None:
                 frr[frr_path] = (name, frr_text)
-    return facts, results, frr, trust
+    verdicts = [judge_switch(plan, sw, facts[sw.name]) for sw in switches[i::n] if sw.name in facts]
+    return verdicts, results, frr, trust
 
 
 def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | None = None) -> list[Result]:
