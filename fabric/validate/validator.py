@@ -13,7 +13,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
+from ..outdir_layout import CONFIG_DB, CONFIGS, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..graph import fabric_json
 from ..graph.model import Fabric, Node
 from ..input.problems import InputError, Problem
@@ -32,6 +32,8 @@ from ..progress import Progress, Silent
 Reader = Callable[[str], "str | None"]
 
 
+# From this many switches the per-switch pass forks its workers.
+POOL_MIN_SWITCHES = 128
 # From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
 BESIDE_MIN_SWITCHES = 128
 # Per-switch shards per worker: progress moves in steps of 1/(jobs x this), a worker that
@@ -90,12 +92,20 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
         from . import sonic_yang
 
         sonic_yang.require()  # exit 3 naming the missing binding, before any result
+        if len(switches) >= POOL_MIN_SWITCHES and parallel.jobs() > 1:
+            # loaded once here, the workers inherit them (each loaded its own: ~0.6 s of CPU);
+            # the memo reaches the models by their folder, its own cache entry: load both
+            try:
+                sonic_yang.load_models()
+                sonic_yang._memo()
+            except Exception:  # noqa: BLE001 - each switch's YANG result names it, as without this
+                pass
     plan = Plan(fabric, checked)  # before the fork: the workers judge their switches with it
     merge = Merge(plan)
     results: list[Result] = []
     trust: list[Problem] = []
     frr_owner: dict[str, str] = {}
-    frr_checks: list = []  # futures of vtysh runs, one per shard, in shard order
+    frr_checks: list = []  # futures of vtysh runs, one per shard (two of the last ones), in shard order
     progress = progress or Silent()
     label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
     progress.step(label, 0, len(switches))
@@ -114,10 +124,15 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
             for path, (name, _text) in p_frr.items():
                 frr_owner[path] = name
             if p_frr and frr:
-                frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, {p: t for p, (_n, t) in p_frr.items()}))
+                texts = [(p, t) for p, (_n, t) in p_frr.items()]
+                # the last shards' runs drain after the pool: cut in two, both cores share them
+                cuts = VTYSH_AT_ONCE if done > shards - VTYSH_AT_ONCE else 1
+                for k in range(cuts):
+                    if texts[k::cuts]:
+                        frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, texts[k::cuts]))
             progress.step(label, len(switches) * done // shards, len(switches))
 
-        parallel.map_shards(_read_shard, (read, plan, switches, picked, trust_in), len(switches), min_items=128,
+        parallel.map_shards(_read_shard, (read, plan, switches, picked, trust_in), len(switches), min_items=POOL_MIN_SWITCHES,
                             shards_per_job=SHARDS_PER_JOB, arrived=arrived)
         if frr_checks:
             progress.step(f"checking {len(frr_owner):,} FRR configs (vtysh -C)")
@@ -207,26 +222,42 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     if unsafe:
         raise InputError(unsafe)
     read = disk_reader(outdir)
-    fabric = load_fabric(read, outdir)
     from .. import parallel
 
+    # MANIFEST.json's hashes need no fabric.json: on a big OUTDIR a forked process checks
+    # them while this one parses fabric.json and loads the YANG models (one core idle else)
+    early = None
+    if manifest and parallel.jobs() > 1 and _switch_dirs(outdir) >= BESIDE_MIN_SWITCHES:
+        early = parallel.Background(check_manifest, outdir)
+    try:
+        fabric = load_fabric(read, outdir)
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
     # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
     # in a forked process beside it (both cores busy), on a small one in line.
     small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
-    side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
+    side = None if small else parallel.Background(_beside, outdir, fabric, manifest,
+                                                        manifest and early is None)
     try:
         per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
     except BaseException:
+        if early is not None:
+            early.cancel()
         if side is not None:
             side.result()  # its error (unsafe tree, malformed file) is the one to report first
         raise
     if side is not None:
         (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
     if side is None:
-        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(outdir, fabric, manifest)
+        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(
+            outdir, fabric, manifest, manifest and early is None)
         plants: list[Result] = []  # already in per_switch
     else:
         trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
+    if early is not None:
+        manifest_results = early.result()
     # one trust list in file order: the whole-tree findings and the switch files' (from the pass)
     switch_trust = [r for r in per_switch if r.check == "trust"]
     per_switch = [r for r in per_switch if r.check != "trust"]
@@ -234,13 +265,22 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     return trust + inert + clabernetes + per_switch + plants + schemas + manifest_results
 
 
-def _beside(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
+def _switch_dirs(outdir: str) -> int:
+    """How many entries configs/ holds: the size of the design before fabric.json is parsed."""
+    try:
+        return len(os.listdir(os.path.join(outdir, CONFIGS)))
+    except OSError:
+        return 0
+
+
+def _beside(outdir: str, fabric: Fabric, manifest: bool, hashes: bool) -> tuple[list[Result], ...]:
     """The whole-tree checks and the plant files (run in the forked process)."""
-    return _whole_tree_checks(outdir, fabric, manifest) + (plant(fabric, disk_reader(outdir)),)
+    return _whole_tree_checks(outdir, fabric, manifest, hashes) + (plant(fabric, disk_reader(outdir)),)
 
 
-def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
-    """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
+def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool) -> tuple[list[Result], ...]:
+    """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk
+    (`hashes=False`: MANIFEST.json is checked elsewhere, its results here are [])."""
     read = disk_reader(outdir)
     # the design's own switch files are judged in the per-switch pass, from the text it reads
     trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False),
@@ -253,7 +293,7 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[lis
     # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
     return (trust, check_inert(outdir), check_clabernetes(outdir) if manifest else [], schemas,
-            check_manifest(outdir) if manifest else [])
+            check_manifest(outdir) if hashes else [])
 
 
 def trust_results(problems: list[Problem], outdir: str) -> list[Result]:
