@@ -3,16 +3,23 @@
 Input: the fabric graph read back from fabric.json (graph/fabric_json.py) and the facts read back from every switch
 config. One result per (check, switch), plus fabric-wide uniqueness checks;
 each failure names the file, the key and what is wrong.
+
+Split in two so validate's workers judge their own switches and send back only a small
+verdict (no facts): :func:`judge_switch` is everything one switch's facts and fabric.json
+decide; :class:`Merge` takes the verdicts in facts order and adds what needs all of them
+(the fabric's MTU, address and ASN uniqueness).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import NamedTuple
 
 from ..devices.readback.facts import DeviceFacts
-from ..graph.model import Fabric, Node
+from ..graph.model import Endpoint, Fabric, Link, Node
 from .validate_report import Result
 
+CHECKS = ("config", "hostname", "cabling", "mtu", "vlan", "addressing", "bgp")
 
 _NETS: dict[str, tuple[int, int] | None] = {}
 
@@ -34,145 +41,203 @@ def _net31(ip: str) -> tuple[int, int] | None:
     return got
 
 
+class Plan:
+    """The fabric.json side of the cross-check, built once (before validate's workers fork):
+    each switch's cable ends in fabric.json's link order and the BGP peers its cables explain."""
+
+    def __init__(self, fabric: Fabric, checked: "set[str] | None" = None):
+        self.fabric = fabric
+        self.switches = [n for n in fabric.switches if checked is None or n.name in checked]
+        judged = {n.name for n in self.switches}
+        self.ends: dict[str, list[tuple[Link, Endpoint, Endpoint]]] = {name: [] for name in judged}
+        self.expected_peers: dict[str, set[str]] = {name: set() for name in judged}
+        for lk in fabric.links:
+            if lk.kind == "hb":
+                continue
+            a, b = lk.a, lk.b
+            for me, other in ((a, b), (b, a)):
+                mine = self.ends.get(me.node)
+                if mine is not None:  # a judged switch (fabric.json node names are unique)
+                    mine.append((lk, me, other))
+            if lk.kind == "fabric" and a.ip and b.ip:
+                for me, other in ((a, b), (b, a)):
+                    peers = self.expected_peers.get(me.node)
+                    if peers is not None:
+                        peers.add(other.ip.split("/")[0])
+
+
+class Verdict(NamedTuple):
+    """What one switch's config says, as the merge needs it (small: sent from a worker)."""
+    name: str
+    file: str | None  # None: no config for the switch
+    problems: dict[str, list[str]]  # check -> problems, every check but the fabric-MTU comparison
+    mtus: dict[int, int]  # MTU of the switch's admin-up ports -> how many
+    cabled: list[tuple[int, int | None, str]]  # (end index in Plan.ends, MTU, key) of each cabled port found
+    addresses: list[tuple[str, str]]  # (address without its length, where: port, Loopback0, VlanN)
+    asn: int | None
+
+
+def judge_switch(plan: Plan, sw: Node, f: DeviceFacts | None) -> Verdict:
+    """Everything one switch's facts and fabric.json decide, in the order the results list it."""
+    nodes = plan.fabric.by_name
+    name = sw.name
+    by_check: dict[str, list[str]] = defaultdict(list)
+
+    def bad(check: str, msg: str) -> None:
+        by_check[check].append(msg)
+
+    if f is None:
+        bad("config", f"no config for switch {name} (expected configs/{name}/)")
+        return Verdict(name, None, dict(by_check), {}, [], [], None)
+    for p in f.problems:
+        bad("config", f"{f.file}: {p}")
+    if f.hostname != name:
+        bad("hostname", f"{f.file}: hostname is {f.hostname!r}, fabric.json names this switch {name!r}")
+    if sw.asn is not None and f.asn != sw.asn:
+        bad("bgp", f"{f.bgp_file or f.file}: router bgp {f.asn}, fabric.json ASN is {sw.asn}")
+    if sw.loopback and sw.loopback not in f.loopbacks:
+        bad("addressing", f"{f.file}: Loopback0 {f.loopbacks or 'missing'}, fabric.json has {sw.loopback}")
+    for v in sw.vlans:
+        if v.gateway and v.gateway not in f.svis.get(v.vlan, []):
+            bad("addressing", f"{f.file}: Vlan{v.vlan} gateway {f.svis.get(v.vlan) or 'missing'}, fabric.json has {v.gateway}")
+    vlan_of = {v.rail: v.vlan for v in sw.vlans}
+
+    cabled: list[tuple[int, int | None, str]] = []
+    ports = f.ports
+    for i, (lk, me, other) in enumerate(plan.ends[name]):
+        p = ports.get(me.port)
+        cable = lk.cable_id or f"{lk.a.node}:{lk.a.port}-{lk.b.node}:{lk.b.port}"
+        if p is None:
+            bad("cabling", f"{f.file}: port {me.port} of cable {cable} (to {other.node}:{other.port}) is not in the config")
+            continue
+        if p.speed_gbps != lk.gbps:
+            bad("cabling", f"{f.file}: {p.key}.speed is {p.speed_gbps} Gbit/s, cable {cable} is {lk.gbps:g} Gbit/s")
+        if not p.admin_up:
+            bad("cabling", f"{f.file}: {p.key} is admin down but cabled to {other.node}:{other.port}")
+        want_len = lk.length_m
+        if want_len is not None and p.cable_length != f"{want_len}m":
+            where = p.length_key or f"{p.key} (no cable length)"
+            bad("cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
+        cabled.append((i, p.mtu, p.key))  # judged against the fabric's MTU in the merge
+        if lk.kind == "rail":
+            want = vlan_of.get(lk.rail)
+            if want is not None and p.vlan != want:
+                bad("vlan", f"{f.file}: {me.port} (GPU {other.node}) is in VLAN {p.vlan}, expected Vlan{want}")
+            if p.edge is False:  # EOS: a GPU is an end host, an edge port
+                bad("vlan", f"{f.file}: {me.port} (GPU {other.node}) has no 'spanning-tree portfast': "
+                            f"the GPU waits out the spanning-tree forwarding delay after every flap")
+            continue
+        # fabric link: addresses and BGP
+        want_ip = me.ip
+        if want_ip:
+            if want_ip not in p.ips:
+                bad("addressing", f"{f.file}: {me.port} has {p.ips or 'no address'}, fabric.json has {want_ip}")
+            peer_ip = other.ip
+            if peer_ip and _net31(want_ip) != _net31(peer_ip):
+                bad("addressing", f"fabric.json: {name}:{me.port} {want_ip} and {other.node}:{other.port} {peer_ip} are not in one subnet")
+            for ip in p.ips:
+                if peer_ip and (_net31(ip) != _net31(peer_ip) or ip == peer_ip):
+                    bad("addressing", f"{f.file}: {me.port} {ip} is not the other half of {other.node}:{other.port}'s {peer_ip}")
+            peer_asn = nodes[other.node].asn  # parse: every link end is a node
+            if peer_ip and f.asn is not None:
+                nip = peer_ip.split("/")[0]
+                if nip not in f.neighbors:
+                    bad("bgp", f"{f.bgp_file}: no BGP neighbor {nip} ({other.node}:{other.port})")
+                elif f.neighbors[nip] != peer_asn:
+                    bad("bgp", f"{f.bgp_file}: neighbor {nip} remote-as {f.neighbors[nip]}, {other.node} has ASN {peer_asn}")
+
+    # Neighbours the cabling does not explain
+    for nip in sorted(set(f.neighbors) - plan.expected_peers[name]):
+        bad("bgp", f"{f.bgp_file}: neighbor {nip} is not the far end of any cable of {name}")
+
+    mtus = Counter(p.mtu for p in ports.values() if p.admin_up and p.mtu is not None)
+    addresses = [(ip.split("/")[0], port) for port, p in ports.items() for ip in p.ips]
+    addresses += [(ip.split("/")[0], "Loopback0") for ip in f.loopbacks]
+    addresses += [(ip.split("/")[0], f"Vlan{vlan}") for vlan, ips in f.svis.items() for ip in ips]
+    return Verdict(name, f.file, dict(by_check), dict(mtus), cabled, addresses, f.asn)
+
+
+class Merge:
+    """The verdicts of every judged switch, added in facts order (that order names the owners of
+    a shared address, and breaks a tie between MTUs), into the cross-check's results."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.verdicts: dict[str, Verdict] = {}
+        self.mtus: Counter = Counter()
+        self.owners: dict[str, str] = {}  # address -> its first owner
+        self.shared: dict[str, list[str]] = {}  # address -> every owner, for the addresses owned twice
+        self.asns: dict[int, list[str]] = defaultdict(list)
+
+    def add(self, v: Verdict) -> None:
+        self.verdicts[v.name] = v
+        if v.file is None:
+            return
+        self.mtus.update(v.mtus)
+        owners, shared = self.owners, self.shared
+        for ip, where in v.addresses:
+            owner = f"{v.file}:{where}"
+            if ip in owners:
+                shared.setdefault(ip, [owners[ip]]).append(owner)
+            else:
+                owners[ip] = owner
+        if v.asn is not None:
+            self.asns[v.asn].append(v.name)
+
+    def results(self) -> list[Result]:
+        fabric_mtu = self.mtus.most_common(1)[0][0] if self.mtus else None
+        results = []
+        for sw in self.plan.switches:
+            name = sw.name
+            v = self.verdicts.get(name)
+            problems = v.problems if v is not None else {"config": [f"no config for switch {name} (expected configs/{name}/)"]}
+            if v is not None and v.cabled:
+                mtu_probs = self._mtu_problems(v, fabric_mtu)
+                if mtu_probs:
+                    problems = {**problems, "mtu": mtu_probs}
+            for check in CHECKS:
+                probs = problems.get(check, [])
+                results.append(Result(f"{check}/{name}", check, not probs, "\n".join(probs) or "ok"))
+        return results + self._unique()
+
+    def _mtu_problems(self, v: Verdict, fabric_mtu: int | None) -> list[str]:
+        ends = self.plan.ends[v.name]
+        out = []
+        for i, mtu, key in v.cabled:
+            if mtu is None or not 1500 <= mtu <= 9216 or (fabric_mtu and mtu != fabric_mtu):
+                other = ends[i][2]
+                out.append(f"{v.file}: {key}.mtu is {mtu}, the fabric uses {fabric_mtu} (peer {other.node}:{other.port})")
+        return out
+
+    def _unique(self) -> list[Result]:
+        dup = [f"address {ip} is used by {', '.join(where)}" for ip, where in sorted(self.shared.items())]
+        switches = {sw.name: sw for sw in self.plan.switches}
+
+        # RFC 7938 (docs/bgp.md): switches may share an ASN only as one group of spines or
+        # cores, one tier of one rail (fabric.json says which); a leaf's ASN is its own.
+        def group(name: str) -> tuple:
+            sw = switches.get(name)
+            return (sw.tier, tuple(sw.rails)) if sw is not None else (None, ())
+
+        def shared_ok(names: list[str]) -> bool:
+            kinds = {group(n) for n in names}
+            return len(kinds) == 1 and isinstance(next(iter(kinds))[0], int) and next(iter(kinds))[0] >= 2
+
+        dup_as = [f"ASN {a} is used by {', '.join(sorted(n))}" for a, n in sorted(self.asns.items())
+                  if len(n) > 1 and not shared_ok(n)]
+        return [
+            Result("unique/addresses", "unique", not dup, "\n".join(dup) or f"{len(self.owners)} addresses, all distinct"),
+            Result("unique/asn", "unique", not dup_as, "\n".join(dup_as) or f"{len(self.asns)} ASNs, each one switch's or one spine/core group's"),
+        ]
+
+
 def crosscheck(fabric: Fabric, facts: dict[str, DeviceFacts], checked: "set[str] | None" = None) -> list[Result]:
     """Every switch's config against fabric.json and its peers' (`checked`: only these
     switches are judged, against the whole fabric; uniqueness among them)."""
-    nodes = fabric.by_name
-    switches = [n for n in fabric.switches if checked is None or n.name in checked]
-    by_sw: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # sw -> check -> problems
-
-    def bad(sw: str, check: str, msg: str) -> None:
-        by_sw[sw][check].append(msg)
-
-    for sw in switches:
-        name = sw.name
-        f = facts.get(name)
-        if f is None:
-            bad(name, "config", f"no config for switch {name} (expected configs/{name}/)")
-            continue
-        for p in f.problems:
-            bad(name, "config", f"{f.file}: {p}")
-        if f.hostname != name:
-            bad(name, "hostname", f"{f.file}: hostname is {f.hostname!r}, fabric.json names this switch {name!r}")
-        if sw.asn is not None and f.asn != sw.asn:
-            bad(name, "bgp", f"{f.bgp_file or f.file}: router bgp {f.asn}, fabric.json ASN is {sw.asn}")
-        if sw.loopback and sw.loopback not in f.loopbacks:
-            bad(name, "addressing", f"{f.file}: Loopback0 {f.loopbacks or 'missing'}, fabric.json has {sw.loopback}")
-        for v in sw.vlans:
-            if v.gateway and v.gateway not in f.svis.get(v.vlan, []):
-                bad(name, "addressing", f"{f.file}: Vlan{v.vlan} gateway {f.svis.get(v.vlan) or 'missing'}, fabric.json has {v.gateway}")
-
-    mtus = Counter(p.mtu for f in facts.values() for p in f.ports.values() if p.admin_up and p.mtu is not None)
-    fabric_mtu = mtus.most_common(1)[0][0] if mtus else None
-    vlan_of = {}
-    for sw in switches:
-        for v in sw.vlans:
-            vlan_of[(sw.name, v.rail)] = v.vlan
-
-    for lk in fabric.links:
-        if lk.kind == "hb":
-            continue
-        ends = [lk.a, lk.b]
-        for me, other in (ends, ends[::-1]):
-            node = nodes.get(me.node)
-            if node is None or node.role != "switch":
-                continue
-            sw = me.node
-            f = facts.get(sw)
-            if f is None:
-                continue
-            p = f.ports.get(me.port)
-            cable = lk.cable_id or f"{lk.a.node}:{lk.a.port}-{lk.b.node}:{lk.b.port}"
-            if p is None:
-                bad(sw, "cabling", f"{f.file}: port {me.port} of cable {cable} (to {other.node}:{other.port}) is not in the config")
-                continue
-            if p.speed_gbps != lk.gbps:
-                bad(sw, "cabling", f"{f.file}: {p.key}.speed is {p.speed_gbps} Gbit/s, cable {cable} is {lk.gbps:g} Gbit/s")
-            if not p.admin_up:
-                bad(sw, "cabling", f"{f.file}: {p.key} is admin down but cabled to {other.node}:{other.port}")
-            want_len = lk.length_m
-            if want_len is not None and p.cable_length != f"{want_len}m":
-                where = p.length_key or f"{p.key} (no cable length)"
-                bad(sw, "cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
-            if p.mtu is None or not 1500 <= p.mtu <= 9216 or (fabric_mtu and p.mtu != fabric_mtu):
-                bad(sw, "mtu", f"{f.file}: {p.key}.mtu is {p.mtu}, the fabric uses {fabric_mtu} (peer {other.node}:{other.port})")
-            if lk.kind == "rail":
-                want = vlan_of.get((sw, lk.rail))
-                if want is not None and p.vlan != want:
-                    bad(sw, "vlan", f"{f.file}: {me.port} (GPU {other.node}) is in VLAN {p.vlan}, expected Vlan{want}")
-                if p.edge is False:  # EOS: a GPU is an end host, an edge port
-                    bad(sw, "vlan", f"{f.file}: {me.port} (GPU {other.node}) has no 'spanning-tree portfast': "
-                                    f"the GPU waits out the spanning-tree forwarding delay after every flap")
-                continue
-            # fabric link: addresses and BGP
-            want_ip = me.ip
-            if want_ip:
-                if want_ip not in p.ips:
-                    bad(sw, "addressing", f"{f.file}: {me.port} has {p.ips or 'no address'}, fabric.json has {want_ip}")
-                peer_ip = other.ip
-                if peer_ip and _net31(want_ip) != _net31(peer_ip):
-                    bad(sw, "addressing", f"fabric.json: {sw}:{me.port} {want_ip} and {other.node}:{other.port} {peer_ip} are not in one subnet")
-                for ip in p.ips:
-                    if peer_ip and (_net31(ip) != _net31(peer_ip) or ip == peer_ip):
-                        bad(sw, "addressing", f"{f.file}: {me.port} {ip} is not the other half of {other.node}:{other.port}'s {peer_ip}")
-                peer_asn = nodes[other.node].asn  # parse: every link end is a node
-                if peer_ip and f.asn is not None:
-                    nip = peer_ip.split("/")[0]
-                    if nip not in f.neighbors:
-                        bad(sw, "bgp", f"{f.bgp_file}: no BGP neighbor {nip} ({other.node}:{other.port})")
-                    elif f.neighbors[nip] != peer_asn:
-                        bad(sw, "bgp", f"{f.bgp_file}: neighbor {nip} remote-as {f.neighbors[nip]}, {other.node} has ASN {peer_asn}")
-
-    # Neighbours the cabling does not explain
-    expected_peers: dict[str, set[str]] = defaultdict(set)
-    for lk in fabric.links:
-        if lk.kind == "fabric" and lk.a.ip and lk.b.ip:
-            expected_peers[lk.a.node].add(lk.b.ip.split("/")[0])
-            expected_peers[lk.b.node].add(lk.a.ip.split("/")[0])
+    plan = Plan(fabric, checked)
+    merge = Merge(plan)
+    judged = {sw.name: sw for sw in plan.switches}
     for name, f in facts.items():
-        for nip in sorted(set(f.neighbors) - expected_peers.get(name, set())):
-            bad(name, "bgp", f"{f.bgp_file}: neighbor {nip} is not the far end of any cable of {name}")
-
-    results = []
-    for sw in switches:
-        name = sw.name
-        for check in ("config", "hostname", "cabling", "mtu", "vlan", "addressing", "bgp"):
-            probs = by_sw.get(name, {}).get(check, [])
-            results.append(Result(f"{check}/{name}", check, not probs, "\n".join(probs) or "ok"))
-    results += _unique(facts, {sw.name: sw for sw in switches})
-    return results
-
-
-def _unique(facts: dict[str, DeviceFacts], switches: dict[str, Node]) -> list[Result]:
-    owners: dict[str, list[str]] = defaultdict(list)
-    for name, f in facts.items():
-        for port, p in f.ports.items():
-            for ip in p.ips:
-                owners[ip.split("/")[0]].append(f"{f.file}:{port}")
-        for ip in f.loopbacks:
-            owners[ip.split("/")[0]].append(f"{f.file}:Loopback0")
-        for vlan, ips in f.svis.items():
-            for ip in ips:
-                owners[ip.split("/")[0]].append(f"{f.file}:Vlan{vlan}")
-    dup = [f"address {ip} is used by {', '.join(where)}"
-           for ip, where in sorted((ip, w) for ip, w in owners.items() if len(w) > 1)]
-    asns: dict[int, list[str]] = defaultdict(list)
-    for name, f in facts.items():
-        if f.asn is not None:
-            asns[f.asn].append(name)
-    # RFC 7938 (docs/bgp.md): switches may share an ASN only as one group of spines or
-    # cores, one tier of one rail (fabric.json says which); a leaf's ASN is its own.
-    def group(name: str) -> tuple:
-        sw = switches.get(name)
-        return (sw.tier, tuple(sw.rails)) if sw is not None else (None, ())
-
-    def shared_ok(names: list[str]) -> bool:
-        kinds = {group(n) for n in names}
-        return len(kinds) == 1 and isinstance(next(iter(kinds))[0], int) and next(iter(kinds))[0] >= 2
-
-    dup_as = [f"ASN {a} is used by {', '.join(sorted(n))}" for a, n in sorted(asns.items())
-              if len(n) > 1 and not shared_ok(n)]
-    return [
-        Result("unique/addresses", "unique", not dup, "\n".join(dup) or f"{len(owners)} addresses, all distinct"),
-        Result("unique/asn", "unique", not dup_as, "\n".join(dup_as) or f"{len(asns)} ASNs, each one switch's or one spine/core group's"),
-    ]
+        if name in judged:
+            merge.add(judge_switch(plan, judged[name], f))
+    return merge.results()

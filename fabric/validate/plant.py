@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..outdir_layout import BOM_CSV, CABLING_CSV, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
 from ..design.physical import naming
-from ..graph.model import Endpoint, Fabric
+from ..graph.model import Fabric
 from .validate_report import Result
 
 MAX_SHOWN = 20  # problems listed per file; the rest are counted
@@ -73,9 +73,11 @@ def _int(text) -> int | None:
 def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     names = naming(fabric)
     cables = {lk.cable_id: lk for lk in fabric.links if lk.cable_id}
-
-    def floor(e: Endpoint) -> tuple[str, str]:
-        return names.floor_end(e.node, e.port)[:2]
+    # each cable's ends on the floor, named once: (device, port, gpu) of a, (device, port) of a and b
+    ends: dict[str, tuple[tuple[str, str, str], tuple[str, str], tuple[str, str]]] = {}
+    for cid, lk in cables.items():
+        a = names.floor_end(lk.a.node, lk.a.port)
+        ends[cid] = a, a[:2], names.floor_end(lk.b.node, lk.b.port)[:2]
 
     results = []
 
@@ -84,23 +86,22 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     seen: set[str] = set()
     rows = _rows(read, CABLING_CSV, ["cable_id", "a_device", "a_port", "b_device", "b_port", "length_m", "a_gpu"], probs)
     for line, (cid, a_dev, a_port, b_dev, b_port, length, a_gpu) in rows:
-        where = f"cabling.csv: line {line}"
         lk = cables.get(cid)
         if lk is None:
-            probs.append(f"{where}: cable_id {cid!r} is not a cable of fabric.json")
+            probs.append(f"cabling.csv: line {line}: cable_id {cid!r} is not a cable of fabric.json")
             continue
         if cid in seen:
-            probs.append(f"{where}: cable_id {cid} is listed twice")
+            probs.append(f"cabling.csv: line {line}: cable_id {cid} is listed twice")
         seen.add(cid)
-        want_a, want_b = names.floor_end(lk.a.node, lk.a.port), floor(lk.b)
-        if (a_dev, a_port) != want_a[:2]:
-            probs.append(f"{where}: a_device,a_port is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a[:2])}")
+        want_a, want_a2, want_b = ends[cid]
+        if (a_dev, a_port) != want_a2:
+            probs.append(f"cabling.csv: line {line}: a_device,a_port is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a2)}")
         if (b_dev, b_port) != want_b:
-            probs.append(f"{where}: b_device,b_port is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
+            probs.append(f"cabling.csv: line {line}: b_device,b_port is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
         if a_gpu != want_a[2]:
-            probs.append(f"{where}: a_gpu is {a_gpu!r}, fabric.json's cable {cid} starts at {lk.a.node}:{lk.a.port}")
+            probs.append(f"cabling.csv: line {line}: a_gpu is {a_gpu!r}, fabric.json's cable {cid} starts at {lk.a.node}:{lk.a.port}")
         if _int(length) != lk.length_m:
-            probs.append(f"{where}: length_m is {length!r}, fabric.json's cable {cid} is {lk.length_m} m")
+            probs.append(f"cabling.csv: line {line}: length_m is {length!r}, fabric.json's cable {cid} is {lk.length_m} m")
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"cabling.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{CABLING_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
@@ -111,17 +112,18 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     rows = _rows(read, NETBOX_CABLES_CSV, ["label", "side_a_device", "side_a_name", "side_b_device", "side_b_name",
                                              "length", "length_unit"], probs)
     for line, (cid, a_dev, a_port, b_dev, b_port, length, unit) in rows:
-        where = f"netbox_cables.csv: line {line}"
         lk = cables.get(cid)
         if lk is None:
-            probs.append(f"{where}: label {cid!r} is not a cable of fabric.json")
+            probs.append(f"netbox_cables.csv: line {line}: label {cid!r} is not a cable of fabric.json")
             continue
         seen.add(cid)
-        for side, got, e in (("a", (a_dev, a_port), lk.a), ("b", (b_dev, b_port), lk.b)):
-            if got != floor(e):
-                probs.append(f"{where}: side {side} is {':'.join(got)}, fabric.json's cable {cid} ends at {':'.join(floor(e))}")
+        _, want_a, want_b = ends[cid]
+        if (a_dev, a_port) != want_a:
+            probs.append(f"netbox_cables.csv: line {line}: side a is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a)}")
+        if (b_dev, b_port) != want_b:
+            probs.append(f"netbox_cables.csv: line {line}: side b is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
         if _int(length) != lk.length_m or unit != "m":
-            probs.append(f"{where}: length is {length} {unit}, fabric.json's cable {cid} is {lk.length_m} m")
+            probs.append(f"netbox_cables.csv: line {line}: length is {length} {unit}, fabric.json's cable {cid} is {lk.length_m} m")
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"netbox_cables.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{NETBOX_CABLES_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
@@ -154,10 +156,10 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
             probs.append(f"netbox_interfaces.csv: line {line}: device {device!r} is not in netbox_devices.csv")
         ports.add((device, name))
     if not probs:
-        for cid, lk in cables.items():
-            for e in (lk.a, lk.b):
-                if floor(e) not in ports:
-                    probs.append(f"netbox_interfaces.csv: no interface {':'.join(floor(e))} (an end of cable {cid})")
+        for cid, (_, want_a, want_b) in ends.items():
+            for want in (want_a, want_b):
+                if want not in ports:
+                    probs.append(f"netbox_interfaces.csv: no interface {':'.join(want)} (an end of cable {cid})")
     results.append(Result(f"plant/{NETBOX_INTERFACES_CSV}", "plant", not probs,
                           probs.detail(f"{len(devices):,} devices, {len(ports):,} interfaces; every cable end is one")))
     return results

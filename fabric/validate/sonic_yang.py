@@ -89,15 +89,17 @@ def _models(yang_dir: Path = YANG_DIR) -> _Models:
 @lru_cache(maxsize=4)
 def _memo(yang_dir: Path = YANG_DIR) -> YangMemo:
     """The table keys that passed in this process (forked workers start from the parent's)."""
-    return YangMemo(load_reach(yang_dir), _models(yang_dir).tables)
+    # _models() as every caller spells it: lru_cache keys _models(YANG_DIR) apart from it
+    return YangMemo(load_reach(yang_dir), (_models() if yang_dir == YANG_DIR else _models(yang_dir)).tables)
 
 
 def load_models() -> float:
-    """Load (or reuse) the models; returns seconds spent, for callers that report it."""
+    """Load (or reuse) the models and the memo built on them; returns seconds spent,
+    for callers that report it (and that load them before forking workers)."""
     import time
 
     t = time.perf_counter()
-    _models()
+    _memo()
     return time.perf_counter() - t
 
 

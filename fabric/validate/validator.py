@@ -13,14 +13,14 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from ..outdir_layout import CONFIG_DB, FRR_CONF, STARTUP_CONFIG, switch_file
+from ..outdir_layout import CONFIG_DB, CONFIGS, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..graph import fabric_json
 from ..graph.model import Fabric, Node
 from ..input.problems import InputError, Problem
 
 from ..outdir import reader as outdir_reader
 from . import lab_schemas
-from .crosscheck import crosscheck
+from .crosscheck import Merge, Plan, judge_switch
 from ..devices.readback.eos import parse_startup_config
 from ..devices.readback.facts import DeviceFacts
 from ..devices.readback.sonic import parse_config_db
@@ -32,6 +32,8 @@ from ..progress import Progress, Silent
 Reader = Callable[[str], "str | None"]
 
 
+# From this many switches the per-switch pass forks its workers.
+POOL_MIN_SWITCHES = 128
 # From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
 BESIDE_MIN_SWITCHES = 128
 # Per-switch shards per worker: progress moves in steps of 1/(jobs x this), a worker that
@@ -90,11 +92,18 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
         from . import sonic_yang
 
         sonic_yang.require()  # exit 3 naming the missing binding, before any result
-    facts: dict[str, DeviceFacts] = {}
+        if len(switches) >= POOL_MIN_SWITCHES and parallel.jobs() > 1:
+            # loaded once here, the workers inherit them (each loaded its own: ~0.6 s of CPU)
+            try:
+                sonic_yang.load_models()
+            except Exception:  # noqa: BLE001 - each switch's YANG result names it, as without this
+                pass
+    plan = Plan(fabric, checked)  # before the fork: the workers judge their switches with it
+    merge = Merge(plan)
     results: list[Result] = []
     trust: list[Problem] = []
     frr_owner: dict[str, str] = {}
-    frr_checks: list = []  # futures of vtysh runs, one per shard, in shard order
+    frr_checks: list = []  # futures of vtysh runs, one per shard (two of the last ones), in shard order
     progress = progress or Silent()
     label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
     progress.step(label, 0, len(switches))
@@ -105,17 +114,23 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     # two vtysh at a time, so the shards still queued when the pool ends drain on both cores.
     with ThreadPoolExecutor(max_workers=VTYSH_AT_ONCE) as vtysh:
         def arrived(part, done: int, shards: int) -> None:
-            p_facts, p_results, p_frr, p_trust = part
+            p_verdicts, p_results, p_frr, p_trust = part
             trust.extend(p_trust)
-            facts.update(p_facts)
+            for verdict in p_verdicts:  # in facts order, as the cross-check always took them
+                merge.add(verdict)
             results.extend(p_results)
             for path, (name, _text) in p_frr.items():
                 frr_owner[path] = name
             if p_frr and frr:
-                frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, {p: t for p, (_n, t) in p_frr.items()}))
+                texts = [(p, t) for p, (_n, t) in p_frr.items()]
+                # the last shards' runs drain after the pool: cut in two, both cores share them
+                cuts = VTYSH_AT_ONCE if done > shards - VTYSH_AT_ONCE else 1
+                for k in range(cuts):
+                    if texts[k::cuts]:
+                        frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, texts[k::cuts]))
             progress.step(label, len(switches) * done // shards, len(switches))
 
-        parallel.map_shards(_read_shard, (read, switches, picked, trust_in), len(switches), min_items=128,
+        parallel.map_shards(_read_shard, (read, plan, switches, picked, trust_in), len(switches), min_items=POOL_MIN_SWITCHES,
                             shards_per_job=SHARDS_PER_JOB, arrived=arrived)
         if frr_checks:
             progress.step(f"checking {len(frr_owner):,} FRR configs (vtysh -C)")
@@ -131,14 +146,15 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     results.sort(key=lambda r: order.get(r.id.split("/", 1)[1], -1))  # shard order -> fabric order
     if trust_in is not None:
         results = trust_results(trust, trust_in) + results
-    return results + crosscheck(fabric, facts, checked) + (plant(fabric, read) if plant_check else [])
+    return results + merge.results() + (plant(fabric, read) if plant_check else [])
 
 
 def _read_shard(state, i: int, n: int):
-    """Facts, YANG results, FRR texts and allow-list findings of switches i, i+n, ... (runs in a worker)."""
+    """Cross-check verdicts, YANG results, FRR texts and allow-list findings of switches i, i+n, ...
+    (runs in a worker; the facts stay here: the verdicts are what the merge needs of them)."""
     from . import sonic_yang
 
-    read, switches, picked, trust_in = state
+    read, plan, switches, picked, trust_in = state
     facts: dict[str, DeviceFacts] = {}
     results: list[Result] = []
     frr: dict[str, tuple[str, str]] = {}
@@ -177,7 +193,8 @@ def _read_shard(state, i: int, n: int):
                                   "\n".join(f"{path}: {p}" for p in probs) or "passes the SONiC YANG models"))
             if frr_text is not None:
                 frr[frr_path] = (name, frr_text)
-    return facts, results, frr, trust
+    verdicts = [judge_switch(plan, sw, facts[sw.name]) for sw in switches[i::n] if sw.name in facts]
+    return verdicts, results, frr, trust
 
 
 def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | None = None) -> list[Result]:
@@ -203,26 +220,42 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     if unsafe:
         raise InputError(unsafe)
     read = disk_reader(outdir)
-    fabric = load_fabric(read, outdir)
     from .. import parallel
 
+    # MANIFEST.json's hashes need no fabric.json: on a big OUTDIR a forked process checks
+    # them while this one parses fabric.json and loads the YANG models (one core idle else)
+    early = None
+    if manifest and parallel.jobs() > 1 and _switch_dirs(outdir) >= BESIDE_MIN_SWITCHES:
+        early = parallel.Background(check_manifest, outdir)
+    try:
+        fabric = load_fabric(read, outdir)
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
     # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
     # in a forked process beside it (both cores busy), on a small one in line.
     small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
-    side = None if small else parallel.Background(_beside, outdir, fabric, manifest)
+    side = None if small else parallel.Background(_beside, outdir, fabric, manifest,
+                                                        manifest and early is None)
     try:
         per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
     except BaseException:
+        if early is not None:
+            early.cancel()
         if side is not None:
             side.result()  # its error (unsafe tree, malformed file) is the one to report first
         raise
     if side is not None:
         (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
     if side is None:
-        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(outdir, fabric, manifest)
+        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(
+            outdir, fabric, manifest, manifest and early is None)
         plants: list[Result] = []  # already in per_switch
     else:
         trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
+    if early is not None:
+        manifest_results = early.result()
     # one trust list in file order: the whole-tree findings and the switch files' (from the pass)
     switch_trust = [r for r in per_switch if r.check == "trust"]
     per_switch = [r for r in per_switch if r.check != "trust"]
@@ -230,13 +263,22 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     return trust + inert + clabernetes + per_switch + plants + schemas + manifest_results
 
 
-def _beside(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
+def _switch_dirs(outdir: str) -> int:
+    """How many entries configs/ holds: the size of the design before fabric.json is parsed."""
+    try:
+        return len(os.listdir(os.path.join(outdir, CONFIGS)))
+    except OSError:
+        return 0
+
+
+def _beside(outdir: str, fabric: Fabric, manifest: bool, hashes: bool) -> tuple[list[Result], ...]:
     """The whole-tree checks and the plant files (run in the forked process)."""
-    return _whole_tree_checks(outdir, fabric, manifest) + (plant(fabric, disk_reader(outdir)),)
+    return _whole_tree_checks(outdir, fabric, manifest, hashes) + (plant(fabric, disk_reader(outdir)),)
 
 
-def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[list[Result], ...]:
-    """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk."""
+def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool) -> tuple[list[Result], ...]:
+    """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk
+    (`hashes=False`: MANIFEST.json is checked elsewhere, its results here are [])."""
     read = disk_reader(outdir)
     # the design's own switch files are judged in the per-switch pass, from the text it reads
     trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False),
@@ -249,7 +291,7 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool) -> tuple[lis
     # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
     return (trust, check_inert(outdir), check_clabernetes(outdir) if manifest else [], schemas,
-            check_manifest(outdir) if manifest else [])
+            check_manifest(outdir) if hashes else [])
 
 
 def trust_results(problems: list[Problem], outdir: str) -> list[Result]:
