@@ -273,15 +273,22 @@ def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4) ->
 
 def _link_files(root: str, paths: list[str], previous: "Previous", threads: int = 4) -> None:
     """Hard-link carried files from the previous OUTDIR (a directory entry each, no
-    bytes copied); where the file system refuses a link, copy the checked bytes."""
+    bytes copied); where the file system refuses a link, or the file linked is no longer
+    the one recorded (replaced since the record was checked: links go by path), copy
+    the checked bytes (a replaced file fails that check: previous.Changed)."""
     def link(chunk: list[str]) -> list[str]:
         refused = []
         for path in chunk:
+            staged = os.path.join(root, path)
             try:
-                os.link(os.path.join(previous.outdir, path), os.path.join(root, path), follow_symlinks=False)
+                os.link(os.path.join(previous.outdir, path), staged, follow_symlinks=False)
             except OSError as exc:
                 if exc.errno == errno.EEXIST:
                     raise
+                refused.append(path)
+                continue
+            if not previous.same_file(path, os.lstat(staged)):
+                os.unlink(staged)
                 refused.append(path)
         return refused
 
@@ -291,22 +298,17 @@ def _link_files(root: str, paths: list[str], previous: "Previous", threads: int 
         _write_files(root, [(p, previous.read(p)) for p in refused])
 
 
-def _with_parents(leaves: "set[str]") -> set[str]:
-    """Every folder of `leaves` and its parents, but the top ("")."""
-    every: set[str] = set()
+def _make_dirs(root: str, leaves: "set[str]") -> None:
+    """Every folder holding a file, and its parents, 0755 whatever the umask: one mkdir
+    each, parents first (thousands of them in a big OUTDIR), a chmod only where the
+    umask took bits away."""
+    every = set()
     for d in leaves:
         while d and d not in every:
             every.add(d)
             d = os.path.dirname(d)
-    return every
-
-
-def _make_dirs(root: str, wanted: "set[str]") -> None:
-    """The folders `wanted` (parents included), 0755 whatever the umask: one mkdir each,
-    parents first (thousands of them in a big OUTDIR), a chmod only where the umask took
-    bits away."""
     fix_mode = (DIR_MODE & ~_umask()) != DIR_MODE
-    for d in sorted(wanted):  # a parent sorts before its children
+    for d in sorted(every):  # a parent sorts before its children
         full = os.path.join(root, d)
         os.mkdir(full, DIR_MODE)
         if fix_mode:
@@ -324,18 +326,22 @@ def _safe_relpath(path: str) -> bool:
     return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
 
-@dataclass
-class Prestaged:
-    """What :func:`prestage` made in a staging dir: folders, and hard links of the previous
-    compile's files (each one checked to be the file that compile recorded)."""
-
-    dirs: set[str]
-    linked: set[str]
-
-
-def open_stage(outdir: "str | Target") -> str:
-    """A new staging sibling of OUTDIR, marked as a live writer's (stale ones removed first)."""
+def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
+          carried: "set[str] | frozenset[str]" = frozenset(), previous: "Previous | None" = None,
+          sums: "dict[str, str] | None" = None) -> str:
+    """Write everything (plus MANIFEST.json) into a staging sibling of OUTDIR
+    and return its path; nothing is visible at OUTDIR yet. `carried`: paths kept
+    unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
+    after a check of their sha256 where a link cannot be made); a rendered file with
+    the bytes the previous compile wrote there is linked the same way. `sums`, if given,
+    is filled with every file's sha256, as MANIFEST.json lists them."""
     target = _target(outdir)
+    elsewhere = previous is not None and previous.outdir != target.path
+    if elsewhere or (carried and (previous is None or carried & files.keys())):
+        raise AssertionError("writer: carried files without their previous OUTDIR, or also rendered")  # a compiler bug
+    bad = [p for p in list(files) + sorted(carried) if not _safe_relpath(p) or p == STAGE_MARKER]
+    if bad:
+        raise AssertionError(f"writer: unsafe artifact paths {bad[:5]}")  # a compiler bug
     parent = os.path.dirname(target.path)
     tmp = None
     try:
@@ -345,92 +351,23 @@ def open_stage(outdir: "str | Target") -> str:
         tmp = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.path.basename(target.path)}-", dir=parent)
         os.chmod(tmp, DIR_MODE)
         _mark(tmp)
-    except OSError as exc:
-        if tmp:
-            discard(tmp)
-        raise WriteFailed(exc.filename or tmp or parent, exc, target.given) from None
-    return tmp
-
-
-def prestage(tmp: str, previous: Previous) -> Prestaged:
-    """Make the previous tree's folders in the staging dir `tmp` and hard-link every file of
-    it that the previous compile recorded intact, while the compile runs: most of them are
-    carried over, and these thousands of mkdirs and links are kernel time the compile's
-    single-threaded parts leave a core for (run in a forked process). A link whose file is
-    no longer the recorded one (replaced since it was checked) is undone. :func:`stage`
-    keeps the links of files carried or rendered the same, and removes the rest."""
-    paths = sorted(previous.sha)
-    dirs = _with_parents({os.path.dirname(p) for p in paths})
-    _make_dirs(tmp, dirs)
-
-    def link(chunk: list[str]) -> list[str]:
-        made = []
-        for path in chunk:
-            staged = os.path.join(tmp, path)
-            try:
-                os.link(os.path.join(previous.outdir, path), staged, follow_symlinks=False)
-            except OSError:
-                continue  # left to stage(): written from the checked bytes
-            if not previous.same_file(path, os.lstat(staged)):
-                os.unlink(staged)
-                continue
-            made.append(path)
-        return made
-
-    with ThreadPoolExecutor(4) as pool:
-        linked = {p for part in pool.map(link, [paths[i::4] for i in range(4)]) for p in part}
-    return Prestaged(dirs, linked)
-
-
-def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
-          carried: "set[str] | frozenset[str]" = frozenset(), previous: "Previous | None" = None,
-          sums: "dict[str, str] | None" = None, tmp: "str | None" = None, pre: "Prestaged | None" = None) -> str:
-    """Write everything (plus MANIFEST.json) into a staging sibling of OUTDIR
-    and return its path; nothing is visible at OUTDIR yet. `carried`: paths kept
-    unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
-    after a check of their sha256 where a link cannot be made); a rendered file with
-    the bytes the previous compile wrote there is linked the same way. `sums`, if given,
-    is filled with every file's sha256, as MANIFEST.json lists them. `tmp` and `pre`: a
-    staging dir from :func:`open_stage` and what :func:`prestage` made in it (then it is
-    finished: the links of files not kept and the folders not needed are removed)."""
-    target = _target(outdir)
-    elsewhere = previous is not None and previous.outdir != target.path
-    if elsewhere or (carried and (previous is None or carried & files.keys())) or (pre and previous is None):
-        raise AssertionError("writer: carried files without their previous OUTDIR, or also rendered")  # a compiler bug
-    bad = [p for p in list(files) + sorted(carried) if not _safe_relpath(p) or p == STAGE_MARKER]
-    if bad:
-        raise AssertionError(f"writer: unsafe artifact paths {bad[:5]}")  # a compiler bug
-    prestaged, pre = pre is not None, pre or Prestaged(set(), set())
-    try:
-        tmp = tmp or open_stage(target)
-        dirs = _with_parents({os.path.dirname(path) for path in files} | {os.path.dirname(path) for path in carried})
-        _make_dirs(tmp, dirs - pre.dirs)
+        _make_dirs(tmp, {os.path.dirname(path) for path in files} | {os.path.dirname(path) for path in carried})
         known = {p: previous.sha[p] for p in carried}
         for path, data in files.items():
             known[path] = hashlib.sha256(data).hexdigest()
         # a rendered file whose bytes the previous compile wrote already is linked, not rewritten
         same = {p for p in files if previous is not None and previous.sha.get(p) == known[p]}
-        kept = carried | same
-        for path in sorted(pre.linked - kept):
-            os.unlink(os.path.join(tmp, path))
-        for d in sorted(pre.dirs - dirs, reverse=True):  # children first; their files are unlinked above
-            os.rmdir(os.path.join(tmp, d))
         _write_files(tmp, sorted(item for item in files.items() if item[0] not in same))
-        unlinked = sorted(kept - pre.linked)
-        if unlinked and prestaged:  # what prestage could not link (or found replaced): the checked bytes
-            _write_files(tmp, [(p, previous.read(p)) for p in unlinked])
-        elif unlinked:
-            _link_files(tmp, unlinked, previous)
+        if carried or same:
+            _link_files(tmp, sorted(carried | same), previous)
         text = manifest({}, design_sha256, known)
         _write_files(tmp, [(MANIFEST, text)])
         if sums is not None:
             sums.update(json.loads(text)["files"])
-    except WriteFailed:
-        raise
     except OSError as exc:
         if tmp:
             discard(tmp)
-        raise WriteFailed(exc.filename or tmp or os.path.dirname(target.path), exc, target.given) from None
+        raise WriteFailed(exc.filename or tmp or parent, exc, target.given) from None
     except BaseException:
         if tmp:
             discard(tmp)
@@ -539,5 +476,5 @@ def write_outdir(outdir: "str | Target", files: dict[str, bytes], design_sha256:
     return target
 
 
-__all__ = ["OutdirRefused", "Prestaged", "Target", "WriteFailed", "commit", "discard", "is_railonly_outdir", "manifest",
-           "open_stage", "prepare", "prestage", "reaper_argv", "remove_stale_staging", "stage", "write_outdir"]
+__all__ = ["OutdirRefused", "Target", "WriteFailed", "commit", "discard", "is_railonly_outdir", "manifest",
+           "prepare", "reaper_argv", "remove_stale_staging", "stage", "write_outdir"]

@@ -271,8 +271,7 @@ def test_fabric_json_that_does_not_parse_back_is_never_written(check, tmp_path, 
 
 
 def test_shrink_drops_the_gone_units_and_their_folders(tmp_path, capsys):
-    """9 -> 7 domains: a leaf a rail and two hosts go; the staging tree, begun as the
-    previous one's folders and links, keeps none of them."""
+    """9 -> 7 domains: a leaf a rail and two hosts go, files and folders."""
     out = tmp_path / "o"
     compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")
     said = same_as_full(tmp_path, out, GROWN.format(count=7, extra=""), capsys)
@@ -281,9 +280,9 @@ def test_shrink_drops_the_gone_units_and_their_folders(tmp_path, capsys):
 
 
 def test_file_replaced_after_the_record_was_checked_is_never_linked(tmp_path):
-    """prestage links the previous tree's files by path while the compile runs: a file
-    swapped in after previous.load checked it is not linked, and stage() then reads the
-    recorded bytes (checked again), which fails: exit 3, nothing written."""
+    """Carried files are linked by path after previous.load checked them: one swapped in
+    between is not linked on; its recorded bytes are read instead (checked again), which
+    fails: previous.Changed (exit 3), nothing staged, the OUTDIR as it was."""
     from railonly.fabric.outdir import writer
 
     out = tmp_path / "o"
@@ -293,14 +292,10 @@ def test_file_replaced_after_the_record_was_checked_is_never_linked(tmp_path):
     assert victim in last.sha
     os.rename(out / victim, tmp_path / "aside")
     (out / victim).write_bytes(b"#!/bin/sh\nrm -rf /\n")
-    tmp = writer.open_stage(str(out))
-    pre = writer.prestage(tmp, last)
-    assert victim not in pre.linked and "hosts/hb3/netplan.yaml" in pre.linked
-    assert not os.path.lexists(os.path.join(tmp, victim))
     with pytest.raises(previous.Changed):
-        writer.stage(str(out), {}, "0" * 64, {victim, "hosts/hb3/netplan.yaml"}, last, tmp=tmp, pre=pre)
-    assert not os.path.exists(tmp)
-    assert (out / victim).read_bytes().startswith(b"#!/bin/sh\nrm")  # the OUTDIR is as it was
+        writer.stage(str(out), {}, "0" * 64, {victim, "hosts/hb3/netplan.yaml"}, last)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
+    assert (out / victim).read_bytes().startswith(b"#!/bin/sh\nrm")
 
 
 def test_failed_incremental_self_check_writes_nothing_and_leaves_no_stage(tmp_path, capsys, monkeypatch):
@@ -315,3 +310,23 @@ def test_failed_incremental_self_check_writes_nothing_and_leaves_no_stage(tmp_pa
     assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out)]) == 1
     assert tree(out) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
+
+
+def test_file_replaced_while_compiling_is_exit_3_and_nothing_written(tmp_path, capsys, monkeypatch):
+    """The CLI's view of the case above: a clear message and exit 3, no traceback."""
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    victim = out / "hosts" / "hb3" / "rails.sh"
+    load = previous.load
+
+    def load_then_replace(outdir):
+        last = load(outdir)
+        os.rename(victim, tmp_path / "aside")
+        victim.write_bytes(b"#!/bin/sh\n")
+        return last
+
+    monkeypatch.setattr(previous, "load", load_then_replace)
+    (tmp_path / "d.yml").write_text(GROWN.format(count=9, extra=""))
+    assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out), "-q"]) == 3
+    assert "changed while railonly was compiling onto it" in capsys.readouterr().err
+    assert victim.read_bytes() == b"#!/bin/sh\n" and not (out / "hosts" / "hb8").exists()

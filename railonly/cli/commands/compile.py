@@ -52,19 +52,13 @@ def _compile(args) -> int:
     with Bar() if show else nullcontext(Silent()) as progress:
         # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
         last = None if args.full else prev.load(target.path)
-        early = Prestage(target, last) if last else None  # its folders and links, made while the compile runs
-        try:
-            fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None,
-                                            last.paths if last else None, parse_back=args.no_check)
-        except BaseException:
-            if early:
-                early.drop()
-            raise
+        fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None,
+                                        last.paths if last else None, parse_back=args.no_check)
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
-                                 only=out.changed_switches if last else None, sums=sums, early=early)
+                                 only=out.changed_switches if last else None, sums=sums)
         if not failed:
             prev.save(target.path, out.units, sums)
     for note in target.notes:
@@ -87,65 +81,23 @@ def _compile(args) -> int:
     return 0
 
 
-class Prestage:
-    """An incremental compile's staging dir, begun before the compile: the previous tree's
-    folders and hard links made in a forked process (writer.prestage) while the parent
-    builds and renders, so the stage after the compile only swaps the changed files."""
-
-    def __init__(self, target, previous):
-        from railonly.fabric import parallel
-        from railonly.fabric.outdir import writer
-
-        self.tmp = writer.open_stage(target)
-        try:
-            self.job = parallel.Background(writer.prestage, self.tmp, previous)
-        except BaseException:
-            writer.discard(self.tmp)
-            raise
-
-    def take(self) -> "tuple[str | None, object]":
-        """(staging dir, what was made in it), or (None, None) when prestaging failed
-        (its dir is gone: the stage starts afresh and reports the error itself)."""
-        from railonly.fabric.outdir import writer
-
-        try:
-            return self.tmp, self.job.result()
-        except Exception:  # noqa: BLE001 - e.g. disk full: stage() meets it again and says so
-            writer.discard(self.tmp)
-            return None, None
-
-    def drop(self) -> None:
-        from railonly.fabric.outdir import writer
-
-        self.job.cancel()
-        writer.discard(self.tmp)
-
-
 def check_and_write(outdir, files, design_sha256: str, check: bool = True, previous=None,
-                    only: "set[str] | None" = None, sums: "dict | None" = None,
-                    early: "Prestage | None" = None) -> list:
+                    only: "set[str] | None" = None, sums: "dict | None" = None) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target. `files`:
     {path: bytes}, or a compiler.Tree whose carried files are linked from
     `previous`; `only`: the switches an incremental self-check covers;
-    `sums` is filled with every file's sha256; `early`: the staging dir begun before the
-    compile (finished here, or removed on failure)."""
+    `sums` is filled with every file's sha256."""
     from railonly import proc
     from railonly.fabric import parallel
     from railonly.fabric.compiler import Tree, check_outputs
     from railonly.fabric.outdir import writer
 
     rendered, carried = (files.rendered, files.carried) if isinstance(files, Tree) else (files, frozenset())
+    checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only) if check else None
     try:
-        checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only) if check else None
-    except BaseException:
-        if early:
-            early.drop()
-        raise
-    try:
-        tmp, pre = early.take() if early else (None, None)
-        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums, tmp, pre)
+        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums)
     except BaseException:
         if checker:
             checker.cancel()
