@@ -65,6 +65,12 @@ class Previous:
         self.sha = sha  # path -> sha256 of intact files
         self._stats = stats
 
+    def same_file(self, path: str, st: os.stat_result) -> bool:
+        """`st` is the file recorded at `path` (its link count and ctime aside: a stage's
+        hard link moves them)."""
+        now, then = _stat_key(st), self._stats[path]
+        return now[:4] + now[5:6] == then[:4] + then[5:6]
+
     def read(self, path: str) -> bytes:
         """A carried file's bytes, from the previous OUTDIR, checked again (stat and sha256)."""
         full = os.path.join(self.outdir, path)
@@ -73,8 +79,7 @@ class Previous:
         except OSError:
             raise Changed(full) from None
         try:
-            now, then = _stat_key(os.fstat(fd)), self._stats[path]
-            if now[:4] + now[5:6] != then[:4] + then[5:6]:  # link count and ctime move as the stage links it
+            if not self.same_file(path, os.fstat(fd)):
                 raise Changed(full)
             with os.fdopen(os.dup(fd), "rb") as fh:
                 data = fh.read()

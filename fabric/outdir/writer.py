@@ -273,15 +273,22 @@ def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4) ->
 
 def _link_files(root: str, paths: list[str], previous: "Previous", threads: int = 4) -> None:
     """Hard-link carried files from the previous OUTDIR (a directory entry each, no
-    bytes copied); where the file system refuses a link, copy the checked bytes."""
+    bytes copied); where the file system refuses a link, or the file linked is no longer
+    the one recorded (replaced since the record was checked: links go by path), copy
+    the checked bytes (a replaced file fails that check: previous.Changed)."""
     def link(chunk: list[str]) -> list[str]:
         refused = []
         for path in chunk:
+            staged = os.path.join(root, path)
             try:
-                os.link(os.path.join(previous.outdir, path), os.path.join(root, path), follow_symlinks=False)
+                os.link(os.path.join(previous.outdir, path), staged, follow_symlinks=False)
             except OSError as exc:
                 if exc.errno == errno.EEXIST:
                     raise
+                refused.append(path)
+                continue
+            if not previous.same_file(path, os.lstat(staged)):
+                os.unlink(staged)
                 refused.append(path)
         return refused
 

@@ -120,8 +120,9 @@ class EnvironmentProblem(Exception):
 def _environment_errors() -> tuple[type[Exception], ...]:
     """Environment errors raised below the CLI (emulation), also exit 3."""
     from railonly.emulation.runtime.protocol import RuntimeProblem
+    from railonly.fabric.outdir.previous import Changed
     from railonly.fabric.outdir.writer import WriteFailed
     from railonly.fabric.validate.sonic_yang import YangUnavailable
     from railonly.proc import ToolMissing
 
-    return (ToolMissing, RuntimeProblem, WriteFailed, YangUnavailable)
+    return (ToolMissing, RuntimeProblem, WriteFailed, YangUnavailable, Changed)

@@ -29,6 +29,10 @@ def tree(path) -> dict[str, bytes]:
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
+def folders(path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_dir())
+
+
 def inodes(path) -> dict[str, int]:
     return {str(p.relative_to(path)): p.stat().st_ino for p in path.rglob("*") if p.is_file()}
 
@@ -48,6 +52,7 @@ def same_as_full(tmp_path, out, text: str, capsys) -> str:
     compile_(tmp_path, text, tmp_path / "fresh", "--full", "-q")
     a, b = tree(out), tree(tmp_path / "fresh")
     assert a.keys() == b.keys()
+    assert folders(out) == folders(tmp_path / "fresh")  # no folder left over from the previous tree
     assert [p for p in a if a[p] != b[p]] == []
     return said
 
@@ -263,3 +268,65 @@ def test_fabric_json_that_does_not_parse_back_is_never_written(check, tmp_path, 
         with pytest.raises(ValueError):
             main(["compile", str(design), "-o", str(out), "--no-check"])
     assert not out.exists()
+
+
+def test_shrink_drops_the_gone_units_and_their_folders(tmp_path, capsys):
+    """9 -> 7 domains: a leaf a rail and two hosts go, files and folders."""
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")
+    said = same_as_full(tmp_path, out, GROWN.format(count=7, extra=""), capsys)
+    assert "unchanged since the last compile, kept" in said
+    assert not (out / "configs" / "t-rail0-leaf1").exists() and not (out / "hosts" / "hb8").exists()
+
+
+def test_file_replaced_after_the_record_was_checked_is_never_linked(tmp_path):
+    """Carried files are linked by path after previous.load checked them: one swapped in
+    between is not linked on; its recorded bytes are read instead (checked again), which
+    fails: previous.Changed (exit 3), nothing staged, the OUTDIR as it was."""
+    from railonly.fabric.outdir import writer
+
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    last = previous.load(os.path.realpath(out))
+    victim = "hosts/hb3/rails.sh"
+    assert victim in last.sha
+    os.rename(out / victim, tmp_path / "aside")
+    (out / victim).write_bytes(b"#!/bin/sh\nrm -rf /\n")
+    with pytest.raises(previous.Changed):
+        writer.stage(str(out), {}, "0" * 64, {victim, "hosts/hb3/netplan.yaml"}, last)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
+    assert (out / victim).read_bytes().startswith(b"#!/bin/sh\nrm")
+
+
+def test_failed_incremental_self_check_writes_nothing_and_leaves_no_stage(tmp_path, capsys, monkeypatch):
+    from railonly.fabric.graph import fabric_json
+    from railonly.fabric.outdir import writer
+
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    before = tree(out)
+    monkeypatch.setattr(fabric_json, "render", lambda fab: '{"nodes": [\n')
+    (tmp_path / "d.yml").write_text(GROWN.format(count=9, extra=""))
+    assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out)]) == 1
+    assert tree(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
+
+
+def test_file_replaced_while_compiling_is_exit_3_and_nothing_written(tmp_path, capsys, monkeypatch):
+    """The CLI's view of the case above: a clear message and exit 3, no traceback."""
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    victim = out / "hosts" / "hb3" / "rails.sh"
+    load = previous.load
+
+    def load_then_replace(outdir):
+        last = load(outdir)
+        os.rename(victim, tmp_path / "aside")
+        victim.write_bytes(b"#!/bin/sh\n")
+        return last
+
+    monkeypatch.setattr(previous, "load", load_then_replace)
+    (tmp_path / "d.yml").write_text(GROWN.format(count=9, extra=""))
+    assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out), "-q"]) == 3
+    assert "changed while railonly was compiling onto it" in capsys.readouterr().err
+    assert victim.read_bytes() == b"#!/bin/sh\n" and not (out / "hosts" / "hb8").exists()
