@@ -112,3 +112,4 @@ class Background:
         if self._proc.is_alive():
             self._proc.terminate()
         self._proc.join()
+        self._recv.close()

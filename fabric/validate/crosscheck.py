@@ -6,8 +6,8 @@ each failure names the file, the key and what is wrong.
 
 Split in two so validate's workers judge their own switches and send back only a small
 verdict (no facts): :func:`judge_switch` is everything one switch's facts and fabric.json
-decide; :class:`Merge` takes the verdicts in facts order and adds what needs all of them
-(the fabric's MTU, address and ASN uniqueness).
+decide; :class:`Merge` takes the verdicts and adds, in fabric.json's switch order, what needs all
+of them (the fabric's MTU, address and ASN uniqueness).
 """
 
 from __future__ import annotations
@@ -158,33 +158,40 @@ def judge_switch(plan: Plan, sw: Node, f: DeviceFacts | None) -> Verdict:
 
 
 class Merge:
-    """The verdicts of every judged switch, added in facts order (that order names the owners of
-    a shared address, and breaks a tie between MTUs), into the cross-check's results."""
+    """The verdicts of every judged switch into the cross-check's results. The fabric-wide
+    parts are added up in fabric.json's switch order, whatever order the workers' verdicts
+    arrive in: that order names the owners of a shared address and breaks a tie between MTUs,
+    so the results do not depend on the worker count."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.verdicts: dict[str, Verdict] = {}
+
+    def add(self, v: Verdict) -> None:
+        self.verdicts[v.name] = v
+
+    def _fabric_wide(self) -> None:
         self.mtus: Counter = Counter()
         self.owners: dict[str, str] = {}  # address -> its first owner
         self.shared: dict[str, list[str]] = {}  # address -> every owner, for the addresses owned twice
         self.asns: dict[int, list[str]] = defaultdict(list)
-
-    def add(self, v: Verdict) -> None:
-        self.verdicts[v.name] = v
-        if v.file is None:
-            return
-        self.mtus.update(v.mtus)
         owners, shared = self.owners, self.shared
-        for ip, where in v.addresses:
-            owner = f"{v.file}:{where}"
-            if ip in owners:
-                shared.setdefault(ip, [owners[ip]]).append(owner)
-            else:
-                owners[ip] = owner
-        if v.asn is not None:
-            self.asns[v.asn].append(v.name)
+        for sw in self.plan.switches:
+            v = self.verdicts.get(sw.name)
+            if v is None or v.file is None:
+                continue
+            self.mtus.update(v.mtus)
+            for ip, where in v.addresses:
+                owner = f"{v.file}:{where}"
+                if ip in owners:
+                    shared.setdefault(ip, [owners[ip]]).append(owner)
+                else:
+                    owners[ip] = owner
+            if v.asn is not None:
+                self.asns[v.asn].append(v.name)
 
     def results(self) -> list[Result]:
+        self._fabric_wide()
         fabric_mtu = self.mtus.most_common(1)[0][0] if self.mtus else None
         results = []
         for sw in self.plan.switches:
@@ -230,14 +237,3 @@ class Merge:
             Result("unique/asn", "unique", not dup_as, "\n".join(dup_as) or f"{len(self.asns)} ASNs, each one switch's or one spine/core group's"),
         ]
 
-
-def crosscheck(fabric: Fabric, facts: dict[str, DeviceFacts], checked: "set[str] | None" = None) -> list[Result]:
-    """Every switch's config against fabric.json and its peers' (`checked`: only these
-    switches are judged, against the whole fabric; uniqueness among them)."""
-    plan = Plan(fabric, checked)
-    merge = Merge(plan)
-    judged = {sw.name: sw for sw in plan.switches}
-    for name, f in facts.items():
-        if name in judged:
-            merge.add(judge_switch(plan, judged[name], f))
-    return merge.results()

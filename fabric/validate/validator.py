@@ -116,7 +116,7 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
         def arrived(part, done: int, shards: int) -> None:
             p_verdicts, p_results, p_frr, p_trust = part
             trust.extend(p_trust)
-            for verdict in p_verdicts:  # in facts order, as the cross-check always took them
+            for verdict in p_verdicts:
                 merge.add(verdict)
             results.extend(p_results)
             for path, (name, _text) in p_frr.items():
@@ -138,7 +138,9 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     if frr_checks:
         by_file: dict[str, list[str]] = {p: [] for p in frr_owner}
         for p in frr_problems:
-            by_file.setdefault(p.file, []).append(str(p))
+            probs = by_file.setdefault(p.file, [])
+            if p.file != "<all>" or str(p) not in probs:  # vtysh missing: said once, not per run
+                probs.append(str(p))
         for path, probs in sorted(by_file.items()):
             name = frr_owner.get(path, path)
             results.append(Result(f"frr/{name}", "frr", not probs, "\n".join(probs) or "vtysh -C accepts it"))
@@ -229,33 +231,30 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
         early = parallel.Background(check_manifest, outdir)
     try:
         fabric = load_fabric(read, outdir)
-    except BaseException:
-        if early is not None:
-            early.cancel()
-        raise
-    # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
-    # in a forked process beside it (both cores busy), on a small one in line.
-    small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
-    side = None if small else parallel.Background(_beside, outdir, fabric, manifest,
-                                                        manifest and early is None)
-    try:
-        per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
-    except BaseException:
-        if early is not None:
-            early.cancel()
+        # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
+        # in a forked process beside it (both cores busy), on a small one in line.
+        small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
+        side = None if small else parallel.Background(_beside, outdir, fabric, manifest,
+                                                            manifest and early is None)
+        try:
+            per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
+        except BaseException:
+            if side is not None:
+                side.result()  # its error (unsafe tree, malformed file) is the one to report first
+            raise
         if side is not None:
-            side.result()  # its error (unsafe tree, malformed file) is the one to report first
-        raise
-    if side is not None:
-        (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
-    if side is None:
-        trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(
-            outdir, fabric, manifest, manifest and early is None)
-        plants: list[Result] = []  # already in per_switch
-    else:
-        trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
-    if early is not None:
-        manifest_results = early.result()
+            (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
+        if side is None:
+            trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(
+                outdir, fabric, manifest, manifest and early is None)
+            plants: list[Result] = []  # already in per_switch
+        else:
+            trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
+        if early is not None:
+            manifest_results = early.result()
+    finally:
+        if early is not None:
+            early.cancel()  # on any way out before its result (a no-op after it): no child left behind
     # one trust list in file order: the whole-tree findings and the switch files' (from the pass)
     switch_trust = [r for r in per_switch if r.check == "trust"]
     per_switch = [r for r in per_switch if r.check != "trust"]

@@ -16,8 +16,8 @@ reported are exactly the full pass's. The first document of each shape is always
 judged whole.
 
 Two kinds of leaf count in a key only as "fits its type": plain strings that no
-constraint reads, and pattern-typed key leaves that constraints read at most with
-`contains()` (the IP prefix of an INTERFACE key). A value that does not fit is keyed as
+constraint reads, and key leaves typed by patterns alone or plain `string` that
+constraints read at most with `contains()` (the IP prefix of an INTERFACE key). A value that does not fit is keyed as
 itself, so libyang still judges it.
 """
 

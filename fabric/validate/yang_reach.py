@@ -111,9 +111,12 @@ class _Defs:
         self.groupings: dict[str, list[Stmt]] = {}
         self.typedefs: dict[str, list[Stmt]] = {}
         self.module_of: dict[int, _Module] = {}
+        self.amended = False  # an augment or deviation anywhere: a key leaf may gain constraints elsewhere
         for root in roots:
             info = _module_info(root) or _Module("*", {})
             for stmt in _walk(root):
+                if stmt.keyword in ("augment", "deviation"):
+                    self.amended = True
                 if stmt.keyword == "grouping" and stmt.arg:
                     self.groupings.setdefault(stmt.arg, []).append(stmt)
                     self.module_of[id(stmt)] = info
@@ -213,9 +216,10 @@ _STACKED_QUANTIFIERS = re.compile(r"[*+?}][*+?{]")
 _PATTERN_DETAILS = ("error-message", "error-app-tag", "description", "reference")
 
 
-def _string_alternatives(type_stmt: Stmt, defs: _Defs, depth: int = 0) -> tuple[tuple[str, ...], ...] | None:
+def _string_alternatives(type_stmt: Stmt, defs: _Defs, mod: _Module, depth: int = 0) -> tuple[tuple[str, ...], ...] | None:
     """A type that is a string with patterns only, or a union of such (through typedefs):
-    its alternatives, each the patterns a value must all match. None: any other type."""
+    its alternatives, each the patterns a value must all match. None: any other type.
+    `mod`: the module the type is written in, whose imports give its prefix a meaning."""
     name = type_stmt.arg or ""
     if depth > 16:
         return None
@@ -225,7 +229,7 @@ def _string_alternatives(type_stmt: Stmt, defs: _Defs, depth: int = 0) -> tuple[
             return None
         out: list[tuple[str, ...]] = []
         for member in members:
-            alts = _string_alternatives(member, defs, depth + 1)
+            alts = _string_alternatives(member, defs, mod, depth + 1)
             if alts is None:
                 return None
             out += alts
@@ -239,25 +243,49 @@ def _string_alternatives(type_stmt: Stmt, defs: _Defs, depth: int = 0) -> tuple[
                 return None  # a length, an invert-match modifier, syntax not shown equal
             patterns.append(sub.arg)
         return (tuple(patterns),)
-    found = defs.typedefs.get(name.split(":")[-1], [])
+    prefix, _, local = name.rpartition(":")
+    found = defs.typedefs.get(local, [])
     if type_stmt.subs or len(found) != 1:
         return None  # a builtin other than string, a restriction on a typedef, an ambiguous name
+    where = defs.module_of.get(id(found[0]))
+    if where is None or (mod.prefixes.get(prefix) if prefix else mod.name) != where.name:
+        return None  # the name means another module's type (one libyang holds: inet:...) or is unresolved
     inner = found[0].all("type")
-    return _string_alternatives(inner[0], defs, depth + 1) if len(inner) == 1 else None
+    return _string_alternatives(inner[0], defs, where, depth + 1) if len(inner) == 1 else None
 
 
-def _key_patterns(lst: Stmt, keys: set[str], defs: _Defs) -> dict[str, tuple[tuple[str, ...], ...]]:
-    """The key leaves of `lst` typed by patterns alone (no when, must or if-feature of their own)."""
-    out = {}
+def _key_patterns(lst: Stmt, keys: set[str], defs: _Defs, mod: _Module) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The key leaves of `lst` typed by patterns alone (no when, must or if-feature of their own,
+    none added by a refine, augment or deviation; one type wherever the name is defined)."""
+    if defs.amended:
+        return {}
+    refined = _refined(lst, defs)
+    seen: dict[str, tuple | None] = {}
     for leaf in _leaves(lst, defs):
         if leaf.keyword != "leaf" or leaf.arg not in keys:
             continue
         types = leaf.all("type")
-        if any(s.keyword in ("when", "must", "if-feature") for s in leaf.subs) or len(types) != 1:
-            continue
-        alts = _string_alternatives(types[0], defs)
-        if alts is not None and out.get(leaf.arg, alts) == alts:
-            out[leaf.arg] = alts
+        alts = None
+        if (leaf.arg not in refined and len(types) == 1
+                and not any(s.keyword in ("when", "must", "if-feature") for s in leaf.subs)):
+            alts = _string_alternatives(types[0], defs, mod)
+        seen[leaf.arg] = alts if seen.get(leaf.arg, alts) == alts else None  # two definitions that differ: none
+    return {name: alts for name, alts in seen.items() if alts is not None}
+
+
+def _refined(stmt: Stmt, defs: _Defs, seen: "set[int] | None" = None) -> set[str]:
+    """Names of the leaves a `refine` below `stmt` (its groupings' own uses included) targets:
+    a refine may add a must, a default or a mandatory the leaf itself does not show."""
+    seen = set() if seen is None else seen
+    out: set[str] = set()
+    for sub in _walk(stmt):
+        if sub.keyword == "refine":
+            out.add((sub.arg or "").rsplit("/", 1)[-1].split(":")[-1])
+        elif sub.keyword == "uses" and sub.arg:
+            for grouping in defs.groupings.get(sub.arg.split(":")[-1], ()):
+                if id(grouping) not in seen:
+                    seen.add(id(grouping))
+                    out |= _refined(grouping, defs, seen)
     return out
 
 
@@ -312,11 +340,13 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
             key = lst.first("key")
             keys = set((key.arg or "").split()) if key else set()
             required |= keys
-            key_patterns[lst.arg] = _key_patterns(lst, keys, defs)
+            key_patterns[lst.arg] = _key_patterns(lst, keys, defs, info)
+            refined = _refined(lst, defs)
             for leaf in _leaves(lst, defs):
                 if any(x.keyword == "mandatory" and x.arg == "true" for x in leaf.subs):
                     required.add(leaf.arg)
-                bounds = _plain_string(leaf) if leaf.keyword == "leaf" and leaf.arg not in keys else None
+                bounds = (_plain_string(leaf) if leaf.keyword == "leaf" and leaf.arg not in keys
+                          and leaf.arg not in refined and not defs.amended else None)
                 if bounds is None or strings.get(leaf.arg, bounds) != bounds:
                     unplain.add(leaf.arg)  # the same name typed otherwise in another list: not plain
                 else:

@@ -263,3 +263,30 @@ def test_cross_check_in_the_workers_gives_the_same_results(compiled_dirs, tmp_pa
         assert [(r.id, r.passed, r.detail) for r in pooled] == [(r.id, r.passed, r.detail) for r in in_line]
         failed = {r.id for r in pooled if not r.passed}
         assert ({"mtu/minir-rail0-leaf1", "hostname/minir-rail1-leaf0"} <= failed) == (outdir == out)
+
+
+def test_cross_check_merge_does_not_depend_on_arrival_order(compiled_dirs):
+    """Workers' verdicts arrive in shard order; the fabric-wide parts (the fabric's MTU on a
+    tie, the owners of a shared address) are added up in fabric.json's switch order, so the
+    results are the same for any worker count."""
+    from railonly.fabric.validate import validator
+    from railonly.fabric.validate.crosscheck import Merge, Plan, Verdict
+
+    out = str(compiled_dirs["mini-routed"])
+    plan = Plan(validator.load_fabric(validator.disk_reader(out), out))
+    first, second = plan.switches[0].name, plan.switches[1].name
+    verdicts = [Verdict(first, f"configs/{first}/config_db.json", {}, {9000: 1}, [], [("10.9.9.9", "Ethernet0")], None),
+                Verdict(second, f"configs/{second}/config_db.json", {}, {9100: 1}, [(0, 9100, "PORT|Ethernet0")],
+                        [("10.9.9.9", "Ethernet8")], None)]
+
+    def merged(order):
+        merge = Merge(plan)
+        for v in order:
+            merge.add(v)
+        return [(r.id, r.passed, r.detail) for r in merge.results()]
+
+    forward = merged(verdicts)
+    assert forward == merged(verdicts[::-1])
+    failed = {i: d for i, ok, d in forward if not ok}
+    assert "the fabric uses 9000" in failed[f"mtu/{second}"]  # the tie goes to fabric order's first
+    assert failed["unique/addresses"].index(first) < failed["unique/addresses"].index(second)

@@ -288,3 +288,36 @@ def test_only_patterns_read_alike_by_xsd_and_python_key_by_fit(tmp_path, pattern
         "  }\n}\n")
     reach = load_reach(tmp_path)["K"]
     assert bool((reach.key_patterns or {}).get("K_LIST")) is kept
+
+
+_TYPES = ("module ty { namespace urn:ty; prefix ty;\n"
+          "  typedef word { type string { pattern '[a-z]+'; } }\n}\n")
+
+
+@pytest.mark.parametrize("key_type, extra, kept", [
+    ("ty:word", "", True),  # the imported module's typedef, through its import prefix
+    ("other:word", "", False),  # a prefix the module does not import: not sonic's typedef
+    ("word", "", False),  # unprefixed names the module's own typedefs only
+    ("ty:word", "grouping g { leaf id { type string; } }\n    ", False),  # `id` defined twice, differently
+    ("ty:word", "augment /t:t/t:K/t:K_LIST { leaf more { type string; } }\n    ", False),  # constraints from elsewhere
+])
+def test_key_fits_only_where_the_type_is_known_whole(tmp_path, key_type, extra, kept):
+    """Keys keyed by fit are the ones whose type the memo reads exactly: the prefix resolved
+    through the module's imports, one definition, nothing added by an augment or deviation."""
+    (tmp_path / "ty.yang").write_text(_TYPES)
+    uses = " uses g;" if "grouping g" in extra else ""
+    (tmp_path / "t.yang").write_text(
+        "module t { namespace urn:t; prefix t; import ty { prefix ty; }\n"
+        f"    {extra}container t {{\n"
+        f"    container K {{ list K_LIST {{ key id; leaf id {{ type {key_type}; }}{uses} }} }}\n"
+        "  }\n}\n")
+    reach = load_reach(tmp_path)["K"]
+    assert bool((reach.key_patterns or {}).get("K_LIST")) is kept
+
+
+def test_a_refined_leaf_is_not_judged_by_length_alone():
+    """A refine may add a must, default or mandatory the leaf does not show (BGP_MONITORS
+    refines its grouping's `name`)."""
+    reach = load_reach(sonic_yang.YANG_DIR)
+    assert "name" not in (reach["BGP_MONITORS"].strings or {})
+    assert "name" in (reach["DEVICE_NEIGHBOR"].strings or {})
