@@ -12,6 +12,11 @@ Facts this relies on (FRR 8.4, checked on this machine):
 * After a line that only matches a parent node, vtysh stays in that parent, so
   a config-level line between files resets the node: that makes batching many
   files into one process safe (line numbers are mapped back per file).
+* A top-level `exit` leaves config mode; a second `exit` (or `quit`) there ends
+  vtysh, which then reads no further line and exits 0. A probe line after the
+  last file tells whether vtysh read to the end: if not, the files run one by one,
+  and a file vtysh stops reading is a problem (on a switch, what follows is never
+  applied either).
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ from railonly import proc
 # Valid only at the top config node: any file left inside `router bgp` or an
 # address-family is popped back to the top before the next file starts.
 _SEPARATOR = "hostname railonly-dryrun-separator"
+# No FRR command starts so: rejected in every node as `% Unknown command[NODE]`, naming the node.
+PROBE = "railonly-node-probe"
+STOPPED = "vtysh stops reading this file before its end (config mode left twice: a top-level `exit`, " \
+          "then `exit` or `quit`); on a switch the lines after are never applied"
 _LINE = re.compile(r"^line (\d+): (.*?)\s*$")
 _MSG = re.compile(r"^(%[^\[:]*?)(?:\[\d+\])?: ?(.*)$")
 
@@ -63,6 +72,24 @@ def _parse_output(stderr: str, stdout: str) -> list[tuple[int | None, str | None
     return found
 
 
+def run_script(lines: list[str], timeout: float) -> proc.Result:
+    """One `vtysh -C` run over these lines (none may hold a newline)."""
+    with tempfile.TemporaryDirectory(prefix="railonly-vtysh-") as tmp:
+        Path(tmp, "vtysh.conf").write_text("")  # empty: no /etc/frr dependency
+        conf = Path(tmp, "check.conf")
+        conf.write_text("\n".join(lines) + "\n")
+        return proc.run(_vtysh_argv(str(conf), tmp), timeout=timeout)
+
+
+def vtysh_missing() -> FrrProblem | None:
+    """The one problem to report when vtysh is not installed."""
+    try:
+        proc.require("vtysh", "frr")
+    except proc.ToolMissing as exc:
+        return FrrProblem("<all>", None, None, str(exc))
+    return None
+
+
 def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[FrrProblem]:
     """One vtysh run over the concatenation of `named` (name, text) pairs."""
     spans: list[tuple[int, int, str]] = []  # (first global line, last, name)
@@ -77,13 +104,15 @@ def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[Frr
             parts.append("\n".join(body))
         spans.append((line, line + len(body) - 1, name))
         line += len(body)
-    with tempfile.TemporaryDirectory(prefix="railonly-vtysh-") as tmp:
-        Path(tmp, "vtysh.conf").write_text("")  # empty: no /etc/frr dependency
-        conf = Path(tmp, "check.conf")
-        conf.write_text("\n".join(parts) + "\n")
-        res = proc.run(_vtysh_argv(str(conf), tmp), timeout=timeout)
+    parts += [_SEPARATOR, PROBE]  # after the last file: did vtysh read to the end?
+    end = line + 1
+    res = run_script(parts, timeout)
     problems: list[FrrProblem] = []
+    read_all = False
     for gline, cmd, msg in _parse_output(res.stderr, res.stdout):
+        if gline >= line:  # the closing separator and probe
+            read_all |= gline == end
+            continue
         owner = next(((s, n) for s, e, n in spans if s <= gline <= e), None)
         if owner is None:
             # The separator fails only when a file left config mode (a top-level
@@ -93,7 +122,11 @@ def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[Frr
             continue
         else:
             problems.append(FrrProblem(owner[1], gline - owner[0] + 1, cmd, msg))
-    if not res.ok and not problems:
+    if res.returncode in (0, 2) and not read_all:
+        if len(named) > 1:  # some file ended vtysh: the files after it were never read
+            return [p for item in named for p in _check_one_process([item], timeout)]
+        problems.append(FrrProblem(named[0][0], None, None, STOPPED))
+    if res.returncode not in (0, 2) and not problems:
         detail = (res.stderr or res.stdout).strip() or f"exit code {res.returncode}"
         names = ", ".join(n for n, _ in named[:3]) + (" ..." if len(named) > 3 else "")
         problems.append(FrrProblem(names, None, None, f"vtysh -C failed: {detail}"))
@@ -131,10 +164,9 @@ def check_frr_texts(
     items = list(texts.items() if isinstance(texts, Mapping) else texts)
     if not items:
         return []
-    try:
-        proc.require("vtysh", "frr")
-    except proc.ToolMissing as exc:
-        return [FrrProblem("<all>", None, None, str(exc))]
+    missing = vtysh_missing()
+    if missing is not None:
+        return [missing]
     size = max(1, files_per_process)
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
     workers = workers or min(len(chunks), os.cpu_count() or 1)

@@ -84,7 +84,7 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     for all checks (`trust/...` results; a malformed config_db.json raises UntrustedFile)."""
     from .. import parallel
 
-    from . import frr_syntax
+    from .frr_memo import FrrMemo, check_texts
 
     switches = [n for n in fabric.switches if checked is None or n.name in checked]
     picked = [yang_for(n) for n in switches]  # decided up front: yang_for may keep state
@@ -104,6 +104,7 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     trust: list[Problem] = []
     frr_owner: dict[str, str] = {}
     frr_checks: list = []  # futures of vtysh runs, one per shard (two of the last ones), in shard order
+    memo = FrrMemo()  # vtysh's answers, shared by the shards' runs: most lines are asked once
     progress = progress or Silent()
     label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
     progress.step(label, 0, len(switches))
@@ -127,7 +128,7 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
                 cuts = VTYSH_AT_ONCE if done > shards - VTYSH_AT_ONCE else 1
                 for k in range(cuts):
                     if texts[k::cuts]:
-                        frr_checks.append(vtysh.submit(frr_syntax.check_frr_texts, texts[k::cuts]))
+                        frr_checks.append(vtysh.submit(check_texts, texts[k::cuts], memo))
             progress.step(label, len(switches) * done // shards, len(switches))
 
         parallel.map_shards(_read_shard, (read, plan, switches, picked, trust_in), len(switches), min_items=POOL_MIN_SWITCHES,

@@ -1,0 +1,239 @@
+"""`vtysh -C` over thousands of configs, each distinct line judged once per CLI node.
+
+A 32k-GPU OUTDIR holds 534,528 frr.conf lines but only ~8,300 distinct ones once
+neighbor addresses and description texts are set aside: every switch repeats the
+same policy, peer-group and neighbor lines with other addresses. vtysh's verdict
+on a line, and the node it is in afterwards, depend only on the node it is in
+before and the line itself (it keeps no other state in a dry run), so this module
+asks vtysh once per distinct (node, line) and replays its answers through every
+file. What vtysh was asked and what each file is told are the same as a full run
+(a test compares both on real and mangled configs); files this cannot follow go
+to the full run.
+
+How vtysh says which node it is in: a probe line that no node knows, which it
+rejects as `% Unknown command[NODE]`. Each round sends, for every file not yet
+covered, only the lines whose (node, line) is unknown (each followed by a probe)
+and the known lines that take the file to another node before its next question;
+everything learnt is keyed by the node vtysh reported, never by a guess.
+
+Two parts of a line are set aside by rule, each a fact of FRR's grammar checked
+against this vtysh by the tests: a canonical IPv4 address as the whole token after
+`neighbor ` (every such address matches FRR's `A.B.C.D` token alike), and in
+` neighbor <that address> description TEXT` the TEXT when it is printable ASCII
+(a `LINE...` argument takes any words). Files with other line breaks than `\\n`, NUL or lines near vtysh's
+4,096-byte read buffer go to the full run as they are.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+from .frr_syntax import _LINE, _SEPARATOR, PROBE, STOPPED, FrrProblem, _check_one_process, run_script, vtysh_missing
+
+# Back to the config node from wherever a file left vtysh: `configure terminal` from outside
+# config mode (a top-level `exit`), the separator from any node below (each rejected elsewhere).
+_HOME = ("configure terminal", _SEPARATOR)
+_NOT_A_KEY = "\n"  # a script line whose answer is not kept (keys never hold a newline)
+_ENDED = -2  # the node after a line that ends vtysh
+_COMPLAINT = re.compile(r"^(%[^\[:]*?)\[(\d+)\]")
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+# Sought only after the literal words they follow in rendered configs: a pattern that starts
+# with a literal is scanned for at C speed (5x faster here); other spellings are asked as written.
+_IPV4 = re.compile(rf"neighbor (?:{_OCTET}\.){{3}}{_OCTET}(?![^ \t\n])")
+_IPV4_STANDIN = "neighbor 192.0.2.1"
+_DESCRIPTION = re.compile(r"\n neighbor 192\.0\.2\.1 description [!-~][ -~]*$", re.M)
+_DESCRIPTION_STANDIN = "\n neighbor 192.0.2.1 description x"
+# splitlines() breaks here and vtysh (fgets) does not, or vtysh stops at NUL: such files run whole
+_ODD = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00]")
+MAX_LINE = 1000  # characters; at most 4,000 bytes, below vtysh's 4,096-byte line buffer
+ROUNDS = 4  # rounds of questions before a file still not covered runs whole
+
+
+@dataclass
+class FrrMemo:
+    """vtysh's answers, shared by every check of one validate run (threads may add at once:
+    each entry is written whole, and two threads learning the same key learn the same)."""
+
+    said: dict[tuple[int, str], tuple[str | None, int]] = field(default_factory=dict)
+    # the node a line moved to, by (node, first two words): a guess for the next round's
+    # lines not asked yet (a wrong guess costs a round, never a wrong verdict)
+    moves: dict[tuple[int, tuple[str, ...]], int] = field(default_factory=dict)
+    top: int | None = None  # the config node's number, where every file starts
+    asked: int = 0  # lines sent to vtysh (a figure for the benchmark)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def learn(self, node: int, key: str, message: str | None, after: int) -> None:
+        self.said[(node, key)] = (message, after)
+        words = tuple(key.split()[:2])
+        guess = self.moves.setdefault((node, words), after)
+        if guess != after:
+            self.moves[(node, words)] = -1  # the same words go to different nodes: no guess
+
+    def guess(self, node: int, key: str) -> int:
+        after = self.moves.get((node, tuple(key.split()[:2])), node)
+        return node if after == -1 else after
+
+
+@dataclass
+class _File:
+    name: str
+    text: str
+    lines: list[str]
+    keys: list[str]
+
+
+def _split(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _prepare(name: str, text: str) -> _File | None:
+    """The file with its keys, or None for a file that must run whole."""
+    if _ODD.search(text):
+        return None
+    lines = _split(text)
+    if max(map(len, lines), default=0) > MAX_LINE:
+        return None
+    keys = _split(_DESCRIPTION.sub(_DESCRIPTION_STANDIN, _IPV4.sub(_IPV4_STANDIN, text)))
+    return _File(name, text, lines, keys) if len(keys) == len(lines) else None
+
+
+def _replay(memo: FrrMemo, f: _File) -> list[FrrProblem] | None:
+    """The file's problems from the memo alone, or None where it reaches a line not asked yet."""
+    node = memo.top
+    if node is None:
+        return None
+    said = memo.said
+    problems = []
+    for number, key in enumerate(f.keys, 1):
+        answer = said.get((node, key))
+        if answer is None:
+            return None
+        message, node = answer
+        if message is not None:
+            problems.append(FrrProblem(f.name, number, f.lines[number - 1].strip() or None, message))
+        if node == _ENDED:
+            problems.append(FrrProblem(f.name, None, None, STOPPED))
+            break
+    return problems
+
+
+def _questions(memo: FrrMemo, files: list[_File]) -> tuple[list[str], list[str | None]]:
+    """Script lines and, per line, the key vtysh's answer is filed under (None for a probe)."""
+    script: list[str] = []
+    keys: list[str | None] = []
+
+    def send(line: str, key: str | None) -> None:
+        script.append(line)
+        keys.append(key)
+
+    asked: dict[tuple[int, str], int] = {}  # this round's questions: another file's answer will do
+    for f in files:
+        for line in _HOME:
+            send(line, _NOT_A_KEY)
+        send(PROBE, None)
+        node = at = memo.top  # where the file is; where vtysh is (as far as known or guessed)
+        moved: list[tuple[str, str]] = []  # known lines that moved the file since vtysh was there
+        for line, key in zip(f.lines, f.keys):
+            if node is None:  # the first round: nothing known, every line is a question
+                send(line, key)
+                send(PROBE, None)
+                continue
+            answer = memo.said.get((node, key))
+            after = answer[1] if answer is not None else asked.get((node, key))
+            if after is None:
+                if at != node:  # take vtysh where the file is, by the lines that took the file there
+                    for m in moved:
+                        send(*m)
+                moved = []
+                after = at = asked[(node, key)] = memo.guess(node, key)
+                send(line, key)
+                send(PROBE, None)
+            elif after == _ENDED:
+                break  # vtysh would read no further: nothing after it to ask
+            elif after != node:
+                moved.append((line, key))
+            node = after
+    return script, keys
+
+
+def _ask(memo: FrrMemo, script: list[str], keys: list[str | None], timeout: float) -> bool:
+    """Run the script; file every answer under the node vtysh reported before the line.
+    False when vtysh failed as a whole (nothing learnt)."""
+    script = script + [*_HOME, PROBE]  # read to the end, or ended by a line (which, below)
+    keys = keys + [_NOT_A_KEY, _NOT_A_KEY, None]
+    res = run_script(script, timeout)
+    if res.returncode not in (0, 2):
+        return False
+    # line -> (message, node it was judged in; None if vtysh did not say: nothing is learnt from it)
+    complaints: dict[int, tuple[str, int | None]] = {}
+    for raw in (res.stderr + "\n" + res.stdout).splitlines():
+        m = _LINE.match(raw)
+        if m:
+            c = _COMPLAINT.match(m.group(2))
+            complaints[int(m.group(1))] = (c.group(1).strip(), int(c.group(2))) if c else (m.group(2), None)
+    # vtysh ended early: after the last line it said anything of (or it ended on the first)
+    ended_after = None if len(script) in complaints else max(complaints, default=0)
+    with memo.lock:
+        memo.asked += len(script)
+        node: int | None = None  # where vtysh is, while known
+        for number, key in enumerate(keys, 1):
+            said = complaints.get(number)
+            if key is None:  # a probe: vtysh names its node
+                node = said[1] if said and said[0] == "% Unknown command" else None
+                if memo.top is None and node is not None:
+                    memo.top = node  # the first probe follows the first way home: the config node
+                continue
+            if keys[number] is None:  # a question: the probe after it says where it left vtysh
+                after = complaints.get(number + 1)
+                if ended_after is not None and ended_after <= number and after is None:
+                    after = (PROBE, _ENDED)  # vtysh read this line and no other
+                if node is not None and after is not None and after[1] is not None and key != _NOT_A_KEY \
+                        and (said is None or said[1] == node):
+                    memo.learn(node, key, said[0] if said else None, after[1])
+                if after is not None and after[1] == _ENDED:
+                    break
+            elif node is not None:
+                known = memo.said.get((node, key))
+                node = known[1] if known is not None else None
+    return True
+
+
+def check_texts(named: list[tuple[str, str]], memo: FrrMemo, *, timeout: float = 120.0) -> list[FrrProblem]:
+    """What `frr_syntax.check_frr_texts` finds in these configs, asking vtysh only what
+    `memo` does not know yet (and learning it there)."""
+    missing = vtysh_missing()
+    if missing is not None:
+        return [missing]
+    whole: list[tuple[str, str]] = []
+    pending: list[_File] = []
+    for name, text in named:
+        f = _prepare(name, text)
+        if f is None:
+            whole.append((name, text))
+        else:
+            pending.append(f)
+    found: dict[str, list[FrrProblem]] = {}
+    for round_ in range(ROUNDS + 1):
+        left = []
+        for f in pending:
+            problems = _replay(memo, f)
+            if problems is None:
+                left.append(f)
+            else:
+                found[f.name] = problems
+        pending = left
+        if not pending or round_ == ROUNDS:
+            break
+        batch = pending if memo.top is not None else pending[:1]  # learn the common lines from one first
+        if not _ask(memo, *_questions(memo, batch), timeout):
+            break
+    whole += [(f.name, f.text) for f in pending]
+    if whole:
+        for p in _check_one_process(whole, timeout):
+            found.setdefault(p.file, []).append(p)
+    return [p for name, _text in named for p in found.get(name, [])]

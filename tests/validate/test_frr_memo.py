@@ -1,0 +1,149 @@
+"""vtysh asked once per distinct (node, line): every file told exactly what a run of it alone says.
+
+The ground truth in each test is vtysh run on each file by itself; the memoised check
+must report the same problems, file by file and line by line, on real configs and on
+configs mangled in the ways a hand edit or a hostile pull request would.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from pathlib import Path
+
+import pytest
+
+from railonly import proc
+from railonly.fabric.validate import frr_memo
+from railonly.fabric.validate.frr_memo import FrrMemo, check_texts
+from railonly.fabric.validate.frr_syntax import check_frr_text
+
+pytestmark = pytest.mark.skipif(proc.which("vtysh") is None, reason="FRR (vtysh) not installed")
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "configs"
+CONFIGS = sorted(GOLDEN.glob("*/configs/*/frr.conf"))
+
+
+def alone(named):
+    """Ground truth: vtysh on each file by itself."""
+    return [(p.file, p.line, p.command, p.message) for name, text in named for p in check_frr_text(text, name)]
+
+
+def memoised(named, memo=None, shards=1):
+    memo = memo or FrrMemo()
+    found = [p for k in range(shards) for p in check_texts(named[k::shards], memo)]
+    order = {name: i for i, (name, _t) in enumerate(named)}
+    found.sort(key=lambda p: order[p.file])  # stable: each file keeps its own order
+    return [(p.file, p.line, p.command, p.message) for p in found]
+
+
+def mangle(text: str, rng: random.Random) -> str:
+    lines = text.split("\n")[:-1]
+    i = rng.randrange(len(lines))
+    line = lines[i]
+    words = line.split()
+    op = rng.randrange(11)
+    if op == 0:
+        del lines[i]
+    elif op == 1:
+        lines.insert(rng.randrange(len(lines)), line)
+    elif op == 2:
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], line
+    elif op == 3 and words:
+        junk = rng.choice(["foo", "999999999999", "10.0.0.256", "010.0.0.1", "1.2.3", "-1", "4294967296", "x:y"])
+        words[rng.randrange(len(words))] = junk
+        lines[i] = " " + " ".join(words)
+    elif op == 4:
+        lines.insert(i, rng.choice(["exit", " exit", "exit-address-family", "end", "!", ""]))
+    elif op == 5:
+        lines[i] = line[: rng.randrange(len(line) + 1)]
+    elif op == 6:  # a neighbor's description, emptied or odd
+        tail = rng.choice(["", "a ! b # c", '"quoted', "x" * 50, "   ", "é"])
+        lines.insert(i, f" neighbor 10.1.{rng.randrange(256)}.1 description {tail}")
+    elif op == 7:  # another address, in the forms FRR takes and does not
+        a = rng.choice(["0.0.0.0", "255.255.255.255", "10.0.0.01", "192.168.1.1", "1.1.1.1/32"])
+        lines.insert(i, f" neighbor {a} remote-as {rng.choice(['65000', '0', 'external', '4294967295'])}")
+    elif op == 8:  # whitespace that vtysh ignores and keys do not
+        lines[i] = "\t" + line.replace(" ", "  ")
+    elif op == 9:
+        lines.insert(i, rng.choice(["router bgp 1", "route-map X permit 10", "interface Ethernet0",
+                                    "address-family ipv4 unicast", "configure terminal"]))
+    else:
+        lines.insert(i, "neighbor " + "".join(rng.choice(string.printable[:94]) for _ in range(8)))
+    return "\n".join(lines) + "\n"
+
+
+def test_the_golden_configs_are_told_what_vtysh_says():
+    named = [(str(p.relative_to(GOLDEN)), p.read_text()) for p in CONFIGS]
+    assert len(named) >= 20
+    assert memoised(named, shards=3) == alone(named) == []
+
+
+def test_mangled_configs_get_vtysh_s_own_verdicts():
+    rng = random.Random(20261203)
+    bases = [p.read_text() for p in CONFIGS]
+    named = []
+    for n in range(120):
+        text = rng.choice(bases)
+        for _ in range(rng.randrange(1, 4)):
+            text = mangle(text, rng)
+        named.append((f"m{n}", text))
+    truth = alone(named)
+    assert len({f for f, *_ in truth}) > 40  # most mangles are errors vtysh names
+    memo = FrrMemo()
+    assert memoised(named, memo, shards=4) == truth
+    assert memoised(named, memo, shards=1) == truth  # and again from a full memo, no question asked
+
+
+def test_one_bad_line_in_many_files_is_reported_in_each_at_its_own_line():
+    base = CONFIGS[0].read_text().split("\n")
+    named = []
+    for n in range(6):
+        lines = list(base)
+        lines.insert(5 + n, " maximum-pathz 4")
+        named.append((f"f{n}", "\n".join(lines)))
+    assert memoised(named) == alone(named)
+    assert [(f, line) for f, line, *_ in memoised(named)] == [(f"f{n}", 6 + n) for n in range(6)]
+
+
+def test_most_lines_are_not_sent_again():
+    named = [(str(p), p.read_text()) for p in CONFIGS]
+    memo = FrrMemo()
+    memoised(named, memo)
+    lines = sum(t.count("\n") for _n, t in named)
+    assert memo.asked < lines  # fewer lines asked than the files hold, probes included
+    asked = memo.asked
+    memoised(named, memo)
+    assert memo.asked == asked  # all known: vtysh not run
+
+
+def test_files_vtysh_reads_otherwise_run_whole():
+    good = CONFIGS[0].read_text()
+    named = [("cr", good.replace("\n", "\r\n", 3)), ("nul", good + "hostname a\x00b\n"),
+             ("long", good + " neighbor 10.0.0.1 description " + "x" * 5000 + "\n"),
+             ("vt", good + "hostname a\x0bb\n")]
+    assert all(frr_memo._prepare(n, t) is None for n, t in named)
+    assert memoised(named) == alone(named)
+
+
+# The two facts of FRR's grammar the keys rely on, against this vtysh.
+def test_every_canonical_address_after_neighbor_is_judged_alike():
+    rng = random.Random(7)
+    addrs = ["0.0.0.0", "255.255.255.255", "192.0.2.1"] + [
+        ".".join(str(rng.randrange(256)) for _ in range(4)) for _ in range(40)]
+    for a in addrs:
+        assert frr_memo._IPV4.fullmatch(f"neighbor {a}")
+    text = "router bgp 65000\n" + "".join(
+        f" neighbor {a} remote-as 65001\n neighbor {a} description x\n neighbor {a} bfd\n" for a in addrs)
+    assert check_frr_text(text) == []
+
+
+def test_any_printable_description_text_is_accepted():
+    rng = random.Random(11)
+    tails = ["x", "!", "#", "! x", '"', "a  b", "~" * 300] + [
+        "".join(rng.choice(string.printable[:95]) for _ in range(rng.randrange(1, 80))).strip() or "y"
+        for _ in range(60)]
+    text = "router bgp 65000\n" + "".join(f" neighbor 192.0.2.1 description {t}\n" for t in tails)
+    assert check_frr_text(text) == []
+    assert all(frr_memo._DESCRIPTION.search(f"\n neighbor 192.0.2.1 description {t}") for t in tails)
