@@ -91,9 +91,15 @@ def _split(text: str) -> list[str]:
     return lines
 
 
+def _odd(text: str) -> bool:
+    if text.isascii():  # a few substring scans run at memchr speed; the class search does not
+        return any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x00")
+    return _ODD.search(text) is not None
+
+
 def _prepare(name: str, text: str) -> _File | None:
     """The file with its keys, or None for a file that must run whole."""
-    if _ODD.search(text):
+    if _odd(text):
         return None
     lines = _split(text)
     if max(map(len, lines), default=0) > MAX_LINE:

@@ -36,12 +36,12 @@ Reader = Callable[[str], "str | None"]
 POOL_MIN_SWITCHES = 128
 # From this many switches the whole-tree checks run in a forked process beside the per-switch pool.
 BESIDE_MIN_SWITCHES = 128
-# Per-switch shards per worker: progress moves in steps of 1/(jobs x this), a worker that
-# finishes early (the whole-tree checks share the cores) takes the next shard, and each
-# shard's frr.conf files make one vtysh run (~20 ms to start) while later shards are read.
+# Per-switch shards per worker: progress moves in steps of 1/(jobs x this), and a worker that
+# finishes early (the whole-tree checks share the cores) takes the next shard.
 SHARDS_PER_JOB = 8
-# vtysh runs at once beside the pool (one lagged the pool and drained alone at the end:
-# 20-25 s against 14-20 s at 32k GPUs, same machine, alternated).
+# frr.conf files checked per vtysh run, beside the pool as the shards arrive: a run costs
+# ~34 ms of CPU to start, and with the memo (frr_memo) a file asks ~18 lines at 32k GPUs.
+FRR_FILES_PER_RUN = 512
 VTYSH_AT_ONCE = 2
 
 
@@ -103,16 +103,16 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
     results: list[Result] = []
     trust: list[Problem] = []
     frr_owner: dict[str, str] = {}
-    frr_checks: list = []  # futures of vtysh runs, one per shard (two of the last ones), in shard order
+    frr_checks: list = []  # futures of vtysh runs, in shard order
+    frr_waiting: list[tuple[str, str]] = []  # (path, text) not yet sent
     memo = FrrMemo()  # vtysh's answers, shared by the shards' runs: most lines are asked once
     progress = progress or Silent()
     label = f"checking {len(switches):,} switches (SONiC YANG, readback)"
     progress.step(label, 0, len(switches))
 
     # Reading back is per switch and independent: fan it out (workers inherit `read`), in
-    # shards finer than the workers so the count moves and no worker idles at the end. Each
-    # shard's frr.conf files go to vtysh as the shard arrives, beside the rest of the pool;
-    # two vtysh at a time, so the shards still queued when the pool ends drain on both cores.
+    # shards finer than the workers so the count moves and no worker idles at the end. The
+    # shards' frr.conf files go to vtysh as they arrive, beside the rest of the pool.
     with ThreadPoolExecutor(max_workers=VTYSH_AT_ONCE) as vtysh:
         def arrived(part, done: int, shards: int) -> None:
             p_verdicts, p_results, p_frr, p_trust = part
@@ -122,13 +122,11 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
             results.extend(p_results)
             for path, (name, _text) in p_frr.items():
                 frr_owner[path] = name
-            if p_frr and frr:
-                texts = [(p, t) for p, (_n, t) in p_frr.items()]
-                # the last shards' runs drain after the pool: cut in two, both cores share them
-                cuts = VTYSH_AT_ONCE if done > shards - VTYSH_AT_ONCE else 1
-                for k in range(cuts):
-                    if texts[k::cuts]:
-                        frr_checks.append(vtysh.submit(check_texts, texts[k::cuts], memo))
+            if frr:
+                frr_waiting.extend((p, t) for p, (_n, t) in p_frr.items())
+                if frr_waiting and (len(frr_waiting) >= FRR_FILES_PER_RUN or done == shards):
+                    frr_checks.append(vtysh.submit(check_texts, list(frr_waiting), memo))
+                    frr_waiting.clear()
             progress.step(label, len(switches) * done // shards, len(switches))
 
         parallel.map_shards(_read_shard, (read, plan, switches, picked, trust_in), len(switches), min_items=POOL_MIN_SWITCHES,
