@@ -29,16 +29,62 @@ class UntrustedFile(InputError):
 
 def parse_json(text: str, file: str):
     """JSON from OUTDIR: malformed, NaN/Infinity or too deep is UntrustedFile."""
-    def no_constant(name: str):
-        raise ValueError(f"{name} is not allowed")
     try:
-        return json.loads(text, parse_constant=no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise UntrustedFile(file, "is not valid JSON: nested too deep", "recompile the design") from None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         msg = getattr(exc, "msg", str(exc))
         raise UntrustedFile(file, f"is not valid JSON: {short(msg, 120)}", "recompile the design", line) from None
+
+
+_DECODER = json.JSONDecoder(parse_constant=lambda name: _no_constant(name))
+_SPACE = json.decoder.WHITESPACE.match
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not allowed")
+
+
+def parse_json_members(text: str, file: str) -> tuple[object, dict[str, str] | None]:
+    """:func:`parse_json`, and for a top-level object the text of each member's value as
+    written (None otherwise): equal texts are equal values, so a caller can key a value
+    by its text without walking it. Errors are exactly parse_json's (it is asked again)."""
+    try:
+        doc: dict = {}
+        members: dict[str, str] = {}
+        at = _SPACE(text, 0).end()
+        if text[at:at + 1] != "{":
+            return parse_json(text, file), None
+        at = _SPACE(text, at + 1).end()
+        if text[at:at + 1] == "}":
+            at += 1
+        else:
+            while True:
+                if text[at:at + 1] != '"':
+                    raise ValueError("not a member name")
+                name, at = json.decoder.scanstring(text, at + 1)
+                at = _SPACE(text, at).end()
+                if text[at:at + 1] != ":":
+                    raise ValueError("no colon")
+                start = _SPACE(text, at + 1).end()
+                value, at = _DECODER.raw_decode(text, start)
+                doc[name] = value  # a repeated name: the last value, in the first one's place (as json.loads)
+                members[name] = text[start:at]
+                at = _SPACE(text, at).end()
+                if text[at:at + 1] == ",":
+                    at = _SPACE(text, at + 1).end()
+                    continue
+                if text[at:at + 1] != "}":
+                    raise ValueError("no comma")
+                at += 1
+                break
+        if _SPACE(text, at).end() != len(text):
+            raise ValueError("extra data")
+        return doc, members
+    except (ValueError, RecursionError):
+        return parse_json(text, file), None  # raises parse_json's own message (or parses: no members)
 
 
 def load_json_file(path: str, limit: int, owner_uid: int | None = None):

@@ -63,7 +63,7 @@ an empty list means the file holds only what the compiler emits.
 ``check_config_db(doc, file, text=None)``
     SONiC config_db.json: the hostname is a plain name, no text with control
     or non-ASCII characters (`text`, the JSON source, makes a clean file fast).
-``check_switch_texts(where, db_text, frr, eos, run_dir=None) -> (list[Problem], doc)``
+``check_switch_texts(where, db_text, frr, eos, run_dir=None) -> (list[Problem], doc, table texts)``
     The three above for one switch folder's files as already read (None: absent), and
     its config_db.json parsed: validate reads each file once for every check.
 ``lab_files(reader) -> (fabric_rel, clab_rel)``
@@ -97,7 +97,7 @@ from ..design.design import NAME_PATTERN
 from ..design.lab_slice import SLICE_DIR
 from ..graph import fabric_json
 from ..graph.model import Fabric
-from ..input.jsonsource import UntrustedFile, parse_json  # noqa: F401 (the reader's names)
+from ..input.jsonsource import UntrustedFile, parse_json, parse_json_members  # noqa: F401 (the reader's names)
 from ..input.problems import InputError, Problem, short
 from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
 from ..outputs import clab_exec
@@ -764,21 +764,22 @@ def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = Tr
 
 
 def check_switch_texts(where: str, db_text: str | None, frr: str | None, eos: str | None,
-                       run_dir: str | None = None) -> tuple[list[Problem], object]:
-    """The allow-list findings of one switch folder's files as read (None: absent), and its
-    config_db.json parsed (None when absent). `where`: the folder as named in messages.
+                       run_dir: str | None = None) -> tuple[list[Problem], object, dict[str, str] | None]:
+    """The allow-list findings of one switch folder's files as read (None: absent), its
+    config_db.json parsed (None when absent) and the text of each of its tables
+    (`parse_json_members`). `where`: the folder as named in messages.
     Malformed JSON raises UntrustedFile."""
     out: list[Problem] = []
-    doc = None
+    doc = tables = None
     if db_text is not None:
         db_file = os.path.join(where, CONFIG_DB)
-        doc = parse_json(db_text, db_file)
+        doc, tables = parse_json_members(db_text, db_file)
         out += check_config_db(doc, db_file, db_text)
     if frr is not None:
         out += check_frr(frr, os.path.join(where, FRR_CONF), run_dir)
     if eos is not None:
         out += check_eos(eos, os.path.join(where, STARTUP_CONFIG))
-    return out, doc
+    return out, doc, tables
 
 
 def lab_files(reader: OutdirReader) -> tuple[str, str]:

@@ -350,16 +350,17 @@ def _passes_by_memo(doc: dict, keys: dict[str, bytes], models: _Models) -> bool:
     return True
 
 
-def validate_config_db(doc: dict, memo: bool = True) -> list[Problem]:
+def validate_config_db(doc: dict, memo: bool = True, texts: dict[str, str] | None = None) -> list[Problem]:
     """All problems of one ConfigDB document; [] means it passes the models.
-    `memo=False` judges the whole document even where the memo knows its tables."""
+    `memo=False` judges the whole document even where the memo knows its tables;
+    `texts`: each table's JSON text as read (`jsonsource.parse_json_members`), for the memo."""
     try:
         models = _models()
     except Exception as exc:
         return [Problem(None, None, None, f"could not load SONiC YANG models from {YANG_DIR}: {exc}")]
     try:
         # None: no memo, or a table whose reads cannot be keyed (judged whole every time)
-        keys = _memo().keys(doc) if memo and isinstance(doc, dict) else None
+        keys = _memo().keys(doc, texts) if memo and isinstance(doc, dict) else None
         if keys is not None and _passes_by_memo(doc, keys, models):
             return []
         yang, problems = to_yang_json(doc)

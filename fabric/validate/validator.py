@@ -169,9 +169,9 @@ def _read_shard(state, i: int, n: int):
         text = read(path) if sonic or trust_in is not None else None
         frr_text = read(frr_path) if sonic or trust_in is not None else None
         eos_text = read(eos_path) if not sonic or trust_in is not None else None
-        doc = None
+        doc = tables = None
         if trust_in is not None and outdir_reader.NODE_NAME.fullmatch(name):
-            found, doc = outdir_reader.check_switch_texts(os.path.join(trust_in, os.path.dirname(path)),
+            found, doc, tables = outdir_reader.check_switch_texts(os.path.join(trust_in, os.path.dirname(path)),
                                                           text, frr_text, eos_text)
             trust += found
         if not sonic:
@@ -189,7 +189,7 @@ def _read_shard(state, i: int, n: int):
                 continue
         facts[name] = parse_config_db(doc, frr_text, path, frr_path if frr_text is not None else None, name).facts
         if yang:
-            probs = sonic_yang.validate_config_db(doc)
+            probs = sonic_yang.validate_config_db(doc, texts=tables)
             results.append(Result(f"yang/{name}", "yang", not probs,
                                   "\n".join(f"{path}: {p}" for p in probs) or "passes the SONiC YANG models"))
             if frr_text is not None:

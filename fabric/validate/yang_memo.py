@@ -60,6 +60,13 @@ def _fits(value: Any, bounds: tuple[int, int]) -> bool:
     return type(value) is str and bounds[0] <= len(value) <= bounds[1] and value.isascii() and value.isprintable()
 
 
+def _text_print(text: str) -> bytes:
+    """A table's digest from its JSON text as written (`jsonsource.parse_json_members`):
+    equal texts are equal data, and hashing text skips marshal's walk of the value. Its own
+    BLAKE2b personalisation keeps it apart from `_fingerprint`'s digests of marshal bytes."""
+    return hashlib.blake2b(text.encode(), digest_size=20, person=b"json-text").digest()
+
+
 def _fingerprint(data: Any) -> bytes:
     """A digest that only equal data share: marshal writes the whole value, types and
     order included, and loads it back equal. Format 2: no back-references, so the bytes
@@ -258,10 +265,17 @@ class YangMemo:
                 pairs.append([key, fields])
         return pairs
 
-    def keys(self, doc: dict) -> dict[str, bytes] | None:
+    def keys(self, doc: dict, texts: dict[str, str] | None = None) -> dict[str, bytes] | None:
         """Table -> key, for every table of the document and every absent table of a
         module it has data in (their containers' defaults are judged too). None: some
-        table reads what cannot be keyed; the document is judged whole."""
+        table reads what cannot be keyed; the document is judged whole. `texts`: each
+        table's JSON text as written, where known (a cheaper fingerprint than the data's)."""
+        texts = texts or {}
+
+        def fingerprint(table: str) -> bytes:
+            text = texts.get(table)
+            return _fingerprint(doc.get(table)) if text is None else _text_print(text)
+
         present_modules = {self.reach[t].module for t in doc if t in self.reach}
         names = list(doc)
         for module in sorted(present_modules):
@@ -274,13 +288,14 @@ class YangMemo:
         fields_of: dict[str, frozenset] = {}
         for table in names:
             # an absent table and an empty one fingerprint apart: projections tell them apart
-            fp = prints[table] = _fingerprint(doc.get(table))
+            fp = prints[table] = fingerprint(table)
             entries = doc.get(table, {})
             own = self._own.get((table, fp))
             if own is None:
                 canonical = self._canonical(table, entries)
                 own = self._own[(table, fp)] = (self._reach_of(table, entries),
-                                                fp if canonical is entries else _fingerprint(canonical))
+                                                fp if canonical is entries and table not in texts
+                                                else _fingerprint(canonical))
             reach, digest = own
             if reach is None:
                 return None
@@ -288,7 +303,7 @@ class YangMemo:
             h.update(b"\0" + digest)
             for other in sorted(reach.tables):
                 if other not in prints:
-                    prints[other] = _fingerprint(doc.get(other))
+                    prints[other] = fingerprint(other)
                 cut = (other, prints[other], reach.names)
                 projected = self._projected.get(cut)
                 if projected is None:

@@ -321,3 +321,16 @@ def test_a_refined_leaf_is_not_judged_by_length_alone():
     reach = load_reach(sonic_yang.YANG_DIR)
     assert "name" not in (reach["BGP_MONITORS"].strings or {})
     assert "name" in (reach["DEVICE_NEIGHBOR"].strings or {})
+
+
+@pytest.mark.parametrize("edit, fails", _edits(), ids=lambda e: getattr(e, "__name__", str(e)))
+def test_memo_keyed_by_table_texts_gives_the_same_verdict(routed, edit, fails):
+    """The keys from each table's JSON text as written (validate reads them so): same verdicts."""
+    from railonly.fabric.input.jsonsource import parse_json_members
+
+    _doc, texts = parse_json_members(json.dumps(routed), "config_db.json")
+    assert validate_config_db(routed, texts=texts) == []
+    doc = copy.deepcopy(routed)
+    edit(doc)
+    doc, texts = parse_json_members(json.dumps(doc, indent=1), "config_db.json")  # other bytes, same data
+    assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
