@@ -42,7 +42,7 @@ SHARDS_PER_JOB = 8
 # frr.conf files checked per vtysh run, beside the pool as the shards arrive: a run costs
 # ~34 ms of CPU to start, and with the memo (frr_memo) a file asks ~18 lines at 32k GPUs.
 FRR_FILES_PER_RUN = 512
-VTYSH_AT_ONCE = 2
+VTYSH_AT_ONCE = 2  # one run's questions are written while another's answers are read
 
 
 class OutdirError(Exception):
@@ -172,7 +172,7 @@ def _read_shard(state, i: int, n: int):
         doc = tables = None
         if trust_in is not None and outdir_reader.NODE_NAME.fullmatch(name):
             found, doc, tables = outdir_reader.check_switch_texts(os.path.join(trust_in, os.path.dirname(path)),
-                                                          text, frr_text, eos_text)
+                                                                  text, frr_text, eos_text)
             trust += found
         if not sonic:
             if eos_text is not None:
