@@ -317,3 +317,24 @@ def test_validate_judges_every_file_check_outdir_judges(routed):
     want = validator.trust_results(outdir_reader.check_outdir(str(routed), require_lab=False), str(routed))
     got = [r for r in validator.validate_outdir(str(routed), manifest=False) if r.check == "trust" and not r.passed]
     assert got == want and len(want) == 3
+
+
+def test_a_config_that_ends_vtysh_does_not_hide_the_next_ones(routed, capsys):
+    """`exit` twice at the top ends vtysh (exit 0): the files after it in the same run were never
+    read. That file fails, and a typo in every other switch's frr.conf is still found."""
+    configs = routed / "configs"
+    ender = configs / "minir-rail0-leaf0" / "frr.conf"
+    ender.write_text(ender.read_text() + "exit\nexit\n")
+    typos = {}
+    for frr in sorted(configs.glob("*/frr.conf")):
+        if frr != ender:
+            lines = frr.read_text().splitlines()
+            n = next(i for i, line in enumerate(lines) if line.strip() == "bgp log-neighbor-changes")
+            lines[n] = " bgp log-neighbour-changes"
+            frr.write_text("\n".join(lines) + "\n")
+            typos[frr.parent.name] = n + 1
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and len(typos) >= 9
+    for name, line in typos.items():
+        assert f"configs/{name}/frr.conf:{line}: % Unknown command: bgp log-neighbour-changes" in out
+    assert "configs/minir-rail0-leaf0/frr.conf: vtysh stops reading this file before its end" in out
