@@ -39,12 +39,12 @@ def parse_json(text: str, file: str):
         raise UntrustedFile(file, f"is not valid JSON: {short(msg, 120)}", "recompile the design", line) from None
 
 
-_DECODER = json.JSONDecoder(parse_constant=lambda name: _no_constant(name))
-_SPACE = json.decoder.WHITESPACE.match
-
-
 def _no_constant(name: str):
     raise ValueError(f"{name} is not allowed")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_SPACE = json.decoder.WHITESPACE.match
 
 
 def parse_json_members(text: str, file: str) -> tuple[object, dict[str, str] | None]:

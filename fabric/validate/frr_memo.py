@@ -30,14 +30,14 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from .frr_syntax import _LINE, _SEPARATOR, PROBE, STOPPED, FrrProblem, _check_one_process, run_script, vtysh_missing
+from .frr_syntax import (_SEPARATOR, PROBE, STOPPED, FrrProblem, _check_one_process, complaints, run_script,
+                         vtysh_missing)
 
 # Back to the config node from wherever a file left vtysh: `configure terminal` from outside
 # config mode (a top-level `exit`), the separator from any node below (each rejected elsewhere).
 _HOME = ("configure terminal", _SEPARATOR)
 _NOT_A_KEY = "\n"  # a script line whose answer is not kept (keys never hold a newline)
 _ENDED = -2  # the node after a line that ends vtysh
-_COMPLAINT = re.compile(r"^(%[^\[:]*?)\[(\d+)\]")
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 # Sought only after the literal words they follow in rendered configs: a pattern that starts
 # with a literal is scanned for at C speed (5x faster here); other spellings are asked as written.
@@ -61,7 +61,7 @@ class FrrMemo:
     # lines not asked yet (a wrong guess costs a round, never a wrong verdict)
     moves: dict[tuple[int, tuple[str, ...]], int] = field(default_factory=dict)
     top: int | None = None  # the config node's number, where every file starts
-    asked: int = 0  # lines sent to vtysh (a figure for the benchmark)
+    asked: int = 0  # lines sent to vtysh (the tests count them)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def learn(self, node: int, key: str, message: str | None, after: int) -> None:
@@ -176,26 +176,21 @@ def _ask(memo: FrrMemo, script: list[str], keys: list[str | None], timeout: floa
     if res.returncode not in (0, 2):
         return False
     # line -> (message, node it was judged in; None if vtysh did not say: nothing is learnt from it)
-    complaints: dict[int, tuple[str, int | None]] = {}
-    for raw in (res.stderr + "\n" + res.stdout).splitlines():
-        m = _LINE.match(raw)
-        if m:
-            c = _COMPLAINT.match(m.group(2))
-            complaints[int(m.group(1))] = (c.group(1).strip(), int(c.group(2))) if c else (m.group(2), None)
+    said_of = {c.line: (c.message, c.node) for c in complaints(res)}
     # vtysh ended early: after the last line it said anything of (or it ended on the first)
-    ended_after = None if len(script) in complaints else max(complaints, default=0)
+    ended_after = None if len(script) in said_of else max(said_of, default=0)
     with memo.lock:
         memo.asked += len(script)
         node: int | None = None  # where vtysh is, while known
         for number, key in enumerate(keys, 1):
-            said = complaints.get(number)
+            said = said_of.get(number)
             if key is None:  # a probe: vtysh names its node
                 node = said[1] if said and said[0] == "% Unknown command" else None
                 if memo.top is None and node is not None:
                     memo.top = node  # the first probe follows the first way home: the config node
                 continue
             if keys[number] is None:  # a question: the probe after it says where it left vtysh
-                after = complaints.get(number + 1)
+                after = said_of.get(number + 1)
                 if ended_after is not None and ended_after <= number and after is None:
                     after = (PROBE, _ENDED)  # vtysh read this line and no other
                 if node is not None and after is not None and after[1] is not None and key != _NOT_A_KEY \

@@ -27,7 +27,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from railonly import proc
 
@@ -39,7 +39,7 @@ PROBE = "railonly-node-probe"
 STOPPED = "vtysh stops reading this file before its end (config mode left twice: a top-level `exit`, " \
           "then `exit` or `quit`); on a switch the lines after are never applied"
 _LINE = re.compile(r"^line (\d+): (.*?)\s*$")
-_MSG = re.compile(r"^(%[^\[:]*?)(?:\[\d+\])?: ?(.*)$")
+_MSG = re.compile(r"^(%[^\[:]*?)(?:\[(\d+)\])?: ?(.*)$")
 
 
 @dataclass(frozen=True)
@@ -58,17 +58,28 @@ def _vtysh_argv(path: str, config_dir: str) -> list[str]:
     return [proc.require("vtysh", "frr"), "--config_dir", config_dir, "-C", "-f", path]
 
 
-def _parse_output(stderr: str, stdout: str) -> list[tuple[int | None, str | None, str]]:
-    """(line, command, message) for each complaint in vtysh's output."""
+class Complaint(NamedTuple):
+    line: int  # in the file vtysh read
+    command: str | None  # the rejected line, stripped
+    message: str  # e.g. "% Unknown command"
+    node: int | None  # the CLI node vtysh judged the line in, where it says
+
+
+def complaints(res: proc.Result) -> list[Complaint]:
+    """Each complaint in a vtysh -C run's output."""
     found = []
-    for raw in (stderr + "\n" + stdout).splitlines():
+    for raw in (res.stderr + "\n" + res.stdout).splitlines():
         m = _LINE.match(raw)
         if not m:
             continue
         text = m.group(2)
         mm = _MSG.match(text)
-        msg, cmd = (mm.group(1).strip(), mm.group(2).strip()) if mm else (text, None)
-        found.append((int(m.group(1)), cmd or None, msg))
+        if mm:
+            node = mm.group(2)
+            found.append(Complaint(int(m.group(1)), mm.group(3).strip() or None, mm.group(1).strip(),
+                                   None if node is None else int(node)))
+        else:
+            found.append(Complaint(int(m.group(1)), None, text, None))
     return found
 
 
@@ -109,7 +120,7 @@ def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[Frr
     res = run_script(parts, timeout)
     problems: list[FrrProblem] = []
     read_all = False
-    for gline, cmd, msg in _parse_output(res.stderr, res.stdout):
+    for gline, cmd, msg, _node in complaints(res):
         if gline >= line:  # the closing separator and probe
             read_all |= gline == end
             continue
@@ -118,19 +129,23 @@ def _check_one_process(named: list[tuple[str, str]], timeout: float) -> list[Frr
             # The separator fails only when a file left config mode (a top-level
             # `exit`); later files would then be misjudged, so check one by one.
             if len(named) > 1:
-                return [p for item in named for p in _check_one_process([item], timeout)]
+                return _one_by_one(named, timeout)
             continue
         else:
             problems.append(FrrProblem(owner[1], gline - owner[0] + 1, cmd, msg))
     if res.returncode in (0, 2) and not read_all:
         if len(named) > 1:  # some file ended vtysh: the files after it were never read
-            return [p for item in named for p in _check_one_process([item], timeout)]
+            return _one_by_one(named, timeout)
         problems.append(FrrProblem(named[0][0], None, None, STOPPED))
     if res.returncode not in (0, 2) and not problems:
         detail = (res.stderr or res.stdout).strip() or f"exit code {res.returncode}"
         names = ", ".join(n for n, _ in named[:3]) + (" ..." if len(named) > 3 else "")
         problems.append(FrrProblem(names, None, None, f"vtysh -C failed: {detail}"))
     return problems
+
+
+def _one_by_one(named: list[tuple[str, str]], timeout: float) -> list[FrrProblem]:
+    return [p for item in named for p in _check_one_process([item], timeout)]
 
 
 def check_frr_text(text: str, name: str = "<frr.conf>", *, timeout: float = 30.0) -> list[FrrProblem]:
