@@ -172,17 +172,26 @@ def slice_key(sub) -> str:
     return _digest(repr(same), repr(sorted(sub.models.items())), code_fingerprint())
 
 
+def inputs_key(design) -> str:
+    """What a whole compile writes depends on: the design whole (its HB domain count, file
+    and sha256 included), its platform files and railonly's build. Equal keys, equal OUTDIRs
+    (the output is deterministic), and equal self-check verdicts (the build includes the
+    checker's models)."""
+    return _digest(repr(design), repr(sorted(design.models.items())), code_fingerprint())
+
+
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """sha256 of every source and template file of the compiler (some 200 small files):
-    a unit digest from another build of railonly never matches."""
+    """sha256 of every file of the compiler and its checker (sources, templates, YANG
+    models, schemas: some 350 small files): a unit digest from another build of railonly
+    never matches."""
     spec = importlib.util.find_spec("railonly.templates")
     h = hashlib.sha256()
     for root in (Path(__file__).resolve().parents[1], Path(next(iter(spec.submodule_search_locations)))):
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             for f in sorted(filenames):
-                if f.endswith((".py", ".j2", ".yaml")):
+                if not f.endswith((".pyc", ".pyo")):
                     p = Path(dirpath, f)
                     h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()

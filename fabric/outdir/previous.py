@@ -6,12 +6,16 @@ own cache directory (``$RAILONLY_CACHE_DIR``, else ``$XDG_CACHE_HOME/railonly``,
 else ``~/.cache/railonly``; one file per OUTDIR realpath, mode 0600 in a 0700
 folder), every file it wrote with its sha256 and its stat (inode, size, mode,
 link count, mtime_ns, ctime_ns), the OUTDIR directory's own (device, inode), and
-each unit's digest (:mod:`railonly.fabric.devices.configs`). Like git's index, a
+each unit's digest (:mod:`railonly.fabric.devices.configs`), the digest of the
+compile's inputs (design, platform files, railonly's build) and whether its
+self-check ran. Like git's index, a
 file counts as railonly's only when its lstat still matches: an edit, a
 replacement, a new hard link, a chmod or a touch all move ctime, which no
 user can set. A unit is carried over only when its digest is unchanged and every
 one of its files matches; anything else is rendered and written again. Bytes
-read from a carried file are checked against the recorded sha256 as well.
+read from a carried file are checked against the recorded sha256 as well. When
+the inputs are the same and OUTDIR holds exactly the recorded files, nothing
+else, the compile has nothing to do (:meth:`Previous.up_to_date`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import tempfile
 from ..input.jsonsource import load_json_file
 from ..version import __version__
 
-FORMAT = 1
+FORMAT = 2  # 2: the inputs' digest, the self-check flag and MANIFEST.json recorded
 RECORD_MAX_BYTES = 256 << 20
 
 
@@ -58,12 +62,48 @@ class Previous:
     """The verified part of the last compile into `outdir` (a realpath)."""
 
     def __init__(self, outdir: str, units: dict[str, str], sha: dict[str, str], stats: dict[str, list[int]],
-                 paths: "dict[str, list[str]] | None" = None):
+                 paths: "dict[str, list[str]] | None" = None, inputs: str = "", checked: bool = False,
+                 recorded: int = -1):
         self.outdir = outdir
         self.units = units  # unit -> digest, only units whose every file is intact
         self.paths = paths or {}  # unit -> its files, for the same units
         self.sha = sha  # path -> sha256 of intact files
         self._stats = stats
+        self.inputs = inputs  # configs.inputs_key of the compile that wrote them
+        self.checked = checked  # its self-check ran (not --no-check)
+        self.recorded = recorded  # files in the record, intact or not
+
+    def up_to_date(self, inputs: str, check: bool) -> bool:
+        """The compile of `inputs` would write exactly what OUTDIR holds: the same inputs
+        (self-checked then, when `check` asks for it), every recorded file intact, in real
+        folders, and nothing else in the tree (a stray file, folder or link: compile again)."""
+        if inputs != self.inputs or (check and not self.checked) or len(self.sha) != self.recorded:
+            return False
+        folders = {""}
+        for path in self.sha:
+            while "/" in path:
+                path = path.rsplit("/", 1)[0]
+                if path in folders:
+                    break
+                folders.add(path)
+        found = 0
+        todo = [""]
+        while todo:
+            rel = todo.pop()
+            try:
+                with os.scandir(os.path.join(self.outdir, rel)) as entries:
+                    for e in entries:
+                        path = f"{rel}/{e.name}" if rel else e.name
+                        if e.is_dir(follow_symlinks=False) and path in folders:
+                            todo.append(path)
+                        elif e.is_file(follow_symlinks=False) and e.inode() == self._stats.get(path, (0, 0))[1]:
+                            found += 1
+                        else:
+                            return False
+            except OSError:
+                return False
+            folders.discard(rel)
+        return found == len(self.sha) and not folders
 
     def same_file(self, path: str, st: os.stat_result) -> bool:
         """`st` is the file recorded at `path` (its link count and ctime aside: a stage's
@@ -98,6 +138,7 @@ def load(outdir: str) -> Previous | None:
     try:
         if (doc["format"], doc["generator"], doc["outdir"]) != (FORMAT, __version__, outdir):
             return None
+        inputs, checked = str(doc["inputs"]), doc["checked"] is True
         top = os.lstat(outdir)
         if not stat.S_ISDIR(top.st_mode) or [top.st_dev, top.st_ino] != doc["dir"]:
             return None  # another directory now stands at this path
@@ -116,17 +157,21 @@ def load(outdir: str) -> Previous | None:
                   if isinstance(paths, list) and all(p in sha for p in paths)}
     except (KeyError, TypeError, ValueError, OSError):
         return None
-    return Previous(outdir, {u: d for u, (d, _p) in intact.items()}, sha, stats, {u: p for u, (_d, p) in intact.items()})
+    return Previous(outdir, {u: d for u, (d, _p) in intact.items()}, sha, stats, {u: p for u, (_d, p) in intact.items()},
+                    inputs, checked, len(doc["files"]))
 
 
-def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, str]) -> None:
-    """Record what railonly just wrote into `outdir` (a realpath; called after the swap).
-    Best effort: without a writable cache the next compile is a full one."""
+def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, str], inputs: str = "",
+         checked: bool = False) -> None:
+    """Record what railonly just wrote into `outdir` (a realpath; called after the swap):
+    `sha` every file's, `inputs` the compile's configs.inputs_key, `checked` whether its
+    self-check ran. Best effort: without a writable cache the next compile is a full one."""
     try:
         top = os.lstat(outdir)
         files = {path: [digest, _stat_key(os.lstat(os.path.join(outdir, path)))] for path, digest in sha.items()}
         doc = {"format": FORMAT, "generator": __version__, "outdir": outdir, "dir": [top.st_dev, top.st_ino],
-               "units": {u: [d, paths] for u, (d, paths) in units.items()}, "files": files}
+               "units": {u: [d, paths] for u, (d, paths) in units.items()}, "files": files,
+               "inputs": inputs, "checked": checked}
         path = record_path(outdir)
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".record-", dir=os.path.dirname(path))

@@ -334,7 +334,7 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
     unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
     after a check of their sha256 where a link cannot be made); a rendered file with
     the bytes the previous compile wrote there is linked the same way. `sums`, if given,
-    is filled with every file's sha256, as MANIFEST.json lists them."""
+    is filled with every file's sha256, MANIFEST.json's own included."""
     target = _target(outdir)
     elsewhere = previous is not None and previous.outdir != target.path
     if elsewhere or (carried and (previous is None or carried & files.keys())):
@@ -363,7 +363,8 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
         text = manifest({}, design_sha256, known)
         _write_files(tmp, [(MANIFEST, text)])
         if sums is not None:
-            sums.update(json.loads(text)["files"])
+            sums.update(known)
+            sums[MANIFEST] = hashlib.sha256(text).hexdigest()  # recorded too: a no-op compile checks it
     except OSError as exc:
         if tmp:
             discard(tmp)

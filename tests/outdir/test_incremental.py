@@ -205,8 +205,8 @@ def test_old_tree_removed_after_the_swap_stays_ours_until_gone(tmp_path, capsys,
     compile_command.wait_for_removals()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "d.yml", "o"]
     before = inodes(out)
-    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
-    assert inodes(out).items() - before.items() == {("MANIFEST.json", inodes(out)["MANIFEST.json"])}, \
+    said = same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert "is up to date" in said and inodes(out) == before, \
         "a file recorded while the old tree still linked it was rewritten: its record was stale"
 
 
@@ -330,3 +330,47 @@ def test_file_replaced_while_compiling_is_exit_3_and_nothing_written(tmp_path, c
     assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out), "-q"]) == 3
     assert "changed while railonly was compiling onto it" in capsys.readouterr().err
     assert victim.read_bytes() == b"#!/bin/sh\n" and not (out / "hosts" / "hb8").exists()
+
+
+def test_same_design_again_is_up_to_date_and_touches_nothing(tmp_path, capsys):
+    out = tmp_path / "o"
+    text = GROWN.format(count=7, extra="")
+    compile_(tmp_path, text, out, "-q")
+    before, top = inodes(out), out.stat().st_ino
+    said = same_as_full(tmp_path, out, text, capsys)
+    assert "is up to date" in said
+    assert inodes(out) == before and out.stat().st_ino == top  # not even swapped
+    said = same_as_full(tmp_path, out, text.replace("count: 7", "count: 8"), capsys)
+    assert "is up to date" not in said and "kept" in said
+
+
+@pytest.mark.parametrize("stray", ["file", "folder", "link", "folder moved behind a link"])
+def test_anything_railonly_did_not_write_means_a_compile(stray, tmp_path, capsys):
+    """Up to date means OUTDIR holds the recorded files in real folders and nothing else."""
+    out = tmp_path / "o"
+    text = GROWN.format(count=7, extra="")
+    compile_(tmp_path, text, out, "-q")
+    leaf = out / "configs" / "t-rail0-leaf0"
+    if stray == "file":
+        (out / "configs" / "notes.txt").write_text("mine\n")
+    elif stray == "folder":
+        (out / "hosts" / "hb99").mkdir()
+    elif stray == "link":
+        (out / "configs" / "extra").symlink_to(leaf)
+    else:  # its files keep their inodes and stats, found through the link
+        leaf.rename(tmp_path / "elsewhere")
+        leaf.symlink_to(tmp_path / "elsewhere")
+    said = same_as_full(tmp_path, out, text, capsys)
+    assert "is up to date" not in said
+
+
+def test_up_to_date_needs_the_same_lab_and_a_self_check(tmp_path, capsys):
+    out = tmp_path / "o"
+    text = GROWN.format(count=7, extra="")
+    compile_(tmp_path, text, out, "-q", "--no-check")
+    assert "is up to date" not in same_as_full(tmp_path, out, text, capsys)  # never self-checked: now it is
+    capsys.readouterr()
+    compile_(tmp_path, text, out, "--no-check")
+    assert "is up to date" in capsys.readouterr().out
+    compile_(tmp_path, text, out, "--lab-domains", "2")
+    assert "is up to date" not in capsys.readouterr().out

@@ -37,6 +37,7 @@ def _compile(args) -> int:
     from railonly.fabric.compiler import compile_design_units, summary
     from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
+    from railonly.fabric.devices import configs
     from railonly.fabric.outdir import previous as prev
     from railonly.fabric.outdir import writer
     from railonly.fabric.outputs import clabernetes
@@ -49,9 +50,17 @@ def _compile(args) -> int:
     target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
+    # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
+    last = None if args.full else prev.load(target.path)
+    inputs = configs.inputs_key(design)
+    if last is not None and last.up_to_date(inputs, check=not args.no_check):
+        for note in target.notes:
+            print(note, file=sys.stderr)
+        if not args.quiet:
+            print(f"{args.outdir} is up to date: its {last.recorded:,} files are what this design compiles to with "
+                  "this railonly, unchanged since it wrote them (--full writes them again)")
+        return 0
     with Bar() if show else nullcontext(Silent()) as progress:
-        # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
-        last = None if args.full else prev.load(target.path)
         fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None,
                                         last.paths if last else None, parse_back=args.no_check)
         files = out.files
@@ -60,7 +69,7 @@ def _compile(args) -> int:
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
                                  only=out.changed_switches if last else None, sums=sums)
         if not failed:
-            prev.save(target.path, out.units, sums)
+            prev.save(target.path, out.units, sums, inputs, checked=not args.no_check)
     for note in target.notes:
         print(note, file=sys.stderr)
     if failed:
