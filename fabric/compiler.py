@@ -184,7 +184,8 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     return Compiled(tree, units)
 
 
-def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str] | None" = None) -> list:
+def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str] | None" = None,
+                  base: "Callable[[str], str | None] | None" = None) -> list:
     """Compile's self-check: what `railonly validate` judges, on the files about
     to be written (full cross-check; YANG and `vtysh -C` on one switch per
     shape, since switches of a shape come from the same code). Returns the
@@ -193,9 +194,10 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     `only` (an incremental compile): the switches rendered this time. The per-switch
     checks and the cross-check then cover them and the switches cabled to them (the
     others' files are byte for byte the ones checked before, with the same view);
-    the plant files are checked whole."""
+    the plant files by their changes since `base` (the previous compile's files, read
+    where its self-check judged them: `Previous.read_checked`), else whole."""
     from .validate import validator
-    from .validate.plant import plant
+    from .validate.since import plant_since
 
     from .input.problems import InputError
     from .results import Result
@@ -213,7 +215,7 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     else:
         pick = validator.sample_per_shape()
         results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
-                                     plant_check=False, checked=_near(fabric, only)) + plant(fabric, read)
+                                     plant_check=False, checked=_near(fabric, only)) + plant_since(fabric, read, base)
     return [r for r in results if not r.passed]
 
 

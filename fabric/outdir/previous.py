@@ -130,6 +130,17 @@ class Previous:
         return data
 
 
+    def read_checked(self, path: str) -> str | None:
+        """A file of the previous compile as text, when its self-check judged it and it is
+        intact (None otherwise): the base an incremental self-check judges changes against."""
+        if not self.checked or path not in self.sha:
+            return None
+        try:
+            return self.read(path).decode()
+        except (Changed, UnicodeDecodeError):
+            return None
+
+
 def load(outdir: str) -> Previous | None:
     """The previous compile into `outdir` (a realpath), or None when there is none to trust."""
     doc = load_json_file(record_path(outdir), RECORD_MAX_BYTES, owner_uid=os.geteuid())

@@ -70,22 +70,60 @@ def _int(text) -> int | None:
         return None
 
 
-def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
+def judge_cabling_row(probs: list[str], line: int, row: tuple, lk, want) -> None:
+    """One cabling.csv row of fabric.json's cable `lk` against its floor ends `want`."""
+    cid, a_dev, a_port, b_dev, b_port, length, a_gpu = row
+    want_a, want_a2, want_b = want
+    if (a_dev, a_port) != want_a2:
+        probs.append(f"cabling.csv: line {line}: a_device,a_port is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a2)}")
+    if (b_dev, b_port) != want_b:
+        probs.append(f"cabling.csv: line {line}: b_device,b_port is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
+    if a_gpu != want_a[2]:
+        probs.append(f"cabling.csv: line {line}: a_gpu is {a_gpu!r}, fabric.json's cable {cid} starts at {lk.a.node}:{lk.a.port}")
+    if _int(length) != lk.length_m:
+        probs.append(f"cabling.csv: line {line}: length_m is {length!r}, fabric.json's cable {cid} is {lk.length_m} m")
+
+
+def judge_netbox_cable_row(probs: list[str], line: int, row: tuple, lk, want) -> None:
+    """One netbox_cables.csv row of fabric.json's cable `lk` against its floor ends `want`."""
+    cid, a_dev, a_port, b_dev, b_port, length, unit = row
+    _, want_a, want_b = want
+    if (a_dev, a_port) != want_a:
+        probs.append(f"netbox_cables.csv: line {line}: side a is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a)}")
+    if (b_dev, b_port) != want_b:
+        probs.append(f"netbox_cables.csv: line {line}: side b is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
+    if _int(length) != lk.length_m or unit != "m":
+        probs.append(f"netbox_cables.csv: line {line}: length is {length} {unit}, fabric.json's cable {cid} is {lk.length_m} m")
+
+
+CABLING_COLUMNS = ["cable_id", "a_device", "a_port", "b_device", "b_port", "length_m", "a_gpu"]
+NETBOX_CABLE_COLUMNS = ["label", "side_a_device", "side_a_name", "side_b_device", "side_b_name", "length", "length_unit"]
+DEVICE_COLUMNS = ["name", "role", "device_type", "site"]
+INTERFACE_COLUMNS = ["device", "name", "type"]
+
+
+def floor_ends(fabric: Fabric, cables: dict) -> dict[str, tuple[tuple[str, str, str], tuple[str, str], tuple[str, str]]]:
+    """Each cable's ends on the floor, named once: (device, port, gpu) of a, (device, port) of a and b."""
     names = naming(fabric)
-    cables = {lk.cable_id: lk for lk in fabric.links if lk.cable_id}
-    # each cable's ends on the floor, named once: (device, port, gpu) of a, (device, port) of a and b
-    ends: dict[str, tuple[tuple[str, str, str], tuple[str, str], tuple[str, str]]] = {}
+    ends = {}
     for cid, lk in cables.items():
         a = names.floor_end(lk.a.node, lk.a.port)
         ends[cid] = a, a[:2], names.floor_end(lk.b.node, lk.b.port)[:2]
+    return ends
 
+
+def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
+    """One result per plant file, every row judged (:mod:`.since` judges what changed)."""
+    cables = {lk.cable_id: lk for lk in fabric.links if lk.cable_id}
+    ends = floor_ends(fabric, cables)
     results = []
 
     # cabling.csv: every cable once, ends named as on the floor, its GPU, its length
     probs = _Problems()
     seen: set[str] = set()
-    rows = _rows(read, CABLING_CSV, ["cable_id", "a_device", "a_port", "b_device", "b_port", "length_m", "a_gpu"], probs)
-    for line, (cid, a_dev, a_port, b_dev, b_port, length, a_gpu) in rows:
+    rows = _rows(read, CABLING_CSV, CABLING_COLUMNS, probs)
+    for line, row in rows:
+        cid = row[0]
         lk = cables.get(cid)
         if lk is None:
             probs.append(f"cabling.csv: line {line}: cable_id {cid!r} is not a cable of fabric.json")
@@ -93,15 +131,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
         if cid in seen:
             probs.append(f"cabling.csv: line {line}: cable_id {cid} is listed twice")
         seen.add(cid)
-        want_a, want_a2, want_b = ends[cid]
-        if (a_dev, a_port) != want_a2:
-            probs.append(f"cabling.csv: line {line}: a_device,a_port is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a2)}")
-        if (b_dev, b_port) != want_b:
-            probs.append(f"cabling.csv: line {line}: b_device,b_port is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
-        if a_gpu != want_a[2]:
-            probs.append(f"cabling.csv: line {line}: a_gpu is {a_gpu!r}, fabric.json's cable {cid} starts at {lk.a.node}:{lk.a.port}")
-        if _int(length) != lk.length_m:
-            probs.append(f"cabling.csv: line {line}: length_m is {length!r}, fabric.json's cable {cid} is {lk.length_m} m")
+        judge_cabling_row(probs, line, row, lk, ends[cid])
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"cabling.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{CABLING_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
@@ -109,26 +139,41 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     # netbox_cables.csv: the same cables, labelled by cable_id, with the same length in metres
     probs = _Problems()
     seen = set()
-    rows = _rows(read, NETBOX_CABLES_CSV, ["label", "side_a_device", "side_a_name", "side_b_device", "side_b_name",
-                                             "length", "length_unit"], probs)
-    for line, (cid, a_dev, a_port, b_dev, b_port, length, unit) in rows:
+    rows = _rows(read, NETBOX_CABLES_CSV, NETBOX_CABLE_COLUMNS, probs)
+    for line, row in rows:
+        cid = row[0]
         lk = cables.get(cid)
         if lk is None:
             probs.append(f"netbox_cables.csv: line {line}: label {cid!r} is not a cable of fabric.json")
             continue
         seen.add(cid)
-        _, want_a, want_b = ends[cid]
-        if (a_dev, a_port) != want_a:
-            probs.append(f"netbox_cables.csv: line {line}: side a is {a_dev}:{a_port}, fabric.json's cable {cid} ends at {':'.join(want_a)}")
-        if (b_dev, b_port) != want_b:
-            probs.append(f"netbox_cables.csv: line {line}: side b is {b_dev}:{b_port}, fabric.json's cable {cid} ends at {':'.join(want_b)}")
-        if _int(length) != lk.length_m or unit != "m":
-            probs.append(f"netbox_cables.csv: line {line}: length is {length} {unit}, fabric.json's cable {cid} is {lk.length_m} m")
+        judge_netbox_cable_row(probs, line, row, lk, ends[cid])
     for cid in (c for c in cables if c not in seen) if rows else ():
         probs.append(f"netbox_cables.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{NETBOX_CABLES_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
-    # bom.csv: fibre lines count exactly the cables of each length
+    results.append(bom_result(read, cables))
+
+    # netbox_devices.csv / netbox_interfaces.csv: every cable end can be imported
+    probs = _Problems()
+    devices = {r[0] for _, r in _rows(read, NETBOX_DEVICES_CSV, DEVICE_COLUMNS, probs)}
+    ports = set()
+    for line, (device, name, _) in _rows(read, NETBOX_INTERFACES_CSV, INTERFACE_COLUMNS, probs):
+        if device not in devices:
+            probs.append(f"netbox_interfaces.csv: line {line}: device {device!r} is not in netbox_devices.csv")
+        ports.add((device, name))
+    if not probs:
+        for cid, (_, want_a, want_b) in ends.items():
+            for want in (want_a, want_b):
+                if want not in ports:
+                    probs.append(f"netbox_interfaces.csv: no interface {':'.join(want)} (an end of cable {cid})")
+    results.append(Result(f"plant/{NETBOX_INTERFACES_CSV}", "plant", not probs,
+                          probs.detail(f"{len(devices):,} devices, {len(ports):,} interfaces; every cable end is one")))
+    return results
+
+
+def bom_result(read: Callable[[str], "str | None"], cables: dict) -> Result:
+    """bom.csv: its fibre lines count exactly the cables of each length."""
     probs = _Problems()
     want_len = Counter(lk.length_m for lk in cables.values())
     got_len: Counter = Counter()
@@ -144,22 +189,5 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
         for length in sorted(set(want_len) | set(got_len), key=lambda x: (x is None, x or 0)):
             if got_len[length] != want_len[length]:
                 probs.append(f"bom.csv: fibre of {length} m: {got_len[length]:,} cables, fabric.json has {want_len[length]:,}")
-    results.append(Result(f"plant/{BOM_CSV}", "plant", not probs,
-                          probs.detail(", ".join(f"{n:,} x {m} m" for m, n in sorted(want_len.items(), key=lambda x: x[0] or 0)))))
-
-    # netbox_devices.csv / netbox_interfaces.csv: every cable end can be imported
-    probs = _Problems()
-    devices = {r[0] for _, r in _rows(read, NETBOX_DEVICES_CSV, ["name", "role", "device_type", "site"], probs)}
-    ports = set()
-    for line, (device, name, _) in _rows(read, NETBOX_INTERFACES_CSV, ["device", "name", "type"], probs):
-        if device not in devices:
-            probs.append(f"netbox_interfaces.csv: line {line}: device {device!r} is not in netbox_devices.csv")
-        ports.add((device, name))
-    if not probs:
-        for cid, (_, want_a, want_b) in ends.items():
-            for want in (want_a, want_b):
-                if want not in ports:
-                    probs.append(f"netbox_interfaces.csv: no interface {':'.join(want)} (an end of cable {cid})")
-    results.append(Result(f"plant/{NETBOX_INTERFACES_CSV}", "plant", not probs,
-                          probs.detail(f"{len(devices):,} devices, {len(ports):,} interfaces; every cable end is one")))
-    return results
+    return Result(f"plant/{BOM_CSV}", "plant", not probs,
+                  probs.detail(", ".join(f"{n:,} x {m} m" for m, n in sorted(want_len.items(), key=lambda x: x[0] or 0))))

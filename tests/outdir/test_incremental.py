@@ -374,3 +374,20 @@ def test_up_to_date_needs_the_same_lab_and_a_self_check(tmp_path, capsys):
     assert "is up to date" in capsys.readouterr().out
     compile_(tmp_path, text, out, "--lab-domains", "2")
     assert "is up to date" not in capsys.readouterr().out
+
+
+def test_a_wrong_new_row_of_a_plant_file_fails_the_incremental_self_check(tmp_path, capsys, monkeypatch):
+    """The self-check judges the plant files by their rows new since the last compile: a
+    wrong one stops the compile (exit 1, nothing written)."""
+    from railonly.fabric.outputs import cabling
+
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=7, extra=""), out, "-q")
+    before = tree(out)
+    render = cabling.render
+    monkeypatch.setattr(cabling, "render", lambda fab: render(fab).replace(",hb7,rail0,", ",hb7,rail1,"))
+    (tmp_path / "d.yml").write_text(GROWN.format(count=8, extra=""))
+    capsys.readouterr()
+    assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out)]) == 1
+    assert "plant/cabling.csv" in capsys.readouterr().err
+    assert tree(out) == before

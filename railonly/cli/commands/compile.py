@@ -104,7 +104,8 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     from railonly.fabric.outdir import writer
 
     rendered, carried = (files.rendered, files.carried) if isinstance(files, Tree) else (files, frozenset())
-    checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only) if check else None
+    base = previous.read_checked if previous is not None and only is not None else None
+    checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only, base) if check else None
     try:
         tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums)
     except BaseException:
