@@ -206,6 +206,18 @@ def parse(text: str, file: str = FILE) -> Fabric:
     return from_doc(parse_json(text, file), file)
 
 
+def line_object(line: str) -> dict | None:
+    """One line of a fabric.json as `render` writes it, decoded: the head (the first line,
+    its object closed here) or a node or link of a list (its comma dropped); None for
+    anything else. For comparing two files line by line (validate/since.py)."""
+    text = line.rstrip(",")
+    try:
+        item = json.loads(text + "}" if text.startswith("{") and not text.endswith("}") else text)
+    except ValueError:
+        return None
+    return item if isinstance(item, dict) else None
+
+
 def decodes(text: "str | bytes") -> None:
     """Raise ValueError when a rendered fabric.json is not JSON: the compile's parse-back of
     what it is about to write (the typed graph is not needed there, so it is not built)."""

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter
 from typing import Callable
 
 from ..outdir_layout import (BOM_CSV, CABLING_CSV, FABRIC_JSON, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV,
                              NETBOX_INTERFACES_CSV)
+from ..graph import fabric_json
 from ..graph.model import Fabric
 from . import plant as p
 from .validate_report import Result
@@ -42,11 +42,8 @@ def _changed(old: list[str], new: list[str]) -> tuple[list[str], list[str]] | No
 
 def _head(line: str) -> dict | None:
     """fabric.json's first line (its head, the object opened) without the HB domain count."""
-    try:
-        head = json.loads(line.rstrip(",") + "}")
-    except ValueError:
-        return None
-    if not isinstance(head, dict):
+    head = fabric_json.line_object(line)
+    if head is None:
         return None
     head.pop("hb_domain_count", None)
     return head
@@ -108,11 +105,8 @@ def _new_cables(fabric: Fabric, read: Reader, base: Reader) -> set[str] | None:
     cables: set[str] = set()
     domains: Counter = Counter()
     for line in came:
-        try:
-            item = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(item, dict):
+        item = fabric_json.line_object(line)
+        if item is None:
             return None
         if "kind" in item:  # a link; the parse of the whole file judged its form
             if item.get("cable_id") is not None:
