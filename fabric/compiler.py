@@ -191,11 +191,14 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     shape, since switches of a shape come from the same code). Returns the
     failed results; the caller writes nothing when there are any.
 
-    `only` (an incremental compile): the switches rendered this time. The per-switch
-    checks and the cross-check then cover them and the switches cabled to them (the
-    others' files are byte for byte the ones checked before, with the same view);
-    the plant files by their changes since `base` (the previous compile's files, read
-    where its self-check judged them: `Previous.read_checked`), else whole."""
+    `only` (an incremental compile onto a self-checked one): the switches rendered this
+    time. The per-switch checks and the cross-check then cover them and the switches
+    cabled to them (the others' files are byte for byte the ones checked before, with
+    the same view); YANG and `vtysh -C` the first of them of each shape no carried switch
+    has (a carried switch's unit digest holds the rendering and checking code, so a
+    self-check run by this same code sampled its shape); the plant files by their
+    changes since `base` (the previous compile's files, read where its self-check
+    judged them: `Previous.read_checked`), else whole."""
     from .validate import validator
     from .validate.since import plant_since
 
@@ -213,7 +216,7 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     if only is None:
         results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
     else:
-        pick = validator.sample_per_shape()
+        pick = validator.sample_per_shape(n for n in fabric.switches if n.name not in only)
         results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
                                      plant_check=False, checked=_near(fabric, only)) + plant_since(fabric, read, base)
     return [r for r in results if not r.passed]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..outdir_layout import CONFIG_DB, CONFIGS, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..graph import fabric_json
@@ -304,12 +304,19 @@ def trust_results(problems: list[Problem], outdir: str) -> list[Result]:
             for f, msgs in sorted(by_file.items())]
 
 
-def sample_per_shape() -> Callable[[Node], bool]:
-    """One switch per (platform, tier, rails-served count): same code, same shape of config."""
-    seen: set = set()
+def shape(n: Node) -> tuple:
+    """What makes two switches' configs alike: the same code renders the same shape of config
+    for the same platform, tier, count of rails served and whether it speaks BGP."""
+    return (n.platform, n.tier, len(n.rails), bool(n.asn))
+
+
+def sample_per_shape(covered: Iterable[Node] = ()) -> Callable[[Node], bool]:
+    """Picks the first switch of each shape it is asked about, none of a shape a switch in
+    `covered` has (one judged already)."""
+    seen = {shape(n) for n in covered}
 
     def pick(n: Node) -> bool:
-        key = (n.platform, n.tier, len(n.rails), bool(n.asn))
+        key = shape(n)
         if key in seen:
             return False
         seen.add(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 
 import pytest
 
@@ -391,3 +392,43 @@ def test_a_wrong_new_row_of_a_plant_file_fails_the_incremental_self_check(tmp_pa
     assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out)]) == 1
     assert "plant/cabling.csv" in capsys.readouterr().err
     assert tree(out) == before
+
+
+def yang_calls(tmp_path, monkeypatch) -> "typing.Callable[[], int]":
+    """Counts the switches the self-check sends to the YANG models (it runs in a forked
+    process: each call leaves a line in a file)."""
+    from railonly.fabric.validate import sonic_yang
+
+    log = tmp_path / "yang-calls"
+    log.write_text("")
+    judge = sonic_yang.validate_config_db
+
+    def counted(*a, **k):
+        with open(log, "a") as fh:
+            fh.write("x\n")
+        return judge(*a, **k)
+
+    monkeypatch.setattr(sonic_yang, "validate_config_db", counted)
+    return lambda: len(log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("count, judged", [(9, 0), (7, 1)])
+def test_incremental_self_check_samples_only_shapes_no_carried_switch_has(count, judged, tmp_path, capsys,
+                                                                          monkeypatch):
+    """9 -> 10 re-renders leaf1 of each rail while leaf0, a switch of the same shape, is
+    carried: its shape was sampled by the self-check before. 7 -> 8 re-renders every leaf."""
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=count, extra=""), out, "-q")
+    calls = yang_calls(tmp_path, monkeypatch)
+    compile_(tmp_path, GROWN.format(count=count + 1, extra=""), out, "-q")
+    assert calls() == judged
+
+
+def test_self_check_after_a_no_check_compile_judges_every_shape(tmp_path, capsys, monkeypatch):
+    """Nothing carried from a --no-check compile was judged: the next self-check is whole."""
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q", "--no-check")
+    calls = yang_calls(tmp_path, monkeypatch)
+    compile_(tmp_path, GROWN.format(count=10, extra=""), out, "-q")
+    assert calls() == 2  # a leaf and a spine
+

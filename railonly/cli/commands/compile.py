@@ -66,8 +66,10 @@ def _compile(args) -> int:
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
+        # the self-check covers the switches rendered now only when the previous compile's
+        # judged the others (after a --no-check compile, it judges all of them)
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
-                                 only=out.changed_switches if last else None, sums=sums)
+                                 only=out.changed_switches if last and last.checked else None, sums=sums)
         if not failed:
             prev.save(target.path, out.units, sums, inputs, checked=not args.no_check)
     for note in target.notes:
