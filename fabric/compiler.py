@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, SLICE_DIR
+from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, NETBOX_INTERFACES_CSV, SLICE_DIR
+from . import parallel
 from .cost import bom
 from .cost.inventory import from_fabric
 from .design import lab_slice
@@ -67,6 +68,16 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("host configs", configs.host_configs),
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
+
+# Producers of one file each from the graph alone, single-threaded: on a big fabric they run
+# in a forked process while this one renders the switch and host units on the workers (the
+# second core idles through them otherwise: 1.3 s at 32,768 GPUs).
+BESIDE_UNITS = (_fabric_json, _cabling, bom.produce, docs.produce, netbox.produce_from_graph)
+BESIDE_MIN_SWITCHES = 512
+
+# From this size of fabric.json (1,024 GPUs write about 1 MB) an incremental self-check
+# diffs the plant files' text in a forked process beside the parse (validate/since.py).
+SINCE_BESIDE_MIN_BYTES = 4 << 20
 
 # The producers made of units (one switch, one host) that an incremental compile can carry over.
 UNIT_PRODUCERS = {configs.switch_configs: configs.switch_units, configs.host_configs: configs.host_units}
@@ -143,7 +154,14 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     sliced = reuse is not None and lab_slice.is_slice(fab.design)
     lab_digest = configs.slice_key(lab_slice.sliced(fab.design)) if sliced else None
     lab_kept = lab_digest is not None and reuse.get(LAB_UNIT) == lab_digest and LAB_UNIT in (reuse_paths or {})
+    beside = None
+    if len(fab.switches) >= BESIDE_MIN_SWITCHES and parallel.jobs() > 1:
+        beside = parallel.Background(_render_beside, fab)
+        progress.step("rendering fabric.json, cabling plan, bill of materials, fabric docs, NetBox devices and "
+                      "cables (beside the switch configs)")
     for label, produce in PRODUCERS:
+        if beside is not None and produce in BESIDE_UNITS:
+            continue
         progress.step(f"rendering {label}")
         if produce is produce_lab and lab_kept:
             units[LAB_UNIT] = (lab_digest, reuse_paths[LAB_UNIT])
@@ -154,7 +172,8 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
             units.update(more)
             carried |= kept
         elif produce is netbox.produce:
-            out = netbox.produce(fab, progress, switch_rows)
+            out = (netbox.produce(fab, progress, switch_rows) if beside is None
+                   else {NETBOX_INTERFACES_CSV: netbox.render_interfaces(fab, switch_rows)})
         elif reuse is not None and produce in UNIT_PRODUCERS:
             out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
             units.update(more)
@@ -163,6 +182,12 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
             out = produce(fab, progress)
             if produce is produce_lab:
                 lab_paths = set(out)
+        clash = (files.keys() | carried) & out.keys()
+        if clash:
+            raise AssertionError(f"two producers write {sorted(clash)}")
+        files.update(out)
+    if beside is not None:
+        out = beside.result()
         clash = (files.keys() | carried) & out.keys()
         if clash:
             raise AssertionError(f"two producers write {sorted(clash)}")
@@ -184,6 +209,15 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     return Compiled(tree, units)
 
 
+def _render_beside(fab: Fabric) -> dict[str, bytes]:
+    """The BESIDE_UNITS producers' files, encoded here: bytes cross the pipe as one copy."""
+    files: dict[str, bytes] = {}
+    for produce in BESIDE_UNITS:
+        for path, text in produce(fab, Silent()).items():
+            files[path] = text if isinstance(text, bytes) else text.encode()
+    return files
+
+
 def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str] | None" = None,
                   base: "Callable[[str], str | None] | None" = None) -> list:
     """Compile's self-check: what `railonly validate` judges, on the files about
@@ -199,26 +233,36 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     self-check run by this same code sampled its shape); the plant files by their
     changes since `base` (the previous compile's files, read where its self-check
     judged them: `Previous.read_checked`), else whole."""
-    from .validate import validator
-    from .validate.since import plant_since
+    from .validate import since, validator
 
     from .input.problems import InputError
     from .results import Result
 
     read = validator.memory_reader(files)
     slice_json = f"{SLICE_DIR}/{FABRIC_JSON}"
+    # What the plant files' text says changed needs no graph: on a big fabric it is
+    # taken in a forked process while this one parses fabric.json.
+    changes = None
+    if (only is not None and base is not None and parallel.jobs() > 1
+            and len(files.get(FABRIC_JSON) or b"") >= SINCE_BESIDE_MIN_BYTES):
+        changes = parallel.Background(since.text_changes, read, base)
     try:
-        if slice_json in files and slice_json not in getattr(files, "carried", ()):
-            fabric_json.decodes(files[slice_json])  # the lab's, which the compile left unparsed
-        fabric = validator.load_fabric(read, "<compile>")
-    except (InputError, ValueError) as exc:  # a renderer bug: the compile stops with exit 1
-        return [Result(f"parse/{FABRIC_JSON}", "fabric", False, f"fabric.json does not parse back: {exc}")]
-    if only is None:
-        results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
-    else:
-        pick = validator.sample_per_shape(n for n in fabric.switches if n.name not in only)
-        results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
-                                     plant_check=False, checked=_near(fabric, only)) + plant_since(fabric, read, base)
+        try:
+            if slice_json in files and slice_json not in getattr(files, "carried", ()):
+                fabric_json.decodes(files[slice_json])  # the lab's, which the compile left unparsed
+            fabric = validator.load_fabric(read, "<compile>")
+        except (InputError, ValueError) as exc:  # a renderer bug: the compile stops with exit 1
+            return [Result(f"parse/{FABRIC_JSON}", "fabric", False, f"fabric.json does not parse back: {exc}")]
+        if only is None:
+            results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
+        else:
+            pick = validator.sample_per_shape(n for n in fabric.switches if n.name not in only)
+            results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
+                                         plant_check=False, checked=_near(fabric, only))
+            results += since.plant_since(fabric, read, base, changes.result() if changes else None)
+    finally:
+        if changes is not None:
+            changes.cancel()  # on the way out before its result (a no-op after it): no child left behind
     return [r for r in results if not r.passed]
 
 

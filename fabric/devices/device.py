@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..design import routing
 from ..design.physical import cable_length_m, naming
 from ..graph.model import Fabric, Node
-from ..platforms.ports import fabric_port
+from ..platforms.ports import port_names
 
 MAX_ECMP = 64  # FRR's default multipath limit; EOS takes the same number
 
@@ -101,8 +101,7 @@ def _port_names(fab: Fabric, sw: Node) -> list[str]:
     cache = fab.__dict__.setdefault("_port_names", {})
     names = cache.get((sw.tier, sw.platform))
     if names is None:
-        d = fab.design
-        names = cache[(sw.tier, sw.platform)] = [fabric_port(d, sw.tier, sw.platform, i) for i in range(d.radix)]
+        names = cache[(sw.tier, sw.platform)] = port_names(fab.design, sw.tier, sw.platform)
     return names
 
 

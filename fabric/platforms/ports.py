@@ -31,6 +31,11 @@ def fabric_port(design, tier: int, platform: str, index: int) -> str:
     return model.port_name(design.breakout, platform, index)
 
 
+def port_names(design, tier: int, platform: str) -> list[str]:
+    """Every port name of a tier-`tier` switch of `platform`, by index (its radix of them)."""
+    return [fabric_port(design, tier, platform, i) for i in range(design.radix)]
+
+
 GPU_RAIL_PORT = "eth1"  # the GPU's NIC (eth0 is containerlab's management port)
 GPU_HB_PORT = "hb0"  # the GPU's HB (NVLink) port
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..outdir_layout import (BOM_CSV, CABLING_CSV, FABRIC_JSON, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV,
                              NETBOX_INTERFACES_CSV)
@@ -82,9 +82,9 @@ def _csv_change(read: Reader, base: Reader, path: str, need: list[str]) -> tuple
     return gone_rows, came_rows
 
 
-def _new_cables(fabric: Fabric, read: Reader, base: Reader) -> set[str] | None:
-    """The cable ids of the links fabric.json gained since `base`, when it gained lines only
-    (a list's last line may gain its comma) and its new GPUs and servers are whole HB domains."""
+def _fabric_json_came(read: Reader, base: Reader) -> list[dict] | None:
+    """The items fabric.json gained since `base`, decoded, when it gained lines only (a
+    list's last line may gain its comma, the head only its HB domain count); else None."""
     old, new = base(FABRIC_JSON), read(FABRIC_JSON)
     if old is None or new is None:
         return None
@@ -101,13 +101,36 @@ def _new_cables(fabric: Fabric, read: Reader, base: Reader) -> set[str] | None:
     comma = {line for line in came if line.endswith(",") and line[:-1] in gone_set}
     if len(gone) != len(comma):
         return None
-    came = [line.rstrip(",") for line in came if line not in comma]
+    items = [fabric_json.line_object(line.rstrip(",")) for line in came if line not in comma]
+    return None if any(item is None for item in items) else items
+
+
+class Changes(NamedTuple):
+    """What the files' text says changed since the base: the part of the judgement that
+    needs no fabric graph, so it can run while fabric.json is parsed."""
+    fabric_items: list[dict] | None  # fabric.json's new nodes and links (_fabric_json_came)
+    rows: dict[str, tuple[list[tuple], list[tuple]] | None]  # plant file -> (rows gone, rows come), its columns
+
+
+_PLANT_COLUMNS = {CABLING_CSV: p.CABLING_COLUMNS, NETBOX_CABLES_CSV: p.NETBOX_CABLE_COLUMNS,
+                  NETBOX_DEVICES_CSV: p.DEVICE_COLUMNS, NETBOX_INTERFACES_CSV: p.INTERFACE_COLUMNS}
+
+
+def text_changes(read: Reader, base: Reader) -> Changes:
+    items = _fabric_json_came(read, base)
+    if items is None:  # the whole files are judged: their rows are not needed
+        return Changes(None, {})
+    return Changes(items, {path: _csv_change(read, base, path, columns) for path, columns in _PLANT_COLUMNS.items()})
+
+
+def _new_cables(fabric: Fabric, came: list[dict] | None) -> set[str] | None:
+    """The cable ids of the links among fabric.json's new items, when its new GPUs and
+    servers make whole HB domains (and nothing else but switches and links came)."""
+    if came is None:
+        return None
     cables: set[str] = set()
     domains: Counter = Counter()
-    for line in came:
-        item = fabric_json.line_object(line)
-        if item is None:
-            return None
+    for item in came:
         if "kind" in item:  # a link; the parse of the whole file judged its form
             if item.get("cable_id") is not None:
                 cables.add(item["cable_id"])
@@ -122,10 +145,12 @@ def _new_cables(fabric: Fabric, read: Reader, base: Reader) -> set[str] | None:
     return cables
 
 
-def judged_since(fabric: Fabric, read: Reader, base: Reader) -> list[Result] | None:
+def judged_since(fabric: Fabric, read: Reader, base: Reader, changes: Changes | None = None) -> list[Result] | None:
     """Plant's results from the lines that changed since `base` (all passing), or None:
-    judge the whole files. `fabric` is the new fabric.json, parsed whole."""
-    new = _new_cables(fabric, read, base)
+    judge the whole files. `fabric` is the new fabric.json, parsed whole; `changes`, the
+    files' text_changes when they were taken already."""
+    changes = changes or text_changes(read, base)
+    new = _new_cables(fabric, changes.fabric_items)
     if new is None:
         return None
     cables = {lk.cable_id: lk for lk in fabric.links if lk.cable_id}
@@ -135,9 +160,8 @@ def judged_since(fabric: Fabric, read: Reader, base: Reader) -> list[Result] | N
     ends = p.floor_ends(fabric, wanted)
 
     # cabling.csv and netbox_cables.csv: no row gone, one new row for each new cable and none else
-    for path, columns, judge in ((CABLING_CSV, p.CABLING_COLUMNS, p.judge_cabling_row),
-                                 (NETBOX_CABLES_CSV, p.NETBOX_CABLE_COLUMNS, p.judge_netbox_cable_row)):
-        change = _csv_change(read, base, path, columns)
+    for path, judge in ((CABLING_CSV, p.judge_cabling_row), (NETBOX_CABLES_CSV, p.judge_netbox_cable_row)):
+        change = changes.rows[path]
         if change is None or change[0]:
             return None
         came = change[1]
@@ -151,8 +175,7 @@ def judged_since(fabric: Fabric, read: Reader, base: Reader) -> list[Result] | N
 
     # netbox_devices.csv gains rows only; netbox_interfaces.csv's rows come on known devices
     # (new ones, or ones with rows gone: written again) and every new cable's ends are among them
-    devices = _csv_change(read, base, NETBOX_DEVICES_CSV, p.DEVICE_COLUMNS)
-    ports = _csv_change(read, base, NETBOX_INTERFACES_CSV, p.INTERFACE_COLUMNS)
+    devices, ports = changes.rows[NETBOX_DEVICES_CSV], changes.rows[NETBOX_INTERFACES_CSV]
     if devices is None or ports is None or devices[0]:
         return None
     known = {row[0] for row in devices[1]} | {row[0] for row in ports[0]}
@@ -174,7 +197,7 @@ def judged_since(fabric: Fabric, read: Reader, base: Reader) -> list[Result] | N
             Result(f"plant/{NETBOX_INTERFACES_CSV}", "plant", True, since)]
 
 
-def plant_since(fabric: Fabric, read: Reader, base: "Reader | None") -> list[Result]:
+def plant_since(fabric: Fabric, read: Reader, base: "Reader | None", changes: Changes | None = None) -> list[Result]:
     """Plant's results: from what changed since `base` (the previous compile's files, read
     only where it self-checked them and they are intact) when that settles it, else whole."""
-    return (judged_since(fabric, read, base) if base is not None else None) or p.plant(fabric, read)
+    return (judged_since(fabric, read, base, changes) if base is not None else None) or p.plant(fabric, read)

@@ -377,10 +377,17 @@ def test_up_to_date_needs_the_same_lab_and_a_self_check(tmp_path, capsys):
     assert "is up to date" not in capsys.readouterr().out
 
 
-def test_a_wrong_new_row_of_a_plant_file_fails_the_incremental_self_check(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_wrong_new_row_of_a_plant_file_fails_the_incremental_self_check(beside, tmp_path, capsys, monkeypatch):
     """The self-check judges the plant files by their rows new since the last compile: a
-    wrong one stops the compile (exit 1, nothing written)."""
+    wrong one stops the compile (exit 1, nothing written). `beside`: the files' changes
+    taken in a forked process while fabric.json is parsed, as on a big fabric."""
+    from railonly.fabric import compiler
     from railonly.fabric.outputs import cabling
+
+    if beside:
+        monkeypatch.setattr(compiler, "SINCE_BESIDE_MIN_BYTES", 0)
+        monkeypatch.setenv("RAILONLY_JOBS", "2")
 
     out = tmp_path / "o"
     compile_(tmp_path, GROWN.format(count=7, extra=""), out, "-q")
@@ -432,3 +439,41 @@ def test_self_check_after_a_no_check_compile_judges_every_shape(tmp_path, capsys
     compile_(tmp_path, GROWN.format(count=10, extra=""), out, "-q")
     assert calls() == 2  # a leaf and a spine
 
+
+@pytest.mark.parametrize("count", [7, 8])
+def test_files_rendered_beside_the_units_are_the_same(count, tmp_path, capsys, monkeypatch):
+    """On a big fabric the graph-only files are rendered in a forked process beside the
+    switch and host units: the same tree, compiled in full and incrementally."""
+    from railonly.fabric import compiler
+
+    compile_(tmp_path, GROWN.format(count=count, extra=""), tmp_path / "alone", "-q", "--full")
+    monkeypatch.setattr(compiler, "BESIDE_MIN_SWITCHES", 0)
+    monkeypatch.setenv("RAILONLY_JOBS", "2")
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=count - 1, extra=""), out, "-q")
+    same_as_full(tmp_path, out, GROWN.format(count=count, extra=""), capsys)
+    assert tree(out) == tree(tmp_path / "alone")
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_growth_is_judged_by_the_new_rows_of_the_plant_files(beside, tmp_path, capsys, monkeypatch):
+    """A growth onto a self-checked compile never judges the plant files whole (the self-check
+    runs in a forked process: a whole judgement would leave a line in a file)."""
+    from railonly.fabric import compiler
+    from railonly.fabric.validate import plant
+
+    if beside:
+        monkeypatch.setattr(compiler, "SINCE_BESIDE_MIN_BYTES", 0)
+        monkeypatch.setenv("RAILONLY_JOBS", "2")
+    out, log = tmp_path / "o", tmp_path / "whole"
+    compile_(tmp_path, GROWN.format(count=7, extra=""), out, "-q")
+    whole = plant.plant
+
+    def counted(*a, **k):
+        with open(log, "a") as fh:
+            fh.write("x\n")
+        return whole(*a, **k)
+
+    monkeypatch.setattr(plant, "plant", counted)  # what since.py falls back to
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    assert not log.exists()
