@@ -129,7 +129,6 @@ class Previous:
             raise Changed(full)
         return data
 
-
     def read_checked(self, path: str) -> str | None:
         """A file of the previous compile as text, when its self-check judged it and it is
         intact (None otherwise): the base an incremental self-check judges changes against."""
