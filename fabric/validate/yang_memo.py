@@ -36,6 +36,8 @@ from .yang_tables import TableSchema
 # Keys remembered per process (a fabric has a few dozen shapes per table; this only
 # bounds a hostile OUTDIR of all-different documents).
 MAX_KEYS = 200_000
+# Texts kept per table with their digests (`YangMemo._text_print`): a fabric's switch shapes.
+TEXTS_PER_TABLE = 8
 
 
 def c_json_encoder(sort_keys: bool, separators: tuple[str, str]) -> Callable[[Any], str]:
@@ -117,6 +119,10 @@ class YangMemo:
         self._own: dict[tuple[str, bytes], tuple[Reach | None, bytes]] = {}
         self._projected: dict[tuple[str, bytes, frozenset[str]], bytes] = {}
         self._module_tables: dict[str, list[str]] = {}
+        # table -> {text: digest}, the latest few: a table that repeats an earlier switch's
+        # text (the QoS tables, the same object when `jsonsource.RepeatedMembers` gave it)
+        # is found by the text's cached hash and a comparison, not hashed again with BLAKE2b
+        self._text_prints: dict[str, dict[str, bytes]] = {}
         # table -> (module, identifier) pairs named by the constraints that can read it
         read_by: dict[str, set[tuple[str, str]]] = {}
         loose_by: dict[str, set[tuple[str, str]]] = {}  # the same, probes left out
@@ -149,6 +155,17 @@ class YangMemo:
                     fits[lst.keys.index(leaf)] = _KeyFit(alternatives, tuple(literals))
 
     # -- keys ---------------------------------------------------------------
+
+    def _text_print(self, table: str, text: str) -> bytes:
+        kept = self._text_prints.get(table)
+        if kept is None:
+            kept = self._text_prints[table] = {}
+        digest = kept.get(text)
+        if digest is None:
+            digest = kept[text] = _text_print(text)
+            if len(kept) > TEXTS_PER_TABLE:
+                del kept[next(iter(kept))]  # the oldest
+        return digest
 
     def _reach_of(self, table: str, entries: Any) -> Reach | None:
         """What `table`'s present members read; None: unknown (no memo for it)."""
@@ -271,10 +288,11 @@ class YangMemo:
         table reads what cannot be keyed; the document is judged whole. `texts`: each
         table's JSON text as written, where known (a cheaper fingerprint than the data's)."""
         texts = texts or {}
+        text_print = self._text_print
 
         def fingerprint(table: str) -> bytes:
             text = texts.get(table)
-            return _fingerprint(doc.get(table)) if text is None else _text_print(text)
+            return _fingerprint(doc.get(table)) if text is None else text_print(table, text)
 
         present_modules = {self.reach[t].module for t in doc if t in self.reach}
         names = list(doc)

@@ -334,3 +334,27 @@ def test_memo_keyed_by_table_texts_gives_the_same_verdict(routed, edit, fails):
     edit(doc)
     doc, texts = parse_json_members(json.dumps(doc, indent=1), "config_db.json")  # other bytes, same data
     assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
+
+
+def test_table_text_digests_kept_per_table_are_each_text_s_own(routed):
+    """The digests kept by text (`YangMemo._text_print`): a table text changed in one byte,
+    or seen again after more than TEXTS_PER_TABLE others, keys as a fresh memo keys it."""
+    from railonly.fabric.input.jsonsource import RepeatedMembers, parse_json_members
+    from railonly.fabric.validate import yang_memo
+
+    memo, repeated = sonic_yang._memo(), RepeatedMembers()
+    variants = []
+    for i in range(yang_memo.TEXTS_PER_TABLE + 2):
+        doc = copy.deepcopy(routed)
+        doc["DEVICE_METADATA"]["localhost"]["hostname"] = f"rail0-leaf{i}"
+        doc["PORT"]["Ethernet0"]["mtu"] = str(9000 + i)
+        variants.append(json.dumps(doc))
+    bad = copy.deepcopy(routed)
+    bad["PORT"]["Ethernet0"]["mtu"] = "9x00"
+    for text in variants + [json.dumps(bad)] + variants[:3]:
+        doc, texts = parse_json_members(text, "config_db.json", repeated)
+        fresh = YangMemo(memo.reach, memo.tables)
+        assert memo.keys(doc, texts) == fresh.keys(doc, texts)
+        assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
+    assert validate_config_db(bad, memo=False)  # the bad one fails, memo or not
+    assert all(len(kept) <= yang_memo.TEXTS_PER_TABLE for kept in memo._text_prints.values())
