@@ -56,7 +56,7 @@ class RepeatedMembers:
     them: callers must not change a document they got with one (validate only reads them)."""
 
     PER_NAME = 8  # texts kept per member name: a fabric's switch shapes (8 rails' leaves)
-    MAX_CHARS = 64 << 20  # all texts kept; beyond this everything is forgotten (a hostile file)
+    MAX_CHARS = 16 << 20  # all texts kept (32k GPUs: ~5 M); beyond it all are forgotten (a hostile file)
 
     def __init__(self) -> None:
         self._by_name: dict[str, list[tuple[str, object]]] = {}

@@ -38,6 +38,7 @@ from .yang_tables import TableSchema
 MAX_KEYS = 200_000
 # Texts kept per table with their digests (`YangMemo._text_print`): a fabric's switch shapes.
 TEXTS_PER_TABLE = 8
+MAX_TEXT_CHARS = 16 << 20  # all kept texts (32k GPUs: ~5 M); beyond it all are forgotten (a hostile file)
 
 
 def c_json_encoder(sort_keys: bool, separators: tuple[str, str]) -> Callable[[Any], str]:
@@ -129,6 +130,7 @@ class YangMemo:
         # text (the QoS tables, the same object when `jsonsource.RepeatedMembers` gave it)
         # is found by the text's cached hash and a comparison, not hashed again with BLAKE2b
         self._text_prints: dict[str, dict[str, bytes]] = {}
+        self._text_chars = 0
         # table -> (module, identifier) pairs named by the constraints that can read it
         read_by: dict[str, set[tuple[str, str]]] = {}
         loose_by: dict[str, set[tuple[str, str]]] = {}  # the same, probes left out
@@ -168,8 +170,15 @@ class YangMemo:
             kept = self._text_prints[table] = {}
         digest = kept.get(text)
         if digest is None:
-            digest = kept[text] = _text_print(text)
+            digest = _text_print(text)
+            if self._text_chars + len(text) > MAX_TEXT_CHARS:
+                self._text_prints.clear()
+                self._text_chars = 0
+                kept = self._text_prints[table] = {}
+            kept[text] = digest
+            self._text_chars += len(text)
             if len(kept) > TEXTS_PER_TABLE:
+                self._text_chars -= len(next(iter(kept)))
                 del kept[next(iter(kept))]  # the oldest
         return digest
 

@@ -92,3 +92,4 @@ def test_repeated_members_are_bounded():
     for t in texts:
         assert parse_json_members(t, "f.json", small)[0] == json.loads(t)
     assert small._chars <= 40
+    assert small._chars == sum(len(t) for kept in small._by_name.values() for t, _v in kept)

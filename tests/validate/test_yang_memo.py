@@ -358,3 +358,19 @@ def test_table_text_digests_kept_per_table_are_each_text_s_own(routed):
         assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
     assert validate_config_db(bad, memo=False)  # the bad one fails, memo or not
     assert all(len(kept) <= yang_memo.TEXTS_PER_TABLE for kept in memo._text_prints.values())
+    assert memo._text_chars == sum(map(len, (t for kept in memo._text_prints.values() for t in kept)))
+
+
+def test_table_text_digests_are_bounded_in_characters(routed, monkeypatch):
+    """Beyond MAX_TEXT_CHARS of kept texts all are forgotten; the keys stay a fresh memo's."""
+    from railonly.fabric.input.jsonsource import parse_json_members
+    from railonly.fabric.validate import yang_memo
+
+    memo = YangMemo(sonic_yang._memo().reach, sonic_yang._memo().tables)
+    monkeypatch.setattr(yang_memo, "MAX_TEXT_CHARS", 3 * len(json.dumps(routed["PORT"])))
+    for i in range(6):
+        doc = copy.deepcopy(routed)
+        doc["PORT"]["Ethernet0"]["mtu"] = str(9000 + i)
+        doc, texts = parse_json_members(json.dumps(doc), "config_db.json")
+        assert memo.keys(doc, texts) == YangMemo(memo.reach, memo.tables).keys(doc, texts)
+        assert memo._text_chars <= yang_memo.MAX_TEXT_CHARS
