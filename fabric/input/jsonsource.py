@@ -47,10 +47,54 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 _SPACE = json.decoder.WHITESPACE.match
 
 
-def parse_json_members(text: str, file: str) -> tuple[object, dict[str, str] | None]:
+class RepeatedMembers:
+    """Top-level member values decoded before, by member name: the text each was decoded
+    from and its value. config_db.json's QoS tables (QUEUE, PORT_QOS_MAP, PFC_WD: 65% of
+    a 32k-GPU fabric's config_db bytes) are byte for byte the same on every switch of a
+    shape, and a text that starts with a whole object's text decodes to that object, so it
+    is compared, not decoded again. The values are shared between the documents that hold
+    them: callers must not change a document they got with one (validate only reads them)."""
+
+    PER_NAME = 8  # texts kept per member name: a fabric's switch shapes (8 rails' leaves)
+    MAX_CHARS = 16 << 20  # all texts kept (32k GPUs: ~5 M); beyond it all are forgotten (a hostile file)
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, list[tuple[str, object]]] = {}
+        self._chars = 0
+
+    def match(self, name: str, text: str, start: int) -> tuple[str, object] | None:
+        """(text, value) of a member `name` decoded before whose text `text` holds at `start`."""
+        kept = self._by_name.get(name)
+        if kept:
+            for i, pair in enumerate(kept):
+                if text.startswith(pair[0], start):
+                    if i:
+                        kept.insert(0, kept.pop(i))  # the next switch's is most likely the same
+                    return pair
+        return None
+
+    def add(self, name: str, member: str, value: object) -> None:
+        """Remember an object's text (only objects: their text ends where the value ends,
+        so a text that starts with it holds that value and nothing more of it)."""
+        if member[:1] != "{" or len(member) > self.MAX_CHARS:
+            return
+        if self._chars + len(member) > self.MAX_CHARS:
+            self._by_name.clear()
+            self._chars = 0
+        kept = self._by_name.setdefault(name, [])
+        kept.insert(0, (member, value))
+        self._chars += len(member)
+        if len(kept) > self.PER_NAME:
+            self._chars -= len(kept.pop()[0])
+
+
+def parse_json_members(text: str, file: str, repeated: RepeatedMembers | None = None
+                       ) -> tuple[object, dict[str, str] | None]:
     """:func:`parse_json`, and for a top-level object the text of each member's value as
     written (None otherwise): equal texts are equal values, so a caller can key a value
-    by its text without walking it. Errors are exactly parse_json's (it is asked again)."""
+    by its text without walking it. Errors are exactly parse_json's (it is asked again).
+    `repeated`: member values decoded before, reused (and shared) where the text repeats
+    one, remembered otherwise."""
     try:
         doc: dict = {}
         members: dict[str, str] = {}
@@ -69,9 +113,17 @@ def parse_json_members(text: str, file: str) -> tuple[object, dict[str, str] | N
                 if text[at:at + 1] != ":":
                     raise ValueError("no colon")
                 start = _SPACE(text, at + 1).end()
-                value, at = _DECODER.raw_decode(text, start)
+                seen = repeated.match(name, text, start) if repeated is not None else None
+                if seen is not None:
+                    member, value = seen
+                    at = start + len(member)
+                else:
+                    value, at = _DECODER.raw_decode(text, start)
+                    member = text[start:at]
+                    if repeated is not None:
+                        repeated.add(name, member, value)
                 doc[name] = value  # a repeated name: the last value, in the first one's place (as json.loads)
-                members[name] = text[start:at]
+                members[name] = member
                 at = _SPACE(text, at).end()
                 if text[at:at + 1] == ",":
                     at = _SPACE(text, at + 1).end()

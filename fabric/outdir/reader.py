@@ -63,9 +63,10 @@ an empty list means the file holds only what the compiler emits.
 ``check_config_db(doc, file, text=None)``
     SONiC config_db.json: the hostname is a plain name, no text with control
     or non-ASCII characters (`text`, the JSON source, makes a clean file fast).
-``check_switch_texts(where, db_text, frr, eos, run_dir=None) -> (list[Problem], doc, table texts)``
+``check_switch_texts(where, db_text, frr, eos, run_dir=None, repeated=None) -> (list[Problem], doc, table texts)``
     The three above for one switch folder's files as already read (None: absent), and
-    its config_db.json parsed: validate reads each file once for every check.
+    its config_db.json parsed: validate reads each file once for every check (and
+    decodes a table that repeats an earlier switch's text once, `RepeatedMembers`).
 ``lab_files(reader) -> (fabric_rel, clab_rel)``
     The fabric.json (lab/fabric.json for a lab slice) and the one
     ``<name>.clab.yml`` the lab reads.
@@ -97,7 +98,7 @@ from ..design.design import NAME_PATTERN
 from ..design.lab_slice import SLICE_DIR
 from ..graph import fabric_json
 from ..graph.model import Fabric
-from ..input.jsonsource import UntrustedFile, parse_json, parse_json_members  # noqa: F401 (the reader's names)
+from ..input.jsonsource import RepeatedMembers, UntrustedFile, parse_json, parse_json_members  # noqa: F401 (the reader's names)
 from ..input.problems import InputError, Problem, short
 from ..input.yamlsource import Limits, compose_checked, construct, file_kind, read_at_most
 from ..outputs import clab_exec
@@ -764,16 +765,18 @@ def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = Tr
 
 
 def check_switch_texts(where: str, db_text: str | None, frr: str | None, eos: str | None,
-                       run_dir: str | None = None) -> tuple[list[Problem], object, dict[str, str] | None]:
+                       run_dir: str | None = None, repeated: RepeatedMembers | None = None
+                       ) -> tuple[list[Problem], object, dict[str, str] | None]:
     """The allow-list findings of one switch folder's files as read (None: absent), its
     config_db.json parsed (None when absent) and the text of each of its tables
-    (`parse_json_members`). `where`: the folder as named in messages.
+    (`parse_json_members`, with `repeated`: tables shared with earlier switches' documents,
+    to be read only). `where`: the folder as named in messages.
     Malformed JSON raises UntrustedFile."""
     out: list[Problem] = []
     doc = tables = None
     if db_text is not None:
         db_file = os.path.join(where, CONFIG_DB)
-        doc, tables = parse_json_members(db_text, db_file)
+        doc, tables = parse_json_members(db_text, db_file, repeated)
         out += check_config_db(doc, db_file, db_text)
     if frr is not None:
         out += check_frr(frr, os.path.join(where, FRR_CONF), run_dir)

@@ -20,6 +20,7 @@ import yaml
 
 from ..outdir_layout import clab_yml, clabernetes_yaml
 from ..graph.model import Fabric
+from ..outputs.clabernetes import SAFE_LOADER
 from .validate_report import Result
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -39,7 +40,7 @@ def clab_validator():
 def topology_validator():
     import jsonschema
 
-    crd = yaml.safe_load(CLABERNETES_CRD.read_text(encoding="utf-8"))
+    crd = yaml.load(CLABERNETES_CRD.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
     return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
 

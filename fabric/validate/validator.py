@@ -160,6 +160,7 @@ def _read_shard(state, i: int, n: int):
     results: list[Result] = []
     frr: dict[str, tuple[str, str]] = {}
     trust: list[Problem] = []
+    repeated = outdir_reader.RepeatedMembers()  # the QoS tables every switch of a shape repeats: decoded once
     for sw, yang in zip(switches[i::n], picked[i::n]):
         name = sw.name
         path, frr_path, eos_path = (switch_file(name, f) for f in (CONFIG_DB, FRR_CONF, STARTUP_CONFIG))
@@ -172,7 +173,7 @@ def _read_shard(state, i: int, n: int):
         doc = tables = None
         if trust_in is not None and outdir_reader.NODE_NAME.fullmatch(name):
             found, doc, tables = outdir_reader.check_switch_texts(os.path.join(trust_in, os.path.dirname(path)),
-                                                                  text, frr_text, eos_text)
+                                                                  text, frr_text, eos_text, repeated=repeated)
             trust += found
         if not sonic:
             if eos_text is not None:

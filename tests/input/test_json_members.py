@@ -37,3 +37,59 @@ def test_errors_are_parse_json_s_own(text):
     with pytest.raises(UntrustedFile) as got:
         parse_json_members(text, "f.json")
     assert got.value.problems == want.value.problems
+
+
+def _docs_through_one_cache(texts):
+    from railonly.fabric.input.jsonsource import RepeatedMembers
+
+    repeated = RepeatedMembers()
+    return [parse_json_members(t, "f.json", repeated) for t in texts]
+
+
+@pytest.mark.parametrize("later", [
+    '{"Q": {"a": {"x": "1"}}, "P": {"p": 1}}',  # the same tables: values reused
+    '{"Q": {"a": {"x": "2"}}, "P": {"p": 1}}',  # one value changed inside a repeated table
+    '{"Q": {"a": {"x": "1"}, "b": {}}, "P": {"p": 1}}',  # the earlier text is a prefix of the table's
+    '{"Q": {"a": {"x": "1"}} , "P": {"p": 1}}',  # other whitespace after it
+    '{"Q":{"a": {"x": "1"}}, "P": {"p": 1}}',
+    '{"P": {"p": 1}, "Q": {"a": {"x": "1"}}}',  # other order
+    '{"Q": {"a": {"x": "1"}}, "Q": {"a": {"x": "1"}}, "P": {"p": 10}}',  # a repeated name; 1 is a prefix of 10
+    '{"Q": {"a": {"x": "1"}}, "P": [1]}',
+])
+def test_repeated_members_decode_as_json_loads(later):
+    """A member whose text starts like one decoded before is only reused when it is that text:
+    every document equals json.loads', whatever was remembered from the ones before it."""
+    first = '{"Q": {"a": {"x": "1"}}, "P": {"p": 1}, "N": 1, "S": "a"}'
+    texts = [first, later, first, later, '{"N": 10, "S": "a\\\\"}']  # a number or string text ends nothing
+    for text, (doc, members) in zip(texts, _docs_through_one_cache(texts)):
+        want = json.loads(text)
+        assert doc == want and list(doc) == list(want) and list(members) == list(want)
+        assert all(json.loads(members[k]) == v for k, v in doc.items())
+
+
+@pytest.mark.parametrize("later", ['{"Q": {"a": {"x": "1"}}, "P": {"p": 1}', '{"Q": {"a": {"x": "1"}}, "P": NaN}',
+                                   '{"Q": {"a": {"x": "1"}}} x'])
+def test_repeated_members_keep_parse_json_s_errors(later):
+    """A document that breaks after a repeated table fails as parse_json says, cache or not."""
+    with pytest.raises(UntrustedFile) as want:
+        parse_json(later, "f.json")
+    with pytest.raises(UntrustedFile) as got:
+        _docs_through_one_cache(['{"Q": {"a": {"x": "1"}}}', later])
+    assert got.value.problems == want.value.problems
+
+
+def test_repeated_members_are_bounded():
+    """At most PER_NAME texts per name, the latest used first; beyond MAX_CHARS all forgotten."""
+    from railonly.fabric.input.jsonsource import RepeatedMembers
+
+    repeated = RepeatedMembers()
+    texts = [json.dumps({"T": {"k": i}}) for i in range(RepeatedMembers.PER_NAME + 3)]
+    for doc, _members in (parse_json_members(t, "f.json", repeated) for t in texts + texts[::-1]):
+        assert doc in [json.loads(t) for t in texts]
+    assert len(repeated._by_name["T"]) == RepeatedMembers.PER_NAME
+    small = RepeatedMembers()
+    small.MAX_CHARS = 40
+    for t in texts:
+        assert parse_json_members(t, "f.json", small)[0] == json.loads(t)
+    assert small._chars <= 40
+    assert small._chars == sum(len(t) for kept in small._by_name.values() for t, _v in kept)

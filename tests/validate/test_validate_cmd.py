@@ -290,3 +290,18 @@ def test_cross_check_merge_does_not_depend_on_arrival_order(compiled_dirs):
     failed = {i: d for i, ok, d in forward if not ok}
     assert "the fabric uses 9000" in failed[f"mtu/{second}"]  # the tie goes to fabric order's first
     assert failed["unique/addresses"].index(first) < failed["unique/addresses"].index(second)
+
+
+def test_lab_yaml_loads_alike_with_libyaml_and_pure_python(compiled_dirs):
+    """clabernetes renders from its .clab.yml and the CRD schema is read with libyaml's safe
+    loader where installed: the data must be what PyYAML's own safe loader makes of them."""
+    import yaml
+
+    from railonly.fabric.outputs.clabernetes import SAFE_LOADER
+    from railonly.fabric.validate import lab_schemas
+
+    texts = [lab_schemas.CLABERNETES_CRD.read_text()]
+    texts += [p.read_text() for d in compiled_dirs.values() for p in d.glob("*.clab.yml")]
+    assert len(texts) == 1 + len(compiled_dirs)
+    for text in texts:
+        assert yaml.load(text, Loader=SAFE_LOADER) == yaml.safe_load(text)

@@ -334,3 +334,43 @@ def test_memo_keyed_by_table_texts_gives_the_same_verdict(routed, edit, fails):
     edit(doc)
     doc, texts = parse_json_members(json.dumps(doc, indent=1), "config_db.json")  # other bytes, same data
     assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
+
+
+def test_table_text_digests_kept_per_table_are_each_text_s_own(routed):
+    """The digests kept by text (`YangMemo._text_print`): a table text changed in one byte,
+    or seen again after more than TEXTS_PER_TABLE others, keys as a fresh memo keys it."""
+    from railonly.fabric.input.jsonsource import RepeatedMembers, parse_json_members
+    from railonly.fabric.validate import yang_memo
+
+    memo, repeated = sonic_yang._memo(), RepeatedMembers()
+    variants = []
+    for i in range(yang_memo.TEXTS_PER_TABLE + 2):
+        doc = copy.deepcopy(routed)
+        doc["DEVICE_METADATA"]["localhost"]["hostname"] = f"rail0-leaf{i}"
+        doc["PORT"]["Ethernet0"]["mtu"] = str(9000 + i)
+        variants.append(json.dumps(doc))
+    bad = copy.deepcopy(routed)
+    bad["PORT"]["Ethernet0"]["mtu"] = "9x00"
+    for text in variants + [json.dumps(bad)] + variants[:3]:
+        doc, texts = parse_json_members(text, "config_db.json", repeated)
+        fresh = YangMemo(memo.reach, memo.tables)
+        assert memo.keys(doc, texts) == fresh.keys(doc, texts)
+        assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
+    assert validate_config_db(bad, memo=False)  # the bad one fails, memo or not
+    assert all(len(kept) <= yang_memo.TEXTS_PER_TABLE for kept in memo._text_prints.values())
+    assert memo._text_chars == sum(map(len, (t for kept in memo._text_prints.values() for t in kept)))
+
+
+def test_table_text_digests_are_bounded_in_characters(routed, monkeypatch):
+    """Beyond MAX_TEXT_CHARS of kept texts all are forgotten; the keys stay a fresh memo's."""
+    from railonly.fabric.input.jsonsource import parse_json_members
+    from railonly.fabric.validate import yang_memo
+
+    memo = YangMemo(sonic_yang._memo().reach, sonic_yang._memo().tables)
+    monkeypatch.setattr(yang_memo, "MAX_TEXT_CHARS", 3 * len(json.dumps(routed["PORT"])))
+    for i in range(6):
+        doc = copy.deepcopy(routed)
+        doc["PORT"]["Ethernet0"]["mtu"] = str(9000 + i)
+        doc, texts = parse_json_members(json.dumps(doc), "config_db.json")
+        assert memo.keys(doc, texts) == YangMemo(memo.reach, memo.tables).keys(doc, texts)
+        assert memo._text_chars <= yang_memo.MAX_TEXT_CHARS
