@@ -69,9 +69,9 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
 
-# Producers of one file each from the graph alone, single-threaded: on a big fabric they run
-# in a forked process while this one renders the switch and host units on the workers (the
-# second core idles through them otherwise: 1.3 s at 32,768 GPUs).
+# Producers of files from the graph alone, single-threaded: on a big fabric they run in a
+# forked process while this one renders the switch and host units on the workers (the
+# second core idled through them: 1.7 s at 32,768 GPUs).
 BESIDE_UNITS = (_fabric_json, _cabling, bom.produce, docs.produce, netbox.produce_from_graph)
 BESIDE_MIN_SWITCHES = 512
 
@@ -159,39 +159,44 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
         beside = parallel.Background(_render_beside, fab)
         progress.step("rendering fabric.json, cabling plan, bill of materials, fabric docs, NetBox devices and "
                       "cables (beside the switch configs)")
-    for label, produce in PRODUCERS:
-        if beside is not None and produce in BESIDE_UNITS:
-            continue
-        progress.step(f"rendering {label}")
-        if produce is produce_lab and lab_kept:
-            units[LAB_UNIT] = (lab_digest, reuse_paths[LAB_UNIT])
-            carried.update(reuse_paths[LAB_UNIT])
-            continue
-        if produce is configs.switch_configs:
-            out, more, kept = configs.switch_units(fab, progress, reuse, netbox.switch_interfaces, switch_rows)
-            units.update(more)
-            carried |= kept
-        elif produce is netbox.produce:
-            out = (netbox.produce(fab, progress, switch_rows) if beside is None
-                   else {NETBOX_INTERFACES_CSV: netbox.render_interfaces(fab, switch_rows)})
-        elif reuse is not None and produce in UNIT_PRODUCERS:
-            out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
-            units.update(more)
-            carried |= kept
-        else:
-            out = produce(fab, progress)
-            if produce is produce_lab:
-                lab_paths = set(out)
-        clash = (files.keys() | carried) & out.keys()
-        if clash:
-            raise AssertionError(f"two producers write {sorted(clash)}")
-        files.update(out)
-    if beside is not None:
-        out = beside.result()
-        clash = (files.keys() | carried) & out.keys()
-        if clash:
-            raise AssertionError(f"two producers write {sorted(clash)}")
-        files.update(out)
+    try:
+        for label, produce in PRODUCERS:
+            if beside is not None and produce in BESIDE_UNITS:
+                continue
+            progress.step(f"rendering {label}")
+            if produce is produce_lab and lab_kept:
+                units[LAB_UNIT] = (lab_digest, reuse_paths[LAB_UNIT])
+                carried.update(reuse_paths[LAB_UNIT])
+                continue
+            if produce is configs.switch_configs:
+                out, more, kept = configs.switch_units(fab, progress, reuse, netbox.switch_interfaces, switch_rows)
+                units.update(more)
+                carried |= kept
+            elif produce is netbox.produce:
+                out = (netbox.produce(fab, progress, switch_rows) if beside is None
+                       else {NETBOX_INTERFACES_CSV: netbox.render_interfaces(fab, switch_rows)})
+            elif reuse is not None and produce in UNIT_PRODUCERS:
+                out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
+                units.update(more)
+                carried |= kept
+            else:
+                out = produce(fab, progress)
+                if produce is produce_lab:
+                    lab_paths = set(out)
+            clash = (files.keys() | carried) & out.keys()
+            if clash:
+                raise AssertionError(f"two producers write {sorted(clash)}")
+            files.update(out)
+        if beside is not None:
+            out = beside.result()
+            clash = (files.keys() | carried) & out.keys()
+            if clash:
+                raise AssertionError(f"two producers write {sorted(clash)}")
+            files.update(out)
+    except BaseException:
+        if beside is not None:
+            beside.cancel()  # no child left behind
+        raise
     tree = Tree(files, carried, read_carried)
     before_lab = set(files)
     for label, derive in DERIVED if not lab_kept else ():  # derived from the lab's files: kept with them

@@ -117,6 +117,7 @@ _PLANT_COLUMNS = {CABLING_CSV: p.CABLING_COLUMNS, NETBOX_CABLES_CSV: p.NETBOX_CA
 
 
 def text_changes(read: Reader, base: Reader) -> Changes:
+    """The files' :class:`Changes` since `base` (no rows when fabric.json did not only gain lines)."""
     items = _fabric_json_came(read, base)
     if items is None:  # the whole files are judged: their rows are not needed
         return Changes(None, {})

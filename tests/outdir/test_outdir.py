@@ -52,6 +52,22 @@ def test_failed_compile_leaves_previous_outdir_intact(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"], "no partial temp dir may remain"
 
 
+def test_failed_compile_leaves_no_renderer_beside_it(tmp_path, monkeypatch):
+    """On a big fabric the graph-only files render in a forked process: a renderer bug in
+    this one stops that one too (it would wait on its full pipe for ever)."""
+    import multiprocessing
+
+    def broken(fab, progress):
+        raise RuntimeError("renderer bug")
+
+    monkeypatch.setattr(compiler, "BESIDE_MIN_SWITCHES", 0)
+    monkeypatch.setenv("RAILONLY_JOBS", "2")
+    monkeypatch.setattr(compiler, "PRODUCERS", [("broken", broken)] + compiler.PRODUCERS)
+    with pytest.raises(RuntimeError):
+        main(["compile", str(REPO / "labs" / "dgx-h100-1k.yml"), "-o", str(tmp_path / "o"), "-q"])
+    assert multiprocessing.active_children() == []
+
+
 def test_recompile_replaces_outdir_whole(tmp_path):
     """The OUTDIR holds only what the compiler wrote: a lab's records live in its run
     directory (/run/railonly/<lab>), so nothing of an old `.lab/` is carried over."""
