@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, NETBOX_INTERFACES_CSV, SLICE_DIR
+from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, SLICE_DIR
 from . import parallel
 from .cost import bom
 from .cost.inventory import from_fabric
@@ -63,8 +63,9 @@ PRODUCERS: list[tuple[str, Producer]] = [
     ("cabling plan", _cabling),
     ("bill of materials", bom.produce),
     ("fabric docs", docs.produce),
+    ("NetBox devices and cables", netbox.produce_from_graph),
     ("switch configs", configs.switch_configs),
-    ("NetBox cables", netbox.produce),  # after the switches: their interface rows come with their configs
+    ("NetBox interfaces", netbox.produce_interfaces),  # after the switches: their rows come with their configs
     ("host configs", configs.host_configs),
     ("containerlab topology", produce_lab),  # a lab slice reruns the other producers
 ]
@@ -157,8 +158,8 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
     beside = None
     if len(fab.switches) >= BESIDE_MIN_SWITCHES and parallel.jobs() > 1:
         beside = parallel.Background(_render_beside, fab)
-        progress.step("rendering fabric.json, cabling plan, bill of materials, fabric docs, NetBox devices and "
-                      "cables (beside the switch configs)")
+        progress.step("rendering " + ", ".join(label for label, p in PRODUCERS if p in BESIDE_UNITS)
+                      + " (beside the switch configs)")
     try:
         for label, produce in PRODUCERS:
             if beside is not None and produce in BESIDE_UNITS:
@@ -172,9 +173,8 @@ def compile_units(fab: Fabric, progress: Progress | None = None, reuse: dict[str
                 out, more, kept = configs.switch_units(fab, progress, reuse, netbox.switch_interfaces, switch_rows)
                 units.update(more)
                 carried |= kept
-            elif produce is netbox.produce:
-                out = (netbox.produce(fab, progress, switch_rows) if beside is None
-                       else {NETBOX_INTERFACES_CSV: netbox.render_interfaces(fab, switch_rows)})
+            elif produce is netbox.produce_interfaces:
+                out = netbox.produce_interfaces(fab, progress, switch_rows)
             elif reuse is not None and produce in UNIT_PRODUCERS:
                 out, more, kept = UNIT_PRODUCERS[produce](fab, progress, reuse)
                 units.update(more)

@@ -75,7 +75,7 @@ def switch_view(fab: Fabric, sw: Node) -> SwitchView:
     own = sw.ports
     ports = []
     neighbors = []
-    for i, name in enumerate(_port_names(fab, sw)):
+    for i, name in enumerate(port_names(fab, sw.tier, sw.platform)):
         ep = own.get(name)
         if ep is None:
             ports.append(Port(i, name))
@@ -93,16 +93,6 @@ def switch_view(fab: Fabric, sw: Node) -> SwitchView:
         view.maximum_paths = ecmp_width(neighbors)
         view.max_prefix = routing.max_prefix(_domain_prefixes(fab, sw))
     return view
-
-
-def _port_names(fab: Fabric, sw: Node) -> list[str]:
-    """Every port name of a switch of this tier and platform, in order: the same list
-    for thousands of switches, named once per fabric (and per forked worker)."""
-    cache = fab.__dict__.setdefault("_port_names", {})
-    names = cache.get((sw.tier, sw.platform))
-    if names is None:
-        names = cache[(sw.tier, sw.platform)] = port_names(fab.design, sw.tier, sw.platform)
-    return names
 
 
 def ecmp_width(neighbors: list[Neighbor]) -> int:

@@ -82,7 +82,6 @@ class _Builder:
         self.switch_count: dict[tuple[int | None, int], int] = {}  # (block, tier) -> switches so far
         self.asn_overflow = False
         self.asn_groups: dict[tuple, int] = {}  # (block, group) -> the group's shared ASN (rfc7938)
-        self.port_names: dict[tuple[int, str | None], list[str]] = {}  # (tier, platform) -> names by index
 
     # -- nodes -------------------------------------------------------------
     def add(self, node: Node) -> Node:
@@ -116,9 +115,7 @@ class _Builder:
         return self.add(sw)
 
     def port(self, sw: Node, index: int, ip_addr: str | None = None) -> Endpoint:
-        names = self.port_names.get((sw.tier, sw.platform))
-        if names is None:  # the same list for thousands of switches: named once per tier and platform
-            names = self.port_names[(sw.tier, sw.platform)] = port_names(self.d, sw.tier, sw.platform)
+        names = port_names(self.fab, sw.tier, sw.platform)
         name = names[index] if index < len(names) else fabric_port(self.d, sw.tier, sw.platform, index)
         ep = Endpoint(sw.name, name, ip_addr, index)
         if ep.port in sw.ports:

@@ -127,9 +127,14 @@ def switch_interfaces(fab: Fabric, sw, view) -> str:
 def produce(fab: Fabric, progress, switch_rows: "dict[str, str] | None" = None) -> dict[str, str]:
     """The three files; `switch_rows`: each switch's interface rows (switch_interfaces),
     made by the compiler beside its configs, where the switch's view is at hand."""
-    return {**produce_from_graph(fab, progress), NETBOX_INTERFACES_CSV: render_interfaces(fab, switch_rows)}
+    return {**produce_from_graph(fab, progress), **produce_interfaces(fab, progress, switch_rows)}
 
 
 def produce_from_graph(fab: Fabric, progress) -> dict[str, str]:
     """The two files that need nothing but the graph (devices, cables)."""
     return {NETBOX_DEVICES_CSV: render_devices(fab), NETBOX_CABLES_CSV: render_cables(fab)}
+
+
+def produce_interfaces(fab: Fabric, progress, switch_rows: "dict[str, str] | None" = None) -> dict[str, str]:
+    """The interfaces file (`switch_rows` as for :func:`produce`)."""
+    return {NETBOX_INTERFACES_CSV: render_interfaces(fab, switch_rows)}

@@ -31,9 +31,16 @@ def fabric_port(design, tier: int, platform: str, index: int) -> str:
     return model.port_name(design.breakout, platform, index)
 
 
-def port_names(design, tier: int, platform: str) -> list[str]:
-    """Every port name of a tier-`tier` switch of `platform`, by index (its radix of them)."""
-    return [fabric_port(design, tier, platform, i) for i in range(design.radix)]
+def port_names(fab, tier: int, platform: str) -> list[str]:
+    """Every port name of a tier-`tier` switch of `platform`, by index (its radix of them): the
+    same list for thousands of switches, named once per fabric graph (`fab`, kept on it, so
+    the build and the switch views in forked workers share it)."""
+    cache = fab.__dict__.setdefault("_port_names", {})
+    names = cache.get((tier, platform))
+    if names is None:
+        d = fab.design
+        names = cache[(tier, platform)] = [fabric_port(d, tier, platform, i) for i in range(d.radix)]
+    return names
 
 
 GPU_RAIL_PORT = "eth1"  # the GPU's NIC (eth0 is containerlab's management port)
