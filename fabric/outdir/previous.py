@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 
@@ -30,6 +31,8 @@ from ..input.jsonsource import load_json_file
 from ..version import __version__
 
 FORMAT = 2  # 2: the inputs' digest, the self-check flag and MANIFEST.json recorded
+SPARE_SUFFIX, OWNER_SUFFIX = ".tree", ".owner"  # a spare tree, and the file naming its OUTDIR
+PATH_MAX = 4096
 RECORD_MAX_BYTES = 256 << 20
 
 
@@ -49,9 +52,57 @@ def cache_root() -> str:
     return os.path.join(base, "railonly")
 
 
+def _key(outdir_real: str) -> str:
+    return hashlib.sha256(outdir_real.encode()).hexdigest()[:40]
+
+
 def record_path(outdir_real: str) -> str:
-    key = hashlib.sha256(outdir_real.encode()).hexdigest()[:40]
-    return os.path.join(cache_root(), "compile", f"{key}.json")
+    return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}.json")
+
+
+def spare_path(outdir_real: str) -> str:
+    """Where the tree an incremental compile swapped out of `outdir_real` is kept: the
+    next compile's stage starts from it (writer.stage's `spare`). Its files are hard links
+    of OUTDIR's unchanged ones (no bytes), plus the replaced versions of the changed ones."""
+    return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}{SPARE_SUFFIX}")
+
+
+def remove_tree(path: str) -> None:
+    """Remove a tree railonly kept (a spare), never following a link; a link is unlinked."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def note_spare(outdir_real: str) -> None:
+    """Say whose spare sits at spare_path(outdir_real), and remove every other spare whose
+    OUTDIR is gone: its hard links would keep a deleted OUTDIR's bytes on disk."""
+    folder = os.path.join(cache_root(), "compile")
+    try:
+        with open(spare_path(outdir_real) + OWNER_SUFFIX, "w") as fh:
+            fh.write(outdir_real)
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(SPARE_SUFFIX):
+            continue
+        spare = os.path.join(folder, name)
+        try:
+            with open(spare + OWNER_SUFFIX) as fh:
+                owner = fh.read(PATH_MAX)
+        except OSError:
+            owner = ""  # no owner said: left by a compile killed after the swap
+        if not owner or not os.path.isdir(owner):
+            remove_tree(spare)
+            try:
+                os.unlink(spare + OWNER_SUFFIX)
+            except OSError:
+                pass
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
@@ -111,6 +162,10 @@ class Previous:
         now, then = _stat_key(st), self._stats[path]
         return now[:4] + now[5:6] == then[:4] + then[5:6]
 
+    def inode(self, path: str) -> int:
+        """The inode of an intact file: a hard link of it holds the recorded bytes."""
+        return self._stats[path][1]
+
     def read(self, path: str) -> bytes:
         """A carried file's bytes, from the previous OUTDIR, checked again (stat and sha256)."""
         full = os.path.join(self.outdir, path)
@@ -161,7 +216,7 @@ def load(outdir: str) -> Previous | None:
                 now = _stat_key(os.lstat(os.path.join(outdir, path)))
             except OSError:
                 continue
-            if now == key and stat.S_ISREG(now[3]) and now[4] == 1:
+            if now == key and stat.S_ISREG(now[3]):
                 sha[path], stats[path] = str(digest), now
         intact = {str(u): (str(d), list(paths)) for u, (d, paths) in doc["units"].items()
                   if isinstance(paths, list) and all(p in sha for p in paths)}
@@ -204,4 +259,5 @@ def forget(outdir: str) -> None:
         pass
 
 
-__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "record_path", "save"]
+__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_spare", "record_path", "remove_tree",
+           "save", "spare_path"]

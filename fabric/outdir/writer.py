@@ -17,10 +17,12 @@ its parents, ``/``, a file, a path under a file and a directory holding the
 design being compiled are always refused. A symlinked OUTDIR is resolved once,
 on purpose, and the command says so; the swap happens at its target.
 
-The previous tree, swapped out to the staging name, is removed before the command
-returns; for a big OUTDIR only its files are (cheap, and it settles the link counts
-of files hard-linked into the new tree), and its thousands of folders go in a
-detached process that keeps the staging lock until they are gone.
+The previous tree, swapped out to the staging name, is kept as the spare in railonly's
+cache when the caller asks (the next stage starts from it: :func:`stage`'s `spare`).
+Otherwise it is removed before the command returns; for a big OUTDIR only its files
+are (cheap, and it settles the link counts of files hard-linked into the new tree),
+and its thousands of folders go in a detached process that keeps the staging lock
+until they are gone.
 
 Staging directories are named ``.railonly-stage-<outdir>-XXXX`` and hold a
 marker file that the writing process keeps flock'ed; the next write into the
@@ -45,13 +47,13 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..outdir_layout import MANIFEST
 from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
-from .previous import Previous
+from .previous import Previous, remove_tree
 
 GENERATOR = "railonly"  # MANIFEST.json "generator" is "railonly <version>": the marker of our OUTDIRs
 _GENERATOR_RE = re.compile(r"railonly( [^\s]{1,40})?")
@@ -298,17 +300,22 @@ def _link_files(root: str, paths: list[str], previous: "Previous", threads: int 
         _write_files(root, [(p, previous.read(p)) for p in refused])
 
 
-def _make_dirs(root: str, leaves: "set[str]") -> None:
-    """Every folder holding a file, and its parents, 0755 whatever the umask: one mkdir
-    each, parents first (thousands of them in a big OUTDIR), a chmod only where the
-    umask took bits away."""
-    every = set()
-    for d in leaves:
+def _folders(paths: "Iterable[str]") -> set[str]:
+    """Every folder holding one of `paths`, and its parents ('' for the top left out)."""
+    every: set[str] = set()
+    for path in paths:
+        d = os.path.dirname(path)
         while d and d not in every:
             every.add(d)
             d = os.path.dirname(d)
+    return every
+
+
+def _make_dirs(root: str, folders: "set[str]") -> None:
+    """The `folders` below `root`, 0755 whatever the umask: one mkdir each, parents
+    first (thousands of them in a big OUTDIR), a chmod only where the umask took bits away."""
     fix_mode = (DIR_MODE & ~_umask()) != DIR_MODE
-    for d in sorted(every):  # a parent sorts before its children
+    for d in sorted(folders):  # a parent sorts before its children
         full = os.path.join(root, d)
         os.mkdir(full, DIR_MODE)
         if fix_mode:
@@ -326,15 +333,73 @@ def _safe_relpath(path: str) -> bool:
     return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
 
+def _take_spare(spare: str, tmp: str) -> bool:
+    """Move `spare` (an earlier tree of this OUTDIR, kept in railonly's cache) onto the
+    empty staging dir `tmp`: one rename. False, and the spare gone, where it cannot move
+    (another mount: EXDEV) or is not a directory of ours; then `tmp` stays empty."""
+    try:
+        st = os.lstat(spare)
+    except OSError:
+        return False
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+        try:
+            os.rename(spare, tmp)  # a directory replaces an empty one
+            return True
+        except OSError:
+            pass
+    remove_tree(spare)
+    return False
+
+
+def _reconcile(root: str, folders: "set[str]", keep: "dict[str, int]") -> tuple[set[str], set[str]]:
+    """Cut the tree at `root` (a spare taken by :func:`_take_spare`) down to what a new
+    stage may hold: the folders among `folders`, and the files of `keep` (path -> inode
+    of the previous OUTDIR's verified file of the same bytes) that it holds as that very
+    inode, a hard link of it. Every other entry goes (a symlink is unlinked, never
+    followed) and every folder kept is 0755 again, so what is left is exactly right
+    whatever the spare went through.
+    Returns (files held, folders held)."""
+    held: set[str] = set()
+    present: set[str] = set()
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    todo = [("", os.open(root, flags))]
+    while todo:
+        rel, fd = todo.pop()
+        try:
+            os.fchmod(fd, DIR_MODE)  # as a made folder would be, whatever was done to it
+            with os.scandir(fd) as listing:
+                entries = list(listing)
+            for e in entries:
+                path = f"{rel}/{e.name}" if rel else e.name
+                if not rel and e.name == STAGE_MARKER:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    if path in folders:
+                        present.add(path)
+                        todo.append((path, os.open(e.name, flags, dir_fd=fd)))
+                    else:
+                        shutil.rmtree(e.name, dir_fd=fd)
+                elif e.is_file(follow_symlinks=False) and keep.get(path) == e.inode():
+                    held.add(path)
+                else:
+                    os.unlink(e.name, dir_fd=fd)
+        finally:
+            os.close(fd)
+    return held, present
+
+
 def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
           carried: "set[str] | frozenset[str]" = frozenset(), previous: "Previous | None" = None,
-          sums: "dict[str, str] | None" = None) -> str:
+          sums: "dict[str, str] | None" = None, spare: "str | None" = None) -> str:
     """Write everything (plus MANIFEST.json) into a staging sibling of OUTDIR
     and return its path; nothing is visible at OUTDIR yet. `carried`: paths kept
     unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
     after a check of their sha256 where a link cannot be made); a rendered file with
-    the bytes the previous compile wrote there is linked the same way. `sums`, if given,
-    is filled with every file's sha256, MANIFEST.json's own included."""
+    the bytes the previous compile wrote there is linked the same way. `spare`: where
+    railonly kept an earlier tree of this OUTDIR (:func:`commit`'s `keep`); when it can
+    be moved in, the stage starts from it and pays only for what differs (its folders
+    stand, and its links to unchanged files are those the stage would make). `sums`,
+    if given, is filled with every file's sha256, MANIFEST.json's own included."""
     target = _target(outdir)
     elsewhere = previous is not None and previous.outdir != target.path
     if elsewhere or (carried and (previous is None or carried & files.keys())):
@@ -349,17 +414,24 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
         target.notes += [f"note: removed {p}, a staging directory left by a killed compile"
                          for p in remove_stale_staging(parent)]
         tmp = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.path.basename(target.path)}-", dir=parent)
+        reused = spare is not None and _take_spare(spare, tmp)
         os.chmod(tmp, DIR_MODE)
         _mark(tmp)
-        _make_dirs(tmp, {os.path.dirname(path) for path in files} | {os.path.dirname(path) for path in carried})
         known = {p: previous.sha[p] for p in carried}
         for path, data in files.items():
             known[path] = hashlib.sha256(data).hexdigest()
         # a rendered file whose bytes the previous compile wrote already is linked, not rewritten
         same = {p for p in files if previous is not None and previous.sha.get(p) == known[p]}
+        folders = _folders(known)
+        held: set[str] = set()
+        if reused:
+            keep = {p: previous.inode(p) for p in carried | same} if previous is not None else {}
+            held, present = _reconcile(tmp, folders, keep)
+            folders -= present
+        _make_dirs(tmp, folders)
         _write_files(tmp, sorted(item for item in files.items() if item[0] not in same))
-        if carried or same:
-            _link_files(tmp, sorted(carried | same), previous)
+        if (carried or same) and len(held) < len(carried) + len(same):
+            _link_files(tmp, sorted((carried | same) - held), previous)
         text = manifest({}, design_sha256, known)
         _write_files(tmp, [(MANIFEST, text)])
         if sums is not None:
@@ -440,10 +512,13 @@ def _hand_off(tmp: str, remove_later: "Callable[[str, int], None]") -> bool:
     return True
 
 
-def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int], None] | None" = None) -> None:
+def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int], None] | None" = None,
+           keep: "str | None" = None) -> None:
     """Swap a staged tree into OUTDIR. The previous tree, swapped out to the staging
-    name, is removed before returning or, given `remove_later` (a big tree: thousands of
-    folders to unlink), by the detached process it starts after the swap (_hand_off)."""
+    name, is moved to `keep` when given (railonly's cache: the next compile's stage
+    starts from it, :func:`stage`'s `spare`); else, or where it cannot move there, it is
+    removed before returning or, given `remove_later` (a big tree: thousands of folders
+    to unlink), by the detached process it starts after the swap (_hand_off)."""
     target = _target(outdir)
     path = target.path
     try:
@@ -455,6 +530,8 @@ def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int],
                 os.rename(path, aside)
                 os.rename(tmp, path)
                 tmp = aside
+            if keep is not None and _keep(tmp, keep):
+                return
             try:
                 _mark(tmp)  # now holds the previous OUTDIR: recognisably ours while it is removed
             except OSError:
@@ -469,6 +546,17 @@ def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int],
     except BaseException:
         discard(tmp)
         raise
+
+
+def _keep(tree: str, keep: str) -> bool:
+    """Move the swapped-out `tree` to `keep`; False where it cannot go (another mount,
+    or a spare already there that a concurrent compile left)."""
+    try:
+        os.makedirs(os.path.dirname(keep), mode=0o700, exist_ok=True)
+        os.rename(tree, keep)
+    except OSError:
+        return False
+    return True
 
 
 def write_outdir(outdir: "str | Target", files: dict[str, bytes], design_sha256: str) -> Target:

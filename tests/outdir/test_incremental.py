@@ -189,13 +189,15 @@ def test_full_flag_and_unwritable_cache(tmp_path, capsys, monkeypatch):
 
 
 def test_old_tree_removed_after_the_swap_stays_ours_until_gone(tmp_path, capsys, monkeypatch):
-    """A big OUTDIR's old folders are removed by a detached process after the swap: the
-    skeleton keeps its writer's lock (no other compile takes it for a dead one's), the
-    record written before is still good (every file carried next time), and it goes."""
+    """A big OUTDIR's old folders, when they cannot be kept as the spare, are removed by a
+    detached process after the swap: the skeleton keeps its writer's lock (no other compile
+    takes it for a dead one's), the record written before is still good (every file carried
+    next time), and it goes."""
     from railonly.cli.commands import compile as compile_command
     from railonly.fabric.outdir import writer
 
     monkeypatch.setattr(writer, "BACKGROUND_REMOVAL_FILES", 0)
+    monkeypatch.setattr(writer, "_keep", lambda tree, keep: False)  # e.g. the cache on another mount
     out = tmp_path / "o"
     compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
     compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")

@@ -68,8 +68,13 @@ def _compile(args) -> int:
         sums: dict[str, str] = {}
         # the self-check covers the switches rendered now only when the previous compile's
         # judged the others (after a --no-check compile, it judges all of them)
+        # the tree swapped out is kept in railonly's cache as the next compile's starting point
+        spare = None if args.full else prev.spare_path(target.path)
+        if spare:
+            prev.note_spare(target.path)
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
-                                 only=out.changed_switches if last and last.checked else None, sums=sums)
+                                 only=out.changed_switches if last and last.checked else None, sums=sums,
+                                 spare=spare)
         if not failed:
             prev.save(target.path, out.units, sums, inputs, checked=not args.no_check)
     for note in target.notes:
@@ -93,13 +98,14 @@ def _compile(args) -> int:
 
 
 def check_and_write(outdir, files, design_sha256: str, check: bool = True, previous=None,
-                    only: "set[str] | None" = None, sums: "dict | None" = None) -> list:
+                    only: "set[str] | None" = None, sums: "dict | None" = None, spare: "str | None" = None) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target. `files`:
     {path: bytes}, or a compiler.Tree whose carried files are linked from
     `previous`; `only`: the switches an incremental self-check covers;
-    `sums` is filled with every file's sha256."""
+    `sums` is filled with every file's sha256; `spare`: where the stage starts
+    from and the swapped-out tree goes (writer.stage, writer.commit)."""
     from railonly import proc
     from railonly.fabric import parallel
     from railonly.fabric.compiler import Tree, check_outputs
@@ -109,7 +115,7 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     base = previous.read_checked if previous is not None and only is not None else None
     checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only, base) if check else None
     try:
-        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums)
+        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums, spare)
     except BaseException:
         if checker:
             checker.cancel()
@@ -122,7 +128,8 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     if failed:
         writer.discard(tmp)
         return failed
-    writer.commit(tmp, outdir, remove_later=_remove_later if len(files) >= writer.BACKGROUND_REMOVAL_FILES else None)
+    writer.commit(tmp, outdir, remove_later=_remove_later if len(files) >= writer.BACKGROUND_REMOVAL_FILES else None,
+                  keep=spare)
     return []
 
 

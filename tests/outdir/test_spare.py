@@ -1,0 +1,121 @@
+"""The spare: the tree an incremental compile swaps out is kept in railonly's cache, and
+the next compile's stage starts from it. Whatever happened to it since, the OUTDIR
+written is byte for byte a full compile's, and nothing outside the spare is touched."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from railonly.fabric.outdir import previous, writer
+
+from .test_incremental import GROWN, _tamper, cache, compile_, inodes, same_as_full  # noqa: F401 (fixture)
+
+
+def spare_of(out) -> str:
+    return previous.spare_path(os.path.realpath(out))
+
+
+def lineage(tmp_path, out, *counts: int) -> None:
+    for count in counts:
+        compile_(tmp_path, GROWN.format(count=count, extra=""), out, "-q")
+
+
+def test_growth_in_a_lineage_starts_from_the_spare(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 7, 8)
+    spare = spare_of(out)
+    assert os.path.isdir(spare), "the tree swapped out was not kept"
+    made: list[set[str]] = []  # each stage's folders made, the incremental compile's first
+    make_dirs = writer._make_dirs
+    monkeypatch.setattr(writer, "_make_dirs", lambda root, folders: (made.append(set(folders)), make_dirs(root, folders)))
+    before = inodes(out)
+    said = same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert "unchanged since the last compile, kept" in said
+    assert "hosts/hb8" in made[0] and "hosts/hb0" not in made[0], "folders the spare had were made again"
+    assert inodes(out)["hosts/hb0/netplan.yaml"] == before["hosts/hb0/netplan.yaml"]
+    assert os.path.isdir(spare)
+    assert os.stat(out / "hosts" / "hb0" / "netplan.yaml").st_nlink == 2  # one in OUTDIR, one in the spare
+
+
+def test_whatever_the_spare_went_through_the_outdir_is_a_full_compiles(tmp_path, capsys):
+    """A stray file and folder, a folder replaced by a link to someone else's folder, a file
+    replaced with other bytes, and an OUTDIR file edited in place (the spare holds the same
+    inode): the stage drops or replaces each, never follows the link."""
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 7, 8)
+    spare = spare_of(out)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "netplan.yaml").write_text("not railonly's\n")
+    (victim / "keep.txt").write_text("not railonly's either\n")
+    with open(os.path.join(spare, "stray.txt"), "w") as fh:
+        fh.write("planted\n")
+    os.makedirs(os.path.join(spare, "configs", "planted", "deep"))
+    hb1 = os.path.join(spare, "hosts", "hb1")
+    for name in os.listdir(hb1):
+        os.unlink(os.path.join(hb1, name))
+    os.rmdir(hb1)
+    os.symlink(victim, hb1)
+    replaced = os.path.join(spare, "hosts", "hb2", "netplan.yaml")
+    os.unlink(replaced)
+    with open(replaced, "w") as fh:
+        fh.write("other bytes\n")
+    _tamper(out / "hosts" / "hb3" / "netplan.yaml")
+    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert sorted(os.listdir(victim)) == ["keep.txt", "netplan.yaml"]
+    assert (victim / "netplan.yaml").read_text() == "not railonly's\n"
+
+
+def test_a_spare_that_is_a_link_is_dropped_never_followed(tmp_path, capsys):
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 7, 8)
+    spare = spare_of(out)
+    previous.remove_tree(spare)
+    victim = tmp_path / "victim"
+    (victim / "hosts").mkdir(parents=True)
+    (victim / "hosts" / "data").write_text("mine\n")
+    os.symlink(victim, spare)
+    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert (victim / "hosts" / "data").read_text() == "mine\n"
+    assert os.path.isdir(spare) and not os.path.islink(spare)  # the new spare, a real folder
+
+
+def test_a_spare_that_cannot_move_in_is_removed_and_the_stage_starts_empty(tmp_path, capsys, monkeypatch):
+    """The cache on another mount than OUTDIR: the rename fails with EXDEV."""
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 7, 8)
+    spare = spare_of(out)
+    rename = os.rename
+
+    def cross_device(src, dst, *a, **k):
+        if src == spare or dst == spare:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return rename(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert not os.path.lexists(spare)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
+
+
+def test_the_spare_of_a_deleted_outdir_goes_and_full_keeps_none(tmp_path, capsys):
+    gone, other = tmp_path / "gone", tmp_path / "other"
+    lineage(tmp_path, gone, 7, 8)
+    assert os.path.isdir(spare_of(gone))
+    writer.discard(str(gone))
+    lineage(tmp_path, other, 7)
+    compile_(tmp_path, GROWN.format(count=8, extra=""), other, "-q", "--full")
+    assert not os.path.lexists(spare_of(gone)), "a deleted OUTDIR's bytes are kept alive by its spare"
+    assert not os.path.lexists(spare_of(other)), "--full kept the tree it swapped out"
+    lineage(tmp_path, other, 9)
+    assert os.path.isdir(spare_of(other))
+
+
+@pytest.mark.parametrize("count", [9, 7])  # grow, then shrink back: folders come and go
+def test_up_and_down_a_lineage(count, tmp_path, capsys):
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 8, count, 8)
+    same_as_full(tmp_path, out, GROWN.format(count=count, extra=""), capsys)
