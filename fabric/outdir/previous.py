@@ -60,11 +60,19 @@ def record_path(outdir_real: str) -> str:
     return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}.json")
 
 
-def spare_path(outdir_real: str) -> str:
+def spare_path(outdir_real: str) -> str | None:
     """Where the tree an incremental compile swapped out of `outdir_real` is kept: the
     next compile's stage starts from it (writer.stage's `spare`). Its files are hard links
-    of OUTDIR's unchanged ones (no bytes), plus the replaced versions of the changed ones."""
-    return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}{SPARE_SUFFIX}")
+    of OUTDIR's unchanged ones (no bytes), plus the replaced versions of the changed ones.
+    None when the cache lies inside OUTDIR: a spare kept there would be a stray folder in it."""
+    cache = os.path.realpath(cache_root())
+    if _inside(cache, outdir_real):
+        return None
+    return os.path.join(cache, "compile", f"{_key(outdir_real)}{SPARE_SUFFIX}")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return (path.rstrip("/") + "/").startswith(folder.rstrip("/") + "/")
 
 
 def remove_tree(path: str) -> None:
@@ -81,9 +89,12 @@ def remove_tree(path: str) -> None:
 def note_spare(outdir_real: str) -> None:
     """Say whose spare sits at spare_path(outdir_real), and remove every other spare whose
     OUTDIR is gone: its hard links would keep a deleted OUTDIR's bytes on disk."""
-    folder = os.path.join(cache_root(), "compile")
+    folder = os.path.join(os.path.realpath(cache_root()), "compile")
     try:
-        with open(spare_path(outdir_real) + OWNER_SUFFIX, "w") as fh:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        owner = os.path.join(folder, f"{_key(outdir_real)}{SPARE_SUFFIX}{OWNER_SUFFIX}")
+        fd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as fh:
             fh.write(outdir_real)
         names = os.listdir(folder)
     except OSError:
@@ -93,9 +104,9 @@ def note_spare(outdir_real: str) -> None:
             continue
         spare = os.path.join(folder, name)
         try:
-            with open(spare + OWNER_SUFFIX) as fh:
+            with os.fdopen(os.open(spare + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as fh:
                 owner = fh.read(PATH_MAX)
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             owner = ""  # no owner said: left by a compile killed after the swap
         if not owner or not os.path.isdir(owner):
             remove_tree(spare)
@@ -196,7 +207,10 @@ class Previous:
 
 
 def load(outdir: str) -> Previous | None:
-    """The previous compile into `outdir` (a realpath), or None when there is none to trust."""
+    """The previous compile into `outdir` (a realpath), or None when there is none to trust
+    (a record inside OUTDIR, where a cache inside it would put one, is never read)."""
+    if _inside(os.path.realpath(cache_root()), outdir):
+        return None
     doc = load_json_file(record_path(outdir), RECORD_MAX_BYTES, owner_uid=os.geteuid())
     if doc is None:
         return None
@@ -230,7 +244,10 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
          checked: bool = False) -> None:
     """Record what railonly just wrote into `outdir` (a realpath; called after the swap):
     `sha` every file's, `inputs` the compile's configs.inputs_key, `checked` whether its
-    self-check ran. Best effort: without a writable cache the next compile is a full one."""
+    self-check ran. Best effort: without a writable cache the next compile is a full one,
+    and so it is with a cache inside OUTDIR (a record there would be a stray file in it)."""
+    if _inside(os.path.realpath(cache_root()), outdir):
+        return
     try:
         top = os.lstat(outdir)
         files = {path: [digest, _stat_key(os.lstat(os.path.join(outdir, path)))] for path, digest in sha.items()}

@@ -119,3 +119,13 @@ def test_up_and_down_a_lineage(count, tmp_path, capsys):
     out = tmp_path / "o"
     lineage(tmp_path, out, 8, count, 8)
     same_as_full(tmp_path, out, GROWN.format(count=count, extra=""), capsys)
+
+
+def test_no_spare_or_record_is_kept_when_the_cache_lies_inside_outdir(tmp_path, capsys, monkeypatch):
+    """A cache inside OUTDIR: the swapped-out tree and the record would land in the new
+    OUTDIR as a stray folder; each compile is a full one instead."""
+    out = tmp_path / "o"
+    monkeypatch.setenv("RAILONLY_CACHE_DIR", str(out / "cache"))
+    lineage(tmp_path, out, 7, 8, 9)
+    assert not (out / "cache").exists()
+    assert previous.spare_path(os.path.realpath(out)) is None
