@@ -415,6 +415,8 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
                          for p in remove_stale_staging(parent)]
         tmp = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.path.basename(target.path)}-", dir=parent)
         reused = spare is not None and _take_spare(spare, tmp)
+        if reused:
+            remove_tree(os.path.join(tmp, STAGE_MARKER))  # ours to make: whatever stands there goes
         os.chmod(tmp, DIR_MODE)
         _mark(tmp)
         known = {p: previous.sha[p] for p in carried}

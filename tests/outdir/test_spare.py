@@ -41,9 +41,10 @@ def test_growth_in_a_lineage_starts_from_the_spare(tmp_path, capsys, monkeypatch
 
 
 def test_whatever_the_spare_went_through_the_outdir_is_a_full_compiles(tmp_path, capsys):
-    """A stray file and folder, a folder replaced by a link to someone else's folder, a file
-    replaced with other bytes, and an OUTDIR file edited in place (the spare holds the same
-    inode): the stage drops or replaces each, never follows the link."""
+    """A stray file and folder, a folder replaced by a link to someone else's folder, the
+    staging lock file's name taken by a link, a file replaced with other bytes, and an
+    OUTDIR file edited in place (the spare holds the same inode): the stage drops or
+    replaces each, never follows a link."""
     out = tmp_path / "o"
     lineage(tmp_path, out, 7, 8)
     spare = spare_of(out)
@@ -53,6 +54,7 @@ def test_whatever_the_spare_went_through_the_outdir_is_a_full_compiles(tmp_path,
     (victim / "keep.txt").write_text("not railonly's either\n")
     with open(os.path.join(spare, "stray.txt"), "w") as fh:
         fh.write("planted\n")
+    os.symlink(victim / "keep.txt", os.path.join(spare, writer.STAGE_MARKER))  # the stage's lock file, as a link
     os.makedirs(os.path.join(spare, "configs", "planted", "deep"))
     hb1 = os.path.join(spare, "hosts", "hb1")
     for name in os.listdir(hb1):
