@@ -66,12 +66,12 @@ def _compile(args) -> int:
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
-        # the self-check covers the switches rendered now only when the previous compile's
-        # judged the others (after a --no-check compile, it judges all of them)
         # the tree swapped out is kept in railonly's cache as the next compile's starting point
         spare = None if args.full else prev.spare_path(target.path)
         if spare:
             prev.note_spare(target.path)
+        # the self-check covers the switches rendered now only when the previous compile's
+        # judged the others (after a --no-check compile, it judges all of them)
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
                                  only=out.changed_switches if last and last.checked else None, sums=sums,
                                  spare=spare)
