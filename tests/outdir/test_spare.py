@@ -103,6 +103,24 @@ def test_a_spare_that_cannot_move_in_is_removed_and_the_stage_starts_empty(tmp_p
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
 
 
+def test_full_takes_the_spares_folders_and_keeps_none(tmp_path, capsys, monkeypatch):
+    """--full after a lineage: every file written anew, the spare's folders used, its files
+    (links of the replaced tree) gone, and no spare kept: none of the old bytes stay on disk."""
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 7, 8)
+    made: list[set[str]] = []
+    make_dirs = writer._make_dirs
+    monkeypatch.setattr(writer, "_make_dirs", lambda root, folders: (made.append(set(folders)), make_dirs(root, folders)))
+    before = inodes(out)
+    compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q", "--full")
+    assert "hosts/hb0" not in made[0] and "hosts/hb8" in made[0]
+    after = inodes(out)
+    assert all(before[p] != after[p] for p in before.keys() & after.keys()), "--full linked a file"
+    assert not os.path.lexists(spare_of(out))
+    assert {os.stat(out / p).st_nlink for p in after} == {1}
+    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+
+
 def test_the_spare_of_a_deleted_outdir_goes_and_full_keeps_none(tmp_path, capsys):
     gone, other = tmp_path / "gone", tmp_path / "other"
     lineage(tmp_path, gone, 7, 8)

@@ -66,15 +66,17 @@ def _compile(args) -> int:
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
-        # the tree swapped out is kept in railonly's cache as the next compile's starting point
-        spare = None if args.full else prev.spare_path(target.path)
+        # The stage starts from the spare, the tree swapped out last time and kept in railonly's
+        # cache; the tree swapped out now becomes the next one. --full takes the spare's folders
+        # alone (its files go: its links would keep the replaced tree's bytes on disk) and keeps none.
+        spare = prev.spare_path(target.path)
         if spare:
             prev.note_spare(target.path)
         # the self-check covers the switches rendered now only when the previous compile's
         # judged the others (after a --no-check compile, it judges all of them)
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
                                  only=out.changed_switches if last and last.checked else None, sums=sums,
-                                 spare=spare)
+                                 spare=spare, keep=None if args.full else spare)
         if not failed:
             prev.save(target.path, out.units, sums, inputs, checked=not args.no_check)
     for note in target.notes:
@@ -98,14 +100,15 @@ def _compile(args) -> int:
 
 
 def check_and_write(outdir, files, design_sha256: str, check: bool = True, previous=None,
-                    only: "set[str] | None" = None, sums: "dict | None" = None, spare: "str | None" = None) -> list:
+                    only: "set[str] | None" = None, sums: "dict | None" = None, spare: "str | None" = None,
+                    keep: "str | None" = None) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target. `files`:
     {path: bytes}, or a compiler.Tree whose carried files are linked from
     `previous`; `only`: the switches an incremental self-check covers;
     `sums` is filled with every file's sha256; `spare`: where the stage starts
-    from and the swapped-out tree goes (writer.stage, writer.commit)."""
+    from (writer.stage), `keep`: where the swapped-out tree goes (writer.commit)."""
     from railonly import proc
     from railonly.fabric import parallel
     from railonly.fabric.compiler import Tree, check_outputs
@@ -129,7 +132,7 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
         writer.discard(tmp)
         return failed
     writer.commit(tmp, outdir, remove_later=_remove_later if len(files) >= writer.BACKGROUND_REMOVAL_FILES else None,
-                  keep=spare)
+                  keep=keep)
     return []
 
 
