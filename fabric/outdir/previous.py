@@ -241,16 +241,26 @@ def load(outdir: str) -> Previous | None:
 
 
 def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, str], inputs: str = "",
-         checked: bool = False) -> None:
+         checked: bool = False, tree: "tuple[int, int] | None" = None) -> None:
     """Record what railonly just wrote into `outdir` (a realpath; called after the swap):
     `sha` every file's, `inputs` the compile's configs.inputs_key, `checked` whether its
-    self-check ran. Best effort: without a writable cache the next compile is a full one,
-    and so it is with a cache inside OUTDIR (a record there would be a stray file in it)."""
+    self-check ran, `tree` the (device, inode) of the folder it swapped in. Another
+    compile may have swapped its own in since: then no record (its files' stats beside
+    this compile's sha256 would carry wrong bytes next time), and the files are stat'ed
+    through a descriptor of that very folder. Best effort: without a writable cache the
+    next compile is a full one, and so it is with a cache inside OUTDIR (a record there
+    would be a stray file in it)."""
     if _inside(os.path.realpath(cache_root()), outdir):
         return
     try:
-        top = os.lstat(outdir)
-        files = {path: [digest, _stat_key(os.lstat(os.path.join(outdir, path)))] for path, digest in sha.items()}
+        dfd = os.open(outdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            top = os.fstat(dfd)
+            if tree is not None and (top.st_dev, top.st_ino) != tuple(tree):
+                raise FileNotFoundError(outdir)  # replaced by another compile's tree
+            files = {path: [digest, _stat_key(os.lstat(path, dir_fd=dfd))] for path, digest in sha.items()}
+        finally:
+            os.close(dfd)
         doc = {"format": FORMAT, "generator": __version__, "outdir": outdir, "dir": [top.st_dev, top.st_ino],
                "units": {u: [d, paths] for u, (d, paths) in units.items()}, "files": files,
                "inputs": inputs, "checked": checked}

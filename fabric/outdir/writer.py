@@ -515,15 +515,18 @@ def _hand_off(tmp: str, remove_later: "Callable[[str, int], None]") -> bool:
 
 
 def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int], None] | None" = None,
-           keep: "str | None" = None) -> None:
-    """Swap a staged tree into OUTDIR. The previous tree, swapped out to the staging
-    name, is moved to `keep` when given (railonly's cache: the next compile's stage
-    starts from it, :func:`stage`'s `spare`); else, or where it cannot move there, it is
-    removed before returning or, given `remove_later` (a big tree: thousands of folders
-    to unlink), by the detached process it starts after the swap (_hand_off)."""
+           keep: "str | None" = None) -> tuple[int, int]:
+    """Swap a staged tree into OUTDIR; returns its (device, inode). The previous tree,
+    swapped out to the staging name, is moved to `keep` when given (railonly's cache: the
+    next compile's stage starts from it, :func:`stage`'s `spare`); else, or where it
+    cannot move there, it is removed before returning or, given `remove_later` (a big
+    tree: thousands of folders to unlink), by the detached process it starts after the
+    swap (_hand_off)."""
     target = _target(outdir)
     path = target.path
     try:
+        staged = os.lstat(tmp)
+        tree = staged.st_dev, staged.st_ino
         _unmark(tmp, unlink=True)  # the marker must not land in OUTDIR
         if os.path.isdir(path) and not os.path.islink(path):
             if not _exchange(tmp, path):
@@ -533,7 +536,7 @@ def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int],
                 os.rename(tmp, path)
                 tmp = aside
             if keep is not None and _keep(tmp, keep):
-                return
+                return tree
             try:
                 _mark(tmp)  # now holds the previous OUTDIR: recognisably ours while it is removed
             except OSError:
@@ -548,6 +551,7 @@ def commit(tmp: str, outdir: "str | Target", remove_later: "Callable[[str, int],
     except BaseException:
         discard(tmp)
         raise
+    return tree
 
 
 def _keep(tree: str, keep: str) -> bool:

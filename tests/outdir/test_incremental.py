@@ -479,3 +479,24 @@ def test_growth_is_judged_by_the_new_rows_of_the_plant_files(beside, tmp_path, c
     monkeypatch.setattr(plant, "plant", counted)  # what since.py falls back to
     compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
     assert not log.exists()
+
+
+def test_a_tree_another_compile_swapped_in_before_the_record_gets_none(tmp_path, capsys, monkeypatch):
+    """Two compiles onto one OUTDIR: the one that records last may find the other's tree
+    there. Its record would pair the other tree's files with its own sha256s, and the next
+    compile of its design would find them "up to date"; it records nothing instead."""
+    out, theirs = tmp_path / "o", tmp_path / "theirs"
+    compile_(tmp_path, GROWN.format(count=8, extra=""), out, "-q")
+    compile_(tmp_path, GROWN.format(count=9, extra=""), theirs, "-q")
+    save = previous.save
+
+    def swapped_in_first(outdir, *args, **kwargs):
+        os.rename(outdir, tmp_path / "ours")
+        os.rename(theirs, outdir)
+        return save(outdir, *args, **kwargs)
+
+    monkeypatch.setattr(previous, "save", swapped_in_first)
+    compile_(tmp_path, GROWN.format(count=7, extra=""), out, "-q")
+    monkeypatch.setattr(previous, "save", save)
+    said = same_as_full(tmp_path, out, GROWN.format(count=7, extra=""), capsys)
+    assert "up to date" not in said

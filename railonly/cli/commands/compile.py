@@ -74,11 +74,12 @@ def _compile(args) -> int:
             prev.note_spare(target.path)
         # the self-check covers the switches rendered now only when the previous compile's
         # judged the others (after a --no-check compile, it judges all of them)
+        tree: list[int] = []
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
                                  only=out.changed_switches if last and last.checked else None, sums=sums,
-                                 spare=spare, keep=None if args.full else spare)
+                                 spare=spare, keep=None if args.full else spare, tree=tree)
         if not failed:
-            prev.save(target.path, out.units, sums, inputs, checked=not args.no_check)
+            prev.save(target.path, out.units, sums, inputs, checked=not args.no_check, tree=tuple(tree))
     for note in target.notes:
         print(note, file=sys.stderr)
     if failed:
@@ -101,14 +102,15 @@ def _compile(args) -> int:
 
 def check_and_write(outdir, files, design_sha256: str, check: bool = True, previous=None,
                     only: "set[str] | None" = None, sums: "dict | None" = None, spare: "str | None" = None,
-                    keep: "str | None" = None) -> list:
+                    keep: "str | None" = None, tree: "list[int] | None" = None) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target. `files`:
     {path: bytes}, or a compiler.Tree whose carried files are linked from
     `previous`; `only`: the switches an incremental self-check covers;
     `sums` is filled with every file's sha256; `spare`: where the stage starts
-    from (writer.stage), `keep`: where the swapped-out tree goes (writer.commit)."""
+    from (writer.stage), `keep`: where the swapped-out tree goes (writer.commit);
+    `tree` gets the (device, inode) of the folder swapped in."""
     from railonly import proc
     from railonly.fabric import parallel
     from railonly.fabric.compiler import Tree, check_outputs
@@ -131,8 +133,10 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     if failed:
         writer.discard(tmp)
         return failed
-    writer.commit(tmp, outdir, remove_later=_remove_later if len(files) >= writer.BACKGROUND_REMOVAL_FILES else None,
-                  keep=keep)
+    swapped_in = writer.commit(tmp, outdir, keep=keep,
+                               remove_later=_remove_later if len(files) >= writer.BACKGROUND_REMOVAL_FILES else None)
+    if tree is not None:
+        tree[:] = swapped_in
     return []
 
 
