@@ -43,6 +43,7 @@ SHARDS_PER_JOB = 8
 # ~34 ms of CPU to start, and with the memo (frr_memo) a file asks ~18 lines at 32k GPUs.
 FRR_FILES_PER_RUN = 512
 VTYSH_AT_ONCE = 2  # one run's questions are written while another's answers are read
+SPLIT_MIN_FILES = 64  # the pool's last frr.conf files are split over the runs from this many
 
 
 class OutdirError(Exception):
@@ -124,8 +125,16 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
                 frr_owner[path] = name
             if frr:
                 frr_waiting.extend((p, t) for p, (_n, t) in p_frr.items())
-                if frr_waiting and (len(frr_waiting) >= FRR_FILES_PER_RUN or done == shards):
-                    frr_checks.append(vtysh.submit(check_texts, list(frr_waiting), memo))
+                # What vtysh has left when the pool is done is wall time after it (the last
+                # run of 512+ files took ~0.5 s there): the last shards' files go as they
+                # arrive, the very last ones split over both runs. Each file's verdict is
+                # its own whichever run asks (the results are grouped by file below).
+                last = shards - done < parallel.jobs()
+                if frr_waiting and (len(frr_waiting) >= FRR_FILES_PER_RUN or last):
+                    runs = VTYSH_AT_ONCE if done == shards and len(frr_waiting) >= SPLIT_MIN_FILES else 1
+                    for k in range(runs):
+                        if frr_waiting[k::runs]:
+                            frr_checks.append(vtysh.submit(check_texts, frr_waiting[k::runs], memo))
                     frr_waiting.clear()
             progress.step(label, len(switches) * done // shards, len(switches))
 
