@@ -27,10 +27,11 @@ Reading (no symlink is ever followed, no special file opened, sizes bounded)
     directory, a file over the limit, text that is not UTF-8, malformed
     JSON/YAML (or YAML with aliases, deep nesting, NaN...) raise
     :class:`UntrustedFile` (an InputError: exit 2) naming the file.
-``unsafe_entries(outdir, under="") -> list[Problem]``
+``unsafe_entries(outdir, under="", files=None) -> list[Problem]``
     Every symlink and special file below OUTDIR (or below OUTDIR/under, e.g.
     ".lab"), found with lstat only. Empty list: the tree holds only regular
-    files and directories.
+    files and directories. `files` (a dict) receives every regular file found,
+    as :func:`walk` names it: one walk of the tree for validate's checks.
 
 Allow-list checks (pure: text or parsed data in, a list of Problems out)
 ------------------------------------------------------------------------
@@ -70,7 +71,7 @@ an empty list means the file holds only what the compiler emits.
 ``lab_files(reader) -> (fabric_rel, clab_rel)``
     The fabric.json (lab/fabric.json for a lab slice) and the one
     ``<name>.clab.yml`` the lab reads.
-``check_outdir(outdir, run_dir=None, require_lab=True, fabric=None) -> list[Problem]``
+``check_outdir(outdir, run_dir=None, require_lab=True, fabric=None, scanned=False) -> list[Problem]``
     All of the above for every file the lab and push use: the one
     ``<name>.clab.yml`` (`require_lab=False`: may be absent), fabric.json and
     each switch's config_db.json, frr.conf and startup-config, the same again
@@ -312,8 +313,10 @@ def parse_yaml(text: str, file: str, limits: Limits = OUTDIR_YAML_LIMITS):
         raise UntrustedFile(file, f"is not acceptable YAML: {p.message}{more}", "recompile the design", p.line) from None
 
 
-def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
-    """Every symlink and special file below OUTDIR[/under], by lstat only."""
+def unsafe_entries(outdir: str, under: str = "", files: dict[str, str] | None = None) -> list[Problem]:
+    """Every symlink and special file below OUTDIR[/under], by lstat only. `files`: filled
+    with {path relative to OUTDIR: "file"} for every regular file listed, what :func:`walk`
+    says of a tree with no finding (validate walks the tree once, for every check)."""
     root = os.path.realpath(outdir)
     out: list[Problem] = []
     stack = [under.strip("/")] if under else [""]
@@ -359,11 +362,16 @@ def unsafe_entries(outdir: str, under: str = "") -> list[Problem]:
                 stack.append(sub)
                 continue
             if e.is_file(follow_symlinks=False):
+                if files is not None:
+                    files[sub] = "file"
                 continue
             st = e.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 stack.append(sub)
-            elif not stat.S_ISREG(st.st_mode):
+            elif stat.S_ISREG(st.st_mode):
+                if files is not None:
+                    files[sub] = "file"
+            else:
                 what = file_kind(st.st_mode)
                 if stat.S_ISLNK(st.st_mode):
                     try:
@@ -726,14 +734,16 @@ def check_config_db(doc: object, file: str, text: str | None = None) -> list[Pro
 
 
 def check_outdir(outdir: str, run_dir: str | None = None, require_lab: bool = True,
-                 fabric: Fabric | None = None, switch_files: bool = True) -> list[Problem]:
+                 fabric: Fabric | None = None, switch_files: bool = True, scanned: bool = False) -> list[Problem]:
     """Every file the lab (and push) uses, plus the tree scan (see module doc). For validate,
     which reads every switch file anyway: `fabric` is the OUTDIR's own fabric.json as it
     already parsed it (the largest file is not parsed twice), and `switch_files=False` leaves
     that fabric's switch files to it (:func:`check_switch_texts` on the text it read; a lab
-    slice's are still checked here)."""
+    slice's are still checked here); `scanned`: the caller ran :func:`unsafe_entries` over
+    OUTDIR and stopped at any finding (the tree is not walked again; every read below opens
+    each path component with O_NOFOLLOW all the same)."""
     reader = OutdirReader(outdir)
-    out = unsafe_entries(outdir)
+    out = [] if scanned else unsafe_entries(outdir)
     if out:
         return out  # reading further could meet them; name them first
     clab_rel = None

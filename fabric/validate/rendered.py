@@ -110,14 +110,15 @@ def svg_problem(text: str) -> str | None:
     return None
 
 
-def check_inert(outdir: str) -> list[Result]:
+def check_inert(outdir: str, found: dict[str, str] | None = None) -> list[Result]:
     """A failed trust result for each drawing or table railonly writes that holds what
-    could run when a person opens it: a script in topology.svg, a formula cell in a CSV."""
+    could run when a person opens it: a script in topology.svg, a formula cell in a CSV.
+    `found`: the tree as `walk` names it, from the caller's walk (else walked here)."""
     from ..outdir.reader import walk
 
     reader = OutdirReader(outdir)
     out = []
-    for rel, kind in sorted(walk(reader.root).items()):
+    for rel, kind in sorted((walk(reader.root) if found is None else found).items()):
         if kind != "file" or not rel.endswith((".svg", ".csv")):
             continue
         text = reader.read_text(rel)

@@ -43,6 +43,7 @@ SHARDS_PER_JOB = 8
 # ~34 ms of CPU to start, and with the memo (frr_memo) a file asks ~18 lines at 32k GPUs.
 FRR_FILES_PER_RUN = 512
 VTYSH_AT_ONCE = 2  # one run's questions are written while another's answers are read
+SPLIT_MIN_FILES = 64  # the pool's last frr.conf files are split over the runs from this many
 
 
 class OutdirError(Exception):
@@ -124,8 +125,16 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
                 frr_owner[path] = name
             if frr:
                 frr_waiting.extend((p, t) for p, (_n, t) in p_frr.items())
-                if frr_waiting and (len(frr_waiting) >= FRR_FILES_PER_RUN or done == shards):
-                    frr_checks.append(vtysh.submit(check_texts, list(frr_waiting), memo))
+                # What vtysh has left when the pool is done is wall time after it (the last
+                # run of 512+ files took ~0.5 s there): the last shards' files go as they
+                # arrive, the very last ones split over both runs. Each file's verdict is
+                # its own whichever run asks (the results are grouped by file below).
+                last = shards - done < parallel.jobs()
+                if frr_waiting and (len(frr_waiting) >= FRR_FILES_PER_RUN or last):
+                    runs = VTYSH_AT_ONCE if done == shards and len(frr_waiting) >= SPLIT_MIN_FILES else 1
+                    for k in range(runs):
+                        if frr_waiting[k::runs]:
+                            frr_checks.append(vtysh.submit(check_texts, frr_waiting[k::runs], memo))
                     frr_waiting.clear()
             progress.step(label, len(switches) * done // shards, len(switches))
 
@@ -218,7 +227,10 @@ def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | Non
 def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> list[Result]:
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
-    unsafe = outdir_reader.unsafe_entries(outdir)
+    # the one walk of the tree: its safety scan lists the files MANIFEST.json, the inert
+    # check and check_outdir need (each walked it again: 0.1-0.3 s of CPU a walk at 32k GPUs)
+    files: dict[str, str] = {}
+    unsafe = outdir_reader.unsafe_entries(outdir, files=files)
     if unsafe:
         raise InputError(unsafe)
     read = disk_reader(outdir)
@@ -228,14 +240,14 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     # them while this one parses fabric.json and loads the YANG models (one core idle else)
     early = None
     if manifest and parallel.jobs() > 1 and _switch_dirs(outdir) >= BESIDE_MIN_SWITCHES:
-        early = parallel.Background(check_manifest, outdir)
+        early = parallel.Background(check_manifest, outdir, files)
     try:
         fabric = load_fabric(read, outdir)
         # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
         # in a forked process beside it (both cores busy), on a small one in line.
         small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
         side = None if small else parallel.Background(_beside, outdir, fabric, manifest,
-                                                            manifest and early is None)
+                                                            manifest and early is None, files)
         try:
             per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
         except BaseException:
@@ -246,7 +258,7 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
             (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
         if side is None:
             trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(
-                outdir, fabric, manifest, manifest and early is None)
+                outdir, fabric, manifest, manifest and early is None, files)
             plants: list[Result] = []  # already in per_switch
         else:
             trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
@@ -270,18 +282,21 @@ def _switch_dirs(outdir: str) -> int:
         return 0
 
 
-def _beside(outdir: str, fabric: Fabric, manifest: bool, hashes: bool) -> tuple[list[Result], ...]:
+def _beside(outdir: str, fabric: Fabric, manifest: bool, hashes: bool, files: dict[str, str]
+            ) -> tuple[list[Result], ...]:
     """The whole-tree checks and the plant files (run in the forked process)."""
-    return _whole_tree_checks(outdir, fabric, manifest, hashes) + (plant(fabric, disk_reader(outdir)),)
+    return _whole_tree_checks(outdir, fabric, manifest, hashes, files) + (plant(fabric, disk_reader(outdir)),)
 
 
-def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool) -> tuple[list[Result], ...]:
+def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool, files: dict[str, str]
+                       ) -> tuple[list[Result], ...]:
     """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk
-    (`hashes=False`: MANIFEST.json is checked elsewhere, its results here are [])."""
+    (`hashes=False`: MANIFEST.json is checked elsewhere, its results here are []); `files`:
+    the regular files of the tree as its safety scan listed them (which found nothing else)."""
     read = disk_reader(outdir)
     # the design's own switch files are judged in the per-switch pass, from the text it reads
-    trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False),
-                          outdir)
+    trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False,
+                                                     scanned=True), outdir)
     from .rendered import check_clabernetes, check_inert
 
     # The lab files against their published schemas: here, not in compile's self-check,
@@ -289,8 +304,8 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool
     schemas = lab_schemas.check(fabric, read)
     # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
-    return (trust, check_inert(outdir), check_clabernetes(outdir) if manifest else [], schemas,
-            check_manifest(outdir) if hashes else [])
+    return (trust, check_inert(outdir, files), check_clabernetes(outdir) if manifest else [], schemas,
+            check_manifest(outdir, files) if hashes else [])
 
 
 def trust_results(problems: list[Problem], outdir: str) -> list[Result]:

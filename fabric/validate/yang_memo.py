@@ -19,6 +19,9 @@ Two kinds of leaf count in a key only as "fits its type": plain strings that no
 constraint reads, and key leaves typed by patterns alone or plain `string` that
 constraints read at most with `contains()` (the IP prefix of an INTERFACE key). A value that does not fit is keyed as
 itself, so libyang still judges it.
+
+A table with free leaves and no key fits is cut for its readers once per canonical form
+(`_by_canonical`): the cut holds its keys and the leaves read, never a free one.
 """
 
 from __future__ import annotations
@@ -125,6 +128,9 @@ class YangMemo:
         # data in the next document costs a fingerprint, not a walk (`_fingerprint`)
         self._own: dict[tuple[str, bytes], tuple[Reach | None, bytes]] = {}
         self._projected: dict[tuple[str, bytes, frozenset[str]], bytes] = {}
+        # (table, names read) -> whether a projection may be keyed by the table's canonical
+        # digest instead of its text (`_by_canonical`)
+        self._canonical_cut: dict[tuple[str, frozenset[str]], bool] = {}
         self._module_tables: dict[str, list[str]] = {}
         # table -> {text: digest}, the latest few: a table that repeats an earlier switch's
         # text (the QoS tables, the same object when `jsonsource.RepeatedMembers` gave it)
@@ -297,6 +303,22 @@ class YangMemo:
                 pairs.append([key, fields])
         return pairs
 
+    def _by_canonical(self, table: str, names: frozenset[str]) -> bool:
+        """Whether `table`'s projection on `names` is a function of its canonical form (the
+        form `_canonical` keys it by), so one per shape serves every switch of it (PORT,
+        whose descriptions differ, is cut five ways a document). It is when the table has
+        free leaves but no key fits (its canonical then differs from its data only in the
+        free leaves' values; its keys, the order of entries and fields, and every other
+        value are the data's) and none of its free leaves is among the names projected.
+        The caller also needs every entry to be an object: `_projection` dumps anything
+        else whole, free leaves and all."""
+        cut = (table, names)
+        ok = self._canonical_cut.get(cut)
+        if ok is None:
+            free = self.free.get(table)
+            ok = self._canonical_cut[cut] = bool(free) and not self.key_fits.get(table) and not (free.keys() & names)
+        return ok
+
     def keys(self, doc: dict, texts: dict[str, str] | None = None) -> dict[str, bytes] | None:
         """Table -> key, for every table of the document and every absent table of a
         module it has data in (their containers' defaults are judged too). None: some
@@ -319,17 +341,24 @@ class YangMemo:
         prints: dict[str, bytes] = {}
         out: dict[str, bytes] = {}
         fields_of: dict[str, frozenset] = {}
-        for table in names:
+
+        def own_of(table: str) -> tuple[Reach | None, bytes]:
+            """(what the table reads, the digest of its canonical form), by its fingerprint."""
             # an absent table and an empty one fingerprint apart: projections tell them apart
-            fp = prints[table] = fingerprint(table)
-            entries = doc.get(table, {})
+            fp = prints.get(table)
+            if fp is None:
+                fp = prints[table] = fingerprint(table)
             own = self._own.get((table, fp))
             if own is None:
+                entries = doc.get(table, {})
                 canonical = self._canonical(table, entries)
                 own = self._own[(table, fp)] = (self._reach_of(table, entries),
                                                 fp if canonical is entries and table not in texts
                                                 else _fingerprint(canonical))
-            reach, digest = own
+            return own
+
+        for table in names:
+            reach, digest = own_of(table)
             if reach is None:
                 return None
             h = hashlib.blake2b(table.encode(), digest_size=20)
@@ -337,7 +366,14 @@ class YangMemo:
             for other in sorted(reach.tables):
                 if other not in prints:
                     prints[other] = fingerprint(other)
-                cut = (other, prints[other], reach.names)
+                entries = doc.get(other)
+                if (type(entries) is dict and self._by_canonical(other, reach.names)
+                        and _all_of_type(entries.values(), dict)):
+                    # one projection per shape: keyed by the canonical digest (marked apart
+                    # from the text prints), which fixes everything the projection holds
+                    cut = (other, b"\1" + own_of(other)[1], reach.names)
+                else:
+                    cut = (other, prints[other], reach.names)
                 projected = self._projected.get(cut)
                 if projected is None:
                     text = self._projection(doc, other, reach.names, fields_of).encode()

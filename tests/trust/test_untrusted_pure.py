@@ -132,6 +132,23 @@ def test_a_fifo_is_named_fast_not_opened(tmp_path):
     assert bad and "fifo" in bad[0].file and time.perf_counter() - t < 1
 
 
+
+def test_the_safety_scan_lists_the_files_walk_names(tmp_path):
+    """validate walks the tree once: unsafe_entries' listing stands in for walk() (MANIFEST,
+    inert check), so on a tree it finds nothing in, the two must name the same files."""
+    from railonly.fabric.outdir.reader import walk
+
+    d = tmp_path / "t"
+    for rel in ("a.csv", "MANIFEST.json", "configs/s1/config_db.json", "configs/s1/frr.conf",
+                "hosts/h1/nccl.env", ".lab/x", "deep/er/still/f.txt"):
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text("x")
+    (d / "empty").mkdir()
+    files: dict[str, str] = {}
+    assert unsafe_entries(str(d), files=files) == []
+    assert {r: k for r, k in files.items() if r != "MANIFEST.json"} == walk(str(d))
+    assert "MANIFEST.json" in files  # walk() leaves it out; check_manifest does the same with it
+
 # --- a compiled OUTDIR, edited -------------------------------------------------------------
 
 

@@ -374,3 +374,68 @@ def test_table_text_digests_are_bounded_in_characters(routed, monkeypatch):
         doc, texts = parse_json_members(json.dumps(doc), "config_db.json")
         assert memo.keys(doc, texts) == YangMemo(memo.reach, memo.tables).keys(doc, texts)
         assert memo._text_chars <= yang_memo.MAX_TEXT_CHARS
+
+
+def _with_port_descriptions(doc: dict, text: str) -> dict:
+    doc = copy.deepcopy(doc)
+    for entry in doc["PORT"].values():
+        if isinstance(entry, dict) and "description" in entry:
+            entry["description"] = text
+    return doc
+
+
+def test_port_projections_are_made_once_per_shape(routed, monkeypatch):
+    """PORT's projections (what QUEUE, CABLE_LENGTH... read of it) keyed by its canonical
+    form: switches differing only in free leaves (descriptions) share them, and every key
+    is what a fresh memo makes."""
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    made = []
+    real = YangMemo._projection
+    monkeypatch.setattr(YangMemo, "_projection", lambda self, doc, table, *a: made.append(table) or real(self, doc, table, *a))
+    memo.keys(routed)
+    assert "PORT" in made
+    other = _with_port_descriptions(routed, "to another peer")
+    fresh = YangMemo(memo.reach, memo.tables).keys(other)
+    made.clear()
+    assert memo.keys(other) == fresh
+    assert "PORT" not in made
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["PORT"]["Ethernet0"].update(description="x" * 300),  # does not fit: keyed as itself
+    lambda d: d["PORT"]["Ethernet0"].update(mtu="1500"),
+    lambda d: d["PORT"]["Ethernet0"].update(speed=400000),
+    lambda d: d["PORT"].update(EthernetX="not an entry"),  # projected whole, free leaves and all
+    lambda d: d["PORT"].update(Ethernet999={"description": "x"}),
+    lambda d: d["PORT"].pop("Ethernet0"),
+    lambda d: d.update(PORT=dict(reversed(list(d["PORT"].items())))),
+])
+def test_port_projection_keys_are_a_fresh_memo_s(routed, edit):
+    """After a memo saw documents of one shape, each edit of PORT keys as a fresh memo keys
+    it, then the same edit with other descriptions too (a document whose PORT holds a
+    non-object entry projects it whole: its descriptions count there)."""
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    memo.keys(routed)
+    for text in ("first peer", "second peer"):
+        doc = _with_port_descriptions(routed, text)
+        edit(doc)
+        assert memo.keys(doc) == YangMemo(memo.reach, memo.tables).keys(doc)
+
+
+def test_a_projection_that_reads_a_free_leaf_is_keyed_by_its_text(routed):
+    """Models where a reader of PORT names `description` (a free leaf: no qualified name
+    reads it): its projection holds the descriptions, so it cannot be keyed by the
+    canonical form, where they are all 0."""
+    import dataclasses
+
+    reach = dict(load_reach(sonic_yang.YANG_DIR))
+    cable = reach["CABLE_LENGTH"]
+    lists = {name: dataclasses.replace(r, names=r.names | {"description"}) for name, r in cable.lists.items()}
+    reach["CABLE_LENGTH"] = dataclasses.replace(cable, lists=lists)
+    memo = YangMemo(reach, sonic_yang._models().tables)
+    assert "description" in memo.free["PORT"]
+    first = memo.keys(_with_port_descriptions(routed, "first peer"))
+    doc = _with_port_descriptions(routed, "second peer")
+    second = memo.keys(doc)
+    assert second == YangMemo(reach, memo.tables).keys(doc)
+    assert second["CABLE_LENGTH"] != first["CABLE_LENGTH"] and second["PORT"] == first["PORT"]
