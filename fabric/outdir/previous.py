@@ -31,7 +31,7 @@ from ..input.jsonsource import load_json_file
 from ..version import __version__
 
 FORMAT = 2  # 2: the inputs' digest, the self-check flag and MANIFEST.json recorded
-SPARE_SUFFIX, OWNER_SUFFIX = ".tree", ".owner"  # a spare tree, and the file naming its OUTDIR
+SPARE_SUFFIX, OWNER_SUFFIX = ".tree", ".owner"  # a spare tree, and the file naming the key's OUTDIR
 PATH_MAX = 4096
 RECORD_MAX_BYTES = 256 << 20
 
@@ -87,33 +87,36 @@ def remove_tree(path: str) -> None:
 
 
 def note_spare(outdir_real: str) -> None:
-    """Say whose spare sits at spare_path(outdir_real), and remove every other spare whose
-    OUTDIR is gone: its hard links would keep a deleted OUTDIR's bytes on disk."""
+    """Say whose record and spare sit under this OUTDIR's key, and remove every record and
+    spare whose OUTDIR is gone: a spare's hard links would keep a deleted OUTDIR's bytes on
+    disk, and a record at 32k GPUs is a few MB."""
     folder = os.path.join(os.path.realpath(cache_root()), "compile")
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        owner = os.path.join(folder, f"{_key(outdir_real)}{SPARE_SUFFIX}{OWNER_SUFFIX}")
+        owner = os.path.join(folder, f"{_key(outdir_real)}{OWNER_SUFFIX}")
         fd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(outdir_real)
-        names = os.listdir(folder)
+        names = set(os.listdir(folder))
     except OSError:
         return
-    for name in names:
-        if not name.endswith(SPARE_SUFFIX):
+    for name in sorted(names):
+        key, dot, suffix = name.partition(".")
+        if "." + suffix not in (SPARE_SUFFIX, OWNER_SUFFIX):
             continue
-        spare = os.path.join(folder, name)
+        base = os.path.join(folder, key)
         try:
-            with os.fdopen(os.open(spare + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as fh:
-                owner = fh.read(PATH_MAX)
+            with os.fdopen(os.open(base + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as fh:
+                said = fh.read(PATH_MAX)
         except (OSError, UnicodeDecodeError):
-            owner = ""  # no owner said: left by a compile killed after the swap
-        if not owner or not os.path.isdir(owner):
-            remove_tree(spare)
-            try:
-                os.unlink(spare + OWNER_SUFFIX)
-            except OSError:
-                pass
+            said = ""  # a spare whose owner is not said: not one this railonly keeps
+        if not said or not os.path.isdir(said):
+            remove_tree(base + SPARE_SUFFIX)
+            for gone in (base + ".json", base + OWNER_SUFFIX):
+                try:
+                    os.unlink(gone)
+                except OSError:
+                    pass
 
 
 def _stat_key(st: os.stat_result) -> list[int]:

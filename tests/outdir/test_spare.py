@@ -121,7 +121,7 @@ def test_full_takes_the_spares_folders_and_keeps_none(tmp_path, capsys, monkeypa
     same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
 
 
-def test_the_spare_of_a_deleted_outdir_goes_and_full_keeps_none(tmp_path, capsys):
+def test_the_spare_and_record_of_a_deleted_outdir_go_and_full_keeps_none(tmp_path, capsys):
     gone, other = tmp_path / "gone", tmp_path / "other"
     lineage(tmp_path, gone, 7, 8)
     assert os.path.isdir(spare_of(gone))
@@ -129,6 +129,8 @@ def test_the_spare_of_a_deleted_outdir_goes_and_full_keeps_none(tmp_path, capsys
     lineage(tmp_path, other, 7)
     compile_(tmp_path, GROWN.format(count=8, extra=""), other, "-q", "--full")
     assert not os.path.lexists(spare_of(gone)), "a deleted OUTDIR's bytes are kept alive by its spare"
+    assert not os.path.lexists(previous.record_path(os.path.realpath(gone))), "a deleted OUTDIR's record stays"
+    assert os.path.exists(previous.record_path(os.path.realpath(other)))
     assert not os.path.lexists(spare_of(other)), "--full kept the tree it swapped out"
     lineage(tmp_path, other, 9)
     assert os.path.isdir(spare_of(other))
