@@ -31,7 +31,8 @@ from ..input.jsonsource import load_json_file
 from ..version import __version__
 
 FORMAT = 2  # 2: the inputs' digest, the self-check flag and MANIFEST.json recorded
-SPARE_SUFFIX, OWNER_SUFFIX = ".tree", ".owner"  # a spare tree, and the file naming the key's OUTDIR
+# a key's record, spare tree, and the file naming its OUTDIR
+RECORD_SUFFIX, SPARE_SUFFIX, OWNER_SUFFIX = ".json", ".tree", ".owner"
 PATH_MAX = 4096
 RECORD_MAX_BYTES = 256 << 20
 
@@ -57,7 +58,7 @@ def _key(outdir_real: str) -> str:
 
 
 def record_path(outdir_real: str) -> str:
-    return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}.json")
+    return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}{RECORD_SUFFIX}")
 
 
 def spare_path(outdir_real: str) -> str | None:
@@ -93,7 +94,8 @@ def note_spare(outdir_real: str) -> None:
     folder = os.path.join(os.path.realpath(cache_root()), "compile")
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        owner = os.path.join(folder, f"{_key(outdir_real)}{OWNER_SUFFIX}")
+        own = _key(outdir_real)
+        owner = os.path.join(folder, f"{own}{OWNER_SUFFIX}")
         fd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(outdir_real)
@@ -101,18 +103,21 @@ def note_spare(outdir_real: str) -> None:
     except OSError:
         return
     for name in sorted(names):
-        key, dot, suffix = name.partition(".")
-        if "." + suffix not in (SPARE_SUFFIX, OWNER_SUFFIX):
-            continue
+        key, _dot, suffix = name.partition(".")
+        if key in ("", own) or "." + suffix not in (SPARE_SUFFIX, OWNER_SUFFIX, RECORD_SUFFIX):
+            continue  # ".record-*": a record being written; this OUTDIR's own: it may not exist yet
         base = os.path.join(folder, key)
         try:
             with os.fdopen(os.open(base + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as fh:
                 said = fh.read(PATH_MAX)
         except (OSError, UnicodeDecodeError):
-            said = ""  # a spare whose owner is not said: not one this railonly keeps
+            # no owner said: written by a railonly from before owner files (its OUTDIR is not
+            # known without reading the whole record), or its owner file went in a race; the
+            # next compile into that OUTDIR is a full one
+            said = ""
         if not said or not os.path.isdir(said):
             remove_tree(base + SPARE_SUFFIX)
-            for gone in (base + ".json", base + OWNER_SUFFIX):
+            for gone in (base + RECORD_SUFFIX, base + OWNER_SUFFIX):
                 try:
                     os.unlink(gone)
                 except OSError:

@@ -126,7 +126,11 @@ def test_the_spare_and_record_of_a_deleted_outdir_go_and_full_keeps_none(tmp_pat
     lineage(tmp_path, gone, 7, 8)
     assert os.path.isdir(spare_of(gone))
     writer.discard(str(gone))
+    older = os.path.join(os.path.dirname(spare_of(gone)), "0" * 40 + ".json")
+    with open(older, "w") as fh:
+        fh.write("{}")  # a record from a railonly before owner files: whose, unknown
     lineage(tmp_path, other, 7)
+    assert not os.path.lexists(older)
     compile_(tmp_path, GROWN.format(count=8, extra=""), other, "-q", "--full")
     assert not os.path.lexists(spare_of(gone)), "a deleted OUTDIR's bytes are kept alive by its spare"
     assert not os.path.lexists(previous.record_path(os.path.realpath(gone))), "a deleted OUTDIR's record stays"
@@ -134,6 +138,15 @@ def test_the_spare_and_record_of_a_deleted_outdir_go_and_full_keeps_none(tmp_pat
     assert not os.path.lexists(spare_of(other)), "--full kept the tree it swapped out"
     lineage(tmp_path, other, 9)
     assert os.path.isdir(spare_of(other))
+
+
+def test_compiles_into_other_outdirs_leave_a_new_outdirs_record(tmp_path, capsys):
+    """The first compile into a new OUTDIR names its owner before the OUTDIR exists; a
+    compile into another OUTDIR in between must not take that for a gone one."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    lineage(tmp_path, a, 8)
+    lineage(tmp_path, b, 8)
+    assert "unchanged since the last compile, kept" in same_as_full(tmp_path, a, GROWN.format(count=9, extra=""), capsys)
 
 
 @pytest.mark.parametrize("count", [9, 7])  # grow, then shrink back: folders come and go
