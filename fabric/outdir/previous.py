@@ -16,6 +16,11 @@ one of its files matches; anything else is rendered and written again. Bytes
 read from a carried file are checked against the recorded sha256 as well. When
 the inputs are the same and OUTDIR holds exactly the recorded files, nothing
 else, the compile has nothing to do (:meth:`Previous.up_to_date`).
+
+Beside each record (``compile/<key>.json``) sit the spare (``<key>.tree``: the tree
+the last compile swapped out, where the next stage starts; see outdir/writer.py) and
+``<key>.owner``, the OUTDIR's path: a compile removes the record and spare of every
+key whose OUTDIR is gone (:func:`note_owner`).
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ def remove_tree(path: str) -> None:
             pass
 
 
-def note_spare(outdir_real: str) -> None:
+def note_owner(outdir_real: str) -> None:
     """Say whose record and spare sit under this OUTDIR's key, and remove every record and
     spare whose OUTDIR is gone: a spare's hard links would keep a deleted OUTDIR's bytes on
     disk, and a record at 32k GPUs is a few MB."""
@@ -294,5 +299,5 @@ def forget(outdir: str) -> None:
         pass
 
 
-__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_spare", "record_path", "remove_tree",
+__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_owner", "record_path", "remove_tree",
            "save", "spare_path"]
