@@ -62,23 +62,26 @@ def _key(outdir_real: str) -> str:
     return hashlib.sha256(outdir_real.encode()).hexdigest()[:40]
 
 
+def _folder(outdir_real: str) -> str | None:
+    """The cache's folder of records and spares for `outdir_real`; None when the cache
+    lies inside that OUTDIR (a record or spare there would be a stray file in it)."""
+    cache = os.path.realpath(cache_root())
+    if (cache.rstrip("/") + "/").startswith(outdir_real.rstrip("/") + "/"):
+        return None
+    return os.path.join(cache, "compile")
+
+
 def record_path(outdir_real: str) -> str:
-    return os.path.join(cache_root(), "compile", f"{_key(outdir_real)}{RECORD_SUFFIX}")
+    return os.path.join(os.path.realpath(cache_root()), "compile", f"{_key(outdir_real)}{RECORD_SUFFIX}")
 
 
 def spare_path(outdir_real: str) -> str | None:
     """Where the tree an incremental compile swapped out of `outdir_real` is kept: the
     next compile's stage starts from it (writer.stage's `spare`). Its files are hard links
     of OUTDIR's unchanged ones (no bytes), plus the replaced versions of the changed ones.
-    None when the cache lies inside OUTDIR: a spare kept there would be a stray folder in it."""
-    cache = os.path.realpath(cache_root())
-    if _inside(cache, outdir_real):
-        return None
-    return os.path.join(cache, "compile", f"{_key(outdir_real)}{SPARE_SUFFIX}")
-
-
-def _inside(path: str, folder: str) -> bool:
-    return (path.rstrip("/") + "/").startswith(folder.rstrip("/") + "/")
+    None when the cache lies inside OUTDIR (:func:`_folder`)."""
+    folder = _folder(outdir_real)
+    return None if folder is None else os.path.join(folder, f"{_key(outdir_real)}{SPARE_SUFFIX}")
 
 
 def remove_tree(path: str) -> None:
@@ -96,21 +99,24 @@ def note_owner(outdir_real: str) -> None:
     """Say whose record and spare sit under this OUTDIR's key, and remove every record and
     spare whose OUTDIR is gone: a spare's hard links would keep a deleted OUTDIR's bytes on
     disk, and a record at 32k GPUs is a few MB."""
-    folder = os.path.join(os.path.realpath(cache_root()), "compile")
+    folder = _folder(outdir_real)
+    if folder is None:
+        return
+    own = _key(outdir_real)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        own = _key(outdir_real)
-        owner = os.path.join(folder, f"{own}{OWNER_SUFFIX}")
-        fd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(os.path.join(folder, f"{own}{OWNER_SUFFIX}"),
+                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(outdir_real)
-        names = set(os.listdir(folder))
+        names = os.listdir(folder)
     except OSError:
         return
-    for name in sorted(names):
-        key, _dot, suffix = name.partition(".")
-        if key in ("", own) or "." + suffix not in (SPARE_SUFFIX, OWNER_SUFFIX, RECORD_SUFFIX):
-            continue  # ".record-*": a record being written; this OUTDIR's own: it may not exist yet
+    # each key once ("" : ".record-*", a record being written); this OUTDIR's own is left
+    # alone: it may not exist yet
+    keys = {key for key, _dot, suffix in (name.partition(".") for name in names)
+            if key and "." + suffix in (SPARE_SUFFIX, OWNER_SUFFIX, RECORD_SUFFIX)} - {own}
+    for key in sorted(keys):
         base = os.path.join(folder, key)
         try:
             with os.fdopen(os.open(base + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as fh:
@@ -222,7 +228,7 @@ class Previous:
 def load(outdir: str) -> Previous | None:
     """The previous compile into `outdir` (a realpath), or None when there is none to trust
     (a record inside OUTDIR, where a cache inside it would put one, is never read)."""
-    if _inside(os.path.realpath(cache_root()), outdir):
+    if _folder(outdir) is None:
         return None
     doc = load_json_file(record_path(outdir), RECORD_MAX_BYTES, owner_uid=os.geteuid())
     if doc is None:
@@ -263,7 +269,7 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
     through a descriptor of that very folder. Best effort: without a writable cache the
     next compile is a full one, and so it is with a cache inside OUTDIR (a record there
     would be a stray file in it)."""
-    if _inside(os.path.realpath(cache_root()), outdir):
+    if _folder(outdir) is None:
         return
     try:
         dfd = os.open(outdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

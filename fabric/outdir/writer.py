@@ -432,8 +432,9 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
             folders -= present
         _make_dirs(tmp, folders)
         _write_files(tmp, sorted(item for item in files.items() if item[0] not in same))
-        if (carried or same) and len(held) < len(carried) + len(same):
-            _link_files(tmp, sorted((carried | same) - held), previous)
+        unlinked = (carried | same) - held
+        if unlinked:
+            _link_files(tmp, sorted(unlinked), previous)
         text = manifest({}, design_sha256, known)
         _write_files(tmp, [(MANIFEST, text)])
         if sums is not None:

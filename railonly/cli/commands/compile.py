@@ -70,8 +70,7 @@ def _compile(args) -> int:
         # cache; the tree swapped out now becomes the next one. --full takes the spare's folders
         # alone (its files go: its links would keep the replaced tree's bytes on disk) and keeps none.
         spare = prev.spare_path(target.path)
-        if spare:
-            prev.note_owner(target.path)
+        prev.note_owner(target.path)
         # the self-check covers the switches rendered now only when the previous compile's
         # judged the others (after a --no-check compile, it judges all of them)
         tree: list[int] = []
