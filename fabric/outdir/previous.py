@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -56,6 +57,9 @@ def cache_root() -> str:
         return env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "railonly")
+
+
+_KEY = re.compile(r"[0-9a-f]{40}")  # what _key gives
 
 
 def _key(outdir_real: str) -> str:
@@ -112,10 +116,10 @@ def note_owner(outdir_real: str) -> None:
         names = os.listdir(folder)
     except OSError:
         return
-    # each key once ("" : ".record-*", a record being written); this OUTDIR's own is left
-    # alone: it may not exist yet
+    # each key once, only names of the shape railonly gives (a cache folder set to one that
+    # holds other files: they stay); this OUTDIR's own is left alone: it may not exist yet
     keys = {key for key, _dot, suffix in (name.partition(".") for name in names)
-            if key and "." + suffix in (SPARE_SUFFIX, OWNER_SUFFIX, RECORD_SUFFIX)} - {own}
+            if _KEY.fullmatch(key) and "." + suffix in (SPARE_SUFFIX, OWNER_SUFFIX, RECORD_SUFFIX)} - {own}
     for key in sorted(keys):
         base = os.path.join(folder, key)
         try:

@@ -129,8 +129,12 @@ def test_the_spare_and_record_of_a_deleted_outdir_go_and_full_keeps_none(tmp_pat
     older = os.path.join(os.path.dirname(spare_of(gone)), "0" * 40 + ".json")
     with open(older, "w") as fh:
         fh.write("{}")  # a record from a railonly before owner files: whose, unknown
+    theirs = os.path.join(os.path.dirname(spare_of(gone)), "notes.json")
+    with open(theirs, "w") as fh:
+        fh.write("{}")  # not a name railonly gives: a cache folder set to one holding other files
     lineage(tmp_path, other, 7)
     assert not os.path.lexists(older)
+    assert os.path.exists(theirs)
     compile_(tmp_path, GROWN.format(count=8, extra=""), other, "-q", "--full")
     assert not os.path.lexists(spare_of(gone)), "a deleted OUTDIR's bytes are kept alive by its spare"
     assert not os.path.lexists(previous.record_path(os.path.realpath(gone))), "a deleted OUTDIR's record stays"
