@@ -14,6 +14,7 @@ import pytest
 
 from railonly.fabric.validate import sonic_yang
 from railonly.fabric.validate.sonic_yang import validate_config_db
+from railonly.fabric.validate import yang_memo
 from railonly.fabric.validate.yang_memo import YangMemo
 from railonly.fabric.validate.yang_reach import load_reach
 
@@ -439,3 +440,67 @@ def test_a_projection_that_reads_a_free_leaf_is_keyed_by_its_text(routed):
     second = memo.keys(doc)
     assert second == YangMemo(reach, memo.tables).keys(doc)
     assert second["CABLE_LENGTH"] != first["CABLE_LENGTH"] and second["PORT"] == first["PORT"]
+
+
+def _interface_text(routed: dict, text: str) -> tuple[dict, dict]:
+    """The routed document with INTERFACE written as `text`, parsed as validate parses it."""
+    from railonly.fabric.input.jsonsource import parse_json_members
+
+    doc = dict(routed)
+    doc["INTERFACE"] = "@"
+    whole = json.dumps(doc, indent=1).replace('"@"', text)
+    return parse_json_members(whole, "config_db.json")
+
+
+# INTERFACE texts its text rule must leave to the walk (`yang_memo._TextCanonical`): None
+_NOT_PLAIN = [
+    '{"Ethernet16": {}, "Ethernet16|2001:db8::/64": {}}',  # a part of the type's other alternative
+    '{"Ethernet16": {}, "Ethernet16|10.0.0.1/33": {}}',  # a part that does not fit
+    '{"Ethernet16": {"vrf_name": "x|10.0.0.1/31"}, "Ethernet16|10.0.0.0/31": {}}',  # a | in a value
+    '{"Ethernet16": {"x|10.0.0.1/31": "v"}, "Ethernet16|10.0.0.0/31": {}}',  # a | in a field name
+    '{"Ethernet16": {}, "Ethernet16|a|10.0.0.0/31": {}}',  # a key of three parts
+    '{"Ethernet16": {"x": {"y": 1}}, "Ethernet16|10.0.0.0/31": {}}',  # an object below an entry
+    '{"Ethernet16": {"x": ["y"]}, "Ethernet16|10.0.0.0/31": {}}',  # an array
+    '{"\\u0045thernet16": {}, "Ethernet16|10.0.0.0/31": {}}',  # an escape
+    '{"Ethernet16": {"x": "{"}, "Ethernet16|10.0.0.0/31": {}}',  # a brace in a string
+]
+
+
+@pytest.mark.parametrize("text", _NOT_PLAIN)
+def test_interface_text_the_rule_does_not_cover_goes_to_the_walk(routed, text):
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    doc, texts = _interface_text(routed, text)
+    assert memo._text_canonical("INTERFACE", texts["INTERFACE"], doc["INTERFACE"]) is None
+    walk = YangMemo(memo.reach, memo.tables)
+    real = walk._text_canonical
+    walk._text_canonical = lambda table, *a: None if table == "INTERFACE" else real(table, *a)
+    assert memo.keys(doc, texts) == walk.keys(doc, texts)  # the walk's own keys
+    assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False)
+
+
+def test_interface_texts_with_one_canonical_form_key_alike_and_only_they(routed):
+    """Digests from INTERFACE's text: equal exactly where the walk's canonical forms are equal
+    (other fitting addresses, other spacing), apart where they differ (a port, a field)."""
+    memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
+    base = '{"Ethernet16": {}, "Ethernet16|10.1.0.0/31": {}, "Ethernet24": {}, "Ethernet24|10.1.0.2/31": {}}'
+    same = ['{"Ethernet16": {}, "Ethernet16|10.9.9.8/30": {}, "Ethernet24": {}, "Ethernet24|1.2.3.4/9": {}}']
+    other = ['{"Ethernet16": {}, "Ethernet16|10.1.0.0/31": {}, "Ethernet28": {}, "Ethernet28|10.1.0.2/31": {}}',
+             '{"Ethernet16": {"vrf_name": "a"}, "Ethernet16|10.1.0.0/31": {}, "Ethernet24": {}, '
+             '"Ethernet24|10.1.0.2/31": {}}',
+             '{"Ethernet16|10.1.0.0/31": {}, "Ethernet16": {}, "Ethernet24": {}, "Ethernet24|10.1.0.2/31": {}}']
+
+    def digest(text):
+        doc, texts = _interface_text(routed, text)
+        got = memo._text_canonical("INTERFACE", texts["INTERFACE"], doc["INTERFACE"])
+        assert got is not None
+        return got, yang_memo._fingerprint(memo._canonical("INTERFACE", doc["INTERFACE"]))
+
+    first = digest(base)
+    for text in same:
+        got = digest(text)
+        assert got[0] == first[0] and got[1] == first[1]
+    for text in other:
+        got = digest(text)
+        assert got[0] != first[0] and got[1] != first[1]
+    doc, texts = _interface_text(routed, same[0])
+    assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False) == []
