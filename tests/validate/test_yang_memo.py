@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from railonly.fabric.validate import sonic_yang
+from railonly.fabric.validate import sonic_yang, yang_memo
 from railonly.fabric.validate.sonic_yang import validate_config_db
-from railonly.fabric.validate import yang_memo
 from railonly.fabric.validate.yang_memo import YangMemo
 from railonly.fabric.validate.yang_reach import load_reach
 
@@ -479,8 +478,9 @@ def test_interface_text_the_rule_does_not_cover_goes_to_the_walk(routed, text):
 
 
 def test_interface_texts_with_one_canonical_form_key_alike_and_only_they(routed):
-    """Digests from INTERFACE's text: equal exactly where the walk's canonical forms are equal
-    (other fitting addresses, other spacing), apart where they differ (a port, a field)."""
+    """Digests from INTERFACE's text: equal where only fitting addresses differ (as the walk's
+    canonical forms are), apart wherever the walk's forms differ (a port, a field, the order).
+    Other spacing gives another digest: a miss, never a wrong hit."""
     memo = YangMemo(load_reach(sonic_yang.YANG_DIR), sonic_yang._models().tables)
     base = '{"Ethernet16": {}, "Ethernet16|10.1.0.0/31": {}, "Ethernet24": {}, "Ethernet24|10.1.0.2/31": {}}'
     same = ['{"Ethernet16": {}, "Ethernet16|10.9.9.8/30": {}, "Ethernet24": {}, "Ethernet24|1.2.3.4/9": {}}']
