@@ -84,7 +84,10 @@ def main() -> int:
         write_outdir(outdir, compile_design(d)[1], d.sha256)
     from railonly.fabric import parallel
 
+    from _host import Steal
+
     print(f"OUTDIR {outdir}  jobs {parallel.jobs()}  cpus {os.cpu_count()}  load at start {os.getloadavg()[0]:.1f}")
+    steal_floor, steal_val = Steal(), Steal()
     t_floor: list[float] = []
     t_one: list[float] = []
     t_val: list[float] = []
@@ -92,14 +95,18 @@ def main() -> int:
         t = time.perf_counter()
         floor(outdir, workers=False)
         t_one.append(time.perf_counter() - t)
+        steal_floor.start()
         t, c = time.perf_counter(), _cpu()
         files, size = floor(outdir)
         t_floor.append(time.perf_counter() - t)
         cpu_floor = _cpu() - c
+        steal_floor.stop()
+        steal_val.start()
         t, c = time.perf_counter(), _cpu()
         n, failed = run_validate(outdir)
         t_val.append(time.perf_counter() - t)
         cpu_val = _cpu() - c
+        steal_val.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     f, v = min(t_floor), min(t_val)
@@ -109,6 +116,7 @@ def main() -> int:
     print(f"CPU seconds (user+sys, workers included): floor {cpu_floor:.1f}, validate {cpu_val:.1f}"
           f" ({cpu_val / cpu_floor:.1f}x; less swayed by load than wall time)")
     print(f"max RSS: this process {rss:,.0f} MB, largest worker {kids:,.0f} MB; load at end {os.getloadavg()[0]:.1f}")
+    print(f"CPU time the hypervisor took (steal, all rounds): floor {steal_floor.share()}, validate {steal_val.share()}")
     return 0 if failed == 0 else 1
 
 
