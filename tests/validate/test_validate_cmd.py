@@ -228,13 +228,19 @@ def test_compile_refuses_configs_that_fail_validation(tmp_path, capsys, monkeypa
 
 def test_checks_beside_the_pool_give_the_same_results(compiled_dirs, tmp_path, monkeypatch):
     """A big OUTDIR runs the whole-tree checks in a forked process beside the per-switch
-    pool: same results in the same order as in line, for a good and a tampered OUTDIR."""
+    pool, and MANIFEST.json's hashes in another while fabric.json is parsed: same results in
+    the same order as in line, for a good and a tampered OUTDIR (a stray folder's frr.conf is
+    vtysh's to judge in neither)."""
     from railonly.fabric.validate import validator
 
     out = _copy(compiled_dirs["mini-routed"], tmp_path)
     good = compiled_dirs["mini-routed"]
     _edit_json(out / "configs/minir-rail0-leaf1/config_db.json", lambda d: d["PORT"]["Ethernet16"].update(mtu="99999"))
     (out / "cabling.csv").write_text((out / "cabling.csv").read_text().replace("minir-rail0-leaf0", "rail0-leafX", 1))
+    frr = out / "configs/minir-rail1-leaf0/frr.conf"
+    frr.write_text(frr.read_text().replace("router bgp", "router bgpp", 1))
+    (out / "configs/minir-stray").mkdir()
+    (out / "configs/minir-stray/frr.conf").write_text("no such command here\n")
     monkeypatch.setenv("RAILONLY_JOBS", "2")
     for outdir in (good, out):
         monkeypatch.setattr(validator, "BESIDE_MIN_SWITCHES", 10**9)
@@ -243,6 +249,9 @@ def test_checks_beside_the_pool_give_the_same_results(compiled_dirs, tmp_path, m
         beside = validator.validate_outdir(str(outdir))
         assert [(r.id, r.passed, r.detail) for r in beside] == [(r.id, r.passed, r.detail) for r in in_line]
         assert any(not r.passed for r in beside) == (outdir == out)
+        failed = {r.id for r in beside if not r.passed}
+        assert ("frr/minir-rail1-leaf0" in failed) == (outdir == out)
+        assert not any("stray" in r.id for r in beside if r.check == "frr")
 
 
 def test_cross_check_in_the_workers_gives_the_same_results(compiled_dirs, tmp_path, monkeypatch):
