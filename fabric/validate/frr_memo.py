@@ -1,8 +1,8 @@
 """`vtysh -C` over thousands of configs, each distinct line judged once per CLI node.
 
-A 32k-GPU OUTDIR holds 534,528 frr.conf lines but only ~8,300 distinct ones once
-neighbor addresses and description texts are set aside: every switch repeats the
-same policy, peer-group and neighbor lines with other addresses. vtysh's verdict
+A 32k-GPU OUTDIR holds 534,528 frr.conf lines but only a few dozen distinct ones once
+addresses, ASNs and description texts are set aside: every switch repeats the same
+policy, peer-group and neighbor lines with other numbers. vtysh's verdict
 on a line, and the node it is in afterwards, depend only on the node it is in
 before and the line itself (it keeps no other state in a dry run), so this module
 asks vtysh once per distinct (node, line) and replays its answers through every
@@ -16,11 +16,17 @@ covered, only the lines whose (node, line) is unknown (each followed by a probe)
 and the known lines that take the file to another node before its next question;
 everything learnt is keyed by the node vtysh reported, never by a guess.
 
-Two parts of a line are set aside by rule, each a fact of FRR's grammar checked
-against this vtysh by the tests: a canonical IPv4 address as the whole token after
-`neighbor ` (every such address matches FRR's `A.B.C.D` token alike), and in
-` neighbor <that address> description TEXT` the TEXT when it is printable ASCII
-(a `LINE...` argument takes any words). Files with other line breaks than `\\n`, NUL or lines near vtysh's
+Parts of a line are set aside by rule, each a fact of FRR's grammar checked against
+this vtysh by the tests: a canonical IPv4 address as the whole token after `neighbor `
+or `bgp router-id ` (every such address matches FRR's `A.B.C.D` token alike), and a
+canonical IPv4 prefix after `network ` (`A.B.C.D/M`, host bits and all); in
+` neighbor <that address> description TEXT` the TEXT when it is printable ASCII (a
+`LINE...` argument takes any words), and the name of a whole line `hostname NAME` (a
+`WORD`); and the ASN of a whole line `router bgp N` or ` neighbor <that address>
+remote-as N` written in canonical decimal from 1 to 4294967295 (FRR 8's
+`(1-4294967295)` range token takes every such number alike, and `router bgp` enters
+the same node for each). Without the rules for a switch's own name, ASN, router-id and
+networks, those were ~9,800 questions at 32k GPUs and every file went to vtysh. Files with other line breaks than `\\n`, NUL or lines near vtysh's
 4,096-byte read buffer go to the full run as they are.
 """
 
@@ -43,6 +49,19 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 # with a literal is scanned for at C speed (5x faster here); other spellings are asked as written.
 _IPV4 = re.compile(rf"neighbor (?:{_OCTET}\.){{3}}{_OCTET}(?![^ \t\n])")
 _IPV4_STANDIN = "neighbor 192.0.2.1"
+_ROUTER_ID = re.compile(rf"bgp router-id (?:{_OCTET}\.){{3}}{_OCTET}(?![^ \t\n])")
+_ROUTER_ID_STANDIN = "bgp router-id 192.0.2.1"
+_NETWORK = re.compile(rf"network (?:{_OCTET}\.){{3}}{_OCTET}/(?:3[0-2]|[12]?\d)(?![^ \t\n])")
+_NETWORK_STANDIN = "network 192.0.2.0/24"
+_HOSTNAME = re.compile(r"\nhostname [!-~]+(?=\n)")
+_HOSTNAME_STANDIN = "\nhostname x"
+# 1-4294967295 in canonical decimal (no sign, no leading zero), digit by digit below 4294967295
+_ASN = (r"(?:[1-9]\d{0,8}|[1-3]\d{9}|4(?:[01]\d{8}|2(?:[0-8]\d{7}|9(?:[0-3]\d{6}|4(?:[0-8]\d{5}|9(?:[0-5]\d{4}"
+        r"|6(?:[0-6]\d{3}|7(?:[01]\d\d|2(?:[0-8]\d|9[0-5])))))))))")
+_ROUTER_BGP = re.compile(rf"\nrouter bgp {_ASN}(?=\n)")  # the whole line: no view or vrf words
+_ROUTER_BGP_STANDIN = "\nrouter bgp 1"
+_REMOTE_AS = re.compile(rf"\n neighbor 192\.0\.2\.1 remote-as {_ASN}(?=\n)")
+_REMOTE_AS_STANDIN = "\n neighbor 192.0.2.1 remote-as 1"
 _DESCRIPTION = re.compile(r"\n neighbor 192\.0\.2\.1 description [!-~][ -~]*$", re.M)
 _DESCRIPTION_STANDIN = "\n neighbor 192.0.2.1 description x"
 # splitlines() breaks here and vtysh (fgets) does not, or vtysh stops at NUL: such files run whole
@@ -104,7 +123,11 @@ def _prepare(name: str, text: str) -> _File | None:
     lines = _split(text)
     if max(map(len, lines), default=0) > MAX_LINE:
         return None
-    keys = _split(_DESCRIPTION.sub(_DESCRIPTION_STANDIN, _IPV4.sub(_IPV4_STANDIN, text)))
+    keyed = _IPV4.sub(_IPV4_STANDIN, text)
+    keyed = _REMOTE_AS.sub(_REMOTE_AS_STANDIN, _DESCRIPTION.sub(_DESCRIPTION_STANDIN, keyed))
+    keyed = _ROUTER_BGP.sub(_ROUTER_BGP_STANDIN, _ROUTER_ID.sub(_ROUTER_ID_STANDIN, keyed))
+    keyed = _NETWORK.sub(_NETWORK_STANDIN, _HOSTNAME.sub(_HOSTNAME_STANDIN, keyed))
+    keys = _split(keyed)
     return _File(name, text, lines, keys) if len(keys) == len(lines) else None
 
 

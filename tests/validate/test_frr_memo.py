@@ -8,6 +8,7 @@ configs mangled in the ways a hand edit or a hostile pull request would.
 from __future__ import annotations
 
 import random
+import re
 import string
 from pathlib import Path
 
@@ -37,12 +38,21 @@ def memoised(named, memo=None, shards=1):
     return [(p.file, p.line, p.command, p.message) for p in found]
 
 
+# A switch's own numbers and name, in forms the keys' rules set aside and forms they must not.
+OWN = ["router bgp 04200000004", "router bgp 4294967296", "router bgp 4294967295", "router bgp 1 vrf x",
+       " bgp router-id 10.0.0.01", " bgp router-id 10.0.0.256", " bgp router-id 0.0.0.0",
+       " neighbor 10.0.0.1 remote-as 042", " neighbor 10.0.0.1 remote-as 4294967296 ",
+       " neighbor 10.0.0.1 remote-as 4294967295", "  network 10.0.0.0/33", "  network 10.0.0.256/8",
+       "  network 10.0.0.1/24", "  network 10.0.0.0/08", "  network 10.0.0.0/32 x", "hostname a b",
+       "hostname é", "hostname", "hostname 1-x"]
+
+
 def mangle(text: str, rng: random.Random) -> str:
     lines = text.split("\n")[:-1]
     i = rng.randrange(len(lines))
     line = lines[i]
     words = line.split()
-    op = rng.randrange(11)
+    op = rng.randrange(12)
     if op == 0:
         del lines[i]
     elif op == 1:
@@ -69,8 +79,10 @@ def mangle(text: str, rng: random.Random) -> str:
     elif op == 9:
         lines.insert(i, rng.choice(["router bgp 1", "route-map X permit 10", "interface Ethernet0",
                                     "address-family ipv4 unicast", "configure terminal"]))
-    else:
+    elif op == 10:
         lines.insert(i, "neighbor " + "".join(rng.choice(string.printable[:94]) for _ in range(8)))
+    else:
+        lines.insert(i, rng.choice(OWN))
     return "\n".join(lines) + "\n"
 
 
@@ -94,6 +106,21 @@ def test_mangled_configs_get_vtysh_s_own_verdicts():
     memo = FrrMemo()
     assert memoised(named, memo, shards=4) == truth
     assert memoised(named, memo, shards=1) == truth  # and again from a full memo, no question asked
+
+
+def test_own_numbers_and_names_in_every_form_get_vtysh_s_own_verdicts():
+    """Each form of OWN in the BGP node's and the address family's lines of a real config,
+    and at its top: the rules set aside only what vtysh judges alike."""
+    base = next(p for p in CONFIGS if "router bgp" in p.read_text()).read_text().split("\n")
+    at_bgp = next(i for i, line in enumerate(base) if line.startswith("router bgp")) + 1
+    at_family = next(i for i, line in enumerate(base) if line.startswith(" address-family ipv4")) + 1
+    named = []
+    for k, line in enumerate(OWN):
+        for at in (2, at_bgp, at_family):
+            named.append((f"own{k}-{at}", "\n".join(base[:at] + [line] + base[at:])))
+    truth = alone(named)
+    assert len({f for f, *_ in truth}) > len(OWN)  # most are errors vtysh names somewhere
+    assert memoised(named, shards=2) == truth
 
 
 def test_one_bad_line_in_many_files_is_reported_in_each_at_its_own_line():
@@ -127,7 +154,7 @@ def test_files_vtysh_reads_otherwise_run_whole():
     assert memoised(named) == alone(named)
 
 
-# The two facts of FRR's grammar the keys rely on, against this vtysh.
+# The facts of FRR's grammar the keys rely on, against this vtysh.
 def test_every_canonical_address_after_neighbor_is_judged_alike():
     rng = random.Random(7)
     addrs = ["0.0.0.0", "255.255.255.255", "192.0.2.1"] + [
@@ -147,3 +174,40 @@ def test_any_printable_description_text_is_accepted():
     text = "router bgp 65000\n" + "".join(f" neighbor 192.0.2.1 description {t}\n" for t in tails)
     assert check_frr_text(text) == []
     assert all(frr_memo._DESCRIPTION.search(f"\n neighbor 192.0.2.1 description {t}") for t in tails)
+
+
+def test_the_asn_pattern_is_frr_s_range_in_canonical_decimal():
+    rng = random.Random(3)
+    numbers = [0, 1, 9, 10, 999999999, 1000000000, 3999999999, 4199999999, 4294967295, 4294967296,
+               4294967299, 4294967300, 4300000000, 9999999999, 10000000000] + [rng.randrange(1, 1 << 33) for _ in range(2000)]
+    for n in numbers:
+        assert bool(re.fullmatch(frr_memo._ASN, str(n))) == (1 <= n <= 4294967295), n
+    for text in ("01", "+1", "-1", "1.5", " 1", "4200000004 "):
+        assert not re.fullmatch(frr_memo._ASN, text)
+
+
+def test_every_canonical_asn_router_id_and_network_is_judged_alike():
+    """`router bgp N` enters the BGP node for every N the rule sets aside (the lines after it
+    are BGP commands), and remote-as, router-id and network take every value it sets aside."""
+    rng = random.Random(5)
+    asns = [1, 4294967295, 65000, 4200000004] + [rng.randrange(1, 1 << 32) for _ in range(30)]
+    text = ""
+    for n in asns:
+        a = ".".join(str(rng.randrange(256)) for _ in range(4))
+        prefix = f"{a}/{rng.randrange(33)}"
+        line = f"\nrouter bgp {n}"
+        assert frr_memo._ROUTER_BGP.match(line + "\n").end() == len(line)
+        assert frr_memo._ROUTER_ID.fullmatch(f"bgp router-id {a}") and frr_memo._NETWORK.fullmatch(f"network {prefix}")
+        text += (f"router bgp {n}\n bgp router-id {a}\n neighbor 192.0.2.1 remote-as {asns[-1 - asns.index(n)]}\n"
+                 f" address-family ipv4 unicast\n  network {prefix}\n exit-address-family\nexit\n")
+    assert check_frr_text(text) == []
+
+
+def test_any_printable_word_is_a_hostname_and_stays_in_the_config_node():
+    rng = random.Random(13)
+    names = ["x", "1", "-", "!", "~" * 300] + ["".join(rng.choice(string.printable[:94]) for _ in range(rng.randrange(1, 70)))
+                                               for _ in range(60)]
+    # a config-node command after each: vtysh is still there
+    text = "".join(f"hostname {h}\nip prefix-list P seq 5 permit 10.0.0.0/8\n" for h in names)
+    assert check_frr_text(text) == []
+    assert all(frr_memo._HOSTNAME.match(f"\nhostname {h}\n") for h in names)
