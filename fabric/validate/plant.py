@@ -33,21 +33,22 @@ class _Problems(list):
 
 def _rows(read: Callable[[str], "str | None"], path: str, need: list[str], probs: list[str]):
     """(line, values of the `need` columns in that order) of a CSV artifact; problems for a
-    missing file or column. Plain csv.reader and itemgetter: DictReader costs 3x at 400,000 rows."""
+    missing file or column, and None: no row could be read (a header alone is []). Plain
+    csv.reader and itemgetter: DictReader costs 3x at 400,000 rows."""
     text = read(path)
     if text is None:
         probs.append(f"{path}: missing (compile writes it; recompile the design)")
-        return []
+        return None
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader, [])
     except csv.Error as exc:
         probs.append(f"{path}: line 1: not CSV: {exc}")
-        return []
+        return None
     absent = [c for c in need if c not in header]
     if absent:
         probs.append(f"{path}: line 1: missing column(s) {', '.join(absent)}")
-        return []
+        return None
     idx = [header.index(c) for c in need]
     pick = itemgetter(*idx) if len(idx) > 1 else (lambda row: (row[idx[0]],))
     width = max(idx) + 1
@@ -122,7 +123,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     probs = _Problems()
     seen: set[str] = set()
     rows = _rows(read, CABLING_CSV, CABLING_COLUMNS, probs)
-    for line, row in rows:
+    for line, row in rows or ():
         cid = row[0]
         lk = cables.get(cid)
         if lk is None:
@@ -132,7 +133,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
             probs.append(f"cabling.csv: line {line}: cable_id {cid} is listed twice")
         seen.add(cid)
         judge_cabling_row(probs, line, row, lk, ends[cid])
-    for cid in (c for c in cables if c not in seen) if rows else ():
+    for cid in (c for c in cables if c not in seen) if rows is not None else ():
         probs.append(f"cabling.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{CABLING_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
@@ -140,7 +141,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     probs = _Problems()
     seen = set()
     rows = _rows(read, NETBOX_CABLES_CSV, NETBOX_CABLE_COLUMNS, probs)
-    for line, row in rows:
+    for line, row in rows or ():
         cid = row[0]
         lk = cables.get(cid)
         if lk is None:
@@ -148,7 +149,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
             continue
         seen.add(cid)
         judge_netbox_cable_row(probs, line, row, lk, ends[cid])
-    for cid in (c for c in cables if c not in seen) if rows else ():
+    for cid in (c for c in cables if c not in seen) if rows is not None else ():
         probs.append(f"netbox_cables.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{NETBOX_CABLES_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
@@ -156,9 +157,9 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
 
     # netbox_devices.csv / netbox_interfaces.csv: every cable end can be imported
     probs = _Problems()
-    devices = {r[0] for _, r in _rows(read, NETBOX_DEVICES_CSV, DEVICE_COLUMNS, probs)}
+    devices = {r[0] for _, r in _rows(read, NETBOX_DEVICES_CSV, DEVICE_COLUMNS, probs) or ()}
     ports = set()
-    for line, (device, name, _) in _rows(read, NETBOX_INTERFACES_CSV, INTERFACE_COLUMNS, probs):
+    for line, (device, name, _) in _rows(read, NETBOX_INTERFACES_CSV, INTERFACE_COLUMNS, probs) or ():
         if device not in devices:
             probs.append(f"netbox_interfaces.csv: line {line}: device {device!r} is not in netbox_devices.csv")
         ports.add((device, name))
@@ -177,7 +178,7 @@ def bom_result(read: Callable[[str], "str | None"], cables: dict) -> Result:
     probs = _Problems()
     want_len = Counter(lk.length_m for lk in cables.values())
     got_len: Counter = Counter()
-    for line, (category, quantity, length_m) in _rows(read, BOM_CSV, ["category", "quantity", "length_m"], probs):
+    for line, (category, quantity, length_m) in _rows(read, BOM_CSV, ["category", "quantity", "length_m"], probs) or ():
         if category != "cable":
             continue
         n, length = _int(quantity), _int(length_m)

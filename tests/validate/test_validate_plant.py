@@ -163,6 +163,21 @@ def test_cabling_netbox_and_bom_must_agree_with_fabric_json(outdirs, tmp_path, c
     assert "netbox_interfaces.csv: no interface hb2:rail0 (an end of cable R0-T1-00003)" in fails["plant/netbox_interfaces.csv"]
 
 
+def test_a_plant_file_cut_to_its_header_misses_every_cable(outdirs, tmp_path, capsys):
+    """Without MANIFEST.json's hashes (--no-manifest) the plant check alone must see a cabling
+    or NetBox cable list emptied to its header: every cable of fabric.json is missing."""
+    out = _copy(outdirs["sonic"], tmp_path)
+    for name in ("cabling.csv", "netbox_cables.csv"):
+        path = out / name
+        path.write_text(path.read_text().split("\n", 1)[0] + "\n")
+    jf = tmp_path / "v.json"
+    assert main(["validate", str(out), "--no-manifest", "--json", str(jf)]) == 1
+    fails = {r["id"]: r["detail"] for r in json.loads(jf.read_text())["results"] if not r["passed"]}
+    assert "cabling.csv: cable R0-T1-00001 of fabric.json is missing" in fails["plant/cabling.csv"]
+    assert "netbox_cables.csv: cable R0-T1-00001 of fabric.json is missing" in fails["plant/netbox_cables.csv"]
+    capsys.readouterr()
+
+
 def test_a_file_that_is_not_csv_is_reported_not_raised(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
     (out / "cabling.csv").write_text("just,some\n\"unterminated\n")
