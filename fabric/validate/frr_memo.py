@@ -26,8 +26,9 @@ canonical IPv4 prefix after `network ` (`A.B.C.D/M`, host bits and all); in
 remote-as N` written in canonical decimal from 1 to 4294967295 (FRR 8's
 `(1-4294967295)` range token takes every such number alike, and `router bgp` enters
 the same node for each). Without the rules for a switch's own name, ASN, router-id and
-networks, those were ~9,800 questions at 32k GPUs and every file went to vtysh. Files with other line breaks than `\\n`, NUL or lines near vtysh's
-4,096-byte read buffer go to the full run as they are.
+networks, those were ~10,800 of 10,876 distinct lines at 32k GPUs, and every file went to
+vtysh. Files with other line breaks than `\\n`, NUL or lines near vtysh's 4,096-byte read
+buffer go to the full run as they are.
 """
 
 from __future__ import annotations
