@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import marshal
 import operator
 import os
 from functools import lru_cache
@@ -131,7 +132,15 @@ def _host_shard(state, i: int, n: int):
 
 
 def _digest(*parts) -> str:
-    return hashlib.blake2b(repr(parts).encode(), digest_size=20).hexdigest()
+    """BLAKE2b of the parts as marshal (format 2) writes them: bytes that depend on the values
+    alone (no back-references, no interning flag), types included, at half the cost of repr
+    on a switch view (0.2 s against 0.42 s for 2,576 at 32k GPUs); repr for a value marshal
+    cannot write (an object)."""
+    try:
+        data = b"m" + marshal.dumps(parts, 2)
+    except ValueError:
+        data = b"r" + repr(parts).encode()
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
 def _fields(cls, *nested: str) -> Callable:
