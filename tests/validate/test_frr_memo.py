@@ -192,13 +192,13 @@ def test_every_canonical_asn_router_id_and_network_is_judged_alike():
     rng = random.Random(5)
     asns = [1, 4294967295, 65000, 4200000004] + [rng.randrange(1, 1 << 32) for _ in range(30)]
     text = ""
-    for n in asns:
+    for n, peer in zip(asns, reversed(asns)):
         a = ".".join(str(rng.randrange(256)) for _ in range(4))
         prefix = f"{a}/{rng.randrange(33)}"
         line = f"\nrouter bgp {n}"
         assert frr_memo._ROUTER_BGP.match(line + "\n").end() == len(line)
         assert frr_memo._ROUTER_ID.fullmatch(f"bgp router-id {a}") and frr_memo._NETWORK.fullmatch(f"network {prefix}")
-        text += (f"router bgp {n}\n bgp router-id {a}\n neighbor 192.0.2.1 remote-as {asns[-1 - asns.index(n)]}\n"
+        text += (f"router bgp {n}\n bgp router-id {a}\n neighbor 192.0.2.1 remote-as {peer}\n"
                  f" address-family ipv4 unicast\n  network {prefix}\n exit-address-family\nexit\n")
     assert check_frr_text(text) == []
 
