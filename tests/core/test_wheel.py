@@ -77,8 +77,10 @@ def installed(tmp_path_factory):
 
 
 def _env() -> dict:
+    """This environment without what could point the installed railonly at the checkout, but
+    with the suite's cache folder (conftest): its compiles record there, not in the home."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "RAILONLY_", "VIRTUAL_ENV"))}
-    return {**env, "NO_COLOR": "1"}
+    return {**env, "NO_COLOR": "1", "RAILONLY_CACHE_DIR": os.environ["RAILONLY_CACHE_DIR"]}
 
 
 def test_the_installed_package_sees_nothing_of_the_repository(installed):
