@@ -65,6 +65,10 @@ _REMOTE_AS = re.compile(rf"\n neighbor 192\.0\.2\.1 remote-as {_ASN}(?=\n)")
 _REMOTE_AS_STANDIN = "\n neighbor 192.0.2.1 remote-as 1"
 _DESCRIPTION = re.compile(r"\n neighbor 192\.0\.2\.1 description [!-~][ -~]*$", re.M)
 _DESCRIPTION_STANDIN = "\n neighbor 192.0.2.1 description x"
+# Applied in this order: the description and remote-as rules match the neighbor stand-in.
+_STANDINS = ((_IPV4, _IPV4_STANDIN), (_DESCRIPTION, _DESCRIPTION_STANDIN), (_REMOTE_AS, _REMOTE_AS_STANDIN),
+             (_ROUTER_ID, _ROUTER_ID_STANDIN), (_ROUTER_BGP, _ROUTER_BGP_STANDIN),
+             (_HOSTNAME, _HOSTNAME_STANDIN), (_NETWORK, _NETWORK_STANDIN))
 # splitlines() breaks here and vtysh (fgets) does not, or vtysh stops at NUL: such files run whole
 _ODD = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00]")
 MAX_LINE = 1000  # characters; at most 4,000 bytes, below vtysh's 4,096-byte line buffer
@@ -124,10 +128,9 @@ def _prepare(name: str, text: str) -> _File | None:
     lines = _split(text)
     if max(map(len, lines), default=0) > MAX_LINE:
         return None
-    keyed = _IPV4.sub(_IPV4_STANDIN, text)
-    keyed = _REMOTE_AS.sub(_REMOTE_AS_STANDIN, _DESCRIPTION.sub(_DESCRIPTION_STANDIN, keyed))
-    keyed = _ROUTER_BGP.sub(_ROUTER_BGP_STANDIN, _ROUTER_ID.sub(_ROUTER_ID_STANDIN, keyed))
-    keyed = _NETWORK.sub(_NETWORK_STANDIN, _HOSTNAME.sub(_HOSTNAME_STANDIN, keyed))
+    keyed = text
+    for pattern, standin in _STANDINS:
+        keyed = pattern.sub(standin, keyed)
     keys = _split(keyed)
     return _File(name, text, lines, keys) if len(keys) == len(lines) else None
 
