@@ -3,12 +3,12 @@
 The floor is what any validate must pay at least: read every file below OUTDIR,
 sha256 it, and parse every JSON file, no check, on as many forked workers as
 validate uses (`RAILONLY_JOBS`, both cores here: a one-process floor would flatter
-validate's ratio); the one-process floor is printed beside it. Validate is
-`validate_outdir` in-process, every check on (YANG, FRR syntax, cross-checks,
-MANIFEST, trust), timed as users run it: `railonly validate OUTDIR` in a fresh process
-each round, imports and the YANG models' load included (timed in this process, round 2
-on would find the models loaded and flatter it by ~0.7 s). The two alternate, so a shared
-and loaded machine weighs on both alike; the load average is printed beside them.
+validate's ratio); the one-process floor is printed beside it. Validate, every check on
+(YANG, FRR syntax, cross-checks, MANIFEST, trust), is timed as users run it: `railonly
+validate OUTDIR` in a fresh process each round, imports and the YANG models' load included
+(timed in this process, round 2 on would find the models loaded and flatter it by ~0.7 s).
+The two alternate, so a shared and loaded machine weighs on both alike; the load average
+is printed beside them.
 
     .venv/bin/python bench/bench_validate_32k.py [OUTDIR] [--rounds N]
 
@@ -68,11 +68,12 @@ def run_validate(outdir: str) -> tuple[int, int]:
     """(results, failed) of `railonly validate OUTDIR`, run as a command (its last line
     says "N passed, M failed")."""
     proc = subprocess.run([sys.executable, "-m", "railonly", "validate", outdir],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                          capture_output=True, text=True)
     last = proc.stdout.strip().splitlines()[-1:] or [""]
     m = re.fullmatch(r"(\d+) passed, (\d+) failed", last[0])
     if m is None:
-        raise SystemExit(f"railonly validate {outdir}: exit {proc.returncode}, no count line: {last[0]!r}")
+        raise SystemExit(f"railonly validate {outdir}: exit {proc.returncode}, no count line: {last[0]!r}\n"
+                         f"{proc.stderr[-2000:]}")
     passed, failed = int(m[1]), int(m[2])
     return passed + failed, failed
 
