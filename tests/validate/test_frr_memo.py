@@ -211,3 +211,17 @@ def test_any_printable_word_is_a_hostname_and_stays_in_the_config_node():
     text = "".join(f"hostname {h}\nip prefix-list P seq 5 permit 10.0.0.0/8\n" for h in names)
     assert check_frr_text(text) == []
     assert all(frr_memo._HOSTNAME.match(f"\nhostname {h}\n") for h in names)
+
+
+def test_files_of_one_shape_are_each_told_their_own_line():
+    """Files that key alike share one verdict (`FrrMemo.told`), yet each problem quotes the
+    file's own line: the same bad neighbor line with each switch's own address."""
+    base = next(p for p in CONFIGS if "router bgp" in p.read_text()).read_text().split("\n")
+    at_bgp = next(i for i, line in enumerate(base) if line.startswith("router bgp")) + 1
+    named = [(f"s{n}", "\n".join(base[:at_bgp] + [f" neighbor 10.9.0.{n} remote-az 65000"] + base[at_bgp:]))
+             for n in range(1, 5)]
+    memo = FrrMemo()
+    found = memoised(named, memo)
+    assert found == alone(named)
+    assert [c for _f, _l, c, _m in found] == [f"neighbor 10.9.0.{n} remote-az 65000" for n in range(1, 5)]
+    assert len(memo.told) == 1
