@@ -310,13 +310,17 @@ class YangMemo:
         values = list(entries.values())
         if not _all_of_type(values, dict):
             return None
-        zeros = {}
+        zeros: dict[str, int] = {}
+        if not values:
+            return zeros
         for field, (low, high) in free.items():
-            column = [e.get(field, _ABSENT) for e in values]
-            absent = column.count(_ABSENT)
-            if absent == len(column):
+            try:
+                column = list(map(operator.itemgetter(field), values))  # C speed where every entry has it
+            except KeyError:
+                if any(field in e for e in values):
+                    return None  # in some entries only: the walk decides
                 continue
-            if absent or not _all_of_type(column, str):
+            if not _all_of_type(column, str):
                 return None
             joined = "".join(column)  # printable ASCII throughout: each value is
             lengths = list(map(len, column))
