@@ -15,10 +15,11 @@ remembered. It fails: the whole document is judged again as it is, so the proble
 reported are exactly the full pass's. The first document of each shape is always
 judged whole.
 
-Two kinds of leaf count in a key only as "fits its type": plain strings that no
-constraint reads, and key leaves typed by patterns alone or plain `string` that
-constraints read at most with `contains()` (the IP prefix of an INTERFACE key). A value that does not fit is keyed as
-itself, so libyang still judges it.
+Two kinds of leaf count in a key only as "fits its type": leaves that no constraint
+reads typed as a plain string, by patterns alone or as an unsigned number (a hostname, a
+MAC address, an ASN: `yang_reach.ValueFormat`), and key leaves typed by patterns alone
+or plain `string` that constraints read at most with `contains()` (the IP prefix of an
+INTERFACE key). A value that does not fit is keyed as itself, so libyang still judges it.
 
 A table with free leaves and no key fits is cut for its readers once per canonical form
 (`_by_canonical`): the cut holds its keys and the leaves read, never a free one.
@@ -40,7 +41,7 @@ from itertools import repeat
 from json import encoder
 from typing import Any, Callable
 
-from .yang_reach import Reach, TableReach
+from .yang_reach import Reach, TableReach, ValueFormat
 from .yang_tables import TableSchema
 
 # Keys remembered per process (a fabric has a few dozen shapes per table; this only
@@ -73,10 +74,45 @@ def _all_of_type(values: Any, kind: type) -> bool:
     return {*map(type, values)} <= {kind}
 
 
-def _fits(value: Any, bounds: tuple[int, int]) -> bool:
-    """A value libyang takes for a plain string of this length (printable ASCII: nothing to
-    argue about in what libyang accepts)."""
-    return type(value) is str and bounds[0] <= len(value) <= bounds[1] and value.isascii() and value.isprintable()
+def _fits(value: Any, form: "tuple[int, int] | _FormatTest") -> bool:
+    """A value libyang takes for a free leaf: a plain string of this length (printable ASCII:
+    nothing to argue about in what libyang accepts), or one its format's test passes."""
+    if type(form) is not tuple:
+        return type(value) is str and form(value)
+    return type(value) is str and form[0] <= len(value) <= form[1] and value.isascii() and value.isprintable()
+
+
+class _FormatTest:
+    """Whether strings are of a format (see ValueFormat), remembering the values that are: a
+    fabric's switches repeat most of them (every PORT table's `index` and `fec`), so a
+    column is mostly one set lookup at C speed."""
+
+    MAX_KNOWN = 100_000  # values remembered (bounds a hostile OUTDIR of all-different values)
+
+    def __init__(self, form: ValueFormat):
+        self.form = form
+        self.patterns = tuple(re.compile(p) for p in form.patterns)
+        self.known: set[str] = set()
+
+    def _test(self, v: str) -> bool:
+        high = self.form.uint_max
+        if high is not None:  # the length first: bounds int()'s work on a hostile value
+            return (0 < len(v) <= len(str(high)) and v.isascii() and v.isdigit() and (v[0] != "0" or v == "0")
+                    and int(v) <= high)
+        return v.isascii() and v.isprintable() and all(c.fullmatch(v) is not None for c in self.patterns)
+
+    def __call__(self, v: str) -> bool:
+        if v in self.known:
+            return True
+        if not self._test(v):
+            return False
+        if len(self.known) >= self.MAX_KNOWN:
+            self.known.clear()
+        self.known.add(v)
+        return True
+
+    def column(self, values: list[str]) -> bool:
+        return self.known.issuperset(values) or all(map(self, values))
 
 
 def _text_print(text: str) -> bytes:
@@ -131,17 +167,19 @@ def _confined(pattern: str) -> bool:
 
 
 class _TextCanonical:
-    """The canonical form (`YangMemo._canonical`) of a table like INTERFACE (no free leaves;
-    keys of one part, and of two whose second is a fit) made from its JSON text by one
+    """The canonical form (`YangMemo._canonical`) of a table like INTERFACE (keys of one
+    part, and of two whose second is a fit) made from its JSON text by one
     C-speed substitution: each key's second part that matches the type's first alternative
     becomes its token, `|\\x01<token>"`, when all have one token. Only for texts with no
     backslash (every quote ends a string), no array and objects only as entries, so every
     string followed by a colon is an entry's key or a field's, and the count of `|` tells
     whether each is an entry key's only one. Anything else: None (the walk keys it).
+    A free leaf in the text (INTERFACE's mac_addr, which compile never writes) stays as
+    written: a finer key than the walk's, so a miss, never a wrong hit.
 
     The walk over such a table costs more than the substitution (0.43-0.50 s against
-    0.17-0.21 s for 2,576 INTERFACE tables); for tables with free leaves (PORT: six
-    columns scanned in text) the walk is the faster, and they keep it."""
+    0.17-0.21 s for 2,576 INTERFACE tables); tables with free leaves and no key fits (PORT:
+    six columns scanned in text) have no text rule: the walk is the faster there."""
 
     def __init__(self, key_fits: dict[str, dict[int, _KeyFit]], schema):
         self.found: re.Pattern | None = None
@@ -203,22 +241,29 @@ class YangMemo:
         self._text_prints: dict[str, dict[str, bytes]] = {}
         self._text_chars = 0
         # table -> (module, identifier) pairs named by the constraints that can read it
-        read_by: dict[str, set[tuple[str, str]]] = {}
-        loose_by: dict[str, set[tuple[str, str]]] = {}  # the same, probes left out
+        # otherwise than by a probe, and the probes
+        loose_by: dict[str, set[tuple[str, str]]] = {}
         probes_by: dict[str, set[tuple[tuple[str, str], str]]] = {}
         for name, tr in reach.items():
             self._module_tables.setdefault(tr.module, []).append(name)
             for r in (tr.containers, *tr.lists.values()):
                 for other in (name, *r.tables):
-                    read_by.setdefault(other, set()).update(r.qualified)
                     loose_by.setdefault(other, set()).update(r.loose)
                     probes_by.setdefault(other, set()).update(r.probes)
-        # Leaves no constraint reads and whose type is a plain string: a key holds
-        # "fits" in place of a value that fits, so two switches differing only there
-        # share it (their values are judged here, by length, in `_fits`).
-        self.free = {t: {f: b for f, b in (tr.strings or {}).items()
-                         if not {(tr.module.split(":")[0], f), ("*", f)} & read_by.get(t, set())}
-                     for t, tr in reach.items()}
+        # Leaves the table's own constraints do not read, typed as a plain string or a format
+        # (`ValueFormat`: patterns, an unsigned number): a key holds "fits" in place of a
+        # value that fits, so two switches differing only there share it (their values are
+        # judged here, in `_fits`). The table's own verdict depends on such a value only
+        # through its type; another table reading it (a BGP neighbor's must reads bgp_asn)
+        # keys its projection of this table by the text, never by this canonical form
+        # (`_by_canonical`), so it is judged again when the value changes.
+        tests: dict[ValueFormat, _FormatTest] = {}
+        self.free = {}
+        for t, tr in reach.items():
+            own = frozenset().union(*(r.qualified for r in (tr.containers, *tr.lists.values())))
+            self.free[t] = {f: b if type(b) is tuple else tests.setdefault(b, _FormatTest(b))
+                            for f, b in {**(tr.strings or {}), **(tr.formats or {})}.items()
+                            if not {(tr.module.split(":")[0], f), ("*", f)} & own}
         # Key leaves typed by patterns that constraints read at most by `contains` probes
         # (the IP prefix of INTERFACE|Ethernet0|10.0.0.1/31): table -> list -> {position: fit}
         self.key_fits: dict[str, dict[str, dict[int, _KeyFit]]] = {}
@@ -303,7 +348,7 @@ class YangMemo:
         return _DUMP([(k, {f: v for f, v in entries[k].items() if f in kept}) for k in keys])
 
     @staticmethod
-    def _free_columns(free: dict[str, tuple[int, int]], entries: dict) -> dict[str, int] | None:
+    def _free_columns(free: dict[str, Any], entries: dict) -> dict[str, int] | None:
         """{field: 0} for the free fields, when each is in every entry or in none and all
         its values fit: then each entry's canonical form is `entry | zeros`, what the walk
         of `_canonical` makes, checked a column at a time. None: the walk decides."""
@@ -313,15 +358,22 @@ class YangMemo:
         zeros: dict[str, int] = {}
         if not values:
             return zeros
-        for field, (low, high) in free.items():
+        present = set().union(*values)  # every field of any entry, gathered at C speed
+        for field, form in free.items():
+            if field not in present:
+                continue
             try:
                 column = list(map(operator.itemgetter(field), values))  # C speed where every entry has it
             except KeyError:
-                if any(field in e for e in values):
-                    return None  # in some entries only: the walk decides
-                continue
+                return None  # in some entries only: the walk decides
             if not _all_of_type(column, str):
                 return None
+            if type(form) is not tuple:
+                if not form.column(column):
+                    return None
+                zeros[field] = 0
+                continue
+            low, high = form
             joined = "".join(column)  # printable ASCII throughout: each value is
             lengths = list(map(len, column))
             if not (joined.isascii() and joined.isprintable() and low <= min(lengths) and max(lengths) <= high):
@@ -377,7 +429,7 @@ class YangMemo:
         rules = self._text_rules.get(table, _ABSENT)
         if rules is _ABSENT:
             key_fits = self.key_fits.get(table)
-            rules = _TextCanonical(key_fits, self.tables.get(table)) if key_fits and not self.free.get(table) else None
+            rules = _TextCanonical(key_fits, self.tables.get(table)) if key_fits else None
             rules = self._text_rules[table] = rules if rules is not None and rules.found is not None else None
         if rules is None or type(entries) is not dict:
             return None

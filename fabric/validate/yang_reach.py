@@ -77,12 +77,38 @@ class TableReach:
     containers: Reach  # container members and statements outside any member: always read
     # Leaves an entry cannot go without (keys, `mandatory true`), over all its lists
     required: frozenset[str] = frozenset()
-    # Plain `type string` leaves (at most a `length`, no pattern, when, must or default)
-    # of the lists -> (min, max) length: their values are judged by length alone
+    # Plain `type string` leaves (at most a `length`, no pattern, when, must or default;
+    # directly or through typedefs) of the lists and containers -> (min, max) length: their
+    # values are judged by length alone
     strings: dict[str, tuple[int, int]] | None = None
     # list name -> {key leaf: its type as pattern alternatives}: a value is valid when, for
     # one alternative (a union member), it matches every pattern of it (:func:`_key_patterns`)
     key_patterns: dict[str, dict[str, tuple[tuple[str, ...], ...]]] | None = None
+    # Leaves of the lists and containers typed by patterns alone or as an unsigned integer (no
+    # when, must or default, directly or through typedefs) -> the form a value of the type has
+    formats: "dict[str, ValueFormat] | None" = None
+
+
+@dataclass(frozen=True)
+class ValueFormat:
+    """The values of a type recognised here without libyang: printable ASCII that matches every
+    pattern (the `_SAFE_PATTERN` syntax, which XSD and Python's `re` read alike), or an
+    unsigned integer in canonical decimal (no sign, no leading zero) up to `uint_max`. libyang
+    accepts every such value; it may accept more (it reads `042` as a uint32), and those
+    are left to it."""
+
+    patterns: tuple[str, ...] = ()
+    uint_max: int | None = None
+
+
+_UINT_MAX = {"uint8": 2**8 - 1, "uint16": 2**16 - 1, "uint32": 2**32 - 1}
+# Types of the modules libyang builds in, which SONiC's leaves name but the model directory
+# does not hold, as RFC 6991 defines them: ietf-yang-types' mac-address (section 3) and
+# ietf-inet-types' as-number (section 4, a uint32).
+_BUILTIN_TYPES = {
+    ("ietf-yang-types", "mac-address"): ValueFormat(patterns=("[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}",)),
+    ("ietf-inet-types", "as-number"): ValueFormat(uint_max=_UINT_MAX["uint32"]),
+}
 
 
 @dataclass(frozen=True)
@@ -189,20 +215,45 @@ _LENGTH = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+|max)\s*$")
 _STRING_MAX = 2**32  # YANG's `max` for a string length (a bound no value reaches)
 
 
-def _plain_string(leaf: Stmt) -> tuple[int, int] | None:
-    """(min, max) length of a leaf whose only constraint is a builtin string's length."""
+def _leaf_type(leaf: Stmt, defs: _Defs, mod: _Module) -> "tuple[int, int] | ValueFormat | None":
+    """What a leaf's values are judged by when its type is all that constrains it: (min, max)
+    length of a plain string, a ValueFormat, or None (libyang judges every value)."""
     if any(s.keyword in ("when", "must", "default", "if-feature") for s in leaf.subs):
         return None
     types = leaf.all("type")
-    if len(types) != 1 or types[0].arg != "string":
+    return _type_form(types[0], defs, mod) if len(types) == 1 else None
+
+
+def _type_form(type_stmt: Stmt, defs: _Defs, mod: _Module, depth: int = 0) -> "tuple[int, int] | ValueFormat | None":
+    """`_leaf_type` of one type statement, through typedefs that add nothing but their type."""
+    name = type_stmt.arg or ""
+    if depth > 16:
         return None
-    bounds = (0, _STRING_MAX)
-    for sub in types[0].subs:
-        m = _LENGTH.match(sub.arg or "") if sub.keyword == "length" else None
-        if m is None:
-            return None  # a pattern, several ranges, or anything else: libyang judges it
-        bounds = (int(m.group(1)), _STRING_MAX if m.group(2) == "max" else int(m.group(2)))
-    return bounds
+    if name == "string":
+        if all(sub.keyword == "pattern" for sub in type_stmt.subs) and type_stmt.subs:
+            alternatives = _string_alternatives(type_stmt, defs, mod, depth)
+            return ValueFormat(patterns=alternatives[0]) if alternatives else None
+        bounds = (0, _STRING_MAX)
+        for sub in type_stmt.subs:
+            m = _LENGTH.match(sub.arg or "") if sub.keyword == "length" else None
+            if m is None:
+                return None  # a pattern beside a length, several ranges, anything else: libyang judges it
+            bounds = (int(m.group(1)), _STRING_MAX if m.group(2) == "max" else int(m.group(2)))
+        return bounds
+    if name in _UINT_MAX:
+        return ValueFormat(uint_max=_UINT_MAX[name]) if not type_stmt.subs else None
+    prefix, _, local = name.rpartition(":")
+    if type_stmt.subs:
+        return None  # a restriction on a typedef, or a builtin this does not read
+    module = mod.prefixes.get(prefix) if prefix else mod.name
+    if (module, local) in _BUILTIN_TYPES:
+        return _BUILTIN_TYPES[(module, local)]
+    found = defs.typedefs.get(local, [])
+    where = defs.module_of.get(id(found[0])) if len(found) == 1 else None
+    if where is None or module != where.name or found[0].first("default") is not None:
+        return None  # ambiguous, unresolved, another module's, or with a default of its own
+    inner = found[0].all("type")
+    return _type_form(inner[0], defs, where, depth + 1) if len(inner) == 1 else None
 
 
 # The regex syntax whose meaning is the same in XSD (YANG's patterns, which libyang
@@ -333,25 +384,28 @@ def load_reach(yang_dir: Path) -> dict[str, TableReach]:
         lists = {m.arg: _reach([m], name, info, all_tables, defs) for m in list_stmts}
         rest = [m for m in members if not (m.keyword == "list" and m.arg)]
         required: set[str] = set()
-        strings: dict[str, tuple[int, int]] = {}
-        unplain: set[str] = set()
+        typed: dict[str, tuple[int, int] | ValueFormat] = {}
+        untyped: set[str] = set()
         key_patterns = {}
-        for lst in list_stmts:
-            key = lst.first("key")
+        for holder in list_stmts + [m for m in rest if m.keyword == "container" and m.arg]:
+            key = holder.first("key")
             keys = set((key.arg or "").split()) if key else set()
             required |= keys
-            key_patterns[lst.arg] = _key_patterns(lst, keys, defs, info)
-            refined = _refined(lst, defs)
-            for leaf in _leaves(lst, defs):
+            if holder.keyword == "list":
+                key_patterns[holder.arg] = _key_patterns(holder, keys, defs, info)
+            refined = _refined(holder, defs)
+            for leaf in _leaves(holder, defs):
                 if any(x.keyword == "mandatory" and x.arg == "true" for x in leaf.subs):
                     required.add(leaf.arg)
-                bounds = (_plain_string(leaf) if leaf.keyword == "leaf" and leaf.arg not in keys
-                          and leaf.arg not in refined and not defs.amended else None)
-                if bounds is None or strings.get(leaf.arg, bounds) != bounds:
-                    unplain.add(leaf.arg)  # the same name typed otherwise in another list: not plain
+                form = (_leaf_type(leaf, defs, info) if leaf.keyword == "leaf" and leaf.arg not in keys
+                        and leaf.arg not in refined and not defs.amended else None)
+                if form is None or typed.get(leaf.arg, form) != form:
+                    untyped.add(leaf.arg)  # the same name typed otherwise in another member: judged by libyang
                 else:
-                    strings[leaf.arg] = bounds
-        plain = {f: b for f, b in strings.items() if f not in unplain and f not in required}
+                    typed[leaf.arg] = form
+        free = {f: t for f, t in typed.items() if f not in untyped and f not in required}
         out[name] = TableReach(name, module, lists, _reach(rest, name, info, all_tables, defs),
-                               frozenset(required), plain, {n: k for n, k in key_patterns.items() if k})
+                               frozenset(required), {f: t for f, t in free.items() if type(t) is tuple},
+                               {n: k for n, k in key_patterns.items() if k},
+                               {f: t for f, t in free.items() if type(t) is ValueFormat})
     return out

@@ -133,7 +133,10 @@ def test_a_known_document_skips_libyang(routed, monkeypatch):
     assert validate_config_db(copy.deepcopy(routed)) == []
     assert calls == []
     doc = copy.deepcopy(routed)
-    doc["DEVICE_METADATA"]["localhost"]["hostname"] = "rail0-leaf7"
+    # a switch's own hostname, MAC and ASN fit their types: the key is the one seen
+    doc["DEVICE_METADATA"]["localhost"].update(hostname="rail0-leaf7", mac="02:00:00:00:00:07", bgp_asn="4200000007")
+    assert validate_config_db(doc) == [] and calls == []
+    doc["DEVICE_METADATA"]["localhost"]["type"] = "ToRRouter"  # typed by a pattern and a length: libyang's
     assert validate_config_db(doc) == [] and len(calls) == 1  # only what changed, and what it reads
 
 
@@ -504,3 +507,47 @@ def test_interface_texts_with_one_canonical_form_key_alike_and_only_they(routed)
         assert got[0] != first[0] and got[1] != first[1]
     doc, texts = _interface_text(routed, same[0])
     assert validate_config_db(doc, texts=texts) == validate_config_db(doc, memo=False) == []
+
+
+# A switch's own DEVICE_METADATA values around the edges of their types: libyang is the judge
+_METADATA = [
+    ("bgp_asn", v) for v in ["0", "1", "4200000007", "4294967295", "4294967296", "042", "+1", " 1", "1 ", "0x10",
+                             "1e3", "", "-1", "99999999999", "\u0661", "4294967295\n"]
+] + [
+    ("mac", v) for v in ["02:00:00:00:00:07", "02:AB:cd:Ef:00:07", "02-00-00-00-00-07", "2:00:00:00:00:07",
+                         "02:00:00:00:00:07:08", "02:00:00:00:00:0g", "", " 02:00:00:00:00:07", "02:00:00:00:00:0\u0667"]
+] + [
+    ("hostname", v) for v in ["rail0-leaf7", "x", "h" * 63, "h" * 64, "", "a b", "leaf\u00e9", "tab\there"]
+]
+
+
+@pytest.mark.parametrize("leaf, value", _METADATA)
+def test_device_metadata_fit_is_a_value_libyang_accepts(routed, leaf, value):
+    """hostname (a typedef'd string), mac (RFC 6991's mac-address) and bgp_asn (its
+    as-number, a uint32) are free leaves of DEVICE_METADATA: a value the memo keys as
+    fitting must be one libyang accepts, and the memo's verdict is libyang's either way."""
+    free = sonic_yang._memo().free["DEVICE_METADATA"]
+    assert {"hostname", "mac", "bgp_asn"} <= free.keys()
+    doc = copy.deepcopy(routed)
+    doc["DEVICE_METADATA"]["localhost"][leaf] = value
+    whole = validate_config_db(doc, memo=False)
+    if yang_memo._fits(value, free[leaf]):
+        assert whole == []
+    assert validate_config_db(routed) == [] and validate_config_db(doc) == whole
+
+
+def test_value_formats_are_read_from_the_models():
+    reach = load_reach(sonic_yang.YANG_DIR)["DEVICE_METADATA"]
+    assert reach.strings["hostname"] == (1, 63)  # stypes:hostname, a string of 1..63
+    assert reach.formats["mac"].patterns == ("[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}",)
+    assert reach.formats["bgp_asn"].uint_max == 4294967295
+    assert "type" not in reach.strings and "type" not in reach.formats  # a length and a pattern: libyang's
+
+
+def test_a_leaf_read_by_its_own_table_is_not_free(tmp_path):
+    """A leaf one of its own table's constraints reads is keyed by its value; one only another
+    table reads is free (that table's projection keys it by text)."""
+    body = 'leaf x { type string; must "../y != \'no\'"; } leaf y { type string; } leaf z { type uint32; }'
+    reach = load_reach(_models(tmp_path, body))
+    memo = YangMemo(reach, {})
+    assert "y" not in memo.free["OTHER"] and "z" in memo.free["OTHER"]
