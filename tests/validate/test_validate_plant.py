@@ -201,3 +201,37 @@ def test_undecodable_plant_file_fails_and_symlinked_one_is_not_followed(outdirs,
     os.symlink(secret, out / "netbox_cables.csv")
     text = _refused(out, capsys)
     assert "TOPSECRET" not in text and "netbox_cables.csv" in text
+
+def _csv_rows(text: str, need: list[str]):
+    """plant._rows by csv.reader alone (the fast cut disabled)."""
+    from railonly.fabric.validate import plant
+
+    probs: list[str] = []
+    real = plant._plain_rows
+    plant._plain_rows = lambda *a: None
+    try:
+        return plant._rows(lambda p: text, "f.csv", need, probs), probs
+    finally:
+        plant._plain_rows = real
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: t, lambda t: t.rstrip("\n"), lambda t: t.split("\n", 1)[0] + "\n",
+    lambda t: t.replace("\n", "\r\n"), lambda t: t.replace(",", '","', 1), lambda t: t + "x\n",
+    lambda t: t.replace("\n", "\n\n", 2), lambda t: "\n" + t, lambda t: t + "\x00\n", lambda t: "",
+    lambda t: t + "a," + "b" * 200_000 + "\n", lambda t: t.replace("cable_id", "cable"),
+    lambda t: t + '"q",x,"y,z"\n', lambda t: t.replace("\n", "\n   ", 3),
+])
+def test_plain_rows_are_what_csv_reads(outdirs, edit):
+    """The comma cut of a plain CSV text (`plant._plain_rows`) gives csv.reader's rows and line
+    numbers, and leaves anything else (quotes, CR, NUL, blank or narrow lines, huge fields,
+    a missing column) to csv.reader, whose problems name the line."""
+    from railonly.fabric.validate import plant
+
+    text = edit((outdirs["sonic"] / "cabling.csv").read_text())
+    need = plant.CABLING_COLUMNS
+    probs: list[str] = []
+    got = plant._rows(lambda p: text, "f.csv", need, probs)
+    assert (got, probs) == _csv_rows(text, need)
+    if text and '"' not in text and "\r" not in text and "\n\n" not in text and not text.startswith("\n") and not probs:
+        assert plant._plain_rows(text, need) is not None  # plain: the fast cut took it
