@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..design import routing
+from ..design import clos, routing
 from ..design.physical import cable_length_m, naming
 from ..graph.model import Fabric, Node
 from ..platforms.ports import port_names
@@ -108,13 +108,27 @@ def ecmp_width(neighbors: list[Neighbor]) -> int:
 
 def _domain_prefixes(fab: Fabric, sw: Node) -> int:
     """Prefixes originated in the routing domain of `sw` (its rail, or the whole
-    baseline fabric); counted once per fabric."""
+    baseline fabric) at build-out; counted once per fabric. Below `hb_domain.planned`
+    the switches of the build-out not there yet count as the tier's switches originate
+    (a leaf its loopback and GPU subnet, a spine or core its loopback): growing within
+    the plan must not change every switch's BGP limit (docs/fabric.md, Growth)."""
     cache = fab.__dict__.setdefault("_domain_prefixes", {})
     if not cache:
+        d = fab.design
+        tiers: dict[tuple, Counter] = {}  # domain -> switches now by tier
+        originated: dict[int, int] = {}  # tier -> the most prefixes one switch of it originates
         for other in fab.switches:
             if other.asn is not None:
-                key = tuple(other.rails) if fab.design.topology == "rail-only" else ()
-                cache[key] = cache.get(key, 0) + 1 + sum(1 for v in other.vlans if v.gateway)
+                key = tuple(other.rails) if d.topology == "rail-only" else ()
+                n = 1 + sum(1 for v in other.vlans if v.gateway)
+                cache[key] = cache.get(key, 0) + n
+                tiers.setdefault(key, Counter())[other.tier] += 1
+                originated[other.tier] = max(originated.get(other.tier, 0), n)
+        if d.planned > d.hb_count:
+            built = clos.shape(d.topology, d.hb_size, d.planned, d.radix)
+            for key, now in tiers.items():
+                for tier, count in ((1, built["leaves"]), (2, built["spines"]), (3, built["cores"])):
+                    cache[key] += max(0, count - now[tier]) * originated.get(tier, 1)
     return cache.get(tuple(sw.rails) if fab.design.topology == "rail-only" else (), 0)
 
 

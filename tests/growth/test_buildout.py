@@ -19,7 +19,7 @@ from railonly.fabric.graph.invariants import check
 from railonly.fabric.input.problems import InputError
 from railonly.fabric.outputs import cabling
 
-from .conftest import design, lab_1k
+from .conftest import REPO, design, lab_1k
 
 
 def _cables(fab) -> set[tuple]:
@@ -57,6 +57,44 @@ def test_smaller_count_is_a_subset_of_a_larger_one(K, planned, radix, topology, 
     assert all((lk.a.node, lk.a.port, lk.a.ip, lk.b.node, lk.b.port, lk.b.ip) in ips for lk in small.links)
     # The fast path follows the builder.
     assert from_design(small.design).key() == from_fabric(small).key()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    K=st.integers(1, 6),
+    planned=st.integers(1, 70),
+    radix=st.sampled_from([4, 6, 8, 16]),
+    topology=st.sampled_from(["rail-only", "rail-optimized"]),
+    share=st.booleans(),
+    data=st.data(),
+)
+def test_bgp_prefix_limits_are_the_build_out_s_at_every_count(K, planned, radix, topology, share, data):
+    """Growing within `planned` must not change the BGP prefix limit of every switch: each
+    routing domain's prefixes are counted at build-out whatever the count (the limit's floor
+    hides the difference on small fabrics, so the count itself is compared)."""
+    from railonly.fabric.devices.device import _domain_prefixes
+
+    count = data.draw(st.integers(1, planned), label="count")
+    try:
+        now, built = (build_fabric(design(K, n, radix, planned, topology, share)) for n in (count, planned))
+    except InputError:
+        return  # the build-out is over three tiers: rejected up front
+    assert [_domain_prefixes(now, sw) for sw in now.switches if sw.asn is not None] == \
+        [_domain_prefixes(built, built.by_name[sw.name]) for sw in now.switches if sw.asn is not None]
+
+
+def test_the_32k_growth_past_a_leaf_keeps_every_other_leaf_s_bgp():
+    """labs/dgx-h100-32k.yml at 4,096 and 4,097 HB domains of 4,160 planned: the new domain
+    needs a new leaf a rail, and every leaf's maximum-prefix stays (it grew with each leaf)."""
+    from railonly.fabric.devices.device import switch_view
+
+    text = (REPO / "labs" / "dgx-h100-32k.yml").read_text()
+    views = []
+    for count in (4096, 4097):
+        fab = build_fabric(parse_design(text.replace("  count: 4096\n", f"  count: {count}\n  planned: 4160\n")))
+        views.append({sw.name: switch_view(fab, sw).max_prefix for sw in fab.switches if sw.tier == 1})
+    assert views[0]["dgx32k-rail0-leaf0"] > 2 * 450  # past the floor: the count decides it
+    assert all(views[1][name] == limit for name, limit in views[0].items())
 
 
 def test_planned_equal_to_count_builds_what_count_alone_builds():
