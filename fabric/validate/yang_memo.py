@@ -15,9 +15,10 @@ remembered. It fails: the whole document is judged again as it is, so the proble
 reported are exactly the full pass's. The first document of each shape is always
 judged whole.
 
-Two kinds of leaf count in a key only as "fits its type": leaves that no constraint
-reads typed as a plain string, by patterns alone or as an unsigned number (a hostname, a
-MAC address, an ASN: `yang_reach.ValueFormat`), and key leaves typed by patterns alone
+Two kinds of leaf count in a key only as "fits its type": leaves their own table's
+constraints do not read, typed as a plain string, by patterns alone or as an unsigned
+number (a hostname, a MAC address, an ASN: `yang_reach.ValueFormat`; a reader in another
+table keys its cut of them by their text), and key leaves typed by patterns alone
 or plain `string` that constraints read at most with `contains()` (the IP prefix of an
 INTERFACE key). A value that does not fit is keyed as itself, so libyang still judges it.
 
