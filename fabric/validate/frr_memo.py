@@ -74,6 +74,7 @@ _STANDINS = ((_IPV4, _IPV4_STANDIN), (_DESCRIPTION, _DESCRIPTION_STANDIN), (_REM
 _ODD = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00]")
 MAX_LINE = 1000  # characters; at most 4,000 bytes, below vtysh's 4,096-byte line buffer
 ROUNDS = 4  # rounds of questions before a file still not covered runs whole
+MAX_TOLD = 1024  # whole-file verdicts kept (a fabric has a few shapes; past it a file is replayed line by line)
 
 
 @dataclass
@@ -150,7 +151,8 @@ def _replay(memo: FrrMemo, f: _File) -> list[FrrProblem] | None:
         told = _walk(memo, f.keys)
         if told is None:
             return None
-        memo.told[f.keyed] = told
+        if len(memo.told) < MAX_TOLD:
+            memo.told[f.keyed] = told
     problems, stopped = told
     out = [FrrProblem(f.name, number, f.lines[number - 1].strip() or None, message) for number, message in problems]
     return out + [FrrProblem(f.name, None, None, STOPPED)] if stopped else out
