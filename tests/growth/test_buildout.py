@@ -31,15 +31,14 @@ def _switches(fab) -> dict[str, tuple]:
             for sw in fab.switches}
 
 
+# Designs with a build-out: the size of an HB domain, the planned domains, the radix, the
+# topology and whether small rails share a switch (a count up to `planned` is drawn in each test)
+BUILD_OUTS = given(K=st.integers(1, 6), planned=st.integers(1, 70), radix=st.sampled_from([4, 6, 8, 16]),
+                   topology=st.sampled_from(["rail-only", "rail-optimized"]), share=st.booleans(), data=st.data())
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    K=st.integers(1, 6),
-    planned=st.integers(1, 70),
-    radix=st.sampled_from([4, 6, 8, 16]),
-    topology=st.sampled_from(["rail-only", "rail-optimized"]),
-    share=st.booleans(),
-    data=st.data(),
-)
+@BUILD_OUTS
 def test_smaller_count_is_a_subset_of_a_larger_one(K, planned, radix, topology, share, data):
     a = data.draw(st.integers(1, planned), label="smaller count")
     b = data.draw(st.integers(a, planned), label="larger count")
@@ -60,14 +59,7 @@ def test_smaller_count_is_a_subset_of_a_larger_one(K, planned, radix, topology, 
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    K=st.integers(1, 6),
-    planned=st.integers(1, 70),
-    radix=st.sampled_from([4, 6, 8, 16]),
-    topology=st.sampled_from(["rail-only", "rail-optimized"]),
-    share=st.booleans(),
-    data=st.data(),
-)
+@BUILD_OUTS
 def test_bgp_prefix_limits_are_the_build_out_s_at_every_count(K, planned, radix, topology, share, data):
     """Growing within `planned` must not change the BGP prefix limit of every switch: each
     routing domain's prefixes are counted at build-out whatever the count (the limit's floor
