@@ -92,7 +92,7 @@ class _FormatTest:
 
     def __init__(self, form: ValueFormat):
         self.form = form
-        self.patterns = tuple(re.compile(p) for p in form.patterns)
+        self.patterns = _KeyFit((form.patterns,), ())  # one alternative: every pattern matched
         self.known: set[str] = set()
 
     def _test(self, v: str) -> bool:
@@ -100,7 +100,7 @@ class _FormatTest:
         if high is not None:  # the length first: bounds int()'s work on a hostile value
             return (0 < len(v) <= len(str(high)) and v.isascii() and v.isdigit() and (v[0] != "0" or v == "0")
                     and int(v) <= high)
-        return v.isascii() and v.isprintable() and all(c.fullmatch(v) is not None for c in self.patterns)
+        return self.patterns.fits(v)
 
     def __call__(self, v: str) -> bool:
         if v in self.known:
