@@ -91,6 +91,27 @@ def _plain_rows(text: str, need: list[str]) -> "list[tuple[int, tuple]] | None":
         return None
 
 
+_VALUES, _FIRST, _DEVICE_PORT = itemgetter(1), itemgetter(0), itemgetter(slice(0, 2))
+
+
+def _columns_as_expected(rows: "list[tuple[int, tuple]] | None", columns: list[tuple]) -> bool:
+    """Whether the rows are exactly the expected ones (`columns`, one tuple a column), in
+    that order: what the row-by-row judges pass without a word, told a column at a time at C
+    speed (about 0.1 s less at 32k GPUs). Anything else (another order
+    too) goes to those judges, which name each difference."""
+    if rows is None or not columns or len(rows) != len(columns[0]):
+        return False
+    return list(zip(*map(_VALUES, rows))) == columns if rows else True
+
+
+def _length_text(length) -> "str | None":
+    """A cable length as the plant files write it, when that text is the only one the judges
+    take for it and is exact (None: no text is; the judges decide)."""
+    if length is None:
+        return ""  # `_int("")` is None: the judges take an empty cell for no length
+    return str(length) if type(length) is int else None
+
+
 def _int(text) -> int | None:
     try:
         return int(text)
@@ -146,11 +167,20 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     ends = floor_ends(fabric, cables)
     results = []
 
+    # the rows the cable files hold when they agree, a column each, in fabric.json's order
+    cids = tuple(cables)
+    a_ends, _, b_ends = zip(*ends.values()) if ends else ((), (), ())
+    a_dev, a_port, a_gpu = zip(*a_ends) if ends else ((), (), ())
+    b_dev, b_port = zip(*b_ends) if ends else ((), ())
+    length_texts = {n: _length_text(n) for n in {lk.length_m for lk in cables.values()}}
+    lengths = tuple(map(length_texts.__getitem__, (lk.length_m for lk in cables.values())))
+
     # cabling.csv: every cable once, ends named as on the floor, its GPU, its length
     probs = _Problems()
     seen: set[str] = set()
     rows = _rows(read, CABLING_CSV, CABLING_COLUMNS, probs)
-    for line, row in rows or ():
+    judged = rows is not None and not _columns_as_expected(rows, [cids, a_dev, a_port, b_dev, b_port, lengths, a_gpu])
+    for line, row in rows if judged else ():
         cid = row[0]
         lk = cables.get(cid)
         if lk is None:
@@ -160,7 +190,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
             probs.append(f"cabling.csv: line {line}: cable_id {cid} is listed twice")
         seen.add(cid)
         judge_cabling_row(probs, line, row, lk, ends[cid])
-    for cid in (c for c in cables if c not in seen) if rows is not None else ():
+    for cid in (c for c in cables if c not in seen) if judged else ():
         probs.append(f"cabling.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{CABLING_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
@@ -168,7 +198,8 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
     probs = _Problems()
     seen = set()
     rows = _rows(read, NETBOX_CABLES_CSV, NETBOX_CABLE_COLUMNS, probs)
-    for line, row in rows or ():
+    judged = rows is not None and not _columns_as_expected(rows, [cids, a_dev, a_port, b_dev, b_port, lengths, ("m",) * len(cids)])
+    for line, row in rows if judged else ():
         cid = row[0]
         lk = cables.get(cid)
         if lk is None:
@@ -176,7 +207,7 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
             continue
         seen.add(cid)
         judge_netbox_cable_row(probs, line, row, lk, ends[cid])
-    for cid in (c for c in cables if c not in seen) if rows is not None else ():
+    for cid in (c for c in cables if c not in seen) if judged else ():
         probs.append(f"netbox_cables.csv: cable {cid} of fabric.json is missing")
     results.append(Result(f"plant/{NETBOX_CABLES_CSV}", "plant", not probs, probs.detail(f"{len(cables):,} cables agree with fabric.json")))
 
@@ -184,13 +215,14 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
 
     # netbox_devices.csv / netbox_interfaces.csv: every cable end can be imported
     probs = _Problems()
-    devices = {r[0] for _, r in _rows(read, NETBOX_DEVICES_CSV, DEVICE_COLUMNS, probs) or ()}
-    ports = set()
-    for line, (device, name, _) in _rows(read, NETBOX_INTERFACES_CSV, INTERFACE_COLUMNS, probs) or ():
+    devices = set(map(_FIRST, map(_VALUES, _rows(read, NETBOX_DEVICES_CSV, DEVICE_COLUMNS, probs) or ())))
+    rows = _rows(read, NETBOX_INTERFACES_CSV, INTERFACE_COLUMNS, probs) or []
+    values = list(map(_VALUES, rows))
+    ports = set(map(_DEVICE_PORT, values))
+    for line, (device, _name, _type) in rows if not devices.issuperset(map(_FIRST, values)) else ():
         if device not in devices:
             probs.append(f"netbox_interfaces.csv: line {line}: device {device!r} is not in netbox_devices.csv")
-        ports.add((device, name))
-    if not probs:
+    if not probs and not (ports.issuperset(zip(a_dev, a_port)) and ports.issuperset(zip(b_dev, b_port))):
         for cid, (_, want_a, want_b) in ends.items():
             for want in (want_a, want_b):
                 if want not in ports:

@@ -128,7 +128,7 @@ def test_cli_maps_runtime_problems_to_exit_3(monkeypatch, capsys):
         raise RuntimeProblem("containerlab is missing")
 
     parser = cli.build_parser()
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda only=None: parser)
     parser.set_defaults(func=boom)
     assert cli.main([]) == cli.EXIT_ENV
     assert "error: containerlab is missing" in capsys.readouterr().err

@@ -235,3 +235,35 @@ def test_plain_rows_are_what_csv_reads(outdirs, edit):
     assert (got, probs) == _csv_rows(text, need)
     if text and '"' not in text and "\r" not in text and "\n\n" not in text and not text.startswith("\n") and not probs:
         assert plant._plain_rows(text, need) is not None  # plain: the fast cut took it
+
+
+def _swap_rows(t: str) -> str:
+    lines = t.split("\n")
+    lines[1], lines[2] = lines[2], lines[1]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", ["cabling.csv", "netbox_cables.csv", "netbox_interfaces.csv"])
+@pytest.mark.parametrize("edit", [
+    lambda t: t, _swap_rows, lambda t: t + t.split("\n")[1] + "\n", lambda t: t.replace(",30,", ",030,", 1),
+    lambda t: t.replace(",30,", ",31,", 1), lambda t: t.replace("leaf0", "leaf9", 1),
+    lambda t: "\n".join(t.split("\n")[:-2]) + "\n", lambda t: t.replace(",m\n", ",km\n", 1),
+])
+def test_the_column_check_is_the_row_judges_shortcut(outdirs, name, edit):
+    """`plant._columns_as_expected` passes a cable file only where every row judge would say
+    nothing: the plant results are the same with it as with the judges alone (a swapped or
+    repeated row, another length spelling, a wrong end or length, a row cut)."""
+    from railonly.fabric.validate import plant, validator
+
+    out = outdirs["sonic"]
+    fabric = validator.load_fabric(validator.disk_reader(str(out)), str(out))
+    texts = {n: (out / n).read_text() for n in (plant.CABLING_CSV, plant.NETBOX_CABLES_CSV, plant.BOM_CSV,
+                                                 plant.NETBOX_DEVICES_CSV, plant.NETBOX_INTERFACES_CSV)}
+    texts[name] = edit(texts[name])
+    fast = plant.plant(fabric, texts.get)
+    real = plant._columns_as_expected
+    plant._columns_as_expected = lambda *a: False
+    try:
+        assert fast == plant.plant(fabric, texts.get)
+    finally:
+        plant._columns_as_expected = real
