@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .frr_syntax import (_SEPARATOR, PROBE, STOPPED, FrrProblem, _check_one_process, complaints, run_script,
                          vtysh_missing)
@@ -113,8 +114,9 @@ class _File:
     lines: list[str]
     keyed: str  # the text with the switch's own values set aside (`_STANDINS`)
 
-    @property
+    @cached_property
     def keys(self) -> list[str]:
+        """The keyed text's lines, cut once (a file not told whole is walked, then asked)."""
         return _split(self.keyed)
 
 
