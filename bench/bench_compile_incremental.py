@@ -39,17 +39,20 @@ def design(count: int, planned: int) -> str:
     return text.replace("  count: 4096\n", f"  count: {count}\n  planned: {planned}\n")
 
 
-STEAL = Steal()  # over every timed compile
+# steal and idle ticks over the timed compiles of each kind
+TICKS = {"full": Steal(), "first": Steal(), "lineage": Steal()}
 
 
-def compile_(design_file: str, out: str, *extra: str) -> tuple[float, float, float]:
+def compile_(design_file: str, out: str, *extra: str, kind: str | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds of the compile and its workers, seconds the old tree's
-    folders took to go after the command returned: waited for, so no run overlaps it)."""
-    STEAL.start()
+    folders took to go after the command returned: waited for, so no run overlaps it);
+    `kind`: the TICKS it is timed in (None: not timed)."""
+    ticks = TICKS[kind] if kind else Steal()
+    ticks.start()
     t, r = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([*RAILONLY, "compile", "-q", design_file, "-o", out, *extra], check=True, cwd=os.path.dirname(out))
     r2 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    STEAL.stop()
+    ticks.stop()
     done = time.perf_counter()
     while any(n.startswith(".railonly-stage-") for n in os.listdir(os.path.dirname(out))):
         time.sleep(0.02)
@@ -83,9 +86,9 @@ def main() -> None:
         for i in range(a.repeat):
             out, fresh = os.path.join(tmp, f"incr{i}"), os.path.join(tmp, f"full{i}")
             compile_(first, out)  # the OUTDIR as it stood before the growths (not timed)
-            cold_s.append(compile_(before, out))
-            incr_s.append(compile_(after, out))
-            full_s.append(compile_(after, fresh, "--full"))
+            cold_s.append(compile_(before, out, kind="first"))
+            incr_s.append(compile_(after, out, kind="lineage"))
+            full_s.append(compile_(after, fresh, "--full", kind="full"))
             if not same_tree(out, fresh):
                 raise SystemExit("incremental and full compile differ: a bug")
             shutil.rmtree(out)
@@ -102,7 +105,9 @@ def main() -> None:
         print(f"  first incremental / full                     {100 * cw / fw:7.1f}% {100 * cc / fc:7.1f}%")
         print(f"  incremental in a lineage / full              {100 * iw / fw:7.1f}% {100 * ic / fc:7.1f}%   (goal: at most 10%)")
         print("  outputs byte-identical: yes (every round)")
-        print(f"  CPU time the hypervisor took during the compiles (steal): {STEAL.share()}")
+        print(f"  CPU time the hypervisor took during the compiles (steal): {Steal.summed(list(TICKS.values())).share()}")
+        print("  core time left idle a compile (its serial stretches, when nothing else runs): "
+              + ", ".join(f"{kind} {t.idle_per_span()}" for kind, t in TICKS.items()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

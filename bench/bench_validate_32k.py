@@ -129,6 +129,8 @@ def main() -> int:
     print(f"max RSS: largest process of validate (its workers and the floor's too) {kids:,.0f} MB, "
           f"this bench {rss:,.0f} MB; load at end {os.getloadavg()[0]:.1f}")
     print(f"CPU time the hypervisor took (steal, all rounds): floor {steal_floor.share()}, validate {steal_val.share()}")
+    print(f"core time left idle a run (its serial stretches, when nothing else runs): floor {steal_floor.idle_per_span()}, "
+          f"validate {steal_val.idle_per_span()}")
     return 0 if failed == 0 else 1
 
 
