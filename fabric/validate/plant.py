@@ -97,8 +97,8 @@ _VALUES, _FIRST, _DEVICE_PORT = itemgetter(1), itemgetter(0), itemgetter(slice(0
 def _columns_as_expected(rows: "list[tuple[int, tuple]] | None", columns: list[tuple]) -> bool:
     """Whether the rows are exactly the expected ones (`columns`, one tuple a column), in
     that order: what the row-by-row judges pass without a word, told a column at a time at C
-    speed (about 0.1 s less at 32k GPUs). Anything else (another order
-    too) goes to those judges, which name each difference."""
+    speed (about 0.1 s less at 32k GPUs). Anything else, another order too, goes to those
+    judges, which name each difference."""
     if rows is None or not columns or len(rows) != len(columns[0]):
         return False
     return list(zip(*map(_VALUES, rows))) == columns if rows else True
