@@ -38,8 +38,8 @@ POOL_MIN_SWITCHES = 128
 BESIDE_MIN_SWITCHES = 128
 # Per-switch shards per worker: progress moves in steps of 1/(jobs x this), and a worker that
 # finishes early (the whole-tree checks share the cores) takes the next shard. 16 at 32k GPUs:
-# 80 switches (~0.12 s) a shard on two workers, so they end closer together than with 8 (eight
-# alternated pairs: 0.03-0.26 s faster each); 32 was no faster again.
+# 80 switches (~0.12 s) a shard on two workers, so they end closer together than with 8
+# (faster in eight alternated pairs out of eight, by 0.03-0.85 s, median 0.15 s); 32 was no faster.
 SHARDS_PER_JOB = 16
 # frr.conf files checked per vtysh run, beside the pool as the shards arrive: a run costs
 # ~34 ms of CPU to start, and with the memo (frr_memo) a file asks ~18 lines at 32k GPUs.
