@@ -26,7 +26,7 @@ def cpu_ticks() -> tuple[int, int, int] | None:
     return ticks[7], ticks[3] + ticks[4], sum(ticks[:8])
 
 
-class Steal:
+class HostTicks:
     """Stolen and idle ticks over the spans between start() and stop(), summed."""
 
     def __init__(self) -> None:
@@ -46,7 +46,7 @@ class Steal:
         self._at = None
 
     @classmethod
-    def summed(cls, parts: "list[Steal]") -> "Steal":
+    def summed(cls, parts: "list[HostTicks]") -> "HostTicks":
         out = cls()
         for p in parts:
             out.stolen, out.idle, out.total, out.spans = (out.stolen + p.stolen, out.idle + p.idle,

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _host import Steal
+from _host import HostTicks
 
 REPO = Path(__file__).resolve().parents[1]
 RAILONLY = [os.path.join(os.path.dirname(sys.executable), "railonly")]
@@ -40,14 +40,14 @@ def design(count: int, planned: int) -> str:
 
 
 # steal and idle ticks over the timed compiles of each kind
-TICKS = {"full": Steal(), "first": Steal(), "lineage": Steal()}
+TICKS = {"full": HostTicks(), "first": HostTicks(), "lineage": HostTicks()}
 
 
 def compile_(design_file: str, out: str, *extra: str, kind: str | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds of the compile and its workers, seconds the old tree's
     folders took to go after the command returned: waited for, so no run overlaps it);
     `kind`: the TICKS it is timed in (None: not timed)."""
-    ticks = TICKS[kind] if kind else Steal()
+    ticks = TICKS[kind] if kind else HostTicks()
     ticks.start()
     t, r = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([*RAILONLY, "compile", "-q", design_file, "-o", out, *extra], check=True, cwd=os.path.dirname(out))
@@ -105,7 +105,7 @@ def main() -> None:
         print(f"  first incremental / full                     {100 * cw / fw:7.1f}% {100 * cc / fc:7.1f}%")
         print(f"  incremental in a lineage / full              {100 * iw / fw:7.1f}% {100 * ic / fc:7.1f}%   (goal: at most 10%)")
         print("  outputs byte-identical: yes (every round)")
-        print(f"  CPU time the hypervisor took during the compiles (steal): {Steal.summed(list(TICKS.values())).share()}")
+        print(f"  CPU time the hypervisor took during the compiles (steal): {HostTicks.summed(list(TICKS.values())).share()}")
         print("  core time left idle a compile (its serial stretches, when nothing else runs): "
               + ", ".join(f"{kind} {t.idle_per_span()}" for kind, t in TICKS.items()))
     finally:

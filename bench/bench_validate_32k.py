@@ -95,10 +95,10 @@ def main() -> int:
         write_outdir(outdir, compile_design(d)[1], d.sha256)
     from railonly.fabric import parallel
 
-    from _host import Steal
+    from _host import HostTicks
 
     print(f"OUTDIR {outdir}  jobs {parallel.jobs()}  cpus {os.cpu_count()}  load at start {os.getloadavg()[0]:.1f}")
-    steal_floor, steal_val = Steal(), Steal()
+    ticks_floor, ticks_val = HostTicks(), HostTicks()
     t_floor: list[float] = []
     t_one: list[float] = []
     t_val: list[float] = []
@@ -106,18 +106,18 @@ def main() -> int:
         t = time.perf_counter()
         floor(outdir, workers=False)
         t_one.append(time.perf_counter() - t)
-        steal_floor.start()
+        ticks_floor.start()
         t, c = time.perf_counter(), _cpu()
         files, size = floor(outdir)
         t_floor.append(time.perf_counter() - t)
         cpu_floor = _cpu() - c
-        steal_floor.stop()
-        steal_val.start()
+        ticks_floor.stop()
+        ticks_val.start()
         t, c = time.perf_counter(), _cpu()
         n, failed = run_validate(outdir)
         t_val.append(time.perf_counter() - t)
         cpu_val = _cpu() - c
-        steal_val.stop()
+        ticks_val.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     f, v = min(t_floor), min(t_val)
@@ -128,9 +128,9 @@ def main() -> int:
           f" ({cpu_val / cpu_floor:.1f}x; less swayed by load than wall time)")
     print(f"max RSS: largest process of validate (its workers and the floor's too) {kids:,.0f} MB, "
           f"this bench {rss:,.0f} MB; load at end {os.getloadavg()[0]:.1f}")
-    print(f"CPU time the hypervisor took (steal, all rounds): floor {steal_floor.share()}, validate {steal_val.share()}")
-    print(f"core time left idle a run (its serial stretches, when nothing else runs): floor {steal_floor.idle_per_span()}, "
-          f"validate {steal_val.idle_per_span()}")
+    print(f"CPU time the hypervisor took (steal, all rounds): floor {ticks_floor.share()}, validate {ticks_val.share()}")
+    print(f"core time left idle a run (its serial stretches, when nothing else runs): floor {ticks_floor.idle_per_span()}, "
+          f"validate {ticks_val.idle_per_span()}")
     return 0 if failed == 0 else 1
 
 
