@@ -231,9 +231,9 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     failed results; the caller writes nothing when there are any.
 
     `only` (an incremental compile onto a self-checked one): the switches rendered this
-    time. The per-switch checks and the cross-check then cover them and the switches
-    cabled to them (the others' files are byte for byte the ones checked before, with
-    the same view); YANG and `vtysh -C` the first of them of each shape no carried switch
+    time. The per-switch checks and the cross-check then cover them and the switches whose
+    lines of fabric.json may have changed (:func:`_judged`; the others' files are byte for
+    byte the ones checked before, against the same lines); YANG and `vtysh -C` the first of them of each shape no carried switch
     has (a carried switch's unit digest holds the rendering and checking code, so a
     self-check run by this same code sampled its shape); the plant files by their
     changes since `base` (the previous compile's files, read where its self-check
@@ -261,21 +261,37 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
         if only is None:
             results = validator.validate(read, fabric, validator.sample_per_shape(), frr=frr)
         else:
+            changed = changes.result() if changes is not None else since.text_changes(read, base) if base else None
             pick = validator.sample_per_shape(n for n in fabric.switches if n.name not in only)
             results = validator.validate(read, fabric, lambda n: n.name in only and pick(n), frr=frr,
-                                         plant_check=False, checked=_near(fabric, only))
-            results += since.plant_since(fabric, read, base, changes.result() if changes else None)
+                                         plant_check=False, checked=_judged(fabric, only, changed))
+            results += since.plant_since(fabric, read, base, changed)
     finally:
         if changes is not None:
             changes.cancel()  # on the way out before its result (a no-op after it): no child left behind
     return [r for r in results if not r.passed]
 
 
-def _near(fabric: Fabric, only: set[str]) -> set[str]:
-    """The switches in `only` and every switch cabled to one of them."""
+def _judged(fabric: Fabric, only: set[str], changes: "since.Changes | None") -> set[str]:
+    """The switches an incremental self-check judges: those rendered now, and every switch
+    whose part of fabric.json may read otherwise than when it was judged. When fabric.json
+    only gained lines since the last checked compile (`changes`, since.text_changes), a
+    carried switch's verdict reads its own unchanged config and old lines only (its node,
+    its links, its peers' nodes), unless a new line names it: a new link, or its own node
+    line. Else every switch cabled to one rendered now (the peers whose verdicts read a
+    rendered switch's node)."""
     switches = {n.name for n in fabric.switches}
-    ends = {e.node for lk in fabric.links if lk.a.node in only or lk.b.node in only for e in (lk.a, lk.b)}
-    return set(only) | (ends & switches)
+    came = changes.fabric_items if changes is not None else None
+    if came is None:
+        ends = {e.node for lk in fabric.links if lk.a.node in only or lk.b.node in only for e in (lk.a, lk.b)}
+        return set(only) | (ends & switches)
+    named = set()
+    for item in came:  # each decoded whole by since.py; the parse of the whole file judged its form
+        if "kind" in item:
+            named.update(end.get("node") for end in (item.get("a"), item.get("b")) if isinstance(end, dict))
+        else:
+            named.add(item.get("name"))
+    return set(only) | (named & switches)
 
 
 def check_caps(design: Design) -> None:

@@ -443,6 +443,90 @@ def test_self_check_after_a_no_check_compile_judges_every_shape(tmp_path, capsys
     assert calls() == 2  # a leaf and a spine
 
 
+def judged_switches(tmp_path, monkeypatch) -> "typing.Callable[[], list[set[str]]]":
+    """The switches each self-check judges (it runs in a forked process: a line a self-check)."""
+    from railonly.fabric import compiler
+
+    log = tmp_path / "judged"
+    log.write_text("")
+    judged = compiler._judged
+
+    def logged(*a, **k):
+        got = judged(*a, **k)
+        with open(log, "a") as fh:
+            fh.write(json.dumps(sorted(got)) + "\n")
+        return got
+
+    monkeypatch.setattr(compiler, "_judged", logged)
+    return lambda: [set(json.loads(line)) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_growth_judges_the_rendered_switches_and_those_new_lines_name(beside, tmp_path, capsys, monkeypatch):
+    """9 -> 10 cables the new domain to leaf1 of each rail: fabric.json only gains lines, none of
+    which names a spine, so the spines cabled to those leaves (carried, their lines as judged
+    before) are not judged again; 8 -> 9 adds a leaf a rail, whose new links name the spines."""
+    from railonly.fabric import compiler
+
+    if beside:
+        monkeypatch.setattr(compiler, "SINCE_BESIDE_MIN_BYTES", 0)
+        monkeypatch.setenv("RAILONLY_JOBS", "2")
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")
+    judged = judged_switches(tmp_path, monkeypatch)
+    compile_(tmp_path, GROWN.format(count=10, extra=""), out, "-q")
+    assert judged() == [{f"t-rail{r}-leaf1" for r in range(4)}]
+
+    compile_(tmp_path, GROWN.format(count=8, extra=""), tmp_path / "o8", "-q")
+    (tmp_path / "judged").write_text("")
+    compile_(tmp_path, GROWN.format(count=9, extra=""), tmp_path / "o8", "-q")
+    (got,) = judged()
+    assert {f"t-rail{r}-leaf1" for r in range(4)} <= got and {f"t-rail{r}-spine0" for r in range(4)} <= got
+    assert not any("leaf0" in name for name in got)  # carried, and no new line names it
+
+
+def test_judged_switches_when_fabric_json_changed_otherwise_are_every_cabled_one():
+    """Without fabric.json's gained lines (a line changed or gone, or no base), the self-check
+    judges the rendered switches and every switch cabled to one of them."""
+    from railonly.fabric import compiler
+    from railonly.fabric.validate import since
+
+    fab, _ = compile_design_units(load_design(REPO / "labs" / "mini-routed.yml"))
+    leaf = next(n.name for n in fab.switches if n.tier == 1)
+    cabled = {e.node for lk in fab.links if leaf in (lk.a.node, lk.b.node) for e in (lk.a, lk.b)}
+    near = {leaf} | (cabled & {n.name for n in fab.switches})
+    assert len(near) > 1
+    assert compiler._judged(fab, {leaf}, None) == near
+    assert compiler._judged(fab, {leaf}, since.Changes(None, {})) == near
+    spine = next(n.name for n in fab.switches if n.tier == 2)
+    link = {"kind": "fabric", "a": {"node": leaf, "port": "Ethernet99"}, "b": {"node": spine, "port": "Ethernet98"}}
+    assert compiler._judged(fab, {leaf}, since.Changes([link], {})) == {leaf, spine}
+    assert compiler._judged(fab, {leaf}, since.Changes([], {})) == {leaf}
+
+
+def test_a_wrong_rendered_switch_fails_the_incremental_self_check(tmp_path, capsys, monkeypatch):
+    """The switches a growth renders are judged whole: a wrong hostname in one stops the compile."""
+    from railonly.fabric.devices import sonic_render
+
+    out = tmp_path / "o"
+    compile_(tmp_path, GROWN.format(count=9, extra=""), out, "-q")
+    before = tree(out)
+    render = sonic_render.render_switch
+
+    def wrong(fab, sw, *a):
+        name, files = render(fab, sw, *a)
+        if sw.name == "t-rail2-leaf1":
+            files = {p: t.replace('"hostname": "t-rail2-leaf1"', '"hostname": "t-rail2-leaf9"') for p, t in files.items()}
+        return name, files
+
+    monkeypatch.setattr(sonic_render, "render_switch", wrong)
+    (tmp_path / "d.yml").write_text(GROWN.format(count=10, extra=""))
+    capsys.readouterr()
+    assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out)]) == 1
+    assert "hostname/t-rail2-leaf1" in capsys.readouterr().err
+    assert tree(out) == before
+
+
 @pytest.mark.parametrize("count", [7, 8])
 def test_files_rendered_beside_the_units_are_the_same(count, tmp_path, capsys, monkeypatch):
     """On a big fabric the graph-only files are rendered in a forked process beside the
