@@ -285,12 +285,13 @@ def _judged(fabric: Fabric, only: set[str], changes: "since.Changes | None") -> 
     if came is None:
         ends = {e.node for lk in fabric.links if lk.a.node in only or lk.b.node in only for e in (lk.a, lk.b)}
         return set(only) | (ends & switches)
-    named = set()
-    for item in came:  # each decoded whole by since.py; the parse of the whole file judged its form
-        if "kind" in item:
-            named.update(end.get("node") for end in (item.get("a"), item.get("b")) if isinstance(end, dict))
-        else:
-            named.add(item.get("name"))
+    named: set[str] = set()
+    for item in came:  # decoded by since.py; the parse of the whole file judged their form
+        if "kind" in item:  # a link: its two ends
+            names = [end.get("node") for end in (item.get("a"), item.get("b")) if isinstance(end, dict)]
+        else:  # a node
+            names = [item.get("name")]
+        named.update(n for n in names if isinstance(n, str))
     return set(only) | (named & switches)
 
 

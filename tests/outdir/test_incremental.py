@@ -502,6 +502,8 @@ def test_judged_switches_when_fabric_json_changed_otherwise_are_every_cabled_one
     link = {"kind": "fabric", "a": {"node": leaf, "port": "Ethernet99"}, "b": {"node": spine, "port": "Ethernet98"}}
     assert compiler._judged(fab, {leaf}, since.Changes([link], {})) == {leaf, spine}
     assert compiler._judged(fab, {leaf}, since.Changes([], {})) == {leaf}
+    odd = [{"name": ["not", "a", "name"]}, {"kind": "fabric", "a": "x", "b": {"node": 7}}]
+    assert compiler._judged(fab, {leaf}, since.Changes(odd, {})) == {leaf}  # nothing named: no switch added
 
 
 def test_a_wrong_rendered_switch_fails_the_incremental_self_check(tmp_path, capsys, monkeypatch):
