@@ -233,11 +233,11 @@ def check_outputs(files: "Mapping[str, bytes]", frr: bool = True, only: "set[str
     `only` (an incremental compile onto a self-checked one): the switches rendered this
     time. The per-switch checks and the cross-check then cover them and the switches whose
     lines of fabric.json may have changed (:func:`_judged`; the others' files are byte for
-    byte the ones checked before, against the same lines); YANG and `vtysh -C` the first of them of each shape no carried switch
-    has (a carried switch's unit digest holds the rendering and checking code, so a
-    self-check run by this same code sampled its shape); the plant files by their
-    changes since `base` (the previous compile's files, read where its self-check
-    judged them: `Previous.read_checked`), else whole."""
+    byte the ones checked before, against the same lines); YANG and `vtysh -C` the first of
+    them of each shape no carried switch has (a carried switch's unit digest holds the
+    rendering and checking code, so a self-check run by this same code sampled its shape);
+    the plant files by their changes since `base` (the previous compile's files, read where
+    its self-check judged them: `Previous.read_checked`), else whole."""
     from .validate import since, validator
 
     from .input.problems import InputError
