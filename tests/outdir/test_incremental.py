@@ -516,10 +516,10 @@ def test_a_wrong_rendered_switch_fails_the_incremental_self_check(tmp_path, caps
     render = sonic_render.render_switch
 
     def wrong(fab, sw, *a):
-        name, files = render(fab, sw, *a)
+        doc, files = render(fab, sw, *a)
         if sw.name == "t-rail2-leaf1":
             files = {p: t.replace('"hostname": "t-rail2-leaf1"', '"hostname": "t-rail2-leaf9"') for p, t in files.items()}
-        return name, files
+        return doc, files
 
     monkeypatch.setattr(sonic_render, "render_switch", wrong)
     (tmp_path / "d.yml").write_text(GROWN.format(count=10, extra=""))
