@@ -29,12 +29,12 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import tempfile
 
 from ..input.jsonsource import load_json_file
 from ..version import __version__
+from .removal import remove_tree
 
 FORMAT = 2  # 2: the inputs' digest, the self-check flag and MANIFEST.json recorded
 # a key's record, spare tree, and the file naming its OUTDIR
@@ -88,17 +88,6 @@ def spare_path(outdir_real: str) -> str | None:
     return None if folder is None else os.path.join(folder, f"{_key(outdir_real)}{SPARE_SUFFIX}")
 
 
-def remove_tree(path: str) -> None:
-    """Remove a tree railonly kept (a spare), never following a link; a link is unlinked."""
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
 def note_owner(outdir_real: str) -> None:
     """Say whose record and spare sit under this OUTDIR's key, and remove every record and
     spare whose OUTDIR is gone: a spare's hard links would keep a deleted OUTDIR's bytes on
@@ -109,10 +98,7 @@ def note_owner(outdir_real: str) -> None:
     own = _key(outdir_real)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(folder, f"{own}{OWNER_SUFFIX}"),
-                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(outdir_real)
+        _replace(os.path.join(folder, f"{own}{OWNER_SUFFIX}"), outdir_real)
         names = os.listdir(folder)
     except OSError:
         return
@@ -123,7 +109,7 @@ def note_owner(outdir_real: str) -> None:
     for key in sorted(keys):
         base = os.path.join(folder, key)
         try:
-            with os.fdopen(os.open(base + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as fh:
+            with os.fdopen(os.open(base + OWNER_SUFFIX, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)) as fh:
                 said = fh.read(PATH_MAX)
         except (OSError, UnicodeDecodeError):
             # no owner said: written by a railonly from before owner files (its OUTDIR is not
@@ -257,7 +243,7 @@ def load(outdir: str) -> Previous | None:
                 sha[path], stats[path] = str(digest), now
         intact = {str(u): (str(d), list(paths)) for u, (d, paths) in doc["units"].items()
                   if isinstance(paths, list) and all(p in sha for p in paths)}
-    except (KeyError, TypeError, ValueError, OSError):
+    except (KeyError, TypeError, ValueError, AttributeError, OSError):  # a damaged record: compile in full
         return None
     return Previous(outdir, {u: d for u, (d, _p) in intact.items()}, sha, stats, {u: p for u, (_d, p) in intact.items()},
                     inputs, checked, len(doc["files"]))
@@ -289,16 +275,22 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
                "inputs": inputs, "checked": checked}
         path = record_path(outdir)
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".record-", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(json.dumps(doc, separators=(",", ":")))  # one C encode: json.dump writes in Python-sized chunks
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        _replace(path, json.dumps(doc, separators=(",", ":")))  # one C encode: json.dump writes in Python-sized chunks
     except OSError:
         forget(outdir)
+
+
+def _replace(path: str, text: str) -> None:
+    """Write `path` whole by a rename over it: whatever stood there (a FIFO, a link) is
+    replaced, never opened."""
+    fd, tmp = tempfile.mkstemp(prefix=".record-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def forget(outdir: str) -> None:
@@ -309,5 +301,5 @@ def forget(outdir: str) -> None:
         pass
 
 
-__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_owner", "record_path", "remove_tree",
+__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_owner", "record_path",
            "save", "spare_path"]

@@ -41,7 +41,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import sys
 import tempfile
@@ -53,7 +52,9 @@ from ..outdir_layout import MANIFEST
 from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
-from .previous import Previous, remove_tree
+from .previous import Previous
+from .removal import empty, remove_tree
+from . import removal
 
 GENERATOR = "railonly"  # MANIFEST.json "generator" is "railonly <version>": the marker of our OUTDIRs
 _GENERATOR_RE = re.compile(r"railonly( [^\s]{1,40})?")
@@ -236,7 +237,7 @@ def remove_stale_staging(parent: str) -> list[str]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 continue  # its writer is alive
-            shutil.rmtree(e.path, ignore_errors=True)  # never follows symlinks
+            remove_tree(e.path)  # never follows a symlink, whatever the depth
             removed.append(e.path)
         finally:
             os.close(fd)
@@ -378,7 +379,7 @@ def _reconcile(root: str, folders: "set[str]", keep: "dict[str, int]") -> tuple[
                         present.add(path)
                         todo.append((path, os.open(e.name, flags, dir_fd=fd)))
                     else:
-                        shutil.rmtree(e.name, dir_fd=fd)
+                        remove_tree(e.name, dir_fd=fd)
                 elif e.is_file(follow_symlinks=False) and keep.get(path) == e.inode():
                     held.add(path)
                 else:
@@ -453,44 +454,27 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
 
 def discard(tmp: str) -> None:
     _unmark(tmp, unlink=False)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
-# A removal that outlives the command: the old tree after a swap, at its staging name.
-_REAPER = """
-import os, shutil, sys
-top, marker = sys.argv[1], sys.argv[2]
-for name in os.listdir(top):
-    if name != marker:
-        p = os.path.join(top, name)
-        if os.path.isdir(p) and not os.path.islink(p):
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-shutil.rmtree(top, ignore_errors=True)  # the marker last: a killed reaper leaves a stale, removable stage
-"""
+    remove_tree(tmp)
 
 
 def _unlink_files(top: str) -> None:
     """Unlink every file below `top` (never following a symlink), leaving its folders
     and the top-level marker: cheap directory entries, and it settles the link
     count and ctime of files hard-linked into the new OUTDIR before they are recorded."""
-    for path, _dirs, names, dfd in os.fwalk(top, follow_symlinks=False):
-        for name in names:
-            if not (path == top and name == STAGE_MARKER):
-                try:
-                    os.unlink(name, dir_fd=dfd)
-                except OSError:
-                    pass  # left to the reaper's rmtree
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # left to the reaper
+    try:
+        empty(fd, remove_folders=False, skip=STAGE_MARKER)
+    finally:
+        os.close(fd)
 
 
 def reaper_argv(tmp: str) -> list[str]:
     """The detached removal of a swapped-out tree, for the caller to start (processes
     start in railonly.proc): it must inherit the staging lock."""
-    return [sys.executable, "-I", "-S", "-c", _REAPER, tmp, STAGE_MARKER]
+    return [sys.executable, "-I", "-S", removal.__file__, tmp, STAGE_MARKER]
 
 
 def _hand_off(tmp: str, remove_later: "Callable[[str, int], None]") -> bool:

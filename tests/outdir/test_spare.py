@@ -5,11 +5,14 @@ written is byte for byte a full compile's, and nothing outside the spare is touc
 from __future__ import annotations
 
 import errno
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from railonly.fabric.outdir import previous, writer
+from railonly.fabric.outdir import previous, removal, writer
 
 from .test_incremental import GROWN, _tamper, cache, compile_, inodes, same_as_full  # noqa: F401 (fixture)
 
@@ -75,7 +78,7 @@ def test_a_spare_that_is_a_link_is_dropped_never_followed(tmp_path, capsys):
     out = tmp_path / "o"
     lineage(tmp_path, out, 7, 8)
     spare = spare_of(out)
-    previous.remove_tree(spare)
+    removal.remove_tree(spare)
     victim = tmp_path / "victim"
     (victim / "hosts").mkdir(parents=True)
     (victim / "hosts" / "data").write_text("mine\n")
@@ -168,3 +171,31 @@ def test_no_spare_or_record_is_kept_when_the_cache_lies_inside_outdir(tmp_path, 
     lineage(tmp_path, out, 7, 8, 9)
     assert not (out / "cache").exists()
     assert previous.spare_path(os.path.realpath(out)) is None
+
+
+def test_fifos_at_owner_files_hang_no_compile(tmp_path, cache):
+    """The cache is railonly's, yet whoever can write it may leave a FIFO where an owner
+    file goes (this OUTDIR's, or another's the compile reads): opened without blocking."""
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 8)
+    owner = previous.record_path(os.path.realpath(out)).replace(previous.RECORD_SUFFIX, previous.OWNER_SUFFIX)
+    os.unlink(owner)
+    os.mkfifo(owner)
+    os.mkfifo(os.path.join(os.path.dirname(owner), "f" * 40 + previous.OWNER_SUFFIX))
+    p = subprocess.run([sys.executable, "-m", "railonly", "compile", str(tmp_path / "d.yml"), "-o", str(out), "-q", "--full"],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "RAILONLY_CACHE_DIR": str(cache)})
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("field", ["files", "units"])
+def test_a_damaged_record_is_a_full_compile(field, tmp_path, cache, capsys):
+    out = tmp_path / "o"
+    lineage(tmp_path, out, 8)
+    path = previous.record_path(os.path.realpath(out))
+    doc = json.loads(open(path).read())
+    doc[field] = [1, 2]
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    assert previous.load(os.path.realpath(out)) is None
+    lineage(tmp_path, out, 9)
+    assert "Traceback" not in capsys.readouterr().err
