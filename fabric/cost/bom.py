@@ -110,15 +110,21 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
             nic_side[_nic_optic(inv, gbps) if inv.models else code] += n
         if tier > 1 or not assembly:
             cables[tier] += n
+    nic_leaf_m = inv.cable_length_m[1]  # an assembly is bought by its length: the NIC-leaf cables'
     for code, n in sorted(switch_side.items()):
         p = book.transceiver(code)
-        what = "NIC-leaf cable assembly, its ends built in" if code.endswith(ASSEMBLIES) else "switch side"
-        rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w, f"{what}; {p.detail}"))
+        if code.endswith(ASSEMBLIES):
+            rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w,
+                            f"NIC-leaf cable assembly, its ends built in; {p.detail}, {nic_leaf_m} m each", nic_leaf_m))
+        else:
+            rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w, f"switch side; {p.detail}"))
     for code, n in sorted(inv.cage_optics.items()):  # catalog switches: what each cage in use takes
         p = book.transceiver(code)
         est = "" if inv.cages_exact else " (estimated: full cages)"
+        length = f", {nic_leaf_m} m each" if code.endswith(ASSEMBLIES) else ""
         rows.append(Row(f"transceiver {code}", "transceiver", code, n, p.price_usd, p.power_w,
-                        f"switch side, one per cage ({inv.breakout}){est}; {p.detail}"))
+                        f"switch side, one per cage ({inv.breakout}){est}; {p.detail}{length}",
+                        nic_leaf_m if length else None))
     for code, n in sorted(nic_side.items()):
         p = book.transceiver(code)
         rows.append(Row(f"NIC transceiver {code}", "nic-optic", code, n, p.price_usd, p.power_w, f"GPU NIC side; {p.detail}"))

@@ -22,6 +22,7 @@ directions.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..platforms.ports import GPU_RAIL_PORT
@@ -52,6 +53,13 @@ OPTICS = {1: Optic("SR", "MMF", 50), 2: Optic("DR", "SMF", 500), 3: Optic("FR", 
 NIC_OPTICS = {"SR": OPTICS[1], "DR": Optic("DR", "SMF", 500), "AOC": Optic("AOC", "MMF", 30), "DAC": Optic("DAC", "copper", 3)}
 NIC_OPTIC_DEFAULT = "SR"
 ASSEMBLIES = ("AOC", "DAC")  # media whose cable is the optic: no transceiver at either end
+
+
+def links_per_assembly(code: str) -> int:
+    """The NIC-leaf cables one assembly makes: a splitter ('800G-2x400G-DAC', one cage to
+    two NICs) one per split end, a straight one ('400G-AOC') one."""
+    split = re.search(r"-(\d+)x\d+G-", code)
+    return int(split.group(1)) if split else 1
 
 
 def key_of(tier: int) -> str:

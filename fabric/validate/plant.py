@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Callable
 
 from ..outdir_layout import BOM_CSV, CABLING_CSV, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
-from ..design.physical import naming
+from ..design.physical import ASSEMBLIES, links_per_assembly, naming
 from ..graph.model import Fabric
 from .validate_report import Result
 
@@ -110,6 +110,11 @@ def _length_text(length) -> "str | None":
     if length is None:
         return ""  # `_int("")` is None: the judges take an empty cell for no length
     return str(length) if type(length) is int else None
+
+
+def _whole(text: str) -> int | None:
+    """A whole number as railonly writes one: ASCII digits only (int() takes '1_0', ' 3', '٣')."""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _int(text) -> int | None:
@@ -233,18 +238,32 @@ def plant(fabric: Fabric, read: Callable[[str], "str | None"]) -> list[Result]:
 
 
 def bom_result(read: Callable[[str], "str | None"], cables: dict) -> Result:
-    """bom.csv: its fibre lines count exactly the cables of each length."""
+    """bom.csv: its fibre lines count exactly the cables of each length; NIC-leaf cables
+    bought as AOC/DAC assemblies (their ends built in: no fibre line) are covered by the
+    assembly lines, of the NIC-leaf cables' length."""
     probs = _Problems()
     want_len = Counter(lk.length_m for lk in cables.values())
+    nic_leaf = Counter(lk.length_m for lk in cables.values() if lk.tier == 1)
     got_len: Counter = Counter()
-    for line, (category, quantity, length_m) in _rows(read, BOM_CSV, ["category", "quantity", "length_m"], probs) or ():
-        if category != "cable":
+    covered: Counter = Counter()  # length -> NIC-leaf cables the assembly lines of that length make
+    for line, (category, model, quantity, length_m) in _rows(read, BOM_CSV, ["category", "model", "quantity", "length_m"], probs) or ():
+        assembly = category == "transceiver" and model.endswith(ASSEMBLIES)
+        if category != "cable" and not assembly:
             continue
-        n, length = _int(quantity), _int(length_m)
+        n, length = _whole(quantity), _whole(length_m)
         if n is None or length is None:
             probs.append(f"bom.csv: line {line}: quantity {quantity!r} and length_m {length_m!r} must be whole numbers")
             continue
-        got_len[length] += n
+        if assembly:
+            covered[length] += n * links_per_assembly(model)
+        else:
+            got_len[length] += n
+    if covered and not probs:
+        want_len -= nic_leaf
+        for length in sorted(set(covered) | set(nic_leaf)):
+            if covered[length] < nic_leaf[length]:
+                probs.append(f"bom.csv: NIC-leaf cable assemblies of {length} m: {covered[length]:,} cables' worth, "
+                             f"fabric.json has {nic_leaf[length]:,} NIC-leaf cables of {length} m")
     if not probs:
         for length in sorted(set(want_len) | set(got_len), key=lambda x: (x is None, x or 0)):
             if got_len[length] != want_len[length]:

@@ -185,7 +185,7 @@ def test_a_file_that_is_not_csv_is_reported_not_raised(outdirs, tmp_path, capsys
     rc, fails, _ = _failures(out, tmp_path, capsys)
     assert rc == 1
     assert "cabling.csv: line 1: missing column(s)" in fails["plant/cabling.csv"]
-    assert "bom.csv: line 1: missing column(s) quantity, length_m" in fails["plant/bom.csv"]
+    assert "bom.csv: line 1: missing column(s) model, quantity, length_m" in fails["plant/bom.csv"]
 
 
 def test_undecodable_plant_file_fails_and_symlinked_one_is_not_followed(outdirs, tmp_path, capsys):
@@ -267,3 +267,29 @@ def test_the_column_check_is_the_row_judges_shortcut(outdirs, name, edit):
         assert fast == plant.plant(fabric, texts.get)
     finally:
         plant._columns_as_expected = real
+
+
+@pytest.mark.parametrize("optic,metres,switch", [("AOC", 30, ""), ("DAC", 3, ""),
+                                                 ("DAC", 2, "switch: {model: nvidia-sn5600, breakout: 2x400G}\n")])
+def test_nic_leaf_cable_assemblies_are_the_boms_cables(optic, metres, switch, tmp_path, capsys):
+    """AOC/DAC NIC-leaf cables are bought as assemblies of their length (one per NIC, or one
+    twin-port splitter per cage): no fibre line, and compile's self-check and validate agree."""
+    design = tmp_path / "d.yml"
+    if switch:
+        design.write_text(f"name: t\nhb_domain: {{size: 8, count: 64}}\n{switch}cabling: {{nic_optic: {optic}, nic_leaf_m: {metres}}}\n")
+    else:
+        design.write_text((REPO / "labs" / "mini-routed.yml").read_text() + f"cabling:\n  nic_optic: {optic}\n  nic_leaf_m: {metres}\n")
+    out = tmp_path / "o"
+    assert main(["compile", str(design), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    rc, doc, said = _run(out, tmp_path, capsys)
+    assert rc == 0, said
+    lines = (out / "bom.csv").read_text().splitlines()
+    assembly = [x for x in lines if x.startswith(f"transceiver {'800G-2x400G' if switch else '400G'}-{optic},")]
+    assert len(assembly) == 1 and assembly[0].endswith(f",{metres}")
+    assert not any(x.startswith("fibre") and x.endswith(f",{metres}") for x in lines)
+    # one assembly short of the NIC-leaf cables: named
+    text = (out / "bom.csv").read_text()
+    n = assembly[0].split(",")[3]
+    (out / "bom.csv").write_text(text.replace(assembly[0], assembly[0].replace(f",{n},", f",{int(n) - 1},", 1)))
+    rc, doc, said = _run(out, tmp_path, capsys)
+    assert rc == 1 and f"NIC-leaf cable assemblies of {metres} m" in json.dumps(doc)
