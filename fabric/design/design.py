@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 from dataclasses import dataclass, field
 
 from ..input.problems import InputError, Problem
@@ -84,7 +85,7 @@ FIELDS: dict[str, Field] = {
         "model_by_tier": Field("map", key_kind="int", item=Field("str", pattern=catalog.MODEL_PATTERN, pattern_text="a platform model name"),
                                default={}, hint="per-tier platform model, e.g. {2: arista-7060x6-64pe}"),
         "platform_files": Field("list", default=[], item=Field("str", pattern=r"[^\x00-\x1f]{1,255}", pattern_text="a file path"),
-                                hint="your own platform YAML files (docs/platforms.md), paths relative to the design file"),
+                                hint="your own platform YAML files (docs/platforms.md), paths relative to the design file, inside its folder"),
         "share_rails": Field("bool", default=False, hint="true lets small one-tier rails share a physical switch as separate partitions"),
         "mtu": Field("int", default=9100, min=1500, max=9216, hint="switch port MTU in bytes (at least nic.mtu)"),
     }),
@@ -168,6 +169,14 @@ class Design:
     values: dict = field(default_factory=dict, repr=False)  # every normalised key
     file: str | None = None
     lines: dict = field(default_factory=dict, repr=False, compare=False)  # key path -> line
+
+    @property
+    def input_files(self) -> tuple[str, ...]:
+        """Every file compiling the design reads: itself and its switch.platform_files (an
+        OUTDIR that holds one is refused: the swap would delete it)."""
+        base = os.path.dirname(self.file) if self.file else ""
+        own = [catalog.inside_folder(base, rel) for rel in self.values.get("switch", {}).get("platform_files") or ()]
+        return tuple(p for p in [self.file, *own] if p)
 
     def problem(self, path: str, message: str, hint: str = "") -> Problem:
         """A problem found after loading (e.g. while building), located in the file."""

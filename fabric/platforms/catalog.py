@@ -311,6 +311,16 @@ class Resolved:
     by_tier: dict[int, Platform]  # tier -> platform (empty: generic)
 
 
+def inside_folder(base: str, rel: str) -> "str | None":
+    """`rel` joined to the design's folder `base`, or None when it is absolute, climbs out
+    by '..', or resolves (through a symbolic link on the way) outside that folder."""
+    if os.path.isabs(rel) or ".." in rel.split("/"):
+        return None
+    path = os.path.join(base, rel)
+    folder = os.path.realpath(base or ".")
+    return path if os.path.realpath(path).startswith(folder.rstrip("/") + "/") else None
+
+
 def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
     """Check switch.model / model_by_tier / breakout / platform_files against the catalog and
     fill in what follows from them (radix, nic.gbps, platform); `values` is updated in place."""
@@ -330,7 +340,14 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
     catalog = dict(shipped())
     base = os.path.dirname(src.file) if src.file else ""
     for i, rel in enumerate(sw.get("platform_files") or ()):
-        path = rel if os.path.isabs(rel) else os.path.join(base, rel)
+        path = inside_folder(base, rel)
+        if path is None:
+            # a design comes from a pull request as often as not: it must not make railonly
+            # read (and quote back in its errors) a file of the machine that compiles it
+            bad(f"switch.platform_files[{i}]", f"{rel!r} is not a file inside the design's folder",
+                "give a path relative to the design file that stays inside its folder, without '..' "
+                "or a symbolic link out of it (e.g. platforms/my-switch.yaml)")
+            continue
         try:
             p = load_platform_file(path)
         except InputError as exc:

@@ -187,6 +187,21 @@ def test_your_own_platform_file_is_used(tmp_path, capsys):
     assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == "DellEMC-Z9664f-O64"
 
 
+@pytest.mark.parametrize("used", [True, False])
+def test_an_outdir_holding_a_platform_file_is_refused_and_the_file_kept(used, tmp_path, capsys):
+    """Replacing that OUTDIR would delete the file, used by a tier or only listed, even with --force."""
+    out = tmp_path / "o"
+    assert main(["compile", str(REPO / "labs" / "mini-routed.yml"), "-o", str(out), "-q"]) == 0
+    text = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9664f.yaml").read_text().replace("model: dell-z9664f", "model: acme-25t")
+    (out / "acme.yaml").write_text(text)
+    path = tmp_path / "d.yml"
+    model = "acme-25t" if used else "dell-z9664f"
+    path.write_text(f"name: t\nhb_domain: {{size: 2, count: 4}}\nswitch: {{model: {model}, platform_files: [o/acme.yaml]}}\n")
+    assert main(["compile", str(path), "-o", str(out), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "acme.yaml, which this command reads" in err and (out / "acme.yaml").read_text() == text
+
+
 def _z(text: str, old: str, new: str) -> str:
     assert old in text
     return text.replace(old, new, 1)
@@ -229,6 +244,22 @@ def test_platform_file_that_is_a_link_or_a_fifo_is_refused(tmp_path, capsys):
         assert main(["compile", str(path), "-o", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err
         assert words in err and name in err
+
+
+@pytest.mark.parametrize("given", ["/etc/passwd", "../outside.yaml", "sub/../../outside.yaml", "out/p.yaml"])
+def test_platform_files_stay_inside_the_designs_folder(given, tmp_path, capsys):
+    """Absolute, '..' or through a symlinked folder: refused before it is read, its content never quoted."""
+    (tmp_path / "outside.yaml").write_text("secret: hunter2\n")
+    design_dir = tmp_path / "design"
+    design_dir.mkdir()
+    os.symlink(tmp_path, design_dir / "out")
+    (tmp_path / "p.yaml").write_text("secret: hunter2\n")
+    path = design_dir / "d.yml"
+    path.write_text(f"name: t\nhb_domain: {{size: 2, count: 4}}\nswitch: {{model: acme, platform_files: [{given}]}}\n")
+    assert main(["compile", str(path), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "platform_files[0]" in err and "inside the design's folder" in err, err
+    assert "hunter2" not in err and "root:" not in err and not (tmp_path / "o").exists()
 
 
 def test_generic_stays_the_default_and_reads_no_catalog():

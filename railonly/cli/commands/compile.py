@@ -47,7 +47,7 @@ def _compile(args) -> int:
 
     design = load_design(args.design)
     check_caps(design)  # caps on GPUs, switches and files, before any work
-    target = writer.prepare(args.outdir, force=args.force, inputs=(args.design,))  # refuse before the work
+    target = writer.prepare(args.outdir, force=args.force, inputs=design.input_files)  # refuse before the work
     design = lab_slice.with_lab_domains(design, args.lab_domains)
     show = args.progress or args.verbose or (design.gpus > 2048 and not args.quiet)
     # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
