@@ -125,7 +125,8 @@ def note_owner(outdir_real: str) -> None:
                     pass
 
 
-def _stat_key(st: os.stat_result) -> list[int]:
+def stat_key(st: os.stat_result) -> list[int]:
+    """What of a file's stat says it is the one recorded: device, inode, size, mode, links, mtime, ctime."""
     return [st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_nlink, st.st_mtime_ns, st.st_ctime_ns]
 
 
@@ -179,12 +180,17 @@ class Previous:
     def same_file(self, path: str, st: os.stat_result) -> bool:
         """`st` is the file recorded at `path` (its link count and ctime aside: a stage's
         hard link moves them)."""
-        now, then = _stat_key(st), self._stats[path]
+        now, then = stat_key(st), self._stats[path]
         return now[:4] + now[5:6] == then[:4] + then[5:6]
 
-    def inode(self, path: str) -> int:
-        """The inode of an intact file: a hard link of it holds the recorded bytes."""
-        return self._stats[path][1]
+    def unchanged(self, path: str, st: os.stat_result) -> bool:
+        """`st` is the file recorded at `path`, untouched since: ctime included, which an
+        edit that puts size and mtime back still moves. Checked before a file is linked on."""
+        return stat_key(st) == self._stats[path]
+
+    def recorded_stat(self, path: str) -> list[int]:
+        """The stat key recorded for an intact file (:func:`stat_key`)."""
+        return self._stats[path]
 
     def read(self, path: str) -> bytes:
         """A carried file's bytes, from the previous OUTDIR, checked again (stat and sha256)."""
@@ -236,7 +242,7 @@ def load(outdir: str) -> Previous | None:
             if not isinstance(path, str) or "\0" in path or path.startswith("/") or ".." in path.split("/"):
                 return None
             try:
-                now = _stat_key(os.lstat(os.path.join(outdir, path)))
+                now = stat_key(os.lstat(os.path.join(outdir, path)))
             except OSError:
                 continue
             if now == key and stat.S_ISREG(now[3]):
@@ -250,7 +256,8 @@ def load(outdir: str) -> Previous | None:
 
 
 def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, str], inputs: str = "",
-         checked: bool = False, tree: "tuple[int, int] | None" = None) -> None:
+         checked: bool = False, tree: "tuple[int, int] | None" = None,
+         staged: "dict[str, list[int]] | None" = None) -> None:
     """Record what railonly just wrote into `outdir` (a realpath; called after the swap):
     `sha` every file's, `inputs` the compile's configs.inputs_key, `checked` whether its
     self-check ran, `tree` the (device, inode) of the folder it swapped in. Another
@@ -258,7 +265,10 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
     this compile's sha256 would carry wrong bytes next time), and the files are stat'ed
     through a descriptor of that very folder. Best effort: without a writable cache the
     next compile is a full one, and so it is with a cache inside OUTDIR (a record there
-    would be a stray file in it)."""
+    would be a stray file in it). `staged`: each file's stat key when the stage made it
+    (writer.stage's); a file whose stat moved since is recorded only if its bytes are still
+    `sha`'s (an edit that put size and mtime back moves ctime), else left out: the next
+    compile writes it again."""
     if _folder(outdir) is None:
         return
     try:
@@ -267,7 +277,11 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
             top = os.fstat(dfd)
             if tree is not None and (top.st_dev, top.st_ino) != tuple(tree):
                 raise FileNotFoundError(outdir)  # replaced by another compile's tree
-            files = {path: [digest, _stat_key(os.lstat(path, dir_fd=dfd))] for path, digest in sha.items()}
+            files = {}
+            for path, digest in sha.items():
+                now = stat_key(os.lstat(path, dir_fd=dfd))
+                if staged is None or staged.get(path) == now or _holds(dfd, path, digest, now):
+                    files[path] = [digest, now]
         finally:
             os.close(dfd)
         doc = {"format": FORMAT, "generator": __version__, "outdir": outdir, "dir": [top.st_dev, top.st_ino],
@@ -278,6 +292,20 @@ def save(outdir: str, units: dict[str, tuple[str, list[str]]], sha: dict[str, st
         _replace(path, json.dumps(doc, separators=(",", ":")))  # one C encode: json.dump writes in Python-sized chunks
     except OSError:
         forget(outdir)
+
+
+def _holds(dfd: int, path: str, digest: str, key: list[int]) -> bool:
+    """The file at `path` (below `dfd`) holds the bytes of `digest` and is still the file of `key`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read()
+        return hashlib.sha256(data).hexdigest() == digest and stat_key(os.fstat(fd)) == key
+    finally:
+        os.close(fd)
 
 
 def _replace(path: str, text: str) -> None:
@@ -301,5 +329,5 @@ def forget(outdir: str) -> None:
         pass
 
 
-__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_owner", "record_path",
+__all__ = ["Changed", "Previous", "cache_root", "forget", "load", "note_owner", "record_path", "stat_key",
            "save", "spare_path"]

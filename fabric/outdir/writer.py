@@ -52,7 +52,7 @@ from ..outdir_layout import MANIFEST
 from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
-from .previous import Previous
+from .previous import Previous, stat_key
 from .removal import empty, remove_tree
 from . import removal
 
@@ -244,9 +244,11 @@ def remove_stale_staging(parent: str) -> list[str]:
     return removed
 
 
-def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4) -> None:
+def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4,
+                 staged: "dict[str, list[int]] | None" = None) -> None:
     """Write files on a few threads: the kernel copy and ext4 allocation run
-    without the GIL, so a 17,000-file OUTDIR lands in about half the time."""
+    without the GIL, so a 17,000-file OUTDIR lands in about half the time.
+    `staged` gets each file's stat key as written."""
     fix_mode = (FILE_MODE & ~_umask()) != FILE_MODE
 
     def write(chunk: list[tuple[str, bytes]]) -> None:
@@ -260,6 +262,8 @@ def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4) ->
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view):]
+                    if staged is not None:
+                        staged[path] = stat_key(os.fstat(fd))
                 finally:
                     os.close(fd)
             except OSError as exc:
@@ -274,31 +278,39 @@ def _write_files(root: str, items: list[tuple[str, bytes]], threads: int = 4) ->
             pass  # re-raises a worker's error here
 
 
-def _link_files(root: str, paths: list[str], previous: "Previous", threads: int = 4) -> None:
+def _link_files(root: str, paths: list[str], previous: "Previous", threads: int = 4,
+                staged: "dict[str, list[int]] | None" = None) -> None:
     """Hard-link carried files from the previous OUTDIR (a directory entry each, no
-    bytes copied); where the file system refuses a link, or the file linked is no longer
-    the one recorded (replaced since the record was checked: links go by path), copy
-    the checked bytes (a replaced file fails that check: previous.Changed)."""
+    bytes copied); where the file system refuses a link, or the file is no longer the
+    one recorded (edited in place since the record was checked: its ctime moved; or
+    replaced: links go by path), copy the checked bytes (an edited or replaced file
+    fails that check: previous.Changed). `staged` gets each file's stat key as linked."""
     def link(chunk: list[str]) -> list[str]:
         refused = []
         for path in chunk:
-            staged = os.path.join(root, path)
+            source, dest = os.path.join(previous.outdir, path), os.path.join(root, path)
             try:
-                os.link(os.path.join(previous.outdir, path), staged, follow_symlinks=False)
+                if not previous.unchanged(path, os.lstat(source)):
+                    refused.append(path)
+                    continue
+                os.link(source, dest, follow_symlinks=False)
             except OSError as exc:
                 if exc.errno == errno.EEXIST:
                     raise
                 refused.append(path)
                 continue
-            if not previous.same_file(path, os.lstat(staged)):
-                os.unlink(staged)
+            st = os.lstat(dest)
+            if not previous.same_file(path, st):
+                os.unlink(dest)
                 refused.append(path)
+            elif staged is not None:
+                staged[path] = stat_key(st)
         return refused
 
     with ThreadPoolExecutor(threads) as pool:
         refused = [p for part in pool.map(link, [paths[i::threads] for i in range(threads)]) for p in part]
     if refused:
-        _write_files(root, [(p, previous.read(p)) for p in refused])
+        _write_files(root, [(p, previous.read(p)) for p in refused], staged=staged)
 
 
 def _folders(paths: "Iterable[str]") -> set[str]:
@@ -352,13 +364,15 @@ def _take_spare(spare: str, tmp: str) -> bool:
     return False
 
 
-def _reconcile(root: str, folders: "set[str]", keep: "dict[str, int]") -> tuple[set[str], set[str]]:
+def _reconcile(root: str, folders: "set[str]", keep: "dict[str, list[int]]",
+               staged: "dict[str, list[int]]") -> tuple[set[str], set[str]]:
     """Cut the tree at `root` (a spare taken by :func:`_take_spare`) down to what a new
-    stage may hold: the folders among `folders`, and the files of `keep` (path -> inode
-    of the previous OUTDIR's verified file of the same bytes) that it holds as that very
-    inode, a hard link of it. Every other entry goes (a symlink is unlinked, never
-    followed) and every folder kept is 0755 again, so what is left is exactly right
-    whatever the spare went through.
+    stage may hold: the folders among `folders`, and the files of `keep` (path -> stat
+    key recorded for the previous OUTDIR's verified file of the same bytes) that it holds
+    as that very file, a hard link of it untouched since (ctime too). Every other entry
+    goes (a symlink is unlinked, never followed) and every folder kept is 0755 again, so
+    what is left is exactly right whatever the spare went through. `staged` gets the
+    stat key of each file held.
     Returns (files held, folders held)."""
     held: set[str] = set()
     present: set[str] = set()
@@ -380,8 +394,10 @@ def _reconcile(root: str, folders: "set[str]", keep: "dict[str, int]") -> tuple[
                         todo.append((path, os.open(e.name, flags, dir_fd=fd)))
                     else:
                         remove_tree(e.name, dir_fd=fd)
-                elif e.is_file(follow_symlinks=False) and keep.get(path) == e.inode():
+                elif (e.is_file(follow_symlinks=False) and path in keep and keep[path][1] == e.inode()
+                      and stat_key(e.stat(follow_symlinks=False)) == keep[path]):
                     held.add(path)
+                    staged[path] = keep[path]
                 else:
                     os.unlink(e.name, dir_fd=fd)
         finally:
@@ -391,7 +407,8 @@ def _reconcile(root: str, folders: "set[str]", keep: "dict[str, int]") -> tuple[
 
 def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
           carried: "set[str] | frozenset[str]" = frozenset(), previous: "Previous | None" = None,
-          sums: "dict[str, str] | None" = None, spare: "str | None" = None) -> str:
+          sums: "dict[str, str] | None" = None, spare: "str | None" = None,
+          staged: "dict[str, list[int]] | None" = None) -> str:
     """Write everything (plus MANIFEST.json) into a staging sibling of OUTDIR
     and return its path; nothing is visible at OUTDIR yet. `carried`: paths kept
     unchanged from the `previous` compile into OUTDIR, hard-linked from it (copied
@@ -400,7 +417,9 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
     railonly kept an earlier tree of this OUTDIR (:func:`commit`'s `keep`); when it can
     be moved in, the stage starts from it and pays only for what differs (its folders
     stand, and its links to unchanged files are those the stage would make). `sums`,
-    if given, is filled with every file's sha256, MANIFEST.json's own included."""
+    if given, is filled with every file's sha256, MANIFEST.json's own included, and
+    `staged` with every file's stat key once it stands in the stage: previous.save
+    checks nothing moved a file between then and its record."""
     target = _target(outdir)
     elsewhere = previous is not None and previous.outdir != target.path
     if elsewhere or (carried and (previous is None or carried & files.keys())):
@@ -427,17 +446,18 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
         same = {p for p in files if previous is not None and previous.sha.get(p) == known[p]}
         folders = _folders(known)
         held: set[str] = set()
+        stats: dict[str, list[int]] = {} if staged is None else staged
         if reused:
-            keep = {p: previous.inode(p) for p in carried | same} if previous is not None else {}
-            held, present = _reconcile(tmp, folders, keep)
+            keep = {p: previous.recorded_stat(p) for p in carried | same} if previous is not None else {}
+            held, present = _reconcile(tmp, folders, keep, stats)
             folders -= present
         _make_dirs(tmp, folders)
-        _write_files(tmp, sorted(item for item in files.items() if item[0] not in same))
+        _write_files(tmp, sorted(item for item in files.items() if item[0] not in same), staged=stats)
         unlinked = (carried | same) - held
         if unlinked:
-            _link_files(tmp, sorted(unlinked), previous)
+            _link_files(tmp, sorted(unlinked), previous, staged=stats)
         text = manifest({}, design_sha256, known)
-        _write_files(tmp, [(MANIFEST, text)])
+        _write_files(tmp, [(MANIFEST, text)], staged=stats)
         if sums is not None:
             sums.update(known)
             sums[MANIFEST] = hashlib.sha256(text).hexdigest()  # recorded too: a no-op compile checks it

@@ -587,3 +587,35 @@ def test_a_tree_another_compile_swapped_in_before_the_record_gets_none(tmp_path,
     monkeypatch.setattr(previous, "save", save)
     said = same_as_full(tmp_path, out, GROWN.format(count=7, extra=""), capsys)
     assert "up to date" not in said
+
+
+@pytest.mark.parametrize("when", ["after the record was checked", "after the stage, before the record"])
+@pytest.mark.parametrize("before", [(8,), (7, 8)], ids=["linked", "held-by-the-spare"])
+def test_a_file_edited_in_place_while_compiling_is_never_vouched_for(when, before, tmp_path, capsys, monkeypatch):
+    """Same size, mtime put back: only ctime tells. Edited before it is linked on (or
+    kept from the spare), it is not (its recorded bytes are read and checked: exit 3);
+    edited once staged, the record made after the swap leaves it out, and the next
+    compile writes it again."""
+    out = tmp_path / "o"
+    for count in before:
+        compile_(tmp_path, GROWN.format(count=count, extra=""), out, "-q")
+    victim = out / "hosts" / "hb3" / "rails.sh"
+    good = victim.read_bytes()
+    name = "load" if when.startswith("after the record") else "save"
+    real = getattr(previous, name)
+
+    def then_tamper(outdir, *args, **kwargs):
+        if name == "save":
+            _tamper(victim)
+        result = real(outdir, *args, **kwargs)
+        if name == "load":
+            _tamper(victim)
+        return result
+
+    monkeypatch.setattr(previous, name, then_tamper)
+    (tmp_path / "d.yml").write_text(GROWN.format(count=9, extra=""))
+    rc = main(["compile", str(tmp_path / "d.yml"), "-o", str(out), "-q"])
+    assert rc == (3 if name == "load" else 0)
+    monkeypatch.setattr(previous, name, real)
+    said = same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    assert "up to date" not in said and victim.read_bytes() == good

@@ -173,7 +173,7 @@ def test_a_killed_compile_leaves_a_recognisable_staging_dir(tmp_path):
         "import os, signal, sys\n"
         "from railonly.fabric.outdir import writer\n"
         "real = writer._write_files\n"
-        "def die(root, items, threads=4):\n"
+        "def die(root, items, threads=4, staged=None):\n"
         "    real(root, items[:1])\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
         "writer._write_files = die\n"

@@ -66,6 +66,7 @@ def _compile(args) -> int:
         files = out.files
         progress.step(f"checking generated configs and writing {len(files.rendered):,} files")
         sums: dict[str, str] = {}
+        staged: dict[str, list[int]] = {}
         # The stage starts from the spare, the tree swapped out last time and kept in railonly's
         # cache; the tree swapped out now becomes the next one. --full takes the spare's folders
         # alone (its files go: its links would keep the replaced tree's bytes on disk) and keeps none.
@@ -76,9 +77,9 @@ def _compile(args) -> int:
         tree: list[int] = []
         failed = check_and_write(target, files, design.sha256, check=not args.no_check, previous=last,
                                  only=out.changed_switches if last and last.checked else None, sums=sums,
-                                 spare=spare, keep=None if args.full else spare, tree=tree)
+                                 spare=spare, keep=None if args.full else spare, tree=tree, staged=staged)
         if not failed:
-            prev.save(target.path, out.units, sums, inputs, checked=not args.no_check, tree=tuple(tree))
+            prev.save(target.path, out.units, sums, inputs, checked=not args.no_check, tree=tuple(tree), staged=staged)
     for note in target.notes:
         print(note, file=sys.stderr)
     if failed:
@@ -101,7 +102,8 @@ def _compile(args) -> int:
 
 def check_and_write(outdir, files, design_sha256: str, check: bool = True, previous=None,
                     only: "set[str] | None" = None, sums: "dict | None" = None, spare: "str | None" = None,
-                    keep: "str | None" = None, tree: "list[int] | None" = None) -> list:
+                    keep: "str | None" = None, tree: "list[int] | None" = None,
+                    staged: "dict | None" = None) -> list:
     """Stage the files beside OUTDIR while the self-check runs in a forked
     process; swap them in only when it passes. Returns the failed results
     (then nothing was written). `outdir`: a path or a writer.Target. `files`:
@@ -109,7 +111,8 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     `previous`; `only`: the switches an incremental self-check covers;
     `sums` is filled with every file's sha256; `spare`: where the stage starts
     from (writer.stage), `keep`: where the swapped-out tree goes (writer.commit);
-    `tree` gets the (device, inode) of the folder swapped in."""
+    `tree` gets the (device, inode) of the folder swapped in, `staged` each file's stat
+    key as staged (writer.stage)."""
     from railonly import proc
     from railonly.fabric import parallel
     from railonly.fabric.compiler import Tree, check_outputs
@@ -119,7 +122,7 @@ def check_and_write(outdir, files, design_sha256: str, check: bool = True, previ
     base = previous.read_checked if previous is not None and only is not None else None
     checker = parallel.Background(check_outputs, files, proc.which("vtysh") is not None, only, base) if check else None
     try:
-        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums, spare)
+        tmp = writer.stage(outdir, rendered, design_sha256, carried, previous, sums, spare, staged)
     except BaseException:
         if checker:
             checker.cancel()
