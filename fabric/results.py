@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Iterable
 from xml.etree import ElementTree as ET
 
+from .safe_text import printable
+
 
 @dataclass(frozen=True)
 class Result:
@@ -43,11 +45,14 @@ def junit(title: str, results: list[Result], *, classname_prefix: str = "", orde
                               failures=str(sum(not r.passed for r in rs)),
                               time=f"{(timings or {}).get(check, 0.0):.3f}")
         for r in rs:
-            tc = ET.SubElement(suite, "testcase", classname=f"{classname_prefix}{check}", name=r.id)
+            # XML 1.0 has no form for most control characters, even escaped: a file name or
+            # a tool's output that holds one would make the report unreadable
+            detail = printable(r.detail)
+            tc = ET.SubElement(suite, "testcase", classname=f"{classname_prefix}{check}", name=printable(r.id, lines=False))
             if r.passed:
-                ET.SubElement(tc, "system-out").text = r.detail
+                ET.SubElement(tc, "system-out").text = detail
             else:
-                f = ET.SubElement(tc, "failure", message=r.detail[:500], type=check)
-                f.text = r.detail
+                f = ET.SubElement(tc, "failure", message=detail[:500], type=check)
+                f.text = detail
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from railonly.fabric.safe_text import printable
 from railonly.fabric.results import junit
 
 from .check_plan import CHECKS
@@ -40,7 +41,7 @@ def table(lab: str, results, timings: dict | None = None, notes: list | None = N
     if bad:
         lines.append("FAILED:")
         for r in bad[:max_failures]:
-            lines.append(f"  {r.id}: {r.detail}")
+            lines.append(f"  {printable(r.id, lines=False)}: {printable(r.detail)}")  # a host's output, escaped
         if len(bad) > max_failures:
             lines.append(f"  ... and {len(bad) - max_failures} more (see --json)")
     for n in notes or ():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..safe_text import printable
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -20,13 +22,16 @@ class Problem:
     file: str | None = None
 
     def format(self) -> str:
-        where = self.file or "design"
+        """The problem for a terminal: every part from the input escaped (a key or file name
+        may hold an escape sequence that would rewrite the screen, or a newline that would
+        fake another error)."""
+        where = printable(self.file or "design", lines=False)
         if self.line is not None:
             where += f":{self.line}"
-        key = f" {self.path}:" if self.path else ""
-        text = f"error: {where}:{key} {self.message}"
+        key = f" {printable(self.path, lines=False)}:" if self.path else ""
+        text = f"error: {where}:{key} {printable(self.message)}"
         if self.hint:
-            text += f"\n  fix: {self.hint}"
+            text += f"\n  fix: {printable(self.hint)}"
         return text
 
 
@@ -72,3 +77,4 @@ def short(value: object, limit: int = 60) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
+

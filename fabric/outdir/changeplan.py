@@ -39,6 +39,7 @@ from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, FABRIC_JSON, HOSTS, M
 from ..graph import fabric_json
 from ..parallel import Background, jobs
 from ..graph.model import Node
+from ..safe_text import printable
 from .reader import ENTRY_NAME, OutdirReader, UntrustedFile, parse_json
 from .scan import refuse_kind
 
@@ -552,15 +553,6 @@ def has_changes(doc: dict) -> bool:
     return bool(any(doc["cables"][k] for k in ("added", "removed", "moved", "relabelled", "changed"))
                 or any(doc[part][k] for part in ("devices", "hosts") for k in ("added", "removed", "changed"))
                 or doc["bom"]["items"] or any(doc.get("files", {}).values()))
-
-
-def printable(text: str) -> str:
-    r"""``text`` with every non-printable character but newline and tab escaped (\x1b, \u202e...)."""
-    if text.replace("\n", "").replace("\t", "").isprintable():  # the usual case, checked at C speed
-        return text
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else
-                   (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000
-                    else f"\\U{ord(ch):08x}") for ch in text)
 
 
 def devices_to_push(doc: dict) -> list[str]:

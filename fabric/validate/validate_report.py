@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..safe_text import printable
 from ..results import Result, junit, summary
 
 __all__ = ["Result", "summary", "text", "to_json", "to_junit"]
@@ -20,12 +21,13 @@ def to_junit(outdir: str, results: list[Result]) -> str:
 
 
 def text(results: list[Result]) -> str:
-    """Failures one problem per line, then the count."""
+    """Failures one problem per line, then the count; what came from the OUTDIR (file
+    names, a tool's echo of a line) escaped for the terminal."""
     lines = []
     for r in results:
         if not r.passed:
             for d in r.detail.splitlines():
-                lines.append(f"FAIL {r.id}: {d}")
+                lines.append(f"FAIL {printable(r.id, lines=False)}: {printable(d)}")
     passed, failed = summary(results)
     lines.append(f"{passed} passed, {failed} failed")
     return "\n".join(lines)

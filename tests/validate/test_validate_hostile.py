@@ -338,3 +338,29 @@ def test_a_config_that_ends_vtysh_does_not_hide_the_next_ones(routed, capsys):
     for name, line in typos.items():
         assert f"configs/{name}/frr.conf:{line}: % Unknown command: bgp log-neighbour-changes" in out
     assert "configs/minir-rail0-leaf0/frr.conf: vtysh stops reading this file before its end" in out
+
+
+def test_what_the_outdir_says_reaches_the_terminal_and_junit_escaped(routed, tmp_path, capsys):
+    """A file name and a config line holding escape sequences (a screen clear, a window
+    title) and a newline that would fake another result: the text report escapes them,
+    and the JUnit report stays XML that parses."""
+    from xml.dom import minidom
+
+    (routed / "hosts" / "hb0" / "\x1b]0;PWNED\x07\x1b[2J\nFAIL fake").write_text("x")
+    frr = routed / "configs" / "minir-rail0-leaf0" / "frr.conf"
+    frr.write_text(frr.read_text() + "\x1b]0;PWN\x07\x1b[2Jneighbor x\n")
+    junit = tmp_path / "v.xml"
+    assert main(["validate", str(routed), "--junit", str(junit)]) == 1
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "\x1b" not in said and "\x07" not in said and "\\x1b]0;PWNED" in said
+    assert not any(line.startswith("FAIL fake") for line in said.splitlines())
+    minidom.parse(str(junit))
+
+
+def test_design_keys_and_values_reach_the_terminal_escaped(tmp_path, capsys):
+    design = tmp_path / "d.yml"
+    design.write_text('"\\e]0;PWN\\a\\e[2Jx": 1\n' + (LABS / "mini-routed.yml").read_text())
+    assert main(["compile", str(design), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;PWN" in err

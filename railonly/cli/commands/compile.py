@@ -37,6 +37,7 @@ def _compile(args) -> int:
     from railonly.fabric.compiler import compile_design_units, summary
     from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
+    from railonly.fabric.safe_text import printable
     from railonly.fabric.devices import configs
     from railonly.fabric.outdir import previous as prev
     from railonly.fabric.outdir import writer
@@ -84,7 +85,7 @@ def _compile(args) -> int:
         print(note, file=sys.stderr)
     if failed:
         for r in failed[:20]:
-            print(f"error: {r.id}: {r.detail}", file=sys.stderr)
+            print(f"error: {printable(r.id, lines=False)}: {printable(r.detail)}", file=sys.stderr)
         more = f" (showing 20 of {len(failed)})" if len(failed) > 20 else ""
         print(f"generated configs fail their own checks{more}; nothing was written. "
               "This is a railonly bug: please report it with the design.", file=sys.stderr)
