@@ -24,6 +24,8 @@ from .prices import PriceBook
 DEFAULT_HB_SIZES = (8, 72, 256)
 DEFAULT_GPUS = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 DEFAULT_RADICES = (64, 128, 256)
+# `railonly sweep -o DIR` writes these (and MANIFEST.json: DIR is a railonly OUTDIR of its own kind)
+SWEEP_CSV, SWEEP_PNG = "sweep.csv", "sweep.png"
 
 COLUMNS = ["hb_size", "radix", "target_gpus", "gpus", "hb_domains", "baseline_tiers", "rail_tiers",
            "baseline_switches", "rail_switches", "baseline_transceivers", "rail_transceivers",

@@ -48,7 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..outdir_layout import MANIFEST
+from ..outdir_layout import FABRIC_JSON, MANIFEST
 from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
@@ -116,12 +116,14 @@ def manifest(files: dict[str, bytes], design_sha256: str, known: "dict[str, str]
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
 
 
-def is_railonly_outdir(path: str) -> bool:
+def is_railonly_outdir(path: str, kind: "str | None" = None) -> bool:
     """True when `path` holds a MANIFEST.json written by railonly (read as
-    untrusted: a regular file, bounded, never through a symlink)."""
+    untrusted: a regular file, bounded, never through a symlink), listing `kind` if given."""
     doc = load_json_file(os.path.join(path, MANIFEST), MANIFEST_MAX_BYTES)
     gen = doc.get("generator") if isinstance(doc, dict) else None
-    return isinstance(gen, str) and bool(_GENERATOR_RE.fullmatch(gen)) and isinstance(doc.get("files"), dict)
+    files = doc.get("files") if isinstance(doc, dict) else None
+    return (isinstance(gen, str) and bool(_GENERATOR_RE.fullmatch(gen)) and isinstance(files, dict)
+            and (kind is None or kind in files))
 
 
 def _listing(path: str, limit: int = 3) -> str:
@@ -133,11 +135,13 @@ def _listing(path: str, limit: int = 3) -> str:
     return f" (holds {shown}{', ...' if len(names) > limit else ''})"
 
 
-def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = ()) -> Target:
+def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind: str = FABRIC_JSON) -> Target:
     """Decide where OUTDIR goes, or raise OutdirRefused (see module doc).
 
     `inputs` are files the command reads (the design): an OUTDIR that holds one
-    is refused even with `force`, since replacing it would delete it."""
+    is refused even with `force`, since replacing it would delete it. `kind`: the file
+    every OUTDIR of the writing command holds (a compile's fabric.json, a sweep's
+    sweep.csv): a railonly OUTDIR of another command is not replaced without `force`."""
     if not outdir or not outdir.strip():
         raise OutdirRefused(outdir, "OUTDIR is empty", "give a directory, e.g. -o out")
     given = outdir
@@ -178,6 +182,12 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = ()) -> T
                                     f"{_listing(path)}; railonly replaces only its own OUTDIRs or empty folders",
                                     "give a new directory, or add --force to replace it and everything in it")
             notes.append(f"note: replacing {given}, which is not a railonly OUTDIR (--force)")
+        elif not empty and not is_railonly_outdir(path, kind):
+            if not force:
+                raise OutdirRefused(given, f"is a railonly OUTDIR of another command (its MANIFEST.json lists no {kind})"
+                                    f"{_listing(path)}; this command replaces only its own OUTDIRs or empty folders",
+                                    "give a new directory, or add --force to replace it and everything in it")
+            notes.append(f"note: replacing {given}, a railonly OUTDIR of another command (--force)")
     return Target(given, path, notes)
 
 

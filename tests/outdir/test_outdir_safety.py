@@ -255,3 +255,18 @@ def test_sweep_outdir_is_guarded_too(tmp_path, capsys):
     rc = main(["sweep", "--hb-sizes", "8", "--gpus", "1024", "--radix", "64", "-o", str(d)])
     err = capsys.readouterr().err
     assert rc == 2 and "is not a railonly OUTDIR" in err and (d / "keep.txt").read_text() == "x"
+
+
+def test_sweep_and_compile_do_not_replace_each_others_outdirs(tmp_path, capsys):
+    """Both are railonly OUTDIRs; each command replaces only its own kind (or with --force)."""
+    compiled, swept = tmp_path / "c", tmp_path / "s"
+    assert _compile(capsys, DESIGN, "-o", str(compiled), "-q")[0] == 0
+    sweep = ["sweep", "--hb-sizes", "8", "--gpus", "1024", "--radix", "64", "-q"]
+    assert main([*sweep, "-o", str(swept)]) == 0
+    assert main([*sweep, "-o", str(swept)]) == 0  # its own: replaced
+    before = tree(compiled)
+    assert main([*sweep, "-o", str(compiled)]) == 2
+    assert "railonly OUTDIR of another command" in capsys.readouterr().err and tree(compiled) == before
+    rc, err = _compile(capsys, DESIGN, "-o", str(swept), "-q")
+    assert rc == 2 and "lists no fabric.json" in err and (swept / "sweep.csv").is_file()
+    assert main([*sweep, "-o", str(compiled), "--force"]) == 0 and (compiled / "sweep.csv").is_file()

@@ -41,17 +41,17 @@ def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list
 
 def run(args) -> int:
     from railonly.fabric.cost.prices import load_prices
-    from railonly.fabric.cost.sweep import render_csv, render_png, sweep
+    from railonly.fabric.cost.sweep import SWEEP_CSV, SWEEP_PNG, render_csv, render_png, sweep
     from railonly.fabric.outdir.writer import prepare, write_outdir
 
-    target = prepare(args.outdir, force=args.force, inputs=(args.prices,) if args.prices else ())
+    target = prepare(args.outdir, force=args.force, inputs=(args.prices,) if args.prices else (), kind=SWEEP_CSV)
     hb = _ints("--hb-sizes", args.hb_sizes, 1, 512)
     gpus = _ints("--gpus", args.gpus, 1, 10_000_000)
     radices = _ints("--radix", args.radix, 4, 1024, even=True)
     book = load_prices(args.prices)
     rows = sweep(hb, gpus, radices, book, share_rails=not args.no_share_rails)
     text = render_csv(rows)
-    files = {"sweep.csv": text.encode(), "sweep.png": render_png(rows)}
+    files = {SWEEP_CSV: text.encode(), SWEEP_PNG: render_png(rows)}
     write_outdir(target, files, hashlib.sha256(text.encode()).hexdigest())
     for note in target.notes:
         print(note, file=sys.stderr)
@@ -59,7 +59,7 @@ def run(args) -> int:
     best = max(paying, key=lambda r: r["cost_saving"], default=None)
     if args.quiet:
         return 0
-    print(f"{len(rows)} clusters, {len(paying)} where rail-only saves; wrote sweep.csv and sweep.png to {args.outdir}")
+    print(f"{len(rows)} clusters, {len(paying)} where rail-only saves; wrote {SWEEP_CSV} and {SWEEP_PNG} to {args.outdir}")
     if best:
         print(f"  largest saving: {best['cost_saving']:.0%} of cost at K = {best['hb_size']}, "
               f"{best['gpus']:,} GPUs, radix {best['radix']} (tiers {best['baseline_tiers']} -> {best['rail_tiers']})")
