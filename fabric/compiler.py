@@ -302,8 +302,11 @@ def check_caps(design: Design) -> None:
     from .input.problems import InputError
 
     problems = []
+    planned_gpus = design.planned * design.hb_size  # addresses and tiers are planned for the build-out
     if design.gpus > limits.GPUS.value:
         problems.append(design.problem("hb_domain.count", *limits.GPUS.message(design.gpus)))
+    elif planned_gpus > limits.GPUS.value:
+        problems.append(design.problem("hb_domain.planned", *limits.GPUS.message(planned_gpus, "the design's build-out")))
     else:
         try:
             switches = sum(from_design(design).switches.values())

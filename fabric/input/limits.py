@@ -30,8 +30,8 @@ class Cap:
         raw = os.environ.get(self.env, "")
         return int(raw) if raw.isdigit() and int(raw) > 0 else self.default
 
-    def message(self, count: int) -> tuple[str, str]:
-        return (f"the design has {count:,} {self.what}, more than the cap of {self.value:,} ({self.env})",
+    def message(self, count: int, whose: str = "the design") -> tuple[str, str]:
+        return (f"{whose} has {count:,} {self.what}, more than the cap of {self.value:,} ({self.env})",
                 f"split the design, or raise the cap for this run: {self.env}={count} railonly ...")
 
 

@@ -160,6 +160,17 @@ def test_a_huge_design_is_refused_before_any_work(tmp_path, capsys):
     assert time.perf_counter() - t < 5 and not (tmp_path / "out").exists()
 
 
+def test_the_gpu_cap_holds_for_the_planned_build_out(tmp_path, capsys, monkeypatch):
+    """Finding: a small built part with hb_domain.planned of a million domains passed the cap
+    and planned addresses for all of them before failing."""
+    d = tmp_path / "d.yml"
+    d.write_text("name: grow\nhb_domain: {size: 2, count: 4, planned: 100}\nswitch: {radix: 8}\n")
+    monkeypatch.setenv("RAILONLY_MAX_GPUS", "100")
+    rc, o, e = run(capsys, "compile", str(d), "-o", str(tmp_path / "out"))
+    assert rc == 2 and "hb_domain.planned" in e and "build-out has 200 GPUs" in e and "RAILONLY_MAX_GPUS" in e, e
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_switch_and_file_caps_name_their_variable(tmp_path, capsys, monkeypatch):
     d = tmp_path / "d.yml"
     d.write_text("name: capped\nhb_domain: {size: 8, count: 64}\nswitch: {radix: 8}\n")
