@@ -15,7 +15,8 @@ MANIFEST.json says: a regular JSON file whose ``generator`` is
 (exit 2) unless the caller forces it. ``''``, the current directory or one of
 its parents, ``/``, a file, a path under a file and a directory holding the
 design being compiled are always refused. A symlinked OUTDIR is resolved once,
-on purpose, and the command says so; the swap happens at its target.
+on purpose, and the command says so; the swap happens at its target (a link to
+nothing is refused: its target could be anywhere).
 
 The previous tree, swapped out to the staging name, is kept as the spare in railonly's
 cache when the caller asks (the next stage starts from it: :func:`stage`'s `spare`).
@@ -149,6 +150,10 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
     path = os.path.realpath(absolute)
     notes = []
     if os.path.islink(absolute):
+        if not os.path.lexists(path):
+            raise OutdirRefused(given, f"is a symbolic link to {path}, which does not exist; railonly follows a link "
+                                "only to a directory that is there, never making its target",
+                                f"create the directory first (mkdir -p {path}), or give -o a path that is not a link")
         notes.append(f"note: OUTDIR {given} is a symbolic link; writing to its target {path} (resolved once, "
                      "on purpose: the link itself stays)")
     cwd = os.path.realpath(os.getcwd())

@@ -270,3 +270,10 @@ def test_sweep_and_compile_do_not_replace_each_others_outdirs(tmp_path, capsys):
     rc, err = _compile(capsys, DESIGN, "-o", str(swept), "-q")
     assert rc == 2 and "lists no fabric.json" in err and (swept / "sweep.csv").is_file()
     assert main([*sweep, "-o", str(compiled), "--force"]) == 0 and (compiled / "sweep.csv").is_file()
+
+
+def test_a_dangling_outdir_link_is_refused_and_its_target_never_made(tmp_path, capsys):
+    link = tmp_path / "o"
+    os.symlink(tmp_path / "elsewhere" / "made", link)
+    rc, err = _compile(capsys, DESIGN, "-o", str(link), "-q")
+    assert rc == 2 and "which does not exist" in err and not (tmp_path / "elsewhere").exists()
