@@ -91,8 +91,9 @@ SVG_ATTRIBUTES = frozenset({"xmlns", "width", "height", "viewBox", "font-family"
                             "stroke-opacity", "stroke-width", "stroke-dasharray", "text-anchor"})
 _TAG = re.compile(r"<(/?)([^\s/>]*)([^>]*)>")
 _ATTR = re.compile(r'\s([^\s=]+)="[^"<]*"')
-# a cell a spreadsheet would run as a formula (CSV injection): the compiler writes none
-_FORMULA = re.compile(r'(?:^|,)"?[=+@\t\r]', re.M)
+# a cell a spreadsheet would run as a formula (CSV injection: = + - @ tab CR first): the
+# compiler writes none; a '-' begins only a plain negative number
+_FORMULA = re.compile(r'(?:^|,)"?(?:[=+@\t\r]|-(?![0-9]+(?:\.[0-9]+)?(?:,|"|\r?$)))', re.M)
 
 
 def svg_problem(text: str) -> str | None:
@@ -128,9 +129,10 @@ def check_inert(outdir: str, found: dict[str, str] | None = None) -> list[Result
             why = svg_problem(text)
         else:
             # most tables hold none of the characters at all: str scans, far faster than the regex
-            m = _FORMULA.search(text) if any(c in text for c in "=+@\t\r") else None
-            why = (f"line {text.count(chr(10), 0, m.start()) + 1}: a cell starts with {m.group(0)[-1]!r}, which a"
-                   " spreadsheet runs as a formula") if m else None
+            m = _FORMULA.search(text) if any(c in text for c in "=+@\t\r-") else None
+            first = m.group(0).lstrip(',"')[:1] if m else ""
+            why = (f"line {text.count(chr(10), 0, m.start()) + 1}: a cell starts with {first!r}, "
+                   "which a spreadsheet runs as a formula") if m else None
         if why:
             out.append(Result(f"trust/{rel}", "trust", False, f"{rel}: {why}; recompile the design"))
     return out

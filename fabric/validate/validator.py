@@ -19,6 +19,7 @@ from ..graph.model import Fabric, Node
 from ..input.problems import InputError, Problem
 
 from ..outdir import reader as outdir_reader
+from ..outdir.host_forms import check_hosts
 from . import lab_schemas
 from .crosscheck import Merge, Plan, judge_switch
 from ..devices.readback.eos import parse_startup_config
@@ -300,7 +301,8 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool
     read = disk_reader(outdir)
     # the design's own switch files are judged in the per-switch pass, from the text it reads
     trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False,
-                                                     scanned=True), outdir)
+                                                     scanned=True)
+                          + check_hosts(outdir_reader.OutdirReader(outdir), files), outdir)
     from .rendered import check_clabernetes, check_inert
 
     # The lab files against their published schemas: here, not in compile's self-check,

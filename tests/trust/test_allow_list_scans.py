@@ -58,10 +58,16 @@ def test_text_findings_keep_their_lines_past_the_quick_scan():
     assert [(p.line, p.message.split(" ")[0]) for p in found] == [(2001, "line"), (2002, "holds")]
 
 
-@pytest.mark.parametrize("cell", ["=1+1", "+cmd", "@SUM(A1)", "\tx", '"=1'])
+@pytest.mark.parametrize("cell", ["=1+1", "+cmd", "@SUM(A1)", "\tx", '"=1', "-2+3", "-cmd|' /C calc'!A0", '"-@SUM(1)"', "-"])
 def test_a_formula_cell_is_named_with_its_line(tmp_path, cell):
     (tmp_path / "cabling.csv").write_text(f"a,b\nx,y\nz,{cell}\n")
     (tmp_path / "bom.csv").write_text("a,b\n1,2\n")
     found = check_inert(str(tmp_path))
     assert [r.id for r in found] == ["trust/cabling.csv"]
     assert found[0].detail.startswith("cabling.csv: line 3: a cell starts with")
+
+
+@pytest.mark.parametrize("cell", ["-5", "-0.25", '"-3"', "a-b", "x -1"])
+def test_a_negative_number_or_an_inner_dash_is_no_formula(tmp_path, cell):
+    (tmp_path / "bom.csv").write_text(f"a,b\nx,{cell}\n1,-2\r\n")
+    assert check_inert(str(tmp_path)) == []

