@@ -125,6 +125,11 @@ def note_owner(outdir_real: str) -> None:
                     pass
 
 
+def _as_made(folder: os.stat_result, mode: int, uid: int) -> bool:
+    """A folder as the writer makes it: its `mode`, owned by whoever compiles."""
+    return stat.S_IMODE(folder.st_mode) == mode and folder.st_uid == uid
+
+
 def stat_key(st: os.stat_result) -> list[int]:
     """What of a file's stat says it is the one recorded: device, inode, size, mode, links, mtime, ctime."""
     return [st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_nlink, st.st_mtime_ns, st.st_ctime_ns]
@@ -145,10 +150,11 @@ class Previous:
         self.checked = checked  # its self-check ran (not --no-check)
         self.recorded = recorded  # files in the record, intact or not
 
-    def up_to_date(self, inputs: str, check: bool) -> bool:
+    def up_to_date(self, inputs: str, check: bool, folder_mode: int) -> bool:
         """The compile of `inputs` would write exactly what OUTDIR holds: the same inputs
         (self-checked then, when `check` asks for it), every recorded file intact, in real
-        folders, and nothing else in the tree (a stray file, folder or link: compile again)."""
+        folders of `folder_mode` owned by whoever compiles, and nothing else in the tree (a
+        stray file, folder or link, a chmod'ed or chown'ed folder: compile again)."""
         if inputs != self.inputs or (check and not self.checked) or len(self.sha) != self.recorded:
             return False
         folders = {""}
@@ -160,6 +166,12 @@ class Previous:
                 folders.add(path)
         found = 0
         todo = [""]
+        uid = os.geteuid()
+        try:
+            if not _as_made(os.lstat(self.outdir), folder_mode, uid):
+                return False
+        except OSError:
+            return False
         while todo:
             rel = todo.pop()
             try:
@@ -167,6 +179,8 @@ class Previous:
                     for e in entries:
                         path = f"{rel}/{e.name}" if rel else e.name
                         if e.is_dir(follow_symlinks=False) and path in folders:
+                            if not _as_made(e.stat(follow_symlinks=False), folder_mode, uid):
+                                return False  # a folder's mode or owner changed: compile sets it again
                             todo.append(path)
                         elif e.is_file(follow_symlinks=False) and e.inode() == self._stats.get(path, (0, 0))[1]:
                             found += 1

@@ -54,15 +54,15 @@ from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
 from .previous import Previous, stat_key
-from .removal import empty, remove_tree
 from . import removal
+from .removal import empty, remove_tree
 
+FILE_MODE, DIR_MODE = 0o644, 0o755  # of every file and folder written, whatever the umask
 GENERATOR = "railonly"  # MANIFEST.json "generator" is "railonly <version>": the marker of our OUTDIRs
 _GENERATOR_RE = re.compile(r"railonly( [^\s]{1,40})?")
 STAGE_PREFIX = ".railonly-stage-"
 STAGE_MARKER = ".railonly-staging"  # inside a staging dir, flock'ed by its writer
 MANIFEST_MAX_BYTES = 64 << 20
-FILE_MODE, DIR_MODE = 0o644, 0o755
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 BACKGROUND_REMOVAL_FILES = 2048  # from this size the old tree's folders are removed after the command returns
@@ -386,11 +386,13 @@ def _reconcile(root: str, folders: "set[str]", keep: "dict[str, list[int]]",
     key recorded for the previous OUTDIR's verified file of the same bytes) that it holds
     as that very file, a hard link of it untouched since (ctime too). Every other entry
     goes (a symlink is unlinked, never followed) and every folder kept is 0755 again, so
-    what is left is exactly right whatever the spare went through. `staged` gets the
+    what is left is exactly right whatever the spare went through (a folder someone else
+    owns now goes too, made again). `staged` gets the
     stat key of each file held.
     Returns (files held, folders held)."""
     held: set[str] = set()
     present: set[str] = set()
+    uid = os.geteuid()
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     todo = [("", os.open(root, flags))]
     while todo:
@@ -404,10 +406,10 @@ def _reconcile(root: str, folders: "set[str]", keep: "dict[str, list[int]]",
                 if not rel and e.name == STAGE_MARKER:
                     continue
                 if e.is_dir(follow_symlinks=False):
-                    if path in folders:
+                    if path in folders and e.stat(follow_symlinks=False).st_uid == uid:
                         present.add(path)
                         todo.append((path, os.open(e.name, flags, dir_fd=fd)))
-                    else:
+                    else:  # not wanted, or someone else's now: made again
                         remove_tree(e.name, dir_fd=fd)
                 elif (e.is_file(follow_symlinks=False) and path in keep and keep[path][1] == e.inode()
                       and stat_key(e.stat(follow_symlinks=False)) == keep[path]):

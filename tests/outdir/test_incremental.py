@@ -348,9 +348,11 @@ def test_same_design_again_is_up_to_date_and_touches_nothing(tmp_path, capsys):
     assert "is up to date" not in said and "kept" in said
 
 
-@pytest.mark.parametrize("stray", ["file", "folder", "link", "folder moved behind a link"])
+@pytest.mark.parametrize("stray", ["file", "folder", "link", "folder moved behind a link", "folder mode", "top mode",
+                                   pytest.param("folder owner", marks=pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root"))])
 def test_anything_railonly_did_not_write_means_a_compile(stray, tmp_path, capsys):
-    """Up to date means OUTDIR holds the recorded files in real folders and nothing else."""
+    """Up to date means OUTDIR holds the recorded files in real folders, 0755 as made,
+    and nothing else."""
     out = tmp_path / "o"
     text = GROWN.format(count=7, extra="")
     compile_(tmp_path, text, out, "-q")
@@ -361,11 +363,22 @@ def test_anything_railonly_did_not_write_means_a_compile(stray, tmp_path, capsys
         (out / "hosts" / "hb99").mkdir()
     elif stray == "link":
         (out / "configs" / "extra").symlink_to(leaf)
+    elif stray == "folder mode":
+        (out / "configs").chmod(0o777)  # anyone may now put files beside the switch configs
+    elif stray == "top mode":
+        out.chmod(0o777)
+    elif stray == "folder owner":
+        os.chown(out / "hosts", 65534, 65534)
     else:  # its files keep their inodes and stats, found through the link
         leaf.rename(tmp_path / "elsewhere")
         leaf.symlink_to(tmp_path / "elsewhere")
     said = same_as_full(tmp_path, out, text, capsys)
     assert "is up to date" not in said
+    assert {oct(p.stat().st_mode & 0o777) for p in [out, *out.rglob("*")] if p.is_dir()} == {"0o755"}
+    assert {p.stat().st_uid for p in [out, *out.rglob("*")]} == {os.geteuid()}
+    said = same_as_full(tmp_path, out, text.replace("count: 7", "count: 8"), capsys)  # from the spare: the tree changed
+    assert {oct(p.stat().st_mode & 0o777) for p in [out, *out.rglob("*")] if p.is_dir()} == {"0o755"}
+    assert {p.stat().st_uid for p in [out, *out.rglob("*")]} == {os.geteuid()}
 
 
 def test_up_to_date_needs_the_same_lab_and_a_self_check(tmp_path, capsys):

@@ -54,7 +54,7 @@ def _compile(args) -> int:
     # What railonly wrote into OUTDIR last time, verified file by file (outdir/previous.py).
     last = None if args.full else prev.load(target.path)
     inputs = configs.inputs_key(design)
-    if last is not None and last.up_to_date(inputs, check=not args.no_check):
+    if last is not None and last.up_to_date(inputs, check=not args.no_check, folder_mode=writer.DIR_MODE):
         for note in target.notes:
             print(note, file=sys.stderr)
         if not args.quiet:
