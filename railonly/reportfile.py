@@ -26,8 +26,26 @@ class ReportNotWritten(Exception):
         super().__init__(f"cannot write {path}: {why}")
 
 
+def refuse_inside(path: "str | None", outdirs: "tuple[str, ...]") -> None:
+    """ReportNotWritten when report `path` is empty or lies inside one of `outdirs`: a report
+    written there would be a file railonly did not compile, and the next validate would fail
+    on it. Checked before the work, so a long run does not end in a refusal."""
+    if path is None:
+        return
+    if not path:
+        raise ReportNotWritten("''", "is empty; give a file name")
+    where = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    for outdir in outdirs:
+        top = os.path.realpath(outdir).rstrip("/") + "/"
+        if (where.rstrip("/") + "/").startswith(top):
+            raise ReportNotWritten(path, f"lies inside OUTDIR {outdir}, where railonly writes nothing after compile; "
+                                   "give a path outside it")
+
+
 def write_report(path: str, data: "bytes | str", mode: int = 0o644) -> None:
     """Atomically replace ``path`` with ``data``; ReportNotWritten names the path."""
+    if not path:
+        raise ReportNotWritten("''", "is empty; give a file name")
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:

@@ -66,11 +66,15 @@ def memory_reader(files: dict[str, bytes]) -> Reader:
     return read
 
 
+def _no_fabric(where: str) -> None:
+    raise OutdirError(f"{where}: no {fabric_json.FILE} (is this the OUTDIR of 'railonly compile'?)")
+
+
 def load_fabric(read: Reader, where: str) -> Fabric:
     """The fabric graph of OUTDIR's fabric.json (graph/fabric_json.py parses it: InputError names each field)."""
     text = read(fabric_json.FILE)
     if text is None:
-        raise OutdirError(f"{where}: no {fabric_json.FILE} (is this the OUTDIR of 'railonly compile'?)")
+        _no_fabric(where)
     fab = fabric_json.parse(text, os.path.join(where, fabric_json.FILE))
     if fab.design.schema_version != fabric_json.SCHEMA_VERSION:
         raise OutdirError(f"{where}/{fabric_json.FILE} is not a schema_version {fabric_json.SCHEMA_VERSION} fabric "
@@ -232,6 +236,8 @@ def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | Non
 def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> list[Result]:
     if not os.path.isdir(outdir):
         raise OutdirError(f"{outdir}: no such directory")
+    if not os.path.lexists(os.path.join(outdir, fabric_json.FILE)):
+        _no_fabric(outdir)  # before the walk: `validate /` would walk the whole file system
     # the one walk of the tree: its safety scan lists the files MANIFEST.json, the inert
     # check and check_outdir need (each walked it again: 0.1-0.3 s of CPU a walk at 32k GPUs)
     files: dict[str, str] = {}

@@ -245,6 +245,11 @@ def test_missing_outdir_and_unwritable_json_are_exit_2(grown, tmp_path, capsys):
     assert code == 2 and "nope: no such directory" in err
     code, _, err = _run(["diff", grown["128"], grown["144"], "--json", str(tmp_path / "no" / "dir" / "p.json")], capsys)
     assert code == 2 and "cannot write" in err
+    for flag in ("--json", "--runbook"):  # an empty path was ignored without a word
+        code, _, err = _run(["diff", grown["128"], grown["144"], flag, ""], capsys)
+        assert code == 2 and "is empty" in err
+        code, _, err = _run(["diff", grown["128"], grown["144"], flag, os.path.join(grown["144"], "plan.out")], capsys)
+        assert code == 2 and "lies inside OUTDIR" in err and not os.path.lexists(os.path.join(grown["144"], "plan.out"))
 
 
 @pytest.mark.parametrize("field, refused", [

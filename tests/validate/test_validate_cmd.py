@@ -193,6 +193,23 @@ def test_bad_outdir_exits_2(tmp_path, capsys, setup):
     assert err.startswith("error: ") and "Traceback" not in err
 
 
+@pytest.mark.parametrize("flag", ["--json", "--junit"])
+def test_a_report_is_never_written_into_the_outdir_nor_to_an_empty_path(flag, compiled_dirs, tmp_path, capsys):
+    out = _copy(compiled_dirs["mini-routed"], tmp_path)
+    assert main(["validate", str(out), flag, str(out / "configs" / "report")]) == 2
+    assert "lies inside OUTDIR" in capsys.readouterr().err and not (out / "configs" / "report").exists()
+    assert main(["validate", str(out), flag, ""]) == 2
+    assert "is empty" in capsys.readouterr().err
+
+
+def test_the_file_system_root_is_refused_before_it_is_walked(capsys, monkeypatch):
+    from railonly.fabric.outdir import reader
+
+    monkeypatch.setattr(reader, "unsafe_entries", lambda *a, **k: pytest.fail("walked /"))
+    assert main(["validate", "/"]) == 2
+    assert "no fabric.json" in capsys.readouterr().err
+
+
 def test_compile_rejects_overlapping_pools(tmp_path, capsys):
     """Overlapping pools would give two ports one address: the design is refused up front (exit 2)."""
     text = (LABS / "mini-routed.yml").read_text().replace(

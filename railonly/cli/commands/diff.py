@@ -29,23 +29,23 @@ def register(sub) -> None:
 def run(args) -> int:
     from railonly.fabric.outdir.changeplan import has_changes, plan, read_snapshot, render_text, to_json
 
+    from railonly.reportfile import refuse_inside, write_report
+
     if args.max_per_group < 1:
         print(f"error: --max-per-group must be at least 1, got {args.max_per_group}", file=sys.stderr)
         return 2
+    for path in (args.json, args.runbook):
+        refuse_inside(path, (args.old, args.new))  # ReportNotWritten: exit 2 naming the path
     # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named); only the
     # runbook groups by the new fabric.json's switches: without it, fabric.json is compared by content
     old, new = read_snapshot(args.old, switches=False), read_snapshot(args.new, switches=bool(args.runbook))
     doc = plan(old, new, diffs=not args.no_diffs)
-    if args.runbook:
+    if args.runbook is not None:
         from railonly.fabric.outdir.runbook import render_markdown, runbook
-
-        from railonly.reportfile import write_report
 
         doc["runbook"] = runbook(doc, old, new, args.max_per_group)
         write_report(args.runbook, render_markdown(doc["runbook"]))  # never through a link; exit 2 naming the path
-    if args.json:
-        from railonly.reportfile import write_report
-
+    if args.json is not None:
         write_report(args.json, to_json(doc))  # never through a link; ReportNotWritten: exit 2 naming the path
     changes = has_changes(doc)
     if changes or not args.quiet:  # -q: nothing to say when nothing changes

@@ -27,6 +27,10 @@ def run(args) -> int:
     from railonly.fabric.validate import validate_report as report
     from railonly.fabric.validate.validator import OutdirError, validate_outdir
 
+    from railonly.reportfile import refuse_inside, write_report
+
+    for path in (args.json, args.junit):
+        refuse_inside(path, (args.outdir,))  # ReportNotWritten: exit 2 naming the path
     show = args.progress or args.verbose or (sys.stderr.isatty() and not args.quiet)
     try:
         with Bar() if show else nullcontext(Silent()) as progress:
@@ -39,10 +43,8 @@ def run(args) -> int:
             print(p.format(), file=sys.stderr)
         print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
         return 2
-    from railonly.reportfile import write_report
-
     for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
-        if path:
+        if path is not None:
             write_report(path, text(args.outdir, results))  # ReportNotWritten: exit 2 naming the path
     out = report.text(results)
     if args.quiet:
