@@ -351,16 +351,20 @@ def _count_commas(line: str) -> int:
     return line.count(",")
 
 
+_WHOLE = re.compile(r"[0-9]{1,15}")
+_AMOUNT = re.compile(r"-?[0-9]{1,18}(?:\.[0-9]{1,2})?")
+
+
 def parse_bom(text: str, where: str = BOM_CSV) -> dict[str, BomItem]:
     out: dict[str, BomItem] = {}
     for row in _rows(text, where, BOM_COLUMNS):
         line = row["_line"]
-        try:
-            q, c, p = (float(row[k]) for k in ("quantity", "total_cost_usd", "total_power_w"))
-        except ValueError:
-            raise UntrustedFile(where, f"line {line}: quantity, total_cost_usd and total_power_w must be numbers", _RECOMPILE) from None
-        if any(x != x or x in (float("inf"), float("-inf")) for x in (q, c, p)):
-            raise UntrustedFile(where, f"line {line}: numbers must be finite", _RECOMPILE)
+        # as the compiler writes them: float() would also take '1e32', '1_0', ' 5', '٣', 'nan'
+        if not (_WHOLE.fullmatch(row["quantity"]) and _AMOUNT.fullmatch(row["total_cost_usd"])
+                and _AMOUNT.fullmatch(row["total_power_w"])):
+            raise UntrustedFile(where, f"line {line}: quantity must be a whole number, total_cost_usd and total_power_w "
+                                "numbers with at most two decimals (ASCII digits)", _RECOMPILE)
+        q, c, p = (float(row[k]) for k in ("quantity", "total_cost_usd", "total_power_w"))
         if row["item"] in out:
             raise UntrustedFile(where, f"line {line}: item {row['item']!r} appears twice", _RECOMPILE)
         out[row["item"]] = BomItem(q, c, p)

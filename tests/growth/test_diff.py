@@ -368,3 +368,13 @@ def test_too_deep_too_many_or_too_large_is_refused(grown, victim, capsys, monkey
     monkeypatch.setattr(changeplan, "TOTAL_LIMIT", 1 << 20)
     code, _, err = _run(["diff", grown["128"], str(victim)], capsys)
     assert code == 2 and "holds more than 1,048,576 bytes of artifacts" in err
+
+
+@pytest.mark.parametrize("quantity", ["-5", "1.5", "\u0663", "1_0", "1e32", " 5", "nan", "inf", ""])
+def test_a_bom_quantity_not_as_the_compiler_writes_it_is_refused(quantity):
+    from railonly.fabric.outdir.changeplan import parse_bom
+    from railonly.fabric.outdir.reader import UntrustedFile
+
+    assert parse_bom("item,quantity,total_cost_usd,total_power_w\nx,3,67.5,0\n")["x"].quantity == 3
+    with pytest.raises(UntrustedFile, match="line 2: quantity must be a whole number"):
+        parse_bom(f"item,quantity,total_cost_usd,total_power_w\nx,{quantity},1,1\n")
