@@ -167,9 +167,10 @@ def with_lab_domains(design: Design, n: int | None) -> Design:
     if n is None:
         return design
     if not 1 <= n <= design.hb_count:
-        raise InputError([Problem(
-            "lab.domains", f"--lab-domains must be between 1 and hb_domain.count ({design.hb_count}), got {n}",
-            f"use --lab-domains {min(SLICE_DEFAULT, design.hb_count)}", None, getattr(design, "file", None),
+        where = f" of {design.file}" if design.file else ""
+        raise InputError([Problem(  # the flag's fault, not the design file's
+            "--lab-domains", f"must be between 1 and hb_domain.count{where} ({design.hb_count}), got {n}",
+            f"use --lab-domains {min(SLICE_DEFAULT, design.hb_count)}", None, "command line",
         )])
     values = copy.deepcopy(design.values)
     values.setdefault("lab", {})["domains"] = n
