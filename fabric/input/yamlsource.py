@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 
@@ -66,6 +67,7 @@ class Source:
 
 
 _INT = "tag:yaml.org,2002:int"
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
 _NONFINITE = {".nan", ".inf", "+.inf", "-.inf"}
@@ -135,6 +137,12 @@ class _Walk:
         elif node.tag == _INT and len(v.lstrip("+-").replace("_", "")) > self.limits.max_int_digits:
             self.bad(node, path, f"the number {short(v)} has more than {self.limits.max_int_digits} digits",
                      "use a number within the key's range")
+        elif node.tag == _INT and not _DECIMAL.fullmatch(v):
+            # YAML 1.1 reads 010 as 8, 1:30 as 90, 0x10 as 16: never what a count or an ASN meant
+            meant = yaml.constructor.SafeConstructor().construct_yaml_int(node)
+            self.bad(node, path, f"the number {short(v)} is not written in decimal: YAML reads it as {meant} (a leading "
+                     "0 is octal, 0x hex, ':' base 60, '_' dropped)",
+                     f"write it in plain decimal digits ({meant} if that is the value meant), or quote it if it is text")
         elif node.tag == _FLOAT:
             try:
                 finite = v.lower() not in _NONFINITE and abs(float(v.replace("_", ""))) != float("inf")
@@ -188,12 +196,16 @@ class _Walk:
         return total
 
 
-def _syntax_error(exc: yaml.YAMLError, file: str | None) -> InputError:
+def _syntax_error(exc: yaml.YAMLError, file: str | None, text: str = "") -> InputError:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         msg = exc.problem or str(exc)
         return _problem(file, line, f"YAML syntax error: {short(msg, 200)}", "check indentation and quoting near that line")
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses: its line, not its offset
+        line = text.count("\n", 0, exc.position) + 1 if text else None
+        return _problem(file, line, f"holds the character {chr(exc.character)!r}, which YAML does not allow in a file",
+                        "remove it (a NUL or another control character: was the file saved as text?)")
     return _problem(file, None, f"YAML error: {short(str(exc), 200)}", "")
 
 
@@ -210,7 +222,7 @@ def compose_checked(text: str, file: str | None = None, limits: Limits = DESIGN_
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        raise _syntax_error(exc, file) from None
+        raise _syntax_error(exc, file, text) from None
     except RecursionError:  # belt and braces: the event scan bounds depth first
         raise _problem(file, None, "nesting too deep", "flatten the document") from None
     if node is None:

@@ -101,3 +101,20 @@ def test_source_api_is_what_loaders_use(tmp_path):
 def test_messages_shorten_offending_values(tmp_path, capsys):
     rc, err = _compile(BAD / "long-values.yml", tmp_path, capsys)
     assert rc == 2 and "(302 characters)" in err and "a" * 100 not in err
+
+
+@pytest.mark.parametrize("written, read_as", [("010", 8), ("0x10", 16), ("1:30", 90), ("1_0", 10)])
+def test_a_number_not_written_in_decimal_is_refused_with_what_yaml_reads(written, read_as):
+    """YAML 1.1 reads these silently as other numbers: a count of 010 domains would be 8."""
+    with pytest.raises(InputError) as exc:
+        parse_yaml(f"hb_domain:\n  count: {written}\n", "d.yml")
+    p = exc.value.problems[0]
+    assert (p.path, p.line) == ("hb_domain.count", 2) and f"YAML reads it as {read_as}" in p.message
+    assert parse_yaml("a: 0\nb: -3\nc: +6\nd: '010'\n", "d.yml").data == {"a": 0, "b": -3, "c": 6, "d": "010"}
+
+
+def test_a_character_yaml_refuses_is_named_with_its_line():
+    with pytest.raises(InputError) as exc:
+        parse_yaml("name: x\nsite: a\x00b\n", "d.yml")
+    p = exc.value.problems[0]
+    assert p.line == 2 and "'\\x00'" in p.message and p.hint
