@@ -387,8 +387,7 @@ def _reconcile(root: str, folders: "set[str]", keep: "dict[str, list[int]]",
     as that very file, a hard link of it untouched since (ctime too). Every other entry
     goes (a symlink is unlinked, never followed) and every folder kept is 0755 again, so
     what is left is exactly right whatever the spare went through (a folder someone else
-    owns now goes too, made again). `staged` gets the
-    stat key of each file held.
+    owns now goes too, made again). `staged` gets the stat key of each file held.
     Returns (files held, folders held)."""
     held: set[str] = set()
     present: set[str] = set()
