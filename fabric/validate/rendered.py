@@ -96,6 +96,12 @@ _ATTR = re.compile(r'\s([^\s=]+)="[^"<]*"')
 _FORMULA = re.compile(r'(?:^|,)"?(?:[=+@\t\r]|-(?![0-9]+(?:\.[0-9]+)?(?:,|"|\r?$)))', re.M)
 
 
+def _dash_first(text: str) -> bool:
+    """Some cell may start with '-' (names hold dashes everywhere: only a cell's first
+    character counts, found by substring scans at C speed before the regex looks)."""
+    return text.startswith(("-", '"-')) or any(s in text for s in (",-", '\n-', ',"-', '\n"-'))
+
+
 def svg_problem(text: str) -> str | None:
     """Why ``text`` is not an SVG of the form railonly draws (None: it is)."""
     if "<!" in text or "<?" in text:
@@ -129,7 +135,7 @@ def check_inert(outdir: str, found: dict[str, str] | None = None) -> list[Result
             why = svg_problem(text)
         else:
             # most tables hold none of the characters at all: str scans, far faster than the regex
-            m = _FORMULA.search(text) if any(c in text for c in "=+@\t\r-") else None
+            m = _FORMULA.search(text) if any(c in text for c in "=+@\t\r") or _dash_first(text) else None
             first = m.group(0).lstrip(',"')[:1] if m else ""
             why = (f"line {text.count(chr(10), 0, m.start()) + 1}: a cell starts with {first!r}, "
                    "which a spreadsheet runs as a formula") if m else None
