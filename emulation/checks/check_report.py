@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from railonly.fabric.safe_text import printable
 from railonly.fabric.results import junit
+from railonly.fabric.safe_text import printable
 
 from .check_plan import CHECKS
 

@@ -77,4 +77,3 @@ def short(value: object, limit: int = 60) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
-

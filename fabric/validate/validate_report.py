@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..safe_text import printable
 from ..results import Result, junit, summary
+from ..safe_text import printable
 
 __all__ = ["Result", "summary", "text", "to_json", "to_junit"]
 

@@ -37,12 +37,12 @@ def _compile(args) -> int:
     from railonly.fabric.compiler import compile_design_units, summary
     from railonly.fabric.design import lab_slice
     from railonly.fabric.design.design import load_design
-    from railonly.fabric.safe_text import printable
     from railonly.fabric.devices import configs
     from railonly.fabric.outdir import previous as prev
     from railonly.fabric.outdir import writer
     from railonly.fabric.outputs import clabernetes
     from railonly.fabric.progress import Silent
+    from railonly.fabric.safe_text import printable
 
     from railonly.fabric.compiler import check_caps
 

@@ -28,7 +28,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly.fabric.outdir.changeplan import has_changes, plan, read_snapshot, render_text, to_json
-
     from railonly.reportfile import refuse_inside, write_report
 
     if args.max_per_group < 1:

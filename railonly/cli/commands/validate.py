@@ -26,7 +26,6 @@ def run(args) -> int:
     from railonly.fabric.progress import Silent
     from railonly.fabric.validate import validate_report as report
     from railonly.fabric.validate.validator import OutdirError, validate_outdir
-
     from railonly.reportfile import refuse_inside, write_report
 
     for path in (args.json, args.junit):
