@@ -20,10 +20,10 @@ from collections.abc import Iterable
 
 from ..input.problems import Problem
 from ..outdir_layout import HOSTS, NCCL_ENV, NETPLAN, RAILS_SH, ROCE_QOS_SH, SLICE_DIR
+from ..outputs.clab_exec import V4
 from .reader import OutdirReader
 
-_IP = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"
-_CIDR = _IP + r"/(?:3[0-2]|[12]?[0-9])"
+_CIDR = V4 + r"/(?:3[0-2]|[12]?[0-9])"
 _NIC = r"rail[0-9]{1,4}"
 _N = r"[0-9]{1,10}"
 _COMMENT = r"#[\x20-\x7e]*"
@@ -35,10 +35,10 @@ _FORMS = {
                   "net.ipv4.conf.all.rp_filter=2"),
         rf"ip link set dev {_NIC} mtu {_N} up",
         rf"ip address replace {_CIDR} dev {_NIC}",
-        rf"ip route replace (?:{_CIDR}|default) via {_IP} dev {_NIC}(?: src {_IP}| table {_N})?",
-        rf"ip route replace {_CIDR} dev {_NIC} scope link src {_IP} table {_N}",
+        rf"ip route replace (?:{_CIDR}|default) via {V4} dev {_NIC}(?: src {V4}| table {_N})?",
+        rf"ip route replace {_CIDR} dev {_NIC} scope link src {V4} table {_N}",
         rf"ip rule del priority {_N} 2>/dev/null \|\| true",
-        rf"ip rule add from {_IP} lookup {_N} priority {_N}",
+        rf"ip rule add from {V4} lookup {_N} priority {_N}",
     ],
     ROCE_QOS_SH: _SHELL_TOP + [
         rf"mlnx_qos -i {_NIC} --trust dscp",
@@ -68,11 +68,11 @@ _FORMS = {
         rf"      addresses: \[{_CIDR}\]",
         "      routes:",
         rf"        - to: (?:{_CIDR}|default)",
-        rf"          via: {_IP}",
+        rf"          via: {V4}",
         "          scope: link",
         rf"          table: {_N}",
         "      routing-policy:",
-        rf"        - from: {_IP}/32",
+        rf"        - from: {V4}/32",
         rf"          priority: {_N}",
     ],
 }
@@ -97,9 +97,10 @@ def check_host_file(name: str, text: str, where: str) -> list[Problem]:
                         _HINT, None, where)]
     if _FILE[name].fullmatch(text):
         return []
-    for n, line in enumerate(text.split("\n"), 1):
-        if n == text.count("\n") + 1 and line == "":
-            break
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the file
+    for n, line in enumerate(lines, 1):
         if not line_form.fullmatch(line):
             return [Problem("", f"{line[:80]!r} is not a line the compiler writes in {name}", _HINT, n, where)]
     return [Problem("", "does not end with a newline, as every file the compiler writes does", _HINT, None, where)]
@@ -108,11 +109,10 @@ def check_host_file(name: str, text: str, where: str) -> list[Problem]:
 def check_hosts(reader: OutdirReader, rels: Iterable[str]) -> list[Problem]:
     """Every host file among `rels` (paths below the reader's OUTDIR), read through it."""
     out: list[Problem] = []
-    for rel in sorted(r for r in rels if host_file_kind(r)):
-        where = reader.where(rel)
-        text = reader.read_text(rel)
+    for rel, name in sorted((r, host_file_kind(r)) for r in rels):
+        text = reader.read_text(rel) if name else None
         if text is not None:
-            out += check_host_file(host_file_kind(rel), text, where)
+            out += check_host_file(name, text, reader.where(rel))
     return out
 
 

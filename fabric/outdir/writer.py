@@ -117,14 +117,18 @@ def manifest(files: dict[str, bytes], design_sha256: str, known: "dict[str, str]
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
 
 
-def is_railonly_outdir(path: str, kind: "str | None" = None) -> bool:
-    """True when `path` holds a MANIFEST.json written by railonly (read as
-    untrusted: a regular file, bounded, never through a symlink), listing `kind` if given."""
+def _railonly_files(path: str) -> "dict | None":
+    """The files a MANIFEST.json written by railonly lists at `path` (read as untrusted:
+    a regular file, bounded, never through a symlink); None when there is no such manifest."""
     doc = load_json_file(os.path.join(path, MANIFEST), MANIFEST_MAX_BYTES)
     gen = doc.get("generator") if isinstance(doc, dict) else None
     files = doc.get("files") if isinstance(doc, dict) else None
-    return (isinstance(gen, str) and bool(_GENERATOR_RE.fullmatch(gen)) and isinstance(files, dict)
-            and (kind is None or kind in files))
+    return files if isinstance(gen, str) and _GENERATOR_RE.fullmatch(gen) and isinstance(files, dict) else None
+
+
+def is_railonly_outdir(path: str) -> bool:
+    """True when `path` holds a MANIFEST.json written by railonly."""
+    return _railonly_files(path) is not None
 
 
 def _listing(path: str, limit: int = 3) -> str:
@@ -181,13 +185,14 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
             empty = not os.listdir(path)
         except OSError as exc:
             raise OutdirRefused(given, f"cannot be listed: {exc.strerror}", "give another directory") from None
-        if not empty and not is_railonly_outdir(path):
+        files = None if empty else _railonly_files(path)  # read once: a 32k OUTDIR's is megabytes
+        if not empty and files is None:
             if not force:
                 raise OutdirRefused(given, "exists and is not a railonly OUTDIR (no MANIFEST.json from railonly)"
                                     f"{_listing(path)}; railonly replaces only its own OUTDIRs or empty folders",
                                     "give a new directory, or add --force to replace it and everything in it")
             notes.append(f"note: replacing {given}, which is not a railonly OUTDIR (--force)")
-        elif not empty and not is_railonly_outdir(path, kind):
+        elif not empty and kind not in files:
             if not force:
                 raise OutdirRefused(given, f"is a railonly OUTDIR of another command (its MANIFEST.json lists no {kind})"
                                     f"{_listing(path)}; this command replaces only its own OUTDIRs or empty folders",

@@ -413,3 +413,14 @@ def test_host_file_forms_cover_every_host_file_the_compiler_writes(good):
     for out in good.values():
         for p in sorted(out.rglob("hosts/*/*")):
             assert host_forms.check_host_file(p.name, p.read_text(), str(p)) == []
+
+
+def test_a_host_file_finding_names_its_line_or_the_missing_newline():
+    from railonly.fabric.outdir import host_forms
+
+    good = "#!/bin/sh\nset -e\n"
+    assert host_forms.check_host_file("rails.sh", good, "f") == []
+    [p] = host_forms.check_host_file("rails.sh", good + "set -e\nreboot\n", "f")
+    assert p.line == 4 and "'reboot'" in p.message
+    [p] = host_forms.check_host_file("rails.sh", good + "set -e", "f")
+    assert p.line is None and "does not end with a newline" in p.message
