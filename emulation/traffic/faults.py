@@ -24,6 +24,7 @@ import re
 
 from railonly import proc
 from railonly.fabric.design.physical import naming
+from railonly.fabric.outputs.clab_exec import V4
 
 from ..lab import Lab, LabError, run_dir
 from ..runtime import rundir
@@ -36,17 +37,17 @@ def _file(lab: Lab) -> str:
     return str(lab.faults_file)
 
 
-_WORD = re.compile(r"^[A-Za-z0-9_.:/@-]{1,64}$")  # a device name, as ip prints them
-_V4 = r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-_DEST = re.compile(rf"^(?:default|{_V4}(?:/(?:3[0-2]|[12]?\d))?)$")
-_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,14}$")
+# Every form below is matched whole (fullmatch: `$` would let a trailing newline by).
+_WORD = re.compile(r"[A-Za-z0-9_.:/@-]{1,64}")  # a device name, as ip prints them
+_DEST = re.compile(rf"default|{V4}(?:/(?:3[0-2]|[12]?[0-9]))?")
+_IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,14}")
 # key -> value form: the only keys `ip -4 route show` prints for the single-line
 # routes _static_routes records (no encap, no nexthop groups, nothing that loads code)
 _ROUTE_KEYS = {
-    "via": re.compile(rf"^{_V4}$"), "dev": _IFNAME, "src": re.compile(rf"^{_V4}$"),
-    "proto": re.compile(r"^(?:boot|dhcp|ra|redirect|[0-9]{1,3})$"),
-    "scope": re.compile(r"^(?:global|link|host|site|[0-9]{1,3})$"), "metric": re.compile(r"^[0-9]{1,10}$"),
-    "table": re.compile(r"^(?:main|[0-9]{1,10})$"),
+    "via": re.compile(V4), "dev": _IFNAME, "src": re.compile(V4),
+    "proto": re.compile(r"boot|dhcp|ra|redirect|[0-9]{1,3}"),
+    "scope": re.compile(r"global|link|host|site|[0-9]{1,3}"), "metric": re.compile(r"[0-9]{1,10}"),
+    "table": re.compile(r"main|[0-9]{1,10}"),
 }
 _ROUTE_FLAGS = {"onlink", "linkdown"}
 
@@ -56,7 +57,7 @@ def _route_problem(words: object) -> str | None:
     then key/value pairs of _ROUTE_KEYS (each once) and the flags ip prints."""
     if not isinstance(words, list) or not 1 <= len(words) <= 24 or not all(isinstance(w, str) for w in words):
         return "not a list of route words"
-    if not _DEST.match(words[0]):
+    if not _DEST.fullmatch(words[0]):
         return f"destination {words[0][:40]!r} is not an IPv4 prefix or default"
     seen, i = set(), 1
     while i < len(words):
@@ -67,7 +68,7 @@ def _route_problem(words: object) -> str | None:
         form = _ROUTE_KEYS.get(w)
         if form is None or w in seen:
             return f"word {w[:40]!r} is not one railonly records (allowed: {', '.join(sorted(_ROUTE_KEYS))})"
-        if i + 1 >= len(words) or not form.match(words[i + 1]):
+        if i + 1 >= len(words) or not form.fullmatch(words[i + 1]):
             return f"{w} {words[i + 1][:40] if i + 1 < len(words) else ''!r} is not of the form railonly records"
         seen.add(w)
         i += 2
@@ -103,7 +104,7 @@ def _problems(lab: Lab, rt: Runtime, data: object) -> list[str]:
         for j, e in enumerate(ends):
             if not (isinstance(e, dict) and isinstance(e.get("node"), str) and e["node"] in lab.nodes
                     and e.get("netns") == lab.netns(e["node"])
-                    and isinstance(e.get("dev"), str) and _WORD.match(e["dev"])):
+                    and isinstance(e.get("dev"), str) and _WORD.fullmatch(e["dev"])):
                 out.append(f"{where}.ends[{j}]: not a port of a node of lab {lab.name}")
         routes = f.get("routes") or {}
         nss = {n.netns for n in lab.nodes.values()}

@@ -140,7 +140,7 @@ class Checker:
             if not isinstance(value, str):
                 self.problem(path, f"must be text, got {_type_name(value)}", spec.hint)
                 return _MISSING
-            if spec.pattern and not re.fullmatch(spec.pattern, value):
+            if spec.pattern and not re.fullmatch(spec.pattern, value, re.ASCII):  # \d: 0-9 only
                 self.problem(path, f"must be {spec.pattern_text}, got {short(repr(value))}", spec.hint)
                 return _MISSING
             return value

@@ -115,7 +115,7 @@ NODE_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 HOSTNAME = NODE_NAME
 # Ethernet0, eth1, hb0, gpu3: valid Linux names; or an EOS breakout subport (Ethernet1/5) of a
 # catalog platform, whose lab runs under generic names (fabric/lab_slice.py)
-PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}")
+PORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,14}|Ethernet\d{1,3}/\d{1,2}", re.ASCII)
 IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # any file or folder name the compiler writes
 _V4 = clab_exec.V4  # a valid IPv4 address (one regex, with the exec grammar)
@@ -139,7 +139,7 @@ FRR_KEYWORDS = frozenset({
     "on-match", "continue", "vrf", "exit-vrf", "segment-routing", "receive-interval", "transmit-interval",
 })
 _FRR_PLAIN = FRR_KEYWORDS - {"log", "match", "service", "frr", "hostname"}  # accepted in any form
-FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)")
+FRR_LOG_FORMS = re.compile(r"log (syslog( \w+)?|timestamp precision \d|commands)", re.ASCII)
 FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script
 EOS_TOP_KEYWORDS = frozenset({
     "!", "service", "hostname", "spanning-tree", "ip", "ipv6", "no", "route-map", "interface", "vlan", "qos",
@@ -593,10 +593,9 @@ def check_fabric(fab: Fabric, file: str) -> list[Problem]:
     return out
 
 
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 # The compiler's form of an address with its prefix length: what ipaddress accepts, matched
 # ~20x faster (a 32k-GPU fabric.json has 260k link ends); anything else asks ipaddress.
-_V4_INTERFACE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}/(?:3[0-2]|[12]?[0-9])")
+_V4_INTERFACE = re.compile(clab_exec.CIDR)
 
 
 def _is_interface(value: object) -> bool:

@@ -19,18 +19,19 @@ import re
 from typing import Callable, ClassVar
 
 IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"  # a Linux device name
-_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+# ASCII digits only: Python's \d also takes other scripts' digits, which `ip` refuses.
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"  # a valid IPv4 address, by regex: this runs per exec line
-CIDR = V4 + r"/(?:3[0-2]|[12]?\d)"
+CIDR = V4 + r"/(?:3[0-2]|[12]?[0-9])"
 
 # The kinds a field may have: the text it must match in full, and the Python type it parses to.
 KINDS: dict[str, tuple[str, type]] = {
     "IF": (IF, str),
-    "MTU": (r"\d{3,5}", int),
+    "MTU": (r"[0-9]{3,5}", int),
     "IP": (V4, str),
     "CIDR": (CIDR, str),
     "KEY": (r"[a-z0-9_.-]{1,80}", str),  # a sysctl key
-    "SMALL": (r"\d{1,3}", str),  # a sysctl value
+    "SMALL": (r"[0-9]{1,3}", str),  # a sysctl value
 }
 _FIELD = re.compile(r"\{([a-z]+):([A-Z]+)\}")
 _OPTIONAL = re.compile(r"\[([^\[\]]*)\]")

@@ -12,8 +12,8 @@ from importlib import resources
 
 import yaml
 
-_FORM = re.compile(r"^(\d+)g-(\d+)$")
-_FORCED = re.compile(r"^(\d+)gfull$")  # older EOS: `speed forced 100gfull`
+_FORM = re.compile(r"^(\d+)g-(\d+)$", re.ASCII)
+_FORCED = re.compile(r"^(\d+)gfull$", re.ASCII)  # older EOS: `speed forced 100gfull`
 
 
 @lru_cache(maxsize=1)

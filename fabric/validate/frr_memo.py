@@ -39,6 +39,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..outputs.clab_exec import CIDR, V4
 from .frr_syntax import (_SEPARATOR, PROBE, STOPPED, FrrProblem, _check_one_process, complaints, run_script,
                          vtysh_missing)
 
@@ -47,20 +48,20 @@ from .frr_syntax import (_SEPARATOR, PROBE, STOPPED, FrrProblem, _check_one_proc
 _HOME = ("configure terminal", _SEPARATOR)
 _NOT_A_KEY = "\n"  # a script line whose answer is not kept (keys never hold a newline)
 _ENDED = -2  # the node after a line that ends vtysh
-_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 # Sought only after the literal words they follow in rendered configs: a pattern that starts
 # with a literal is scanned for at C speed (5x faster here); other spellings are asked as written.
-_IPV4 = re.compile(rf"neighbor (?:{_OCTET}\.){{3}}{_OCTET}(?![^ \t\n])")
+_IPV4 = re.compile(rf"neighbor {V4}(?![^ \t\n])")
 _IPV4_STANDIN = "neighbor 192.0.2.1"
-_ROUTER_ID = re.compile(rf"bgp router-id (?:{_OCTET}\.){{3}}{_OCTET}(?![^ \t\n])")
+_ROUTER_ID = re.compile(rf"bgp router-id {V4}(?![^ \t\n])")
 _ROUTER_ID_STANDIN = "bgp router-id 192.0.2.1"
-_NETWORK = re.compile(rf"network (?:{_OCTET}\.){{3}}{_OCTET}/(?:3[0-2]|[12]?\d)(?![^ \t\n])")
+_NETWORK = re.compile(rf"network {CIDR}(?![^ \t\n])")
 _NETWORK_STANDIN = "network 192.0.2.0/24"
 _HOSTNAME = re.compile(r"\nhostname [!-~]+(?=\n)")
 _HOSTNAME_STANDIN = "\nhostname x"
-# 1-4294967295 in canonical decimal (no sign, no leading zero), digit by digit below 4294967295
+# 1-4294967295 in canonical decimal (no sign, no leading zero), digit by digit below 4294967295;
+# ASCII digits only (`\d` would take other scripts' digits, which FRR refuses)
 _ASN = (r"(?:[1-9]\d{0,8}|[1-3]\d{9}|4(?:[01]\d{8}|2(?:[0-8]\d{7}|9(?:[0-3]\d{6}|4(?:[0-8]\d{5}|9(?:[0-5]\d{4}"
-        r"|6(?:[0-6]\d{3}|7(?:[01]\d\d|2(?:[0-8]\d|9[0-5])))))))))")
+        r"|6(?:[0-6]\d{3}|7(?:[01]\d\d|2(?:[0-8]\d|9[0-5])))))))))").replace(r"\d", "[0-9]")
 _ROUTER_BGP = re.compile(rf"\nrouter bgp {_ASN}(?=\n)")  # the whole line: no view or vrf words
 _ROUTER_BGP_STANDIN = "\nrouter bgp 1"
 _REMOTE_AS = re.compile(rf"\n neighbor 192\.0\.2\.1 remote-as {_ASN}(?=\n)")

@@ -148,6 +148,7 @@ def test_fixtures_hold_only_known_forms_or_lines_railonly_does_not_write():
     (["400g-8"], 400), (["400g-4"], 400), (["800g-8"], 800), (["200g-4"], 200), (["100g-2"], 100),
     (["auto", "400g-8"], 400), (["forced", "100gfull"], 100),
     (["400g"], None), (["400g-2"], None), (["400"], None), (["forced", "400g-8"], None), ([], None),
+    (["forced", "\u0664\u0660\u0660gfull"], None),  # Arabic-Indic 400: int() reads it, EOS does not
 ])
 def test_speed_forms(words, gbps):
     from railonly.fabric.platforms.eos_speeds import parse_speed, speed_form

@@ -25,7 +25,11 @@ def test_a_form_renders_what_it_parses_and_the_reader_allows_it(line):
 
 @pytest.mark.parametrize("line, why", [("sh -c reboot", "not a command the compiler emits"),
                                        ("sysctl -w kernel.panic=1", "not on the allow-list"),
-                                       ("ip route add 10.0.0.0/8 via 1.2.3.4 dev eth1 table 5", "not a command")])
+                                       ("ip route add 10.0.0.0/8 via 1.2.3.4 dev eth1 table 5", "not a command"),
+                                       # digits Python's \d takes and `ip` does not (Arabic-Indic 9999, 1)
+                                       ("ip link set dev eth1 mtu \u0669\u0669\u0669\u0669", "not a command"),
+                                       ("ip addr add \u0661.0.0.2/29 dev eth1", "not a command"),
+                                       ("ip addr add 10.0.0.2/\u0669 dev eth1", "not a command")])
 def test_the_reader_and_the_parser_refuse_alike(line, why):
     with pytest.raises(clab_exec.ExecLineError):
         clab_exec.parse(line)

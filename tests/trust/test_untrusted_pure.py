@@ -289,6 +289,11 @@ def test_faults_restore_refuses_what_the_lab_never_records(outdir):
         {**good, "routes": {sw.netns: [["10.9.0.0/24", "nhid", "7"]]}},
         {**good, "routes": {sw.netns: [["10.9.0.0/24", "via", "10.0.0.1", "via", "10.0.0.2"]]}},
         {**good, "routes": {sw.netns: [["10.9.0.0/24", "dev"]]}},
+        # a newline `$` lets by, and other scripts' digits (Arabic-Indic 1) that Python's \d takes
+        {**good, "routes": {sw.netns: [["10.9.0.0/24\n", "dev", "eth1"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "via", "10.0.0.1\n"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.\u0661/24", "dev", "eth1"]]}},
+        {**good, "routes": {sw.netns: [["10.9.0.0/24", "dev", "eth1\n"]]}},
         # wrong shapes are problems, not TypeErrors (an unhashable node name, ends or frr not lists)
         {**good, "ends": [{"node": [sw.name], "netns": sw.netns, "dev": "eth0"}]},
         {**good, "ends": 7},

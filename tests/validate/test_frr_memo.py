@@ -44,7 +44,10 @@ OWN = ["router bgp 04200000004", "router bgp 4294967296", "router bgp 4294967295
        " neighbor 10.0.0.1 remote-as 042", " neighbor 10.0.0.1 remote-as 4294967296 ",
        " neighbor 10.0.0.1 remote-as 4294967295", "  network 10.0.0.0/33", "  network 10.0.0.256/8",
        "  network 10.0.0.1/24", "  network 10.0.0.0/08", "  network 10.0.0.0/32 x", "hostname a b",
-       "hostname é", "hostname", "hostname 1-x"]
+       "hostname é", "hostname", "hostname 1-x",
+       # digits of other scripts, which Python's \d takes and FRR does not (Arabic-Indic 5, 1, 0)
+       "router bgp 6\u0665000", " neighbor 10.0.0.1 remote-as 6\u0665000", " bgp router-id 10.0.0.\u0661",
+       "  network 10.0.0.\u0660/24", " neighbor 10.0.0.\u0661 remote-as 65000"]
 
 
 def mangle(text: str, rng: random.Random) -> str:
@@ -182,7 +185,7 @@ def test_the_asn_pattern_is_frr_s_range_in_canonical_decimal():
                4294967299, 4294967300, 4300000000, 9999999999, 10000000000] + [rng.randrange(1, 1 << 33) for _ in range(2000)]
     for n in numbers:
         assert bool(re.fullmatch(frr_memo._ASN, str(n))) == (1 <= n <= 4294967295), n
-    for text in ("01", "+1", "-1", "1.5", " 1", "4200000004 "):
+    for text in ("01", "+1", "-1", "1.5", " 1", "4200000004 ", "6\u0665000"):
         assert not re.fullmatch(frr_memo._ASN, text)
 
 

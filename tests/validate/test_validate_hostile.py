@@ -233,6 +233,15 @@ def test_frr_log_file_below_the_run_dir_is_tolerated_only_when_asked(routed):
     assert outdir_reader.check_frr("log file /run/railonly/lab/../../etc/x\n", "f", run_dir="/run/railonly/lab") != []
 
 
+def test_the_reader_s_forms_take_ascii_digits_only():
+    """Python's \\d and \\w also take other scripts' digits and letters (Arabic-Indic 1, 3 here),
+    which neither FRR nor an interface name does."""
+    assert outdir_reader.PORT_NAME.fullmatch("Ethernet1/5") and not outdir_reader.PORT_NAME.fullmatch("Ethernet\u0661/5")
+    assert outdir_reader.check_frr("log timestamp precision 3\nlog syslog informational\n", "f") == []
+    assert outdir_reader.check_frr("log timestamp precision \u0663\n", "f") != []
+    assert outdir_reader.check_frr("log syslog \u0663\n", "f") != []
+
+
 @pytest.mark.parametrize("line,msg", [
     ("bash sudo touch /tmp/x", "runs programs"),
     ("event-handler evil", "runs programs"),

@@ -23,9 +23,9 @@ from .config import SwitchConfig
 from .facts import DeviceFacts, PortFacts, to_int
 from .intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, checked_cidr
 
-PORT_RE = re.compile(r"^Ethernet\d+$")  # EOS front-panel ports as the lab programs them
-_FRONT_PANEL = re.compile(r"^Ethernet\d{1,4}(/\d{1,3}){0,2}$")
-_DESC_LENGTH = re.compile(r" (\d+m)$")
+PORT_RE = re.compile(r"^Ethernet\d+$", re.ASCII)  # EOS front-panel ports as the lab programs them
+_FRONT_PANEL = re.compile(r"^Ethernet\d{1,4}(/\d{1,3}){0,2}$", re.ASCII)
+_DESC_LENGTH = re.compile(r" (\d+m)$", re.ASCII)
 _POLICY_HEADS = ("ip prefix-list ", "ip route ", "route-map ", "ip community-list ")
 # Sub-modes a section's lines may enter: deeper lines after one are that sub-mode's. EOS reads a
 # config by mode, not by indentation, so a deeper line after any other line is the section's own.

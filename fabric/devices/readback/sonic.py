@@ -163,11 +163,11 @@ def read_config_db(text: str, frr_conf: str | None = None, path: str = CONFIG_DB
     return parse_config_db(db, frr_conf, path).intent()
 
 
-_BGP = re.compile(r"^router bgp (\d+)\s*$")
+_BGP = re.compile(r"^router bgp (\d+)\s*$", re.ASCII)
 # One pattern for the lines of `router bgp` that carry facts (their forms are disjoint):
 # a neighbor's remote-as, a neighbor joining a peer group, a network, the router-id.
 _BGP_FACT = re.compile(r"\s*(?:neighbor (\d+\.\d+\.\d+\.\d+) (?:remote-as (\S+)|peer[- ]group(?: \S+)?)"
-                       r"|network (\S+)|(?:bgp )?router-id (\S+))\s*$")
+                       r"|network (\S+)|(?:bgp )?router-id (\S+))\s*$", re.ASCII)
 
 
 def _frr_bgp(text: str, f: DeviceFacts) -> None:
