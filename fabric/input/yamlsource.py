@@ -257,11 +257,13 @@ def parse_yaml(text: str, file: str | None = None, limits: Limits = DESIGN_LIMIT
     return Source(construct(node, file), lines, file, text)
 
 
-def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file") -> bytes:
+def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file", within: str | None = None) -> bytes:
     """The bytes of a regular file (not a link to one), at most `max_bytes`; InputError otherwise.
 
     Opened non-blocking, then judged by fstat: a FIFO, a device, a socket or a
-    directory is refused at once instead of hanging or reading forever."""
+    directory is refused at once instead of hanging or reading forever. With `within`
+    (a real folder path), the file opened must lie inside it: judged on the open file,
+    so a folder on the path swapped for a link after the caller's check is caught too."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW)
     except FileNotFoundError:
@@ -277,6 +279,9 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
         if not stat.S_ISREG(st.st_mode):
             kind = file_kind(st.st_mode)
             raise _problem(path, None, f"is {kind}, not a regular file", _fix_for(path, st.st_mode, what))
+        if within is not None and not _opened_inside(fd, within):
+            raise _problem(path, None, f"is not inside {within} (a folder on its path leads out of it)",
+                           "give a path that stays inside that folder, without a symbolic link out of it")
         if st.st_size > max_bytes:
             raise _problem(path, None, f"is {st.st_size:,} bytes, more than the limit of {max_bytes:,}",
                            "a railonly input file is small; is this the right file?")
@@ -289,6 +294,15 @@ def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file
         raise _problem(path, None, f"cannot read: {exc.strerror}", "") from None
     finally:
         os.close(fd)
+
+
+def _opened_inside(fd: int, folder: str) -> bool:
+    """Whether the file open at `fd` lies below `folder`, by the kernel's own name for it."""
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc: the caller's check of the path before the open stands alone
+        return True
+    return real.startswith(folder.rstrip("/") + "/")
 
 
 def _fix_for(path: str, mode: int, what: str) -> str:
@@ -339,6 +353,7 @@ def decode_utf8(data: bytes, file: str | None) -> str:
         raise _problem(file, None, f"is not UTF-8 text (byte {exc.start:,})", "save the file as UTF-8") from None
 
 
-def load_yaml_file(path: str, limits: Limits = DESIGN_LIMITS, what: str = "a design YAML file") -> Source:
-    text = decode_utf8(read_regular_file(path, limits.max_bytes, what), path)
+def load_yaml_file(path: str, limits: Limits = DESIGN_LIMITS, what: str = "a design YAML file",
+                   within: str | None = None) -> Source:
+    text = decode_utf8(read_regular_file(path, limits.max_bytes, what, within), path)
     return parse_yaml(text, path, limits)

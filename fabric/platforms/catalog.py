@@ -274,9 +274,10 @@ def platform_from_source(src: Source) -> Platform:
                     tuple(values["sources"]), breakouts, src.file or "")
 
 
-def load_platform_file(path: str) -> Platform:
-    """A user's platform file, read like every input (regular file, bounded YAML)."""
-    return platform_from_source(load_yaml_file(path, what="a platform YAML file"))
+def load_platform_file(path: str, within: str | None = None) -> Platform:
+    """A user's platform file, read like every input (regular file, bounded YAML), and
+    with `within` only when the file opened lies inside that folder."""
+    return platform_from_source(load_yaml_file(path, what="a platform YAML file", within=within))
 
 
 @lru_cache(maxsize=1)
@@ -349,7 +350,7 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
                 "or a symbolic link out of it (e.g. platforms/my-switch.yaml)")
             continue
         try:
-            p = load_platform_file(path)
+            p = load_platform_file(path, within=os.path.realpath(base or "."))
         except InputError as exc:
             problems += exc.problems
             continue

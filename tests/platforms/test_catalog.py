@@ -262,6 +262,24 @@ def test_platform_files_stay_inside_the_designs_folder(given, tmp_path, capsys):
     assert "hunter2" not in err and "root:" not in err and not (tmp_path / "o").exists()
 
 
+def test_a_folder_swapped_for_a_link_after_the_check_is_refused_as_opened(tmp_path, capsys, monkeypatch):
+    """The path check runs before the open; a folder replaced by a link out in between
+    (here: the check made to pass) is caught on the file opened, its content never quoted."""
+    from railonly.fabric.platforms import catalog
+
+    (tmp_path / "p.yaml").write_text("secret: hunter2\n")
+    design_dir = tmp_path / "design"
+    design_dir.mkdir()
+    os.symlink(tmp_path, design_dir / "out")
+    monkeypatch.setattr(catalog, "inside_folder", lambda base, rel: os.path.join(base, rel))
+    path = design_dir / "d.yml"
+    path.write_text("name: t\nhb_domain: {size: 2, count: 4}\nswitch: {model: acme, platform_files: [out/p.yaml]}\n")
+    assert main(["compile", str(path), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "out/p.yaml" in err and "is not inside" in err and "hunter2" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
 def test_generic_stays_the_default_and_reads_no_catalog():
     d = parse_design("name: t\nhb_domain: {size: 8, count: 16}\n")
     assert d.switch_model == "generic" and d.models == {} and d.breakout is None and d.radix == 64
