@@ -29,14 +29,15 @@ from .eos_speeds import accepted_forms
 SHIPPED_DIR = "switches"  # fabric/platforms/data/switches/*.yaml: the catalog that ships
 GENERIC = "generic"  # no catalog platform: today's radix-only switch
 MODEL_PATTERN = r"[a-z0-9][a-z0-9._-]{0,39}"
-BREAKOUT_RE = re.compile(r"^([1-8])x(\d{2,3})G$")
+# The forms below take ASCII digits only: Python's \d also takes other scripts' digits.
+BREAKOUT_RE = re.compile(r"^([1-8])x(\d{2,3})G$", re.ASCII)
 MEDIA = ("SR", "DR", "FR", "AOC", "DAC")  # reach codes a cage optic is listed for
 _ROW_FIELDS = {
-    "name": re.compile(r"^Ethernet\d{1,4}$"),
-    "lanes": re.compile(r"^\d{1,4}(,\d{1,4}){0,15}$"),
+    "name": re.compile(r"^Ethernet\d{1,4}$", re.ASCII),
+    "lanes": re.compile(r"^\d{1,4}(,\d{1,4}){0,15}$", re.ASCII),
     "alias": re.compile(r"^[A-Za-z0-9][A-Za-z0-9/._-]{0,31}$"),
-    "index": re.compile(r"^\d{1,3}$"),
-    "speed": re.compile(r"^\d{4,7}$"),
+    "index": re.compile(r"^\d{1,3}$", re.ASCII),
+    "speed": re.compile(r"^\d{4,7}$", re.ASCII),
     "fec": re.compile(r"^(rs|fc|none)$"),
 }
 _MAX_ROW_PROBLEMS = 20  # a hostile table must not print a line per row

@@ -210,6 +210,10 @@ def _z(text: str, old: str, new: str) -> str:
 BASE = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9664f.yaml").read_text().replace("model: dell-z9664f", "model: acme")
 HOSTILE = {
     "bad-row": (_z(BASE, '"Ethernet0   5,6,7,8', '"Ethernet0;rm 5,6,7,8'), "ports[0]", "name"),
+    # Arabic-Indic 0 and 5: Python's \d takes them, int() reads them, SONiC does not
+    "other-digits-name": (_z(BASE, '"Ethernet0   5,6,7,8', '"Ethernet\u0660   5,6,7,8'), "ports[0]", "port_config.ini row"),
+    "other-digits-breakout": (_z(BASE, "  1x400G:", "  1x\u0664\u0660\u0660G:"), "breakouts", "1x\u0664\u0660\u0660G"),
+    "other-digits-lanes": (_z(BASE, '"Ethernet0   5,6,7,8', '"Ethernet0   \u0665,6,7,8'), "ports[0]", "port_config.ini row"),
     "missing-cage": (_z(BASE, '        - "Ethernet0 ', '        - "#Ethernet0 '), "breakouts.1x400G.sonic.ports", ""),
     "wrong-speed": (_z(BASE, "fourhundredGigE1/1  1  400000", "fourhundredGigE1/1  1  100000"),
                     "ports[0]", "Mbit/s"),
