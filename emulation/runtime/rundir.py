@@ -98,7 +98,7 @@ def ensure_root() -> None:
 
 def open_state(lab: str, create: bool) -> "StateDir | None":
     """The lab's state directory, checked (and created 0700 with ``create``); None when absent."""
-    if not LAB_NAME.match(lab):
+    if not LAB_NAME.fullmatch(lab):
         raise LabError(lab, f"{lab!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
     fd = _open_chain([(lab, 0o755), (os.path.basename(state_dir(lab)), 0o700)], create)
     if fd is None:
@@ -206,7 +206,7 @@ def read_identity(lab: str) -> Identity | None:
     nodes = data.get("nodes") if isinstance(data, dict) else None
     if (not isinstance(data, dict) or data.get("lab") != lab or not isinstance(data.get("outdir"), str)
             or not data["outdir"].startswith("/") or not isinstance(nodes, list) or len(nodes) > MAX_NODES_RECORDED
-            or not all(isinstance(n, str) and NODE_NAME.match(n) for n in nodes)):
+            or not all(isinstance(n, str) and NODE_NAME.fullmatch(n) for n in nodes)):
         raise LabError(sd.path(IDENTITY), f"is not the identity record of lab {lab}",
                        f"remove {run_dir(lab)} as root once nothing of the lab runs")
     return Identity(lab, data["outdir"], tuple(nodes))
@@ -228,7 +228,7 @@ def recorded_labs() -> list[str]:
         names = os.listdir(run_root())
     except OSError:
         return []
-    return sorted(n for n in names if LAB_NAME.match(n) and os.path.isdir(os.path.join(run_root(), n))
+    return sorted(n for n in names if LAB_NAME.fullmatch(n) and os.path.isdir(os.path.join(run_root(), n))
                   and not os.path.islink(os.path.join(run_root(), n)))
 
 
@@ -269,7 +269,7 @@ def bind(lab, lab_name: str | None = None, deploying: bool = False):
     a lab deployed from another OUTDIR: nothing of it is touched."""
     out = str(lab.outdir)
     if lab_name:
-        if not LAB_NAME.match(lab_name):
+        if not LAB_NAME.fullmatch(lab_name):
             raise LabError("--lab-name", f"{lab_name!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
         lab = lab.renamed(lab_name) if lab_name != lab.name else lab
     else:
@@ -297,7 +297,7 @@ def for_destroy(outdir: str | None, lab_name: str | None) -> Identity:
     OUTDIR's path (the OUTDIR need not be readable, or even exist, any more); an OUTDIR
     deployed before identities were recorded falls back to its topology's nodes."""
     if lab_name:
-        if not LAB_NAME.match(lab_name):
+        if not LAB_NAME.fullmatch(lab_name):
             raise LabError("--lab", f"{lab_name!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
         ident = read_identity(lab_name)
         if ident is not None and outdir and ident.outdir != os.path.realpath(outdir):

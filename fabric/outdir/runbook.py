@@ -31,7 +31,7 @@ def _platform(files: dict[str, str]) -> str:
 def _rack(c: dict) -> str:
     """The rack a cable is worked from: its lower switch's (a NIC cable and an uplink by
     their leaf, a spine-core cable by its spine); the design has no floor plan."""
-    switches = [e["device"] for e in (c["a"], c["b"]) if not _RACK_OF_NIC.match(e["device"])]
+    switches = [e["device"] for e in (c["a"], c["b"]) if not _RACK_OF_NIC.fullmatch(e["device"])]
     return min(switches, key=lambda d: ("core" in d, "spine" in d, _key(d))) if switches else c["a"]["device"]
 
 

@@ -203,7 +203,7 @@ def endpoint_problems(topo: dict) -> list[str]:
             out.append(f"{where}: needs exactly two endpoints, got {eps!r}")
             continue
         for ep in eps:
-            m = _ENDPOINT.match(ep) if isinstance(ep, str) else None
+            m = _ENDPOINT.fullmatch(ep) if isinstance(ep, str) else None
             if not m:
                 out.append(f"{where}: endpoint {ep!r} is not of the form node:interface")
                 continue

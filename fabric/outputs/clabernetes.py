@@ -87,14 +87,14 @@ def manifests(clab_text: str, files: Mapping[str, bytes | str]) -> list[dict]:
         data: dict[str, str] = {}
         for path in paths:
             key = path.rsplit("/", 1)[-1]
-            if path not in files or key in data or not _DATA_KEY.match(key):
+            if path not in files or key in data or not _DATA_KEY.fullmatch(key):
                 raise AssertionError(f"clabernetes: node {node} references {path!r}, which cannot become key {key!r}")
             text = files[path]
             data[key] = text.decode() if isinstance(text, bytes) else text
         mounts[node] = [{"configMapName": name, "configMapPath": k, "filePath": p, "mode": "read"}
                         for k, p in zip(data, paths)]
         size = sum(len(k) + len(v.encode()) for k, v in data.items())
-        if not _OBJECT_NAME.match(name):
+        if not _OBJECT_NAME.fullmatch(name):
             raise AssertionError(f"clabernetes: {name!r} is not a Kubernetes object name")
         if size > CONFIGMAP_MAX_BYTES:  # a radix-1024 switch's config_db.json alone is ~1.4 MB
             raise TooLarge(f"ConfigMap {name!r} would hold {size:,} bytes, above Kubernetes' 1 MiB object limit")

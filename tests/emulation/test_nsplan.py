@@ -126,6 +126,12 @@ def test_fingerprint_tracks_content():
         (lambda p: dataclasses.replace(p, namespaces=p.namespaces + (nsplan.Namespace("other-x"),)), "lab prefix"),
         (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "a-very-long-name0", "clab-demo-sw", "p9"),)), "longer than 15"),
         (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth9\nnetns del x", "clab-demo-sw", "p9"),)), "safe single word"),
+        # a trailing newline, which `$` lets by: it would end a batch line early
+        (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth9\n", "clab-demo-sw", "p9"),)), "safe single word"),
+        (lambda p: dataclasses.replace(p, lab="demo\n"), "lab name"),
+        (lambda p: dataclasses.replace(p, root_sysctls=(("net.ipv4.neigh.default.gc_thresh1\n", "1"),)), "gc_thresh"),
+        (lambda p: dataclasses.replace(p, namespaces=(dataclasses.replace(p.namespaces[0], sysctls=(("net.ipv4.ip_forward\n", "1"),)),)
+                                       + p.namespaces[1:]), "bad sysctl key"),
         (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth1", "clab-demo-sw", "p9"),)), "defined twice"),
         (lambda p: dataclasses.replace(p, veths=p.veths + (nsplan.Veth("clab-demo-h1", "eth2", "clab-elsewhere-x", "p9"),)), "not in the plan"),
         (lambda p: dataclasses.replace(p, bridges=(nsplan.Bridge("clab-demo-sw", "br0", ("p1", "p7")),)), "no device 'p7'"),

@@ -139,6 +139,7 @@ def _good():
 
 @pytest.mark.parametrize("endpoints, expect", [
     (["a-eth2", "b:eth2"], "not of the form node:interface"),
+    (["a:eth2\n", "b:eth2"], "not of the form node:interface"),  # `$` would let the newline by
     (["a:eth2", "c:eth2"], "unknown node 'c'"),
     (["a:eth1", "b:eth2"], "already used by topology.links[0]"),
     (["a:averyveryverylongname", "b:eth2"], "longer than 15 characters"),

@@ -397,6 +397,15 @@ def test_push_refuses_a_hostile_outdir_before_connecting(copy, tmp_path, capsys)
     assert rc == 2 and "frr.conf" in err and "Traceback" not in err
 
 
+def test_a_lab_name_with_a_trailing_newline_is_refused():
+    """`$` matches before a final newline: every name form is matched whole."""
+    from railonly.emulation.lab import LabError
+    from railonly.emulation.runtime import rundir as lab_rundir
+
+    with pytest.raises(LabError, match="is not a lab name"):
+        lab_rundir.open_state("demo\n", create=False)
+
+
 def test_traffic_json_cannot_name_foreign_pids_or_files(copy, tmp_path, run_root):
     from railonly.emulation.lab import LabError, run_dir
     from railonly.emulation.runtime import rundir as lab_rundir

@@ -280,7 +280,7 @@ class _Problems:
         self.errs.append(message)
 
     def tok(self, what: str, value: object) -> None:
-        if not isinstance(value, str) or not TOKEN_RE.match(value):
+        if not isinstance(value, str) or not TOKEN_RE.fullmatch(value):
             self.add(f"{what}: {value!r} is not a safe single word")
 
     def ns_ok(self, what: str, ns: str) -> bool:
@@ -324,7 +324,7 @@ def validate(plan: Plan) -> list[str]:
 
 
 def _check_namespaces(plan: Plan, p: _Problems) -> None:
-    if not LAB_RE.match(plan.lab):
+    if not LAB_RE.fullmatch(plan.lab):
         p.add(f"lab name {plan.lab!r}: lowercase letters, digits, '-', at most 40")
     if len(p.known) != len(plan.namespaces):
         p.add("duplicate namespace names")
@@ -333,7 +333,7 @@ def _check_namespaces(plan: Plan, p: _Problems) -> None:
         if not n.name.startswith(plan.prefix) or n.name == plan.prefix:
             p.add(f"namespace {n.name!r} does not carry the lab prefix {plan.prefix!r}")
         for k, v in n.sysctls:
-            if not re.match(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$", k) or ".." in k:
+            if not re.fullmatch(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+", k) or ".." in k:
                 p.add(f"{n.name}: bad sysctl key {k!r}")
             elif not k.startswith("net."):  # kernel.*, vm.*, fs.* are one for the whole host
                 p.add(f"{n.name}: sysctl {k!r} is not per-namespace (only net.* may be set in a lab)")
@@ -432,7 +432,7 @@ def _check_processes(plan: Plan, p: _Problems) -> None:
 
 def _check_root_sysctls(plan: Plan, p: _Problems) -> None:
     for k, v in plan.root_sysctls:
-        if not ROOT_SYSCTL_RE.match(k):
+        if not ROOT_SYSCTL_RE.fullmatch(k):
             p.add(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
         if not v.isdigit():
             p.add(f"root sysctl {k}: value {v!r} is not a number")
@@ -659,7 +659,7 @@ def render(plan: Plan) -> list[Step]:
 
 
 def _quote(word: str) -> str:
-    return word if TOKEN_RE.match(word) else "'" + word.replace("'", "'\\''") + "'"
+    return word if TOKEN_RE.fullmatch(word) else "'" + word.replace("'", "'\\''") + "'"
 
 
 def dump(plan: Plan, steps: list[Step] | None = None) -> str:

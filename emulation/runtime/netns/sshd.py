@@ -104,7 +104,7 @@ def _config_paths(lab, switch: str) -> str:
     carries (a newline would start a directive of its own in a root sshd's config)."""
     outdir = str(Path(lab.outdir).resolve())
     for path, what in ((switch_dir(lab, switch), "the lab's run directory"), (outdir, "the OUTDIR path")):
-        if not SAFE_PATH_RE.match(str(path)):
+        if not SAFE_PATH_RE.fullmatch(str(path)):
             from ...lab import LabError
 
             raise LabError(str(path), f"{what} has a character sshd_config cannot carry (space, quote, '#',"

@@ -64,7 +64,7 @@ class Owner:
         return netns_prefix(self.lab)
 
     def namespace_ok(self, name: object) -> bool:
-        if not isinstance(name, str) or not NETNS_RE.match(name):
+        if not isinstance(name, str) or not NETNS_RE.fullmatch(name):
             return False
         if self.namespaces is not None:
             return name in self.namespaces
@@ -121,7 +121,7 @@ def check(data: object, path: str, owner: Owner | None = None) -> Checked:
     if not isinstance(data, dict):
         return Checked(None, corrupt=f"{path}: not a JSON object")
     lab = data.get("lab")
-    if not isinstance(lab, str) or not LAB_RE.match(lab):
+    if not isinstance(lab, str) or not LAB_RE.fullmatch(lab):
         return Checked(None, corrupt=f"{path}: 'lab' is {_short(lab)}, not a lab name")
     if owner is None:
         owner = Owner(lab)
@@ -167,7 +167,7 @@ def check(data: object, path: str, owner: Owner | None = None) -> Checked:
             "pid": e.get("pid"), "starttime": e.get("starttime"), "dirs": list(e.get("dirs") or []),
         })
     for i, r in enumerate(listed("root_sysctls")):
-        if (isinstance(r, dict) and isinstance(r.get("key"), str) and ROOT_SYSCTL_RE.match(r["key"])
+        if (isinstance(r, dict) and isinstance(r.get("key"), str) and ROOT_SYSCTL_RE.fullmatch(r["key"])
                 and all(isinstance(r.get(k), str) and r[k].isascii() and r[k].isdigit() and len(r[k]) <= 9
                         for k in ("original", "set"))
                 and 0 <= int(r["original"]) < int(r["set"]) <= MAX_GC_THRESH):
