@@ -16,6 +16,8 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable
 
+from .safe_text import whole
+
 _TASK: tuple[Callable, Any] | None = None  # set just before the fork, read by workers
 
 
@@ -35,9 +37,9 @@ def no_cyclic_gc():
 
 
 def jobs() -> int:
-    env = os.environ.get("RAILONLY_JOBS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
+    n = whole(os.environ.get("RAILONLY_JOBS", ""))
+    if n:
+        return n
     return max(1, min(os.cpu_count() or 1, 8))
 
 

@@ -1,4 +1,5 @@
-"""Text from outside (a file name, a key, a tool's echo of a line) made safe to show.
+"""Text from outside (a file name, a key, a tool's echo of a line) made safe to show or to
+read as a number.
 
 An OUTDIR or a design may come from a pull request: a name holding an escape sequence
 would rewrite the terminal of whoever reads the report, a newline would fake another
@@ -7,6 +8,10 @@ holding one does not parse). Pure, imports nothing of railonly.
 """
 
 from __future__ import annotations
+
+import re
+
+_DIGIT_RUNS = re.compile(r"([0-9]+)")
 
 
 def printable(text: str, lines: bool = True) -> str:
@@ -21,4 +26,16 @@ def printable(text: str, lines: bool = True) -> str:
                     else f"\\U{ord(ch):08x}") for ch in text)
 
 
-__all__ = ["printable"]
+def whole(text: str) -> int | None:
+    """The whole number `text` writes in ASCII digits, None for anything else: str.isdigit
+    takes '²' (which int() then refuses) and '٣' (which int() reads as 3, and no switch,
+    kernel or CSV reader does); int() alone takes ' 3', '+3' and '1_0'."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def natural(text: str) -> tuple:
+    """A sort key that compares runs of digits as numbers: rail2-leaf0 before rail10-leaf0."""
+    return tuple((0, n, "") if (n := whole(p)) is not None else (1, 0, p) for p in _DIGIT_RUNS.split(text) if p)
+
+
+__all__ = ["natural", "printable", "whole"]

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from railonly.fabric.safe_text import natural
 from railonly.fabric.outdir.rollout_rules import Target, target_of, waves as plan_waves
 
 from .targets import Device
@@ -53,7 +54,7 @@ class Report:
 
     @property
     def results(self) -> list[DeviceResult]:
-        return sorted(self.unchanged + [r for w in self.waves for r in w.results], key=lambda r: _key(r.device))
+        return sorted(self.unchanged + [r for w in self.waves for r in w.results], key=lambda r: natural(r.device))
 
 
 def run(devices: list[Device], targets: dict[str, Target], configs_dir: Path, creds: Credentials, *,
@@ -121,10 +122,6 @@ def _one(push_one, device, configs_dir, creds, dry_run, timeout, opts) -> Device
         return push_one(device, configs_dir, creds, dry_run, timeout, opts)
     except Exception as exc:  # a bug in one device's push must not lose the others
         return DeviceResult(device.name, device.platform, False, message=creds.redact(f"internal error: {exc}"))
-
-
-def _key(name: str) -> list:
-    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
 
 
 def report_text(report: Report, dry_run: bool) -> str:
@@ -253,7 +250,7 @@ def lab_streams(lab) -> list[tuple[str, str, str, str]]:
             by_rail.setdefault(n.fabric_node.rail or 0, []).append(n.name)
     out = []
     for rail, gpus in sorted(by_rail.items()):
-        gpus.sort(key=lambda g: [int(x) for x in re.findall(r"\d+", g)])
+        gpus.sort(key=natural)
         src, dst = gpus[0], gpus[-1]
         if leaf_of.get(src) != leaf_of.get(dst):
             out.append((src, lab.netns(src), dst, ip_of[dst]))

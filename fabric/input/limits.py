@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from ..safe_text import whole
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class Cap:
     @property
     def value(self) -> int:
         raw = os.environ.get(self.env, "")
-        return int(raw) if raw.isdigit() and int(raw) > 0 else self.default
+        n = whole(raw)
+        return n if n else self.default
 
     def message(self, count: int, whose: str = "the design") -> tuple[str, str]:
         return (f"{whose} has {count:,} {self.what}, more than the cap of {self.value:,} ({self.env})",

@@ -39,7 +39,7 @@ from ..outdir_layout import BOM_CSV, CABLING_CSV, CONFIGS, FABRIC_JSON, HOSTS, M
 from ..graph import fabric_json
 from ..parallel import Background, jobs
 from ..graph.model import Node
-from ..safe_text import printable
+from ..safe_text import natural, printable, whole
 from .reader import ENTRY_NAME, OutdirReader, UntrustedFile, parse_json
 from .scan import refuse_kind
 
@@ -313,7 +313,7 @@ def parse_cabling(text: str, where: str = CABLING_CSV) -> dict[str, Cable]:
             raise UntrustedFile(where, f"line {line}: cable id {cid} appears twice", _RECOMPILE)
         rail = row[rail_at] if rail_at is not None else ""
         tier = row[tier_at] if tier_at is not None else ""
-        if not (rail == "" or rail.isdigit()) or not (tier == "" or tier.isdigit()) or len(rail) > 9 or len(tier) > 9:
+        if not (rail == "" or whole(rail) is not None) or not (tier == "" or whole(tier) is not None) or len(rail) > 9 or len(tier) > 9:
             raise UntrustedFile(where, f"line {line}: rail and tier must be whole numbers (rail may be empty)", _RECOMPILE)
         out[cid] = Cable(cid, (ad, ap), (bd, bp), row[media] if media is not None else "",
                          row[length] if length is not None else "", rail, tier)
@@ -342,7 +342,7 @@ def _parse_plain_cabling(text: str) -> dict[str, Cable] | None:
     rail, tier = column("rail"), column("tier")
     if any("" in col for col in (ids, ad, ap, bd, bp)) or len(set(ids)) != len(ids):
         return None
-    if not all(v == "" or (v.isdigit() and len(v) <= 9) for v in set(rail) | set(tier)):
+    if not all(v == "" or (whole(v) is not None and len(v) <= 9) for v in set(rail) | set(tier)):
         return None
     return dict(zip(ids, map(Cable, ids, zip(ad, ap), zip(bd, bp), column("media"), column("length_m"), rail, tier)))
 
@@ -447,7 +447,7 @@ def _refitted(old: Cable, new: Cable) -> bool:
 
 def _id_key(cable_id: str) -> tuple:
     """Natural order: R2-T1-00007 before R10-T1-00001 (numbers compare as numbers)."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", cable_id) if p) + (cable_id,)
+    return natural(cable_id) + (cable_id,)
 
 
 def _order(c: Cable) -> tuple:

@@ -24,6 +24,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
+from ..safe_text import natural
 
 from ..graph.model import Node
 
@@ -267,8 +268,9 @@ def drain_config(frr_text: str, asn: str | None) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
-def bgp_asn(frr_text: str) -> str | None:
-    m = re.search(r"^router bgp (\d+)", frr_text, re.M)
+def bgp_asn(config_text: str) -> str | None:
+    """The ASN of a config's `router bgp` line (FRR's and EOS's alike), as written."""
+    m = re.search(r"^router bgp ([0-9]+)", config_text, re.M)
     return m.group(1) if m else None
 
 
@@ -285,7 +287,7 @@ def waves(targets: list[Target], max_per_group: int = 1, canary: bool = True) ->
     """The order of a rollout: a canary wave of one switch (the first by tier, rail, name),
     then waves where at most `max_per_group` switches of one (rail, tier) change at once.
     Lower tiers first: a new leaf's uplinks are cabled before its spines learn of it."""
-    order = sorted(targets, key=lambda t: (t.tier, _natural(t.rail), _natural(t.device)))
+    order = sorted(targets, key=lambda t: (t.tier, natural(t.rail), natural(t.device)))
     out: list[list[Target]] = []
     if canary and order:
         out.append([order[0]])
@@ -294,16 +296,12 @@ def waves(targets: list[Target], max_per_group: int = 1, canary: bool = True) ->
     for t in order:
         groups.setdefault((t.rail, t.tier), []).append(t)
     for tier in sorted({t.tier for t in order}):
-        todo = [g for k, g in sorted(groups.items(), key=lambda kv: (_natural(kv[0][0]),)) if k[1] == tier]
+        todo = [g for k, g in sorted(groups.items(), key=lambda kv: (natural(kv[0][0]),)) if k[1] == tier]
         i = 0
         while any(i < len(g) for g in todo):
             out.append([t for g in todo for t in g[i:i + max_per_group]])
             i += max_per_group
     return out
-
-
-def _natural(s: str) -> tuple:
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
 
 
 def target_of(name: str, node: Node | None) -> Target:

@@ -19,9 +19,10 @@ import json
 import re
 
 from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
-from .rollout_rules import VERIFY_CHECKS, classify, target_of, waves
+from ..safe_text import natural
+from .rollout_rules import VERIFY_CHECKS, bgp_asn, classify, target_of, waves
 
-_RACK_OF_NIC = re.compile(r"^hb\d+$")
+_RACK_OF_NIC = re.compile(r"hb[0-9]+")
 
 
 def _platform(files: dict[str, str]) -> str:
@@ -32,15 +33,11 @@ def _rack(c: dict) -> str:
     """The rack a cable is worked from: its lower switch's (a NIC cable and an uplink by
     their leaf, a spine-core cable by its spine); the design has no floor plan."""
     switches = [e["device"] for e in (c["a"], c["b"]) if not _RACK_OF_NIC.fullmatch(e["device"])]
-    return min(switches, key=lambda d: ("core" in d, "spine" in d, _key(d))) if switches else c["a"]["device"]
+    return min(switches, key=lambda d: ("core" in d, "spine" in d, natural(d))) if switches else c["a"]["device"]
 
 
 def _rail(c: dict) -> str:
     return c.get("rail", "") or "cross-rail"
-
-
-def _key(s: str) -> list:
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", s) if p]
 
 
 def _end(e: dict) -> str:
@@ -66,7 +63,7 @@ def cable_work(cables: dict) -> list[dict]:
         plug = n["b"] if stays == n["a"] else n["a"]
         group(n)["move"].append({"label": n["cable_id"], "old_label": o["cable_id"], "stays": _end(stays),
                                  "from": _end(unplug), "to": _end(plug)})
-    return [groups[k] for k in sorted(groups, key=lambda k: (_key(k[0]), _key(k[1])))]
+    return [groups[k] for k in sorted(groups, key=lambda k: (natural(k[0]), natural(k[1])))]
 
 
 def rollout_waves(old, new, max_per_group: int = 1) -> list[dict]:
@@ -96,8 +93,7 @@ def _asn(files: dict[str, str]) -> str | None:
             return str(json.loads(files[CONFIG_DB])["DEVICE_METADATA"]["localhost"]["bgp_asn"])
         except (ValueError, KeyError, TypeError):
             return None
-    m = re.search(r"^router bgp (\d+)", files.get(STARTUP_CONFIG, ""), re.M)
-    return m.group(1) if m else None
+    return bgp_asn(files.get(STARTUP_CONFIG, ""))
 
 
 def summary(doc: dict, old, new, wave_list: list[dict]) -> list[str]:
@@ -118,7 +114,7 @@ def summary(doc: dict, old, new, wave_list: list[dict]) -> list[str]:
         lines.append("no existing switch changes its ASN or name: BGP sessions of unchanged links stay up")
     if c["moved"]:
         leaves = sorted({m["new"]["a"]["device"] for m in c["moved"]} | {m["new"]["b"]["device"] for m in c["moved"]},
-                        key=_key)
+                        key=natural)
         lines.append(f"{len(c['moved']):,} uplinks move: ECMP re-balances across the spines of "
                      f"{len({m['new'].get('rail', '') for m in c['moved']})} rail(s) ({len(leaves)} switches re-cabled)")
     if dv["added"]:

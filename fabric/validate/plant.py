@@ -19,6 +19,7 @@ from typing import Callable
 from ..outdir_layout import BOM_CSV, CABLING_CSV, NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
 from ..design.physical import ASSEMBLIES, links_per_assembly, naming
 from ..graph.model import Fabric
+from ..safe_text import whole
 from .validate_report import Result
 
 MAX_SHOWN = 20  # problems listed per file; the rest are counted
@@ -110,11 +111,6 @@ def _length_text(length) -> "str | None":
     if length is None:
         return ""  # `_int("")` is None: the judges take an empty cell for no length
     return str(length) if type(length) is int else None
-
-
-def _whole(text: str) -> int | None:
-    """A whole number as railonly writes one: ASCII digits only (int() takes '1_0', ' 3', '٣')."""
-    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _int(text) -> int | None:
@@ -250,7 +246,7 @@ def bom_result(read: Callable[[str], "str | None"], cables: dict) -> Result:
         assembly = category == "transceiver" and model.endswith(ASSEMBLIES)
         if category != "cable" and not assembly:
             continue
-        n, length = _whole(quantity), _whole(length_m)
+        n, length = whole(quantity), whole(length_m)
         if n is None or length is None:
             probs.append(f"bom.csv: line {line}: quantity {quantity!r} and length_m {length_m!r} must be whole numbers")
             continue

@@ -167,6 +167,8 @@ def test_default_sweep_plot_never_replaces_a_file(tmp_path, capsys, monkeypatch)
     (["--sweep", "q=1,2"], "--sweep: must be AXIS=V1,V2"),
     (["--sweep", "k=8,x"], "k values must be whole numbers"),
     (["--sweep", "k=1000"], "up to 512"),
+    (["--sweep", "nic=100,nan"], "nic values must be numbers above 0"),  # NaN compares false with every bound
+    (["--sweep", "hb=NaN"], "hb values must be numbers above 0"),
     (["--oversub", "0.5"], "--oversub: must be from 1 to 64"),
     (["--traffic", "t.png"], "--traffic: names the CSV"),
     (["--sweep", "k=8", "--plot", "s.csv"], "--plot: names the PNG"),

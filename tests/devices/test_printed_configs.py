@@ -170,3 +170,22 @@ def test_validate_reader_survives_truncated_lines():
     assert any("unknown speed ''" in p for p in f.problems) and list(f.ports) == ["Ethernet1"]
     # the lab's view of the same parse: programmable (no BGP without an AS number), no traceback
     assert cfg.intent().frr_conf is None and [p.name for p in cfg.intent().ports] == ["Ethernet1"]
+
+
+@pytest.mark.parametrize("digit", ["²", "\u0663"])  # int() refuses the first and reads the second as 3
+def test_readers_take_numbers_in_ascii_digits_only(digit):
+    from railonly.fabric.devices.readback.eos import parse_startup_config
+    from railonly.fabric.devices.readback.intent import ConfigReadError
+    from railonly.fabric.devices.readback.sonic import parse_config_db
+
+    eos = parse_startup_config(f"hostname x\ninterface Ethernet1\n   mtu {digit}\n   switchport access vlan {digit}\n"
+                               f"vlan {digit}\ninterface Vlan{digit}\n   ip address 10.0.0.1/24\nend\n", "x", "x")
+    assert eos.facts.ports["Ethernet1"].mtu is None and eos.facts.ports["Ethernet1"].vlan is None
+    with pytest.raises(ConfigReadError, match="not a VLAN list"):
+        eos.intent()
+    db = {"DEVICE_METADATA": {"localhost": {"hostname": "x"}}, "VLAN": {"Vlan2": {"vlanid": digit}},
+          "PORT": {"Ethernet0": {"mtu": digit}}}
+    sonic = parse_config_db(db, None, "x")
+    assert any("not numbers" in p for p in sonic.facts.problems)
+    with pytest.raises(ConfigReadError, match="not a number"):
+        sonic.intent()

@@ -290,6 +290,8 @@ def test_column_parse_of_cabling_equals_the_row_parse(grown, monkeypatch):
     ("C1,hb2,rail0,leaf0,E8,0,1", "line 3: cable id C1 appears twice"),
     ("C2,hb2,,leaf0,E8,0,1", "line 3: a_port is empty"),
     ("C2,hb2,rail0,leaf0,E8,x,1", "line 3: rail and tier must be whole numbers"),
+    ("C2,hb2,rail0,leaf0,E8,\u0663,1", "line 3: rail and tier must be whole numbers"),  # in ASCII digits
+    ("C2,hb2,rail0,leaf0,E8,0,²", "line 3: rail and tier must be whole numbers"),
     ("C2,hb2,rail0,leaf0,E8,0", "line 3: 6 fields, the header has 7"),
     ("", "line 3: 0 fields, the header has 7"),
 ])

@@ -19,6 +19,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from railonly.fabric.safe_text import whole
+
 from ...lab import netns_prefix
 
 LAB_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -434,7 +436,7 @@ def _check_root_sysctls(plan: Plan, p: _Problems) -> None:
     for k, v in plan.root_sysctls:
         if not ROOT_SYSCTL_RE.fullmatch(k):
             p.add(f"root sysctl {k!r}: only neighbour gc_thresh may be changed")
-        if not v.isdigit():
+        if whole(v) is None:
             p.add(f"root sysctl {k}: value {v!r} is not a number")
 
 

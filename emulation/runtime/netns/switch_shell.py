@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 from railonly.fabric.outdir_layout import CONFIG_DB
+from railonly.fabric.safe_text import natural
 from .sshd import switch_dir, tree_to_flat
 
 TMP_PREFIX = "/tmp/railonly-push/"
@@ -291,7 +292,7 @@ class Shell:
         ports = (json.loads(f.read_text()).get("PORT") or {}) if f.is_file() else {}
         self.say(f"{'Interface':>11} {'MTU':>6} {'Oper':>5} {'Admin':>6}")
         self.say(f"{'-' * 11} {'-' * 6} {'-' * 5} {'-' * 6}")
-        for name in sorted(ports, key=lambda n: int("".join(c for c in n if c.isdigit()) or 0)):
+        for name in sorted(ports, key=natural):
             d = links.get(name)
             if d is None:
                 continue

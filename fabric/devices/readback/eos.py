@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ...outdir_layout import STARTUP_CONFIG
 from ...platforms.eos_speeds import accepted_forms, parse_speed
+from ...safe_text import whole
 from .config import SwitchConfig
 from .facts import DeviceFacts, PortFacts, to_int
 from .intent import ConfigReadError, PortIntent, SwitchIntent, VlanIntent, checked_cidr
@@ -97,8 +98,8 @@ def _walk(text: str, path: str, name: str = "") -> tuple[SwitchConfig, BgpIntent
             return
         if i.name.startswith("Loopback"):
             loopbacks.append(i)
-        elif i.name.startswith("Vlan") and i.name[4:].isdigit():
-            svis[int(i.name[4:])] = i
+        elif i.name.startswith("Vlan") and (vid := whole(i.name[4:])) is not None:
+            svis[vid] = i
         elif PORT_RE.match(i.name):
             if i.addrs and not i.routed:
                 warnings.append(f"{i.where}: {i.name} has an ip address but is a switchport (ignored)")
@@ -205,8 +206,8 @@ def _interface_line(i: _Interface, stmt: str, f: DeviceFacts, warnings: list[str
     if w[0] == "mtu" and len(w) == 2:
         if p:
             p.mtu = to_int(w[1])
-        if w[1].isdigit():
-            i.mtu = int(w[1])
+        if (mtu := whole(w[1])) is not None:
+            i.mtu = mtu
     elif w[0] == "speed":
         # the lab's veth runs at the lab's rate whatever the speed form
         if p:
@@ -229,8 +230,8 @@ def _interface_line(i: _Interface, stmt: str, f: DeviceFacts, warnings: list[str
     elif w[:3] == ["switchport", "access", "vlan"] and len(w) == 4:
         if p:
             p.vlan = to_int(w[3])
-        if w[3].isdigit():
-            i.vid = int(w[3])
+        if (vid := whole(w[3])) is not None:
+            i.vid = vid
     elif w[:2] == ["switchport", "mode"] and w[2:] != ["access"]:
         warnings.append(f"{i.where}: {i.name} '{stmt}' is not emulated (access ports only)")
     elif w[:2] == ["ip", "address"] and len(w) >= 3:
@@ -260,7 +261,7 @@ def _vlan_ids(spec: str, where: str, cfg: SwitchConfig) -> list[int]:
     out = []
     for part in spec.split(","):
         lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
+        if whole(lo) is None or (hi and whole(hi) is None):
             cfg.error(where, f"vlan {spec!r} is not a VLAN list")
             return []
         out += range(int(lo), int(hi or lo) + 1)
@@ -317,7 +318,7 @@ def _parse_bgp(b: Block, hostname: str | None, policy: list[Block], path: str, f
             af.append(" ".join(words))
         elif words[0] == "redistribute" and words[1:2] in (["connected"], ["static"]):
             af.append(" ".join(words))
-        elif words[0] == "maximum-paths" and words[1:2] and words[1].isdigit():
+        elif words[0] == "maximum-paths" and words[1:2] and whole(words[1]) is not None:
             max_paths = words[1]
         elif words[0] == "neighbor" and len(words) >= 3:
             peer, cmd = words[1], words[2]
@@ -352,7 +353,7 @@ def _parse_bgp(b: Block, hostname: str | None, policy: list[Block], path: str, f
             elif rest[:2] == ["peer", "group"] and len(rest) == 3 or rest[0] == "peer-group" and len(rest) == 2:
                 grouped.add(peer)
                 neighbors[peer] = None
-                if peer[0].isdigit():
+                if peer[0] in "0123456789":  # an address, not a peer group's name
                     f.neighbors.setdefault(peer, None)  # `peer-group`: the form older EOS prints
                 sess.append(f"neighbor {peer} peer-group {rest[-1]}")
             elif rest == ["bfd"]:
@@ -363,7 +364,7 @@ def _parse_bgp(b: Block, hostname: str | None, policy: list[Block], path: str, f
                 if rest[0] == "remote-as":
                     if peer not in groups:
                         neighbors[peer] = None
-                    if len(rest) > 1 and peer[0].isdigit():
+                    if len(rest) > 1 and peer[0] in "0123456789":
                         f.neighbors[peer] = to_int(rest[1])
                 sess.append(f"neighbor {peer} " + " ".join(rest))
             else:

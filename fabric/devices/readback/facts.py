@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 
+from ...safe_text import whole
+
 
 @dataclass
 class PortFacts:
@@ -52,7 +54,7 @@ _device_fields = attrgetter(*(f.name for f in fields(DeviceFacts)))
 
 
 def to_int(s) -> int | None:
-    try:
-        return int(s)
-    except (TypeError, ValueError):
-        return None
+    """An int as it is, or the whole number a text writes in ASCII digits (see whole); else None."""
+    if type(s) is int:
+        return s
+    return whole(s) if isinstance(s, str) else None

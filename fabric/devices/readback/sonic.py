@@ -118,12 +118,12 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
         attrs = _obj(attrs, f"VLAN|{vname}")
         vid = attrs.get("vlanid") or vname.removeprefix("Vlan")
         mtu = attrs.get("mtu")
-        if not str(vid).isdigit():
+        if to_int(vid) is None:
             cfg.error(path, f"VLAN {vname} has no numeric vlanid")
         elif mtu not in (None, "") and to_int(mtu) is None:
             cfg.error(f"{path} VLAN|{vname}", f"mtu {mtu!r} is not a number")
         else:
-            vlans.append((vname, int(vid), to_int(mtu), attrs.get("admin_status", "up") == "up"))
+            vlans.append((vname, to_int(vid), to_int(mtu), attrs.get("admin_status", "up") == "up"))
 
     if frr_conf is not None:
         f.bgp_file = frr_path

@@ -57,7 +57,7 @@ def parse_sweep(text: str) -> tuple[str, list[float]]:
         except ValueError:
             v = -1.0
         whole = axis in ("k", "batch")
-        if v <= 0 or (whole and not v.is_integer()) or (axis == "k" and v > 512) or v > 1e9:
+        if not v > 0 or (whole and not v.is_integer()) or (axis == "k" and v > 512) or v > 1e9:
             raise _problem("--sweep", f"{axis} values must be {'whole ' if whole else ''}numbers above 0{' up to 512' if axis == 'k' else ''}, got {part!r}",
                            "e.g. --sweep k=8,16,32,72,256 or --sweep batch=256,1024,4096")
         out.append(int(v) if whole else v)

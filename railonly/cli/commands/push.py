@@ -75,12 +75,15 @@ def run(args) -> int:
     for flag, value in (("--workers", args.workers), ("--max-per-group", args.max_per_group)):
         if value < 1:
             raise InputError([Problem(flag, f"must be at least 1, got {value}", "", None, "command line")])
-    if not re.fullmatch(r"\d\d:[0-5]\d:[0-5]\d", args.commit_timer):
+    if not re.fullmatch(r"[0-9][0-9]:[0-5][0-9]:[0-5][0-9]", args.commit_timer):
         raise InputError([Problem("--commit-timer", f"must be hh:mm:ss, got {args.commit_timer!r}", "for example 00:05:00",
                                   None, "command line")])
     for flag, value in (("--verify-timeout", args.verify_timeout), ("--drain-wait", args.drain_wait)):
         if not 0 <= value <= 3600:
             raise InputError([Problem(flag, f"must be from 0 to 3600 seconds, got {value}", "", None, "command line")])
+    if not 0 < args.timeout <= 600:  # NaN too: it compares false with every bound
+        raise InputError([Problem("--timeout", f"must be above 0 and at most 600 seconds, got {args.timeout}",
+                                  "for example --timeout 10 (the default)", None, "command line")])
     outdir = Path(args.outdir)
     lab = load_lab(outdir)
     lock = contextlib.nullcontext()

@@ -27,15 +27,17 @@ EXAMPLES = {"--hb-sizes": "8,72,256", "--gpus": "1024,8192,32768", "--radix": "6
 
 def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list[int]:
     from railonly.fabric.input.problems import InputError, Problem
+    from railonly.fabric.safe_text import whole
 
     out = []
     for part in text.split(","):
         part = part.strip().replace("_", "")
-        if not part.isdigit() or not low <= int(part) <= high or (even and int(part) % 2):
+        n = whole(part)
+        if n is None or not low <= n <= high or (even and n % 2):
             what = "even whole numbers" if even else "whole numbers"
             raise InputError([Problem(flag, f"must be {what} from {low:,} to {high:,} separated by commas, got {part!r}",
                                       f"e.g. {flag} {EXAMPLES[flag]}", None, "command line")])
-        out.append(int(part))
+        out.append(n)
     return sorted(set(out))
 
 
