@@ -30,7 +30,12 @@ def whole(text: str) -> int | None:
     """The whole number `text` writes in ASCII digits, None for anything else: str.isdigit
     takes '²' (which int() then refuses) and '٣' (which int() reads as 3, and no switch,
     kernel or CSV reader does); int() alone takes ' 3', '+3' and '1_0'."""
-    return int(text) if text.isascii() and text.isdigit() else None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+        return None
 
 
 def natural(text: str) -> tuple:

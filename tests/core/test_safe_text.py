@@ -17,7 +17,7 @@ from railonly.fabric import parallel
 from railonly.fabric.input import limits
 from railonly.fabric.safe_text import natural, whole
 
-NOT_WHOLE = ["", " 3", "3 ", "+3", "-3", "1_0", "1.5", "²", "\u0663", "3\n", "0x10"]
+NOT_WHOLE = ["", " 3", "3 ", "+3", "-3", "1_0", "1.5", "²", "\u0663", "3\n", "0x10", "9" * 5000]
 
 
 def test_whole_reads_ascii_digits_only():

@@ -189,3 +189,13 @@ def test_readers_take_numbers_in_ascii_digits_only(digit):
     assert any("not numbers" in p for p in sonic.facts.problems)
     with pytest.raises(ConfigReadError, match="not a number"):
         sonic.intent()
+
+
+@pytest.mark.parametrize("text, says", [("[" * 100_000 + "]" * 100_000, "nested too deep"),
+                                        ('{"PORT": ' + "9" * 5000 + "}", "digits"), ('{"PORT": [}', "config_db.json:1")])
+def test_config_db_that_json_cannot_read_is_a_read_error(text, says):
+    from railonly.fabric.devices.readback.intent import ConfigReadError
+    from railonly.fabric.devices.readback.sonic import read_config_db
+
+    with pytest.raises(ConfigReadError, match=says):
+        read_config_db(text)

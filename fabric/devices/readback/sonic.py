@@ -158,8 +158,11 @@ def read_config_db(text: str, frr_conf: str | None = None, path: str = CONFIG_DB
     """The lab's view of a config_db.json text (+ frr.conf); ConfigReadError if it cannot be programmed."""
     try:
         db = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigReadError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigReadError(path, "not valid JSON: nested too deep") from None
+    except ValueError as exc:  # a JSONDecodeError, or an integer of more digits than int() converts
+        line = getattr(exc, "lineno", None)
+        raise ConfigReadError(f"{path}:{line}" if line else path, f"not valid JSON: {getattr(exc, 'msg', exc)}") from None
     return parse_config_db(db, frr_conf, path).intent()
 
 
