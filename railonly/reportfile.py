@@ -26,20 +26,33 @@ class ReportNotWritten(Exception):
         super().__init__(f"cannot write {path}: {why}")
 
 
-def refuse_inside(path: "str | None", outdirs: "tuple[str, ...]") -> None:
-    """ReportNotWritten when report `path` is empty or lies inside one of `outdirs`: a report
-    written there would be a file railonly did not compile, and the next validate would fail
-    on it. Checked before the work, so a long run does not end in a refusal."""
-    if path is None:
-        return
-    if not path:
-        raise ReportNotWritten("''", "is empty; give a file name")
-    where = os.path.realpath(os.path.dirname(os.path.abspath(path)))
-    for outdir in outdirs:
-        top = os.path.realpath(outdir).rstrip("/") + "/"
-        if (where.rstrip("/") + "/").startswith(top):
-            raise ReportNotWritten(path, f"lies inside OUTDIR {outdir}, where railonly writes nothing after compile; "
-                                   "give a path outside it")
+def refuse_targets(reports: "dict[str, str | None]", reads: "dict[str, str | None] | None" = None,
+                   outdirs: "tuple[str, ...]" = ()) -> None:
+    """ReportNotWritten, checked before the work so that a long run does not end in a refusal,
+    when one of `reports` (what writes it -> its path; None: not asked for) is empty; lies
+    inside one of `outdirs` (a file railonly did not compile there fails the next validate);
+    is a file this command reads (`reads`: what it is -> its path), which the report would
+    replace; or is where another of the reports goes."""
+    taken: dict[str, str] = {}
+    read_at = {os.path.realpath(p): what for what, p in (reads or {}).items() if p}
+    for what, path in reports.items():
+        if path is None:
+            continue
+        if not path:
+            raise ReportNotWritten(f"'' ({what})", "is empty; give a file name")
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        for outdir in outdirs:
+            top = os.path.realpath(outdir).rstrip("/") + "/"
+            if (folder.rstrip("/") + "/").startswith(top):
+                raise ReportNotWritten(f"{path} ({what})", f"lies inside OUTDIR {outdir}, where railonly writes "
+                                       "nothing after compile; give a path outside it")
+        # where the rename lands: a link at the path is replaced, so only its folder resolves
+        at = os.path.join(folder, os.path.basename(path))
+        if at in read_at:
+            raise ReportNotWritten(f"{path} ({what})", f"it is {read_at[at]}, which this command reads; give another path")
+        if at in taken:
+            raise ReportNotWritten(f"{path} ({what})", f"{taken[at]} writes there too; give each report its own file")
+        taken[at] = what
 
 
 def write_report(path: str, data: "bytes | str", mode: int = 0o644) -> None:

@@ -109,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         n = len(exc.problems)
         print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
         return EXIT_INPUT
-    except ReportNotWritten as exc:
-        print(f"error: {exc}\n  fix: give a writable file path for the report", file=sys.stderr)
+    except ReportNotWritten as exc:  # the path as given: escaped, it may hold a terminal's escape sequence
+        from railonly.fabric.safe_text import printable
+
+        print(f"error: {printable(str(exc), lines=False)}\n  fix: give a writable file path for the report", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

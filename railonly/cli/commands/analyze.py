@@ -97,6 +97,7 @@ def run(args) -> int:
     from railonly.fabric.cost.prices import load_prices
     from railonly.fabric.design.design import load_design
     from railonly.fabric.input.problems import AllInputs
+    from railonly.reportfile import refuse_targets
 
     if not (1.0 <= args.oversub <= 64):
         raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")
@@ -118,6 +119,12 @@ def run(args) -> int:
         if taken:
             raise _problem("--sweep", f"would write sweep.png and sweep.csv here, but {taken[0]} exists",
                            "give --plot FILE.png (an explicit name replaces the file)")
+    plot = (args.plot or "sweep.png") if sweep_spec else args.plot
+    refuse_targets({"--json": args.json if args.json != "-" else None, "--traffic": args.traffic,
+                    "--traffic's heat map": args.traffic and _beside(args.traffic, ".png"), "--launcher": args.launcher,
+                    "--launcher's NCCL settings": args.launcher and _beside(args.launcher, ".env"),
+                    "--plot": plot, "--plot's CSV": plot and _beside(plot, ".csv")},
+                   {"the design": args.design, "the job": args.job, "the price book": args.prices, "the presets": args.presets})
 
     inputs = AllInputs()
     design = inputs.read(load_design, args.design)

@@ -28,13 +28,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from railonly.fabric.outdir.changeplan import has_changes, plan, read_snapshot, render_text, to_json
-    from railonly.reportfile import refuse_inside, write_report
+    from railonly.reportfile import refuse_targets, write_report
 
     if args.max_per_group < 1:
         print(f"error: --max-per-group must be at least 1, got {args.max_per_group}", file=sys.stderr)
         return 2
-    for path in (args.json, args.runbook):
-        refuse_inside(path, (args.old, args.new))  # ReportNotWritten: exit 2 naming the path
+    refuse_targets({"--json": args.json, "--runbook": args.runbook}, outdirs=(args.old, args.new))  # exit 2 naming the path
     # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named); only the
     # runbook groups by the new fabric.json's switches: without it, fabric.json is compared by content
     old, new = read_snapshot(args.old, switches=False), read_snapshot(args.new, switches=bool(args.runbook))

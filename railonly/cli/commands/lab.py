@@ -21,6 +21,7 @@ from typing import Callable
 from railonly import console
 from railonly.cli.commands import lab_inspect, positive
 from railonly.fabric.input.problems import InputError, Problem
+from railonly.reportfile import refuse_targets
 
 
 def common(p, optional: bool = False) -> None:
@@ -185,6 +186,7 @@ def check(args) -> int:
     from railonly.emulation.checks import checker as checks_run
     from railonly.emulation.checks.check_plan import CHECKS
 
+    refuse_targets({"--json": args.json, "--junit": args.junit}, outdirs=(args.outdir,))
     rt, lab = open_lab(args)
     if args.failover:
         from railonly.emulation.traffic import failover
@@ -236,6 +238,7 @@ def traffic(args) -> int:
         from railonly.emulation.lab import LabError
 
         raise LabError("command line", "--reroute replays a job's flows through HB siblings", "add --job JOB.yml")
+    refuse_targets({"--json": args.json}, {"the job": args.job}, outdirs=(args.outdir,))
     if args.job:
         return traffic_job(args)
     rt, lab = open_lab(args)

@@ -26,8 +26,11 @@ def run(args) -> int:
     from railonly.fabric.design.design import load_design
     from railonly.fabric.input.problems import AllInputs, InputError
 
+    from railonly.reportfile import refuse_targets
+
     if args.json and args.json != "-":
         _check_target("--json", args.json)
+        refuse_targets({"--json": args.json}, {"the design": args.design, "the job": args.job, "the failure rates": args.rates})
     inputs = AllInputs()
     design = inputs.read(load_design, args.design)
     rates = inputs.read(load_rates, args.rates)

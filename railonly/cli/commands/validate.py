@@ -26,10 +26,9 @@ def run(args) -> int:
     from railonly.fabric.progress import Silent
     from railonly.fabric.validate import validate_report as report
     from railonly.fabric.validate.validator import OutdirError, validate_outdir
-    from railonly.reportfile import refuse_inside, write_report
+    from railonly.reportfile import refuse_targets, write_report
 
-    for path in (args.json, args.junit):
-        refuse_inside(path, (args.outdir,))  # ReportNotWritten: exit 2 naming the path
+    refuse_targets({"--json": args.json, "--junit": args.junit}, outdirs=(args.outdir,))  # exit 2 naming the path
     show = args.progress or args.verbose or (sys.stderr.isatty() and not args.quiet)
     try:
         with Bar() if show else nullcontext(Silent()) as progress:

@@ -1,0 +1,87 @@
+"""A report never replaces a file the command reads, another report of the same run, or a
+file inside an OUTDIR: every such path is refused (exit 2, the option named) before the work.
+
+`analyze --launcher DESIGN.yml` replaced the design with a CSV; `--traffic t.csv --launcher
+t.csv` wrote one report over the other; `lab check --json OUTDIR/x` wrote a file the next
+validate fails on, after the whole check had run.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from railonly.cli import main
+
+from ..conftest import REPO
+
+LABS = REPO / "labs"
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    """A design, a job and a price book of one's own, each a file the command reads."""
+    for src in (LABS / "dgx-a100.yml", LABS / "jobs" / "moe-a100.yml", REPO / "fabric" / "cost" / "data" / "prices.yaml",
+                REPO / "fabric" / "cost" / "data" / "failure_rates.yaml"):
+        shutil.copy(src, tmp_path / src.name)
+    return {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports") / "out"
+    assert main(["compile", str(LABS / "mini-routed.yml"), "-o", str(out), "-q"]) == 0
+    return out
+
+
+def _refused(capsys, argv, *words):
+    assert main([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and all(w in err for w in words), err
+
+
+@pytest.mark.parametrize("flag, name, what", [
+    ("--launcher", "dgx-a100.yml", "the design"), ("--json", "moe-a100.yml", "the job"),
+    ("--traffic", "prices.yaml", "the price book"), ("--plot", "dgx-a100.yml", "the design"),
+])
+def test_analyze_never_replaces_its_inputs(flag, name, what, inputs, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    extra = ["--sweep", "k=8,16"] if flag == "--plot" else []
+    _refused(capsys, ["analyze", "dgx-a100.yml", "moe-a100.yml", "--prices", "prices.yaml", *extra, flag, name],
+             f"{name} ({flag})", f"it is {what}, which this command reads")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == inputs
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--traffic", "t.csv", "--launcher", "t.csv"], "t.csv (--launcher): --traffic writes there too"),
+    (["--traffic", "t.csv", "--json", "t.png"], "t.png (--traffic's heat map): --json writes there too"),
+    (["--launcher", "r.csv", "--json", "r.env"], "r.env (--launcher's NCCL settings): --json writes there too"),
+    (["--sweep", "k=8,16", "--plot", "s.png", "--json", "s.csv"], "s.csv (--plot's CSV): --json writes there too"),
+])
+def test_analyze_reports_each_go_to_their_own_file(argv, said, inputs, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _refused(capsys, ["analyze", "dgx-a100.yml", "moe-a100.yml", *argv], said)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == inputs
+
+
+def test_resilience_never_replaces_its_rates_or_design(inputs, tmp_path, capsys):
+    for name, what in (("failure_rates.yaml", "the failure rates"), ("dgx-a100.yml", "the design")):
+        _refused(capsys, ["resilience", tmp_path / "dgx-a100.yml", "--rates", tmp_path / "failure_rates.yaml",
+                          "--json", tmp_path / name], f"it is {what}")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == inputs
+
+
+def test_validate_json_and_junit_are_two_files(outdir, tmp_path, capsys):
+    _refused(capsys, ["validate", outdir, "--json", tmp_path / "r", "--junit", f"{tmp_path}/./r"],
+             "(--junit): --json writes there too")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["check", "{out}", "--json", "{out}/x.json"], ["check", "{out}", "--junit", "{out}/configs/j"],
+                                  ["traffic", "{out}", "--pattern", "ring-allreduce", "--json", "{out}/t.json"]])
+def test_lab_reports_are_refused_inside_the_outdir_before_the_lab_is_opened(argv, outdir, capsys):
+    """No lab of this OUTDIR is deployed: the refusal comes first, not a 'not deployed'."""
+    out = outdir
+    _refused(capsys, ["lab", *[a.format(out=out) for a in argv]], "lies inside OUTDIR")
+    assert not (out / "x.json").exists() and not (out / "t.json").exists() and not (out / "configs" / "j").exists()
