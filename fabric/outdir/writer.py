@@ -65,6 +65,11 @@ STAGE_MARKER = ".railonly-staging"  # inside a staging dir, flock'ed by its writ
 MANIFEST_MAX_BYTES = 64 << 20
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+# The staging folder beside OUTDIR is named STAGE_PREFIX + its name + "-" + 8 random
+# characters (mkdtemp), and must fit NAME_MAX; its files' paths (configs/<node>/...) must fit
+# PATH_MAX, with room for the longest of them.
+_NAME_MAX, _PATH_MAX, _LONGEST_INSIDE = 255, 4096, 256
+LONGEST_NAME = _NAME_MAX - len(STAGE_PREFIX) - 9
 BACKGROUND_REMOVAL_FILES = 2048  # from this size the old tree's folders are removed after the command returns
 
 
@@ -160,6 +165,11 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
                                 f"create the directory first (mkdir -p {path}), or give -o a path that is not a link")
         notes.append(f"note: OUTDIR {given} is a symbolic link; writing to its target {path} (resolved once, "
                      "on purpose: the link itself stays)")
+    name_bytes, path_bytes = len(os.fsencode(os.path.basename(path))), len(os.fsencode(path))
+    if name_bytes > LONGEST_NAME or path_bytes > _PATH_MAX - _LONGEST_INSIDE:
+        raise OutdirRefused(short(given), f"is too long ({name_bytes:,} bytes of name, {path_bytes:,} of path): its staging "
+                            f"folder and files need a name of at most {LONGEST_NAME} bytes and a path of at most "
+                            f"{_PATH_MAX - _LONGEST_INSIDE:,}", "give a shorter directory name, e.g. -o out")
     cwd = os.path.realpath(os.getcwd())
     if path == "/" or path == cwd or cwd.startswith(path.rstrip("/") + "/"):
         raise OutdirRefused(given, f"is {'/' if path == '/' else 'the current directory or one of its parents'} "

@@ -277,3 +277,13 @@ def test_a_dangling_outdir_link_is_refused_and_its_target_never_made(tmp_path, c
     os.symlink(tmp_path / "elsewhere" / "made", link)
     rc, err = _compile(capsys, DESIGN, "-o", str(link), "-q")
     assert rc == 2 and "which does not exist" in err and not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("command", [["compile", DESIGN], ["sweep", "--gpus", "1024"]])
+def test_an_outdir_name_too_long_for_its_staging_folder_is_input_not_a_write_failure(command, tmp_path, capsys):
+    """It was exit 3, 'File name too long', the name printed whole twice; now exit 2 before any work."""
+    assert main([*command, "-o", str(tmp_path / ("x" * (writer.LONGEST_NAME + 1)))]) == 2
+    err = capsys.readouterr().err
+    assert "is too long" in err and "shorter directory name" in err and len(err) < 1000, err
+    assert list(tmp_path.iterdir()) == []
+    assert main([*command, "-o", str(tmp_path / ("x" * writer.LONGEST_NAME)), "-q"]) == 0  # the longest that fits
