@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Iterator
 
+import yaml
+
 from ..outdir_layout import CLAB_SUFFIX
 from ..outputs import clabernetes
 from .validate_report import Result
@@ -69,7 +71,10 @@ def check_clabernetes(outdir: str) -> list[Result]:
     try:
         files = _Files(reader)
         want = clabernetes.produce(name, files)[rel].encode()
-    except (UntrustedFile, AssertionError, KeyError, ValueError, UnicodeDecodeError) as exc:
+    # The renderer trusts the compiler's shapes: a hostile topology (a bind that is not text,
+    # a node that is a list, YAML it cannot read) can break it anywhere, and is this failure.
+    except (UntrustedFile, AssertionError, KeyError, ValueError, UnicodeDecodeError, TypeError, AttributeError,
+            RecursionError, yaml.YAMLError) as exc:
         return [Result(rid, "trust", False, f"{rel}: cannot be rendered from {clab_rel} and its files"
                        f" ({str(exc)[:200]}); recompile the design")]
     if on_disk == want:

@@ -189,6 +189,18 @@ def test_clab_bind_to_another_path_fails(routed, capsys):
     assert rc == 1 and "binds[0]" in out and "/etc/shadow" in out
 
 
+@pytest.mark.parametrize("bind", ["", "{a: 1}", "[1, 2]", "7"])
+def test_a_topology_of_odd_shapes_fails_its_checks_not_validate(routed, capsys, bind):
+    """A bind that is not text (a truncated file leaves `- ` with nothing after it) reached the
+    clabernetes renderer, which trusts the compiler's shapes: an AttributeError."""
+    clab = _clab(routed)
+    text = clab.read_text().replace("- configs/minir-rail0-leaf0/config_db.json:/var/sonic/config_db.json",
+                                    f"- {bind}", 1)
+    clab.write_text(text)
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "minir.clabernetes.yaml: cannot be rendered" in out
+
+
 def test_check_exec_line_accepts_every_emitted_form(good):
     import yaml
 
