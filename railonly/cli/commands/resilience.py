@@ -25,7 +25,6 @@ def run(args) -> int:
     from railonly.fabric.cost.failure_rates import load_rates
     from railonly.fabric.design.design import load_design
     from railonly.fabric.input.problems import AllInputs, InputError
-
     from railonly.reportfile import refuse_targets
 
     if args.json and args.json != "-":
