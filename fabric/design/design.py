@@ -313,8 +313,8 @@ def _fields(src: Source) -> dict[str, Field]:
     """FIELDS, with the NIC-leaf length bounded by the NIC optic the file chooses."""
     cab = src.data.get("cabling") if isinstance(src.data, dict) else None
     optic = cab.get("nic_optic") if isinstance(cab, dict) else None
-    if optic not in physical.NIC_OPTICS or optic == physical.NIC_OPTIC_DEFAULT:
-        return FIELDS
+    if not isinstance(optic, str) or optic not in physical.NIC_OPTICS or optic == physical.NIC_OPTIC_DEFAULT:
+        return FIELDS  # the schema check names a value of any other shape
     return {**FIELDS, "cabling": Field("section", hint=FIELDS["cabling"].hint, fields=_cabling_fields(optic))}
 
 
