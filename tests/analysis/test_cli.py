@@ -196,13 +196,14 @@ def test_design_and_job_problems_reported_together(tmp_path, capsys):
     assert rc == 2 and "hb_domain.size" in err and "model.preset" in err and "2 problems found" in err
 
 
-def test_output_replaces_a_symlink_instead_of_following_it(tmp_path, capsys):
+def test_output_at_a_symlink_is_refused_neither_followed_nor_replaced(tmp_path, capsys):
     target = tmp_path / "precious.txt"
     target.write_text("keep")
     link = tmp_path / "a.json"
     link.symlink_to(target)
-    assert run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "--json", link)[0] == 0
-    assert target.read_text() == "keep" and not link.is_symlink()
+    rc, _, err = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "--json", link)
+    assert rc == 2 and "is a symbolic link" in err
+    assert target.read_text() == "keep" and link.is_symlink()
 
 
 def test_hostile_design_file_refused(tmp_path, capsys):

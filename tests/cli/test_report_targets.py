@@ -8,6 +8,7 @@ validate fails on, after the whole check had run.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -85,3 +86,32 @@ def test_lab_reports_are_refused_inside_the_outdir_before_the_lab_is_opened(argv
     out = outdir
     _refused(capsys, ["lab", *[a.format(out=out) for a in argv]], "lies inside OUTDIR")
     assert not (out / "x.json").exists() and not (out / "t.json").exists() and not (out / "configs" / "j").exists()
+
+
+@pytest.mark.parametrize("kind", ["device", "link", "fifo", "socket"])
+def test_a_device_or_a_link_is_never_replaced(kind, tmp_path, capsys):
+    """A rename over `--launcher /dev/zero` replaced the device with a regular file (as root);
+    `--json /dev/stdout` would have replaced the system's link. Stand-ins of our own here, so
+    that a regression breaks no device of the machine that runs the tests."""
+    import socket
+    import stat
+
+    at = tmp_path / "target"
+    if kind == "device":
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(at, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # what /dev/null is
+    elif kind == "link":
+        at.symlink_to("/proc/self/fd/1")  # what /dev/stdout is
+    elif kind == "fifo":
+        os.mkfifo(at)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(at))
+        sock.close()
+    before = os.lstat(at)
+    _refused(capsys, ["analyze", LABS / "dgx-a100.yml", LABS / "jobs" / "moe-a100.yml", "--json", at],
+             f"{at} (--json)", "a report replaces only a regular file")
+    after = os.lstat(at)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 
 import pytest
@@ -311,19 +312,23 @@ def test_a_hostile_lab_name_is_refused(fresh, bystanders, capsys, args):
     assert bystanders.problems() == []
 
 
-def test_a_report_path_planted_as_a_link_or_fifo_is_replaced_not_followed(fresh, bystanders, capsys, tmp_path):
+def test_a_report_path_planted_as_a_link_or_fifo_is_refused_neither_followed_nor_replaced(fresh, bystanders, capsys,
+                                                                                          tmp_path):
     """Finding (validate/diff reports through a symlink) and ours (a FIFO at a report path
-    would hang the writer): every report goes to a new file renamed into place."""
+    would hang the writer; a rename over `--json /dev/null` replaced the device with a file):
+    a report replaces only a regular file, and says so before the work."""
     out = fresh()
-    link, fifo = tmp_path / "report.json", tmp_path / "report.xml"
+    link, fifo, report = tmp_path / "report.json", tmp_path / "report.xml", tmp_path / "ok.json"
     link.symlink_to(bystanders.file)
     os.mkfifo(fifo)
-    res = railonly("validate", str(out), "--json", str(link), "--junit", str(fifo), timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert not link.is_symlink() and json.loads(link.read_text())["failed"] == 0
-    assert fifo.is_file() and "<testsuite" in fifo.read_text()
-    res = railonly("diff", str(out), str(out), "--json", str(link))
-    assert res.returncode == 0 and json.loads(link.read_text())["files"]["changed"] == []
+    for argv in (("validate", str(out), "--json", str(link)), ("validate", str(out), "--junit", str(fifo)),
+                 ("diff", str(out), str(out), "--json", str(link))):
+        res = railonly(*argv, timeout=120)
+        assert res.returncode == 2 and ("symbolic link" in res.stderr or "FIFO" in res.stderr), res.stdout + res.stderr
+    assert link.is_symlink() and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    report.write_text("an old report\n")  # a regular file is replaced, as before
+    res = railonly("validate", str(out), "--json", str(report), timeout=120)
+    assert res.returncode == 0 and json.loads(report.read_text())["failed"] == 0
     assert bystanders.file.read_text() == CANARY_TEXT and bystanders.problems() == []
 
 

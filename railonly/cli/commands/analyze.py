@@ -67,7 +67,7 @@ def parse_sweep(text: str) -> tuple[str, list[float]]:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    """railonly.reportfile: a link at `path` is replaced, never followed."""
+    """railonly.reportfile: replaces a regular file only, never a link or a device."""
     from railonly.reportfile import write_report
 
     write_report(path, data)
