@@ -182,6 +182,7 @@ def test_summary_table_and_failures_do_not_stop_others():
     ("--workers", "0"), ("--max-per-group", "0"), ("--verify-timeout", "nan"), ("--drain-wait", "-1"),
     ("--timeout", "nan"), ("--timeout", "0"), ("--timeout", "-5"),
     ("--commit-timer", "\u0660\u0665:00:00"),  # Arabic-Indic 05: EOS takes ASCII digits only
+    ("--inventory", ""),  # was taken as no inventory: the lab's switches instead of the file's
 ])
 def test_a_bad_option_is_refused_by_name_before_the_outdir_is_read(flag, value, tmp_path, capsys):
     assert main(["push", str(tmp_path / "absent"), flag, value]) == 2

@@ -72,6 +72,8 @@ def run(args) -> int:
 
     import re
 
+    if args.inventory == "":  # not "no inventory": that would push to the lab's switches instead
+        raise InputError([Problem("--inventory", "is empty", "give the path of an inventory YAML file", None, "command line")])
     for flag, value in (("--workers", args.workers), ("--max-per-group", args.max_per_group)):
         if value < 1:
             raise InputError([Problem(flag, f"must be at least 1, got {value}", "", None, "command line")])
