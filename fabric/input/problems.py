@@ -25,7 +25,7 @@ class Problem:
         """The problem for a terminal: every part from the input escaped (a key or file name
         may hold an escape sequence that would rewrite the screen, or a newline that would
         fake another error)."""
-        where = printable(self.file or "design", lines=False)
+        where = "''" if self.file == "" else printable(self.file or "design", lines=False)  # '': an empty path given
         if self.line is not None:
             where += f":{self.line}"
         key = f" {printable(self.path, lines=False)}:" if self.path else ""

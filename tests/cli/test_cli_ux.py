@@ -233,3 +233,13 @@ def test_validate_of_something_that_is_no_outdir_says_what_to_give(where, tmp_pa
     assert cli.main(["validate", str(tmp_path / where)]) == 2
     err = capsys.readouterr().err
     assert str(tmp_path / where) in err and "fix: give the OUTDIR that railonly compile wrote" in err
+
+
+@pytest.mark.parametrize("argv, what", [(["compile", "", "-o", "/nonexistent/o"], "design"),
+                                        (["resilience", str(MINI), "--job", ""], "job"),
+                                        (["bom", str(MINI), "--prices", ""], "price book")])
+def test_an_empty_path_is_a_missing_file_named_as_given(argv, what, capsys):
+    """`--job ''` was taken as no job; an empty design path was called 'design'."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: '': file not found" in err and f"give the path of a {what} YAML file" in err, err

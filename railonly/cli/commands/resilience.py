@@ -34,7 +34,7 @@ def run(args) -> int:
     design = inputs.read(load_design, args.design)
     rates = inputs.read(load_rates, args.rates)
     job = None
-    if args.job:
+    if args.job is not None:  # an empty --job is a missing file, not "no job"
         presets = inputs.read(load_presets, None)
         job = inputs.read(load_job, args.job, presets) if presets is not None else None
     inputs.stop_if_any()
