@@ -24,7 +24,7 @@ import re
 
 from railonly import proc
 from railonly.fabric.design.physical import naming
-from railonly.fabric.outputs.clab_exec import V4
+from railonly.fabric.outputs.clab_exec import CIDR, V4
 
 from ..lab import Lab, LabError, run_dir
 from ..runtime import rundir
@@ -39,7 +39,7 @@ def _file(lab: Lab) -> str:
 
 # Every form below is matched whole (fullmatch: `$` would let a trailing newline by).
 _WORD = re.compile(r"[A-Za-z0-9_.:/@-]{1,64}")  # a device name, as ip prints them
-_DEST = re.compile(rf"default|{V4}(?:/(?:3[0-2]|[12]?[0-9]))?")
+_DEST = re.compile(rf"default|{CIDR}|{V4}")
 _IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,14}")
 # key -> value form: the only keys `ip -4 route show` prints for the single-line
 # routes _static_routes records (no encap, no nexthop groups, nothing that loads code)

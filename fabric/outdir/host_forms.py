@@ -20,10 +20,9 @@ from collections.abc import Iterable
 
 from ..input.problems import Problem
 from ..outdir_layout import HOSTS, NCCL_ENV, NETPLAN, RAILS_SH, ROCE_QOS_SH, SLICE_DIR
-from ..outputs.clab_exec import V4
+from ..outputs.clab_exec import CIDR, V4
 from .reader import OutdirReader
 
-_CIDR = V4 + r"/(?:3[0-2]|[12]?[0-9])"
 _NIC = r"rail[0-9]{1,4}"
 _N = r"[0-9]{1,10}"
 _COMMENT = r"#[\x20-\x7e]*"
@@ -34,9 +33,9 @@ _FORMS = {
         re.escape("sysctl -q -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 "
                   "net.ipv4.conf.all.rp_filter=2"),
         rf"ip link set dev {_NIC} mtu {_N} up",
-        rf"ip address replace {_CIDR} dev {_NIC}",
-        rf"ip route replace (?:{_CIDR}|default) via {V4} dev {_NIC}(?: src {V4}| table {_N})?",
-        rf"ip route replace {_CIDR} dev {_NIC} scope link src {V4} table {_N}",
+        rf"ip address replace {CIDR} dev {_NIC}",
+        rf"ip route replace (?:{CIDR}|default) via {V4} dev {_NIC}(?: src {V4}| table {_N})?",
+        rf"ip route replace {CIDR} dev {_NIC} scope link src {V4} table {_N}",
         rf"ip rule del priority {_N} 2>/dev/null \|\| true",
         rf"ip rule add from {V4} lookup {_N} priority {_N}",
     ],
@@ -65,9 +64,9 @@ _FORMS = {
         "  ethernets:",
         rf"    {_NIC}:",
         rf"      mtu: {_N}",
-        rf"      addresses: \[{_CIDR}\]",
+        rf"      addresses: \[{CIDR}\]",
         "      routes:",
-        rf"        - to: (?:{_CIDR}|default)",
+        rf"        - to: (?:{CIDR}|default)",
         rf"          via: {V4}",
         "          scope: link",
         rf"          table: {_N}",

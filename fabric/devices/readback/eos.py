@@ -261,10 +261,11 @@ def _vlan_ids(spec: str, where: str, cfg: SwitchConfig) -> list[int]:
     out = []
     for part in spec.split(","):
         lo, _, hi = part.partition("-")
-        if whole(lo) is None or (hi and whole(hi) is None):
+        first, last = whole(lo), whole(hi or lo)
+        if first is None or last is None:
             cfg.error(where, f"vlan {spec!r} is not a VLAN list")
             return []
-        out += range(int(lo), int(hi or lo) + 1)
+        out += range(first, last + 1)
     return out
 
 

@@ -162,7 +162,6 @@ def run(args) -> int:
         a.extra["sweep"] = {"axis": axis, "points": points}
         from railonly.fabric.analysis.plots import sweep_png
 
-        plot = args.plot or "sweep.png"
         title = (f"{job.name} on {design.name} ({job.parallel.gpus:,} GPUs)\niteration time along {SWEEP_AXES[axis]}"
                  + (", best configuration at each point" if args.search else ""))
         outputs[plot] = sweep_png(points, SWEEP_AXES[axis], title, axis in ("k", "batch"))
