@@ -41,7 +41,9 @@ def test_numbers_from_the_environment_fall_back_to_the_default(text, monkeypatch
 
 
 @pytest.mark.parametrize("text", ["²", "\u0663\u0662"])
-def test_numbers_on_the_command_line_are_refused_by_name(text, capsys):
+def test_numbers_on_the_command_line_are_refused_by_name(text, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a regression would write sweep/ here, not into the checkout
     assert cli.main(["sweep", "--radix", text]) == 2
     err = capsys.readouterr().err
     assert "--radix" in err and "whole numbers" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
