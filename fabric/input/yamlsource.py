@@ -70,6 +70,7 @@ _INT = "tag:yaml.org,2002:int"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _NONFINITE = {".nan", ".inf", "+.inf", "-.inf"}
 
 
@@ -138,18 +139,35 @@ class _Walk:
             self.bad(node, path, f"the number {short(v)} has more than {self.limits.max_int_digits} digits",
                      "use a number within the key's range")
         elif node.tag == _INT and not _DECIMAL.fullmatch(v):
+            try:  # an explicit `!!int abc` is no number at all
+                meant = yaml.constructor.SafeConstructor().construct_yaml_int(node)
+            except (ValueError, IndexError):
+                self.bad(node, path, f"{short(v)!r} is tagged as a whole number (!!int) but is not one",
+                         "write the number in decimal digits, or drop the tag if it is text")
+                return
             # YAML 1.1 reads 010 as 8, 1:30 as 90, 0x10 as 16: never what a count or an ASN meant
-            meant = yaml.constructor.SafeConstructor().construct_yaml_int(node)
             self.bad(node, path, f"the number {short(v)} is not written in decimal: YAML reads it as {meant} (a leading "
                      "0 is octal, 0x hex, ':' base 60, '_' dropped)",
                      f"write it in plain decimal digits ({meant} if that is the value meant), or quote it if it is text")
         elif node.tag == _FLOAT:
+            if ":" in v:  # YAML 1.1 reads 1:30.5 as 5430.5 (base 60): never what a rate or a size meant
+                self.bad(node, path, f"the number {short(v)} is not written in decimal: YAML reads ':' as base 60",
+                         "write it in plain decimal digits, or quote it if it is text")
+                return
             try:
                 finite = v.lower() not in _NONFINITE and abs(float(v.replace("_", ""))) != float("inf")
-            except ValueError:  # YAML 1.1 sexagesimal floats (1:30.5): finite
-                finite = True
+            except ValueError:  # an explicit `!!float abc`
+                self.bad(node, path, f"{short(v)!r} is tagged as a number (!!float) but is not one",
+                         "write a plain number, or drop the tag if it is text")
+                return
             if not finite:
                 self.bad(node, path, f"must be a finite number, got {short(v)}", "give a plain number")
+        elif node.tag == _TIMESTAMP:
+            try:
+                yaml.constructor.SafeConstructor().construct_yaml_timestamp(node)
+            except (ValueError, TypeError, AttributeError):  # `!!timestamp 2019-13-45`, or not a date at all
+                self.bad(node, path, f"{short(v)!r} is not a date YAML can read (year-month-day)",
+                         "quote it: railonly reads no dates")
 
     def walk(self, node: yaml.Node, path: str) -> int:
         """Expanded size of `node`; each distinct node is visited once."""

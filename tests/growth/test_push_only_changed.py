@@ -54,3 +54,16 @@ def test_bad_old_outdir_is_exit_2_naming_the_file(tmp_path, capsys):
     code = main(["push", str(out), "--only-changed", str(old), "--inventory", str(_inventory(tmp_path, out))])
     err = capsys.readouterr().err
     assert code == 2 and "onlych-rail0-leaf0/config_db.json: is a symbolic link; refused, not followed" in err
+
+
+def test_a_relative_or_linked_outdir_is_read_as_the_folder_it_names(tmp_path, capsys, monkeypatch):
+    """OUTDIR as given (relative, or a link to it) was compared with its resolved path: a traceback."""
+    out = _outdir(tmp_path)
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    inv = str(_inventory(tmp_path, out))
+    (tmp_path / "link").symlink_to(out)
+    monkeypatch.chdir(tmp_path)
+    for given in ("out", "link"):
+        assert main(["push", given, "--only-changed", "old", "--inventory", inv]) == 0
+        assert "nothing to push" in capsys.readouterr().out

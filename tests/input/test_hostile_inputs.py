@@ -113,6 +113,21 @@ def test_a_number_not_written_in_decimal_is_refused_with_what_yaml_reads(written
     assert parse_yaml("a: 0\nb: -3\nc: +6\nd: '010'\n", "d.yml").data == {"a": 0, "b": -3, "c": 6, "d": "010"}
 
 
+@pytest.mark.parametrize("written, said", [
+    ("!!int abc", "tagged as a whole number"), ('!!int ""', "tagged as a whole number"),
+    ("!!int 0x", "tagged as a whole number"), ("!!float abc", "tagged as a number"),
+    ("1:30.5", "YAML reads ':' as base 60"), ("!!timestamp 2019-13-45", "not a date"),
+])
+def test_a_tagged_value_that_is_not_its_type_is_named_with_its_line(written, said):
+    """An explicit tag on text that is not of its type was a traceback from the constructor,
+    and a base-60 float read as another number."""
+    with pytest.raises(InputError) as exc:
+        parse_yaml(f"name: x\nbgp:\n  asn_base: {written}\n", "d.yml")
+    p = exc.value.problems[0]
+    assert (p.path, p.line, p.file) == ("bgp.asn_base", 3, "d.yml") and said in p.message and p.hint
+    assert parse_yaml("a: !!float 1e3\nb: 1_000.5\nc: 2019-01-02\n", "d.yml").data["b"] == 1000.5
+
+
 def test_a_character_yaml_refuses_is_named_with_its_line():
     with pytest.raises(InputError) as exc:
         parse_yaml("name: x\nsite: a\x00b\n", "d.yml")

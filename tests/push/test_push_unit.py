@@ -183,6 +183,8 @@ def test_summary_table_and_failures_do_not_stop_others():
     ("--timeout", "nan"), ("--timeout", "0"), ("--timeout", "-5"),
     ("--commit-timer", "\u0660\u0665:00:00"),  # Arabic-Indic 05: EOS takes ASCII digits only
     ("--inventory", ""),  # was taken as no inventory: the lab's switches instead of the file's
+    ("--only-changed", ""),  # was taken as not given: every device instead of the changed ones
+    ("--key", ""),  # was taken as not given: RAILONLY_SSH_KEY's key instead
 ])
 def test_a_bad_option_is_refused_by_name_before_the_outdir_is_read(flag, value, tmp_path, capsys):
     assert main(["push", str(tmp_path / "absent"), flag, value]) == 2

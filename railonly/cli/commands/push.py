@@ -50,7 +50,8 @@ def _only_changed(devices: list, old_outdir: str, outdir, lab) -> list:
     """The devices the change plan from OLD_OUTDIR names (new or changed configs)."""
     from railonly.fabric.outdir.changeplan import changed_devices
 
-    folder = lab.configs_dir.relative_to(outdir).as_posix()  # configs, or lab/configs of a slice
+    # lab.outdir is OUTDIR resolved (a relative or linked OUTDIR as given is not a prefix of it)
+    folder = lab.configs_dir.relative_to(lab.outdir).as_posix()  # configs, or lab/configs of a slice
     names = set(changed_devices(old_outdir, str(outdir), folder))  # UntrustedFile: exit 2, the file named
     return [d for d in devices if d.name in names]
 
@@ -72,8 +73,13 @@ def run(args) -> int:
 
     import re
 
-    if args.inventory == "":  # not "no inventory": that would push to the lab's switches instead
-        raise InputError([Problem("--inventory", "is empty", "give the path of an inventory YAML file", None, "command line")])
+    # an empty value is a mistake, not "option not given": no inventory pushes to the lab's switches,
+    # no --only-changed to every device, no --key to RAILONLY_SSH_KEY's
+    for flag, value, fix in (("--inventory", args.inventory, "give the path of an inventory YAML file"),
+                             ("--only-changed", args.only_changed, "give the OUTDIR of the compile the devices run now"),
+                             ("--key", args.key, "give the path of an SSH private key")):
+        if value == "":
+            raise InputError([Problem(flag, "is empty", fix, None, "command line")])
     for flag, value in (("--workers", args.workers), ("--max-per-group", args.max_per_group)):
         if value < 1:
             raise InputError([Problem(flag, f"must be at least 1, got {value}", "", None, "command line")])
