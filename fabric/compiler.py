@@ -15,7 +15,7 @@ from typing import Callable
 from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, SLICE_DIR
 from . import parallel
 from .cost import bom
-from .cost.inventory import from_fabric
+from .cost.inventory import check_caps, from_fabric
 from .design import lab_slice
 from .design.design import Design
 from .devices import configs
@@ -293,32 +293,6 @@ def _judged(fabric: Fabric, only: set[str], changes: "since.Changes | None") -> 
             names = [item.get("name")]
         named.update(n for n in names if isinstance(n, str))
     return set(only) | (named & switches)
-
-
-def check_caps(design: Design) -> None:
-    """InputError (exit 2) when the design is over a cap (input.limits): counts only, nothing built."""
-    from .cost.inventory import from_design
-    from .input import limits
-    from .input.problems import InputError
-
-    problems = []
-    planned_gpus = design.planned * design.hb_size  # addresses and tiers are planned for the build-out
-    if design.gpus > limits.GPUS.value:
-        problems.append(design.problem("hb_domain.count", *limits.GPUS.message(design.gpus)))
-    elif planned_gpus > limits.GPUS.value:
-        problems.append(design.problem("hb_domain.planned", *limits.GPUS.message(planned_gpus, "the design's build-out")))
-    else:
-        try:
-            switches = sum(from_design(design).switches.values())
-        except ValueError:
-            switches = 0  # over three tiers: the design check says so
-        if switches > limits.SWITCHES.value:
-            problems.append(design.problem("switch.radix", *limits.SWITCHES.message(switches)))
-        files = limits.estimated_files(switches, design.hb_count)
-        if files > limits.FILES.value:
-            problems.append(design.problem("hb_domain.count", *limits.FILES.message(files)))
-    if problems:
-        raise InputError(problems)
 
 
 def compile_design(design: Design, progress: Progress | None = None) -> tuple[Fabric, dict[str, bytes]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..cost.compare import variant
+from ..cost.inventory import check_caps
 from ..graph.build import build_fabric
 from ..input.problems import InputError
 from .failure import impact, job_under, parse_spec, translate
@@ -12,6 +13,7 @@ COMPARED = ("rail-only", "rail-optimized")
 
 def fabrics(design) -> dict:
     """The graph of each compared network over the design's HB domains."""
+    check_caps(design, files=False)
     return {n: build_fabric(design if design.topology == n else variant(design, n)) for n in COMPARED}
 
 

@@ -15,7 +15,7 @@ from ..design.design import Design
 from ..graph.build import build_fabric
 from ..input.problems import InputError, Problem
 from .bom import Bom, price, saving_percent
-from .inventory import Inventory, from_design, from_fabric
+from .inventory import Inventory, check_caps, from_design, from_fabric
 from .prices import PriceBook
 
 TOPOLOGIES = ("rail-only", "rail-optimized")
@@ -50,6 +50,7 @@ def inventory(design: Design, fast: bool = False) -> Inventory:
         raise InputError([problem])
     if fast:
         return from_design(design)
+    check_caps(design, files=False)
     try:
         return from_fabric(build_fabric(design))
     except InputError as exc:  # e.g. a pool too small for the baseline's spine: say which build failed

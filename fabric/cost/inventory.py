@@ -185,3 +185,30 @@ def from_design(d: Design) -> Inventory:
                 n = d.model_of_tier(switch_tier).breakouts[d.breakout].ports_per_cage
                 inv.cage_optics[cage_item(d, switch_tier, tier)] += -(-cables // n)
     return inv
+
+
+def check_caps(design: Design, files: bool = True) -> None:
+    """InputError (exit 2) when the design is over a cap (input.limits): counts only, nothing built.
+    Every command that builds a fabric graph asks it first (a graph of millions of GPUs
+    took 20 GB before any word); `files=False`: no OUTDIR is written, its file cap is moot."""
+    from ..input import limits
+    from ..input.problems import InputError
+
+    problems = []
+    planned_gpus = design.planned * design.hb_size  # addresses and tiers are planned for the build-out
+    if design.gpus > limits.GPUS.value:
+        problems.append(design.problem("hb_domain.count", *limits.GPUS.message(design.gpus)))
+    elif planned_gpus > limits.GPUS.value:
+        problems.append(design.problem("hb_domain.planned", *limits.GPUS.message(planned_gpus, "the design's build-out")))
+    else:
+        try:
+            switches = sum(from_design(design).switches.values())
+        except ValueError:
+            switches = 0  # over three tiers: the design check says so
+        if switches > limits.SWITCHES.value:
+            problems.append(design.problem("switch.radix", *limits.SWITCHES.message(switches)))
+        written = limits.estimated_files(switches, design.hb_count)
+        if files and written > limits.FILES.value:
+            problems.append(design.problem("hb_domain.count", *limits.FILES.message(written)))
+    if problems:
+        raise InputError(problems)

@@ -3,7 +3,7 @@
 Every input is hostile: a schema-valid design of 512 million GPUs would make
 compile allocate gigabytes before anything else could stop it, and a lab of
 12,480 nodes would be planned and deployed namespace by namespace. Each cap
-is checked from counts alone (:func:`railonly.fabric.compiler.check_caps`
+is checked from counts alone (:func:`railonly.fabric.cost.inventory.check_caps`
 counts switches with cost.inventory.from_design, without building the graph),
 before building, and a design over a cap is exit 2 naming the cap, the count
 and how to raise it.

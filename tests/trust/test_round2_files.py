@@ -160,6 +160,20 @@ def test_a_huge_design_is_refused_before_any_work(tmp_path, capsys):
     assert time.perf_counter() - t < 5 and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", [["bom"], ["bom", "--compare"], ["resilience"],
+                                     ["analyze", "JOB", "--fail", "nic:0"]])
+def test_every_command_that_builds_a_graph_holds_the_caps(command, tmp_path, capsys, monkeypatch):
+    """Finding: bom, resilience and analyze --fail built the graph of any design, a 512-million-GPU
+    one to 24 GB, where compile refused it at once."""
+    d = tmp_path / "d.yml"
+    d.write_text("name: capped\nhb_domain: {size: 8, count: 16}\nswitch: {radix: 8}\n")
+    monkeypatch.setenv("RAILONLY_MAX_GPUS", "100")
+    job = os.path.join(os.path.dirname(__file__), "..", "..", "labs", "jobs", "moe-mini.yml")
+    args = [command[0], str(d)] + [job if a == "JOB" else a for a in command[1:]]
+    rc, o, e = run(capsys, *args)
+    assert rc == 2 and "RAILONLY_MAX_GPUS" in e and "128 GPUs" in e and "d.yml:2" in e, o + e
+
+
 def test_the_gpu_cap_holds_for_the_planned_build_out(tmp_path, capsys, monkeypatch):
     """Finding: a small built part with hb_domain.planned of a million domains passed the cap
     and planned addresses for all of them before failing."""

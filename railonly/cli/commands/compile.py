@@ -44,7 +44,7 @@ def _compile(args) -> int:
     from railonly.fabric.progress import Silent
     from railonly.fabric.safe_text import printable
 
-    from railonly.fabric.compiler import check_caps
+    from railonly.fabric.cost.inventory import check_caps
 
     design = load_design(args.design)
     check_caps(design)  # caps on GPUs, switches and files, before any work
