@@ -87,6 +87,7 @@ class Snapshot:
     files: dict[str, str] = field(default_factory=dict)  # every other listed file -> sha256 of its content
     missing: list[str] = field(default_factory=list)  # listed in MANIFEST.json, absent
     unknown: list[str] = field(default_factory=list)  # present, not listed in MANIFEST.json
+    outdir: str = ""  # as given: messages name its files below it
 
 
 # -- reading (hostile input) ---------------------------------------------------------
@@ -150,7 +151,7 @@ def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
     if manifest is None:
         raise UntrustedFile(reader.where(MANIFEST), "is missing", _RECOMPILE)
     design, listed = _manifest(manifest, reader.where(MANIFEST))
-    snap = Snapshot(design_sha256=design)
+    snap = Snapshot(design_sha256=design, outdir=outdir)
     tables = {CABLING_CSV: b"", BOM_CSV: b"", FABRIC_JSON: b""}
     modes: dict[str, int] = {}  # every entry but MANIFEST.json: its own type (lstat's)
 

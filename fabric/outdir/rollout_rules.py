@@ -20,10 +20,10 @@ and `railonly diff --runbook` (which writes it down) both read this module.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
+from ..input.jsonsource import UntrustedFile, parse_json
 from ..safe_text import natural
 
 from ..graph.model import Node
@@ -201,15 +201,25 @@ def _frr_items(old_text: str, new_text: str) -> tuple[list[Item], list[str], lis
     return items, add, remove, why
 
 
-def classify(device: str, platform: str, old: dict[str, str], new: dict[str, str]) -> Change:
+def _config_db(text: str | None, where: str) -> dict:
+    """A config_db.json's tables: an object of objects (UntrustedFile, exit 2, names the file)."""
+    doc = parse_json(text or "{}", where)
+    if not isinstance(doc, dict) or not all(isinstance(t, dict) for t in doc.values()):
+        raise UntrustedFile(where, "is not a SONiC config DB (an object of tables, each an object)", "recompile the design")
+    return doc
+
+
+def classify(device: str, platform: str, old: dict[str, str], new: dict[str, str],
+             where: tuple[str, str] = ("the old config_db.json", "the new config_db.json")) -> Change:
     """The change of one switch from files `old` to files `new` ({file name: text}; for
-    SONiC config_db.json and the FRR files, for EOS startup-config)."""
+    SONiC config_db.json and the FRR files, for EOS startup-config); `where`: the two
+    config_db.json as messages name them."""
     ch = Change(device, platform)
     if platform == "eos":
         items, add, remove, why = _frr_items(old.get(STARTUP_CONFIG, ""), new.get(STARTUP_CONFIG, ""))
         ch.items, ch.frr_add, ch.frr_remove = items, add, remove
         return ch
-    odb, ndb = (json.loads(f.get(CONFIG_DB) or "{}") for f in (old, new))
+    odb, ndb = (_config_db(f.get(CONFIG_DB), w) for f, w in zip((old, new), where))
     ch.items, ch.reload_why = _db_items(odb, ndb)
     ch.patch = db_patch(odb, ndb)
     frr_old = "\n".join(v for k, v in sorted(old.items()) if k != CONFIG_DB)

@@ -16,9 +16,10 @@ From the change plan (:mod:`railonly.fabric.outdir.changeplan`) and both snapsho
 from __future__ import annotations
 
 import json
+import os
 import re
 
-from ..outdir_layout import CONFIG_DB, STARTUP_CONFIG
+from ..outdir_layout import CONFIG_DB, CONFIGS, STARTUP_CONFIG
 from ..safe_text import natural
 from .rollout_rules import VERIFY_CHECKS, bgp_asn, classify, target_of, waves
 
@@ -73,7 +74,8 @@ def rollout_waves(old, new, max_per_group: int = 1) -> list[dict]:
         if new.devices[name] == old.devices.get(name):
             continue
         files = new.devices[name]
-        ch = classify(name, _platform(files), old.devices.get(name, {}), files)
+        ch = classify(name, _platform(files), old.devices.get(name, {}), files,
+                      tuple(os.path.join(s.outdir, CONFIGS, name, CONFIG_DB) for s in (old, new)))
         fresh = name not in old.devices
         changes[name] = {"device": name, "mark": "hitless" if fresh else ch.mark,
                          "apply": ("new switch, not yet in service: its whole config" if fresh else ch.apply_method()),

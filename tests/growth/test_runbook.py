@@ -72,3 +72,19 @@ def test_runbook_says_when_every_spine_is_renumbered(tmp_path, capsys):
     text = md.read_text()
     assert "- every spine's ASN changes: all fabric BGP sessions reset\n" in text
     assert "need a full config reload: DEVICE_METADATA|localhost|bgp_asn changes (read at start-up)" in text
+
+
+@pytest.mark.parametrize("text", ['{"PORT": {', "[]", "null", '{"PORT": 5}'])
+def test_a_config_db_that_is_no_config_db_is_named_not_a_traceback(text, tmp_path, capsys):
+    """Finding: a truncated config_db.json (or `[]`, `null`) on either side of a runbook diff
+    was a JSONDecodeError or AttributeError traceback."""
+    small = "name: rb\nhb_domain: {size: 2, count: 4}\nswitch: {radix: 4, platform: sonic}\nrail: {mode: routed}\n"
+    old = _compile(small, tmp_path / "a")
+    new = _compile(small.replace("count: 4", "count: 6"), tmp_path / "b")
+    bad = tmp_path / "b" / "configs" / "rb-rail0-leaf0" / "config_db.json"
+    bad.write_text(text)
+    for args in ((old, new), (new, old)):
+        rc = main(["diff", *args, "--no-diffs", "-q", "--runbook", str(tmp_path / "r.md")])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"{bad}:" in err and "Traceback" not in err, err
+        assert not (tmp_path / "r.md").exists()
