@@ -11,7 +11,8 @@ OUTDIR's path, so recompiling a deployed lab does not orphan it.
 Never destroy what railonly did not write (:func:`prepare`): an existing
 directory is replaced only when it is empty or a railonly OUTDIR, which its
 MANIFEST.json says: a regular JSON file whose ``generator`` is
-``railonly <version>`` (:func:`is_railonly_outdir`). Anything else is refused
+``railonly <version>`` (:func:`is_railonly_outdir`), holding nothing that MANIFEST.json
+does not list (:func:`not_written`). Anything else is refused
 (exit 2) unless the caller forces it. ``''``, the current directory or one of
 its parents, ``/``, a file, a path under a file and a directory holding the
 design being compiled are always refused. A symlinked OUTDIR is resolved once,
@@ -208,7 +209,52 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
                                     f"{_listing(path)}; this command replaces only its own OUTDIRs or empty folders",
                                     "give a new directory, or add --force to replace it and everything in it")
             notes.append(f"note: replacing {given}, a railonly OUTDIR of another command (--force)")
+        elif not empty and not force:
+            extra = not_written(path, files)
+            if extra:
+                more = f" and {len(extra) - 3:,} more" if len(extra) > 3 else ""
+                raise OutdirRefused(given, f"holds {'at least ' if len(extra) >= EXTRA_LISTED else ''}{len(extra):,} "
+                                    f"entr{'y' if len(extra) == 1 else 'ies'} railonly did not write "
+                                    f"({', '.join(short(e, 60) for e in extra[:3])}{more}: not in its MANIFEST.json); "
+                                    "compiling replaces the whole tree and would delete them",
+                                    "move them out of OUTDIR and compile again, or add --force to replace it and "
+                                    "everything in it")
     return Target(given, path, notes)
+
+
+EXTRA_LISTED = 1000  # entries not_written lists at most: enough to name them, bounded on a hostile tree
+OLD_RUN_DIR = ".lab"  # where railonly before the run directory (/run/railonly/<lab>) kept a lab's records
+
+
+def not_written(path: str, files: dict) -> list[str]:
+    """Entries below OUTDIR `path` that its MANIFEST.json (`files`: path -> sha256) does not
+    account for: neither a listed file (a folder in its place is not), nor MANIFEST.json, nor
+    a folder on a listed file's path, nor an older railonly's `.lab` records. Sorted, at most
+    EXTRA_LISTED; a folder that is extra is named, not entered; no link is followed (a link
+    is an entry like any other)."""
+    folders = {""}
+    for rel in files:
+        if isinstance(rel, str):
+            folder = rel.rpartition("/")[0]
+            while folder not in folders:
+                folders.add(folder)
+                folder = folder.rpartition("/")[0]
+    extra: list[str] = []
+    todo = [""]
+    written = set(files) | {MANIFEST, OLD_RUN_DIR}
+    while todo and len(extra) < EXTRA_LISTED:
+        here = todo.pop()
+        try:
+            with os.scandir(os.path.join(path, here) if here else path) as entries:
+                for entry in entries:
+                    rel = f"{here}/{entry.name}" if here else entry.name
+                    folder = entry.is_dir(follow_symlinks=False)
+                    if rel in written and (rel == OLD_RUN_DIR or not folder):
+                        continue
+                    (todo if folder and rel in folders else extra).append(rel)
+        except OSError:
+            extra.append(here)  # a folder that cannot be listed: its entries are not known to be ours
+    return sorted(extra)[:EXTRA_LISTED]
 
 
 def _target(outdir: "str | Target") -> Target:

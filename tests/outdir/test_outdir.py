@@ -68,17 +68,28 @@ def test_failed_compile_leaves_no_renderer_beside_it(tmp_path, monkeypatch):
     assert multiprocessing.active_children() == []
 
 
-def test_recompile_replaces_outdir_whole(tmp_path):
+def test_recompile_replaces_outdir_whole(tmp_path, capsys):
     """The OUTDIR holds only what the compiler wrote: a lab's records live in its run
-    directory (/run/railonly/<lab>), so nothing of an old `.lab/` is carried over."""
+    directory (/run/railonly/<lab>), so nothing of an old railonly's `.lab/` is carried over.
+    A file of the user's is not deleted: the compile is refused, naming it, unless --force."""
     out = tmp_path / "o"
     main(["compile", DESIGN, "-o", str(out), "-q"])
-    (out / "stale.txt").write_text("from an older compile")
     (out / ".lab").mkdir()
     (out / ".lab" / "state.json").write_text("{}")
-    main(["compile", DESIGN, "-o", str(out), "-q"])
-    assert not (out / "stale.txt").exists() and not (out / ".lab").exists()
+    (out / "README.md").unlink()
+    (out / "README.md").mkdir()  # a folder where railonly wrote a file: the user's
+    (out / "README.md" / "mine.txt").write_text("notes")
+    (out / "configs" / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(["compile", DESIGN, "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 entries railonly did not write (README.md, configs/notes.txt: not in its MANIFEST.json)" in err, err
+    assert (out / "configs" / "notes.txt").read_text() == "mine" and (out / ".lab").exists()
+    assert main(["compile", DESIGN, "-o", str(out), "-q", "--force"]) == 0
+    assert not (out / "configs" / "notes.txt").exists() and not (out / ".lab").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+    (out / ".lab").mkdir()  # an older railonly's records alone: replaced without a word
+    assert main(["compile", DESIGN, "-o", str(out), "-q"]) == 0 and not (out / ".lab").exists()
 
 
 def test_compile_prints_summary(tmp_path, capsys):

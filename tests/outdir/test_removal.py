@@ -87,9 +87,9 @@ def test_a_deep_folder_put_into_an_outdir_goes_at_the_next_compiles(here, capsys
     """It goes to the spare at the first recompile, and the spare is cut to shape at the next."""
     monkeypatch.setenv("RAILONLY_CACHE_DIR", str(here / "cache"))
     out = here / "o"
-    for _ in range(3):
-        assert main(["compile", DESIGN, "-o", str(out), "-q"]) == 0
+    for _ in range(3):  # --force: the folder is not railonly's (without, the compile is refused)
+        assert main(["compile", DESIGN, "-o", str(out), "-q", "--force"]) == 0
         deep_chain(out)
-    assert main(["compile", DESIGN, "-o", str(out), "-q"]) == 0
+    assert main(["compile", DESIGN, "-o", str(out), "-q", "--force"]) == 0
     assert "Traceback" not in capsys.readouterr().err
     assert not (out / "d").exists()

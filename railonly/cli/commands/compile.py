@@ -11,7 +11,8 @@ def register(sub) -> None:
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
     p.add_argument("--force", action="store_true",
-                   help="replace OUTDIR even when it is not a railonly OUTDIR (everything in it is deleted)")
+                   help="replace OUTDIR even when it is not a railonly OUTDIR or holds files railonly did not write "
+                        "(everything in it is deleted)")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
     p.add_argument("--lab-domains", type=int, metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
