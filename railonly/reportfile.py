@@ -49,7 +49,8 @@ def _not_a_file(path: str) -> "str | None":
 def refuse_targets(reports: "dict[str, str | None]", reads: "dict[str, str | None] | None" = None,
                    outdirs: "tuple[str, ...]" = ()) -> None:
     """ReportNotWritten, checked before the work so that a long run does not end in a refusal,
-    when one of `reports` (what writes it -> its path; None: not asked for) is empty; lies
+    when one of `reports` (what writes it -> its path; None: not asked for) is empty, names
+    a folder (`out/`) or lies in a folder that is not there; lies
     inside one of `outdirs` (a file railonly did not compile there fails the next validate);
     is a file this command reads (`reads`: what it is -> its path), which the report would
     replace; is where another of the reports goes; or is there already, and is not a
@@ -61,7 +62,13 @@ def refuse_targets(reports: "dict[str, str | None]", reads: "dict[str, str | Non
             continue
         if not path:
             raise ReportNotWritten(f"'' ({what})", "is empty; give a file name")
-        folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if os.path.basename(path) in ("", ".", ".."):
+            raise ReportNotWritten(f"{path} ({what})", "names a folder, not a file; give a file name")
+        given_folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(given_folder):
+            raise ReportNotWritten(f"{path} ({what})", f"its folder {given_folder} does not exist (railonly makes no "
+                                   "folder for a report); create it first or give another path")
+        folder = os.path.realpath(given_folder)
         for outdir in outdirs:
             top = os.path.realpath(outdir).rstrip("/") + "/"
             if (folder.rstrip("/") + "/").startswith(top):

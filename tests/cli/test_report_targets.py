@@ -115,3 +115,51 @@ def test_a_device_or_a_link_is_never_replaced(kind, tmp_path, capsys):
     after = os.lstat(at)
     assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["analyze", "dgx-a100.yml", "moe-a100.yml", "--traffic", "t.csv", "--json", "new/"], "new/ (--json): names a folder"),
+    (["analyze", "dgx-a100.yml", "moe-a100.yml", "--traffic", "t.csv", "--json", "no/r.json"], "does not exist"),
+    (["resilience", "dgx-a100.yml", "--json", "no/r.json"], "does not exist"),
+])
+def test_a_report_to_a_folder_or_into_a_missing_one_is_refused_before_any_other_is_written(
+        argv, said, inputs, tmp_path, capsys, monkeypatch):
+    """Finding: `--json newname/` passed the early checks; --traffic's files were written, then
+    the run failed on the JSON."""
+    monkeypatch.chdir(tmp_path)
+    _refused(capsys, argv, said)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == inputs
+
+
+def test_validate_junit_into_a_missing_folder_writes_no_json_first(outdir, tmp_path, capsys):
+    _refused(capsys, ["validate", outdir, "--json", tmp_path / "ok.json", "--junit", tmp_path / "nodir" / "j.xml"],
+             "(--junit): its folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["analyze", "d.yml", "moe-a100.yml"], ["resilience", "d.yml"]])
+def test_a_report_never_replaces_a_platform_file_of_the_design(command, inputs, tmp_path, capsys, monkeypatch):
+    """Finding: `analyze d.yml job --json plat/acme.yaml` replaced the platform file the design
+    names; the next bom of the design failed."""
+    monkeypatch.chdir(tmp_path)
+    base = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9664f.yaml").read_text()
+    (tmp_path / "plat").mkdir()
+    (tmp_path / "plat" / "acme.yaml").write_text(base.replace("model: dell-z9664f", "model: acme-25t"))
+    (tmp_path / "d.yml").write_text("name: t\nhb_domain: {size: 8, count: 16}\n"
+                                    "switch: {model: acme-25t, platform_files: [plat/acme.yaml]}\n")
+    before = (tmp_path / "plat" / "acme.yaml").read_bytes()
+    _refused(capsys, [*command, "--json", "plat/acme.yaml"], "plat/acme.yaml (--json)", "platform file")
+    assert (tmp_path / "plat" / "acme.yaml").read_bytes() == before
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["analyze", "dgx-a100.yml", "moe-a100.yml", "--sweep", "k=8,16", "--plot", ""], "--plot"),
+    (["analyze", "dgx-a100.yml", "moe-a100.yml", "--sweep", ""], "--sweep"),
+    (["analyze", "dgx-a100.yml", "moe-a100.yml", "--traffic", ""], "--traffic"),
+    (["resilience", "dgx-a100.yml", "--json", ""], "--json"),
+])
+def test_an_empty_report_option_is_refused_not_taken_as_absent(argv, flag, inputs, tmp_path, capsys, monkeypatch):
+    """Finding: `--plot ''` wrote ./sweep.png, `--sweep ''` and `resilience --json ''` ran and wrote nothing."""
+    monkeypatch.chdir(tmp_path)
+    _refused(capsys, argv, flag, "is empty")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == inputs

@@ -101,6 +101,10 @@ def run(args) -> int:
 
     if not (1.0 <= args.oversub <= 64):
         raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")
+    for flag, value in (("--json", args.json), ("--traffic", args.traffic), ("--launcher", args.launcher),
+                        ("--plot", args.plot), ("--sweep", args.sweep)):
+        if value == "":  # a mistake, not "not given": --plot '' wrote ./sweep.png, --sweep '' did nothing
+            raise _problem(flag, "is empty", "give a value, or leave the option out")
     sweep_spec = parse_sweep(args.sweep) if args.sweep else None
     for flag, path in (("--json", args.json if args.json != "-" else None), ("--traffic", args.traffic),
                        ("--launcher", args.launcher), ("--plot", args.plot)):
@@ -120,11 +124,12 @@ def run(args) -> int:
             raise _problem("--sweep", f"would write sweep.png and sweep.csv here, but {taken[0]} exists",
                            "give --plot FILE.png (an explicit name replaces the file)")
     plot = (args.plot or "sweep.png") if sweep_spec else args.plot
-    refuse_targets({"--json": args.json if args.json != "-" else None, "--traffic": args.traffic,
-                    "--traffic's heat map": args.traffic and _beside(args.traffic, ".png"), "--launcher": args.launcher,
-                    "--launcher's NCCL settings": args.launcher and _beside(args.launcher, ".env"),
-                    "--plot": plot, "--plot's CSV": plot and _beside(plot, ".csv")},
-                   {"the design": args.design, "the job": args.job, "the price book": args.prices, "the presets": args.presets})
+    reports = {"--json": args.json if args.json != "-" else None, "--traffic": args.traffic,
+               "--traffic's heat map": args.traffic and _beside(args.traffic, ".png"), "--launcher": args.launcher,
+               "--launcher's NCCL settings": args.launcher and _beside(args.launcher, ".env"),
+               "--plot": plot, "--plot's CSV": plot and _beside(plot, ".csv")}
+    refuse_targets(reports, {"the design": args.design, "the job": args.job, "the price book": args.prices,
+                             "the presets": args.presets})
 
     inputs = AllInputs()
     design = inputs.read(load_design, args.design)
@@ -132,6 +137,8 @@ def run(args) -> int:
     job = inputs.read(load_job, args.job, presets) if presets is not None else None
     book = inputs.read(load_prices, args.prices)
     inputs.stop_if_any()
+    # the platform files the design names are inputs too, known once it is read
+    refuse_targets(reports, {f"the design's platform file {p}": p for p in design.input_files if p != design.file})
 
     cluster = Cluster.from_design(design)
     rates = Rates.of(cluster, args.oversub)

@@ -24,9 +24,12 @@ def run(args) -> int:
     from railonly.fabric.analysis.resilience import resilience, text
     from railonly.fabric.cost.failure_rates import load_rates
     from railonly.fabric.design.design import load_design
-    from railonly.fabric.input.problems import AllInputs, InputError
+    from railonly.fabric.input.problems import AllInputs, InputError, Problem
     from railonly.reportfile import refuse_targets
 
+    if args.json == "":  # a mistake, not "no report": it ran and wrote nothing
+        raise InputError([Problem("--json", "is empty", "give a file name, - for standard output, or leave it out",
+                                  None, "command line")])
     if args.json and args.json != "-":
         _check_target("--json", args.json)
         refuse_targets({"--json": args.json}, {"the design": args.design, "the job": args.job, "the failure rates": args.rates})
@@ -38,6 +41,9 @@ def run(args) -> int:
         presets = inputs.read(load_presets, None)
         job = inputs.read(load_job, args.job, presets) if presets is not None else None
     inputs.stop_if_any()
+    if args.json and args.json != "-":  # the platform files the design names are inputs too
+        refuse_targets({"--json": args.json}, {f"the design's platform file {p}": p for p in design.input_files
+                                               if p != design.file})
     if job is not None and job.parallel.gpus > design.gpus:
         raise InputError([design.problem("", f"job {job.name} needs {job.parallel.gpus:,} GPUs, the design has {design.gpus:,}",
                                          "give a smaller job or a larger design")])
