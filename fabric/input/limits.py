@@ -45,6 +45,9 @@ SWITCHES = Cap("RAILONLY_MAX_SWITCHES", 1 << 16, "switches")
 FILES = Cap("RAILONLY_MAX_FILES", 1 << 20, "files")
 # namespaces of one lab on one host (each GPU, HB domain and switch is one, with FRR per switch)
 LAB_NODES = Cap("RAILONLY_MAX_LAB_NODES", 4096, "lab nodes")
+# clusters one `railonly sweep` prices (HB sizes x cluster sizes x radices): ~1 ms each, so
+# about a minute; 1.3 million ran for an hour without a word
+SWEEP_POINTS = Cap("RAILONLY_MAX_SWEEP_POINTS", 50_000, "clusters")
 
 
 def estimated_files(switches: int, hb_domains: int) -> int:

@@ -174,6 +174,16 @@ def test_every_command_that_builds_a_graph_holds_the_caps(command, tmp_path, cap
     assert rc == 2 and "RAILONLY_MAX_GPUS" in e and "128 GPUs" in e and "d.yml:2" in e, o + e
 
 
+def test_a_sweep_over_the_point_cap_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Finding: 512 HB sizes x 5 cluster sizes x 511 radices (1.3 million clusters) ran for an
+    hour without a word."""
+    monkeypatch.setenv("RAILONLY_MAX_SWEEP_POINTS", "8")
+    rc, o, e = run(capsys, "sweep", "--hb-sizes", "8,16,32", "--gpus", "1024", "--radix", "64,128,256",
+                   "-o", str(tmp_path / "s"))
+    assert rc == 2 and "3 x 1 x 3 = 9 clusters" in e and "RAILONLY_MAX_SWEEP_POINTS" in e, e
+    assert not (tmp_path / "s").exists()
+
+
 def test_the_gpu_cap_holds_for_the_planned_build_out(tmp_path, capsys, monkeypatch):
     """Finding: a small built part with hb_domain.planned of a million domains passed the cap
     and planned addresses for all of them before failing."""

@@ -44,12 +44,21 @@ def _ints(flag: str, text: str, low: int, high: int, even: bool = False) -> list
 def run(args) -> int:
     from railonly.fabric.cost.prices import load_prices
     from railonly.fabric.cost.sweep import SWEEP_CSV, SWEEP_PNG, render_csv, render_png, sweep
+    from railonly.fabric.input import limits
+    from railonly.fabric.input.problems import InputError, Problem
     from railonly.fabric.outdir.writer import prepare, write_outdir
 
     target = prepare(args.outdir, force=args.force, inputs=(args.prices,) if args.prices else (), kind=SWEEP_CSV)
     hb = _ints("--hb-sizes", args.hb_sizes, 1, 512)
     gpus = _ints("--gpus", args.gpus, 1, 10_000_000)
     radices = _ints("--radix", args.radix, 4, 1024, even=True)
+    points = len(hb) * len(gpus) * len(radices)
+    if points > limits.SWEEP_POINTS.value:
+        cap = limits.SWEEP_POINTS
+        raise InputError([Problem("--hb-sizes x --gpus x --radix",
+                                  f"{len(hb):,} x {len(gpus):,} x {len(radices):,} = {points:,} {cap.what}, more than "
+                                  f"the cap of {cap.value:,} ({cap.env})", f"sweep fewer values, or raise the cap for "
+                                  f"this run: {cap.env}={points} railonly sweep ...", None, "command line")])
     book = load_prices(args.prices)
     rows = sweep(hb, gpus, radices, book, share_rails=not args.no_share_rails)
     text = render_csv(rows)
