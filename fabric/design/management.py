@@ -111,8 +111,17 @@ def problems(v: dict, platforms: set[str], switches: int | None, bad) -> None:
             except ValueError:
                 bad(path, f"{a!r} is not an IPv4 address", "write four numbers 0-255, e.g. 192.0.2.10")
                 continue
-            if key == "gateway" and isinstance(pool, ipaddress.IPv4Network) and ip not in pool:
-                bad(path, f"{a} is outside management.pool ({pool})", "use an address inside the pool, e.g. its first")
+            if ip.is_unspecified or ip.is_loopback or ip.is_multicast or ip.is_reserved:  # 240/4 holds 255.255.255.255
+                what = ("unspecified" if ip.is_unspecified else "a loopback address" if ip.is_loopback
+                        else "a multicast address" if ip.is_multicast else "reserved (240.0.0.0/4, broadcast included)")
+                bad(path, f"{a} is {what}: no host the switch can reach there",
+                    "give the unicast address of the host, e.g. 192.0.2.10")
+            elif key == "gateway" and isinstance(pool, ipaddress.IPv4Network):
+                if ip not in pool:
+                    bad(path, f"{a} is outside management.pool ({pool})", "use an address inside the pool, e.g. its first")
+                elif pool.prefixlen < 31 and ip in (pool.network_address, pool.broadcast_address):
+                    bad(path, f"{a} is the {'network' if ip == pool.network_address else 'broadcast'} address of "
+                        f"management.pool ({pool}), not a host", f"use a host address of the pool, e.g. {pool.network_address + 1}")
     seen: set[str] = set()
     for i, u in enumerate(v.get("users") or []):
         if not isinstance(u, dict):

@@ -87,6 +87,13 @@ def test_a_plaintext_password_is_exit_2_naming_the_key(tmp_path, capsys):
     ("ntp: [192.0.2.1, 192.0.2.2]", 'ntp: ["192.0.2.1 prefer\\nbash id"]', "ntp[0]"),
     ("syslog: [192.0.2.3]", "syslog: [300.1.1.1]", "syslog[0]"),
     ("gateway: 192.168.100.1", "gateway: 10.9.9.9", "gateway"),
+    # a pool's network or broadcast address, or no host at all (findings: all compiled)
+    ("gateway: 192.168.100.1", "gateway: 192.168.100.0", "network address of management.pool"),
+    ("gateway: 192.168.100.1", "gateway: 192.168.100.255", "broadcast address of management.pool"),
+    ("syslog: [192.0.2.3]", "syslog: [255.255.255.255]", "syslog[0]: 255.255.255.255 is reserved"),
+    ("ntp: [192.0.2.1, 192.0.2.2]", "ntp: [0.0.0.0]", "ntp[0]: 0.0.0.0 is unspecified"),
+    ("syslog: [192.0.2.3]", "syslog: [127.0.0.1]", "a loopback address"),
+    ("syslog: [192.0.2.3]", "syslog: [224.0.0.5]", "a multicast address"),
     ("pool: 192.168.100.0/24", "pool: 192.168.100.0/29", "management.pool"),
 ])
 def test_hostile_or_wrong_values_are_exit_2_naming_the_key(tmp_path, capsys, old, new, key):
