@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ..design import physical
+from ..input.limits import MAX_POWER_W, MAX_PRICE_USD
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
 from ..input.yamlsource import load_yaml_file, parse_yaml
 
-_PRICE = Field("number", required=True, min=0, hint="unit price in US dollars, 0 or more")
-_POWER = Field("number", required=True, min=0, hint="unit power in watts, 0 or more")
+_PRICE = Field("number", required=True, min=0, max=MAX_PRICE_USD, hint="unit price in US dollars, 0 to 10,000,000")
+_POWER = Field("number", required=True, min=0, max=MAX_POWER_W, hint="unit power in watts, 0 to 100,000")
 _GBPS = Field("int", required=True, min=1, max=1600, hint="port speed in Gbit/s, e.g. 400")
 
 FIELDS: dict[str, Field] = {

@@ -50,6 +50,12 @@ LAB_NODES = Cap("RAILONLY_MAX_LAB_NODES", 4096, "lab nodes")
 SWEEP_POINTS = Cap("RAILONLY_MAX_SWEEP_POINTS", 50_000, "clusters")
 
 
+# One unit's price and power, bounded above so that every total stays a finite number (a
+# price of 1e308 made `$inf` in the BOM and Infinity in --json, which no JSON parser reads).
+MAX_PRICE_USD = 10_000_000
+MAX_POWER_W = 100_000
+
+
 def estimated_files(switches: int, hb_domains: int) -> int:
     """An upper bound of an OUTDIR's files (configs/<switch>/ holds 2, hosts/<hb>/ 3)."""
     return 2 * switches + 3 * hb_domains + 64

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+from ..input.limits import MAX_POWER_W, MAX_PRICE_USD
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
 from ..input.yamlsource import Source, load_yaml_file, parse_yaml
@@ -65,8 +66,9 @@ FIELDS: dict[str, Field] = {
     }),
     "management_port": Field("map", required=True, hint="management port per OS, e.g. {sonic: eth0, eos: Management1}",
                              item=Field("str", pattern=r"[A-Za-z][A-Za-z0-9/]{0,15}", pattern_text="an interface name", hint="e.g. eth0")),
-    "price_usd": Field("number", required=True, min=0, hint="default unit price without optics, US dollars"),
-    "power_w": Field("number", required=True, min=0, hint="unit power without optics, watts"),
+    "price_usd": Field("number", required=True, min=0, max=MAX_PRICE_USD,
+                       hint="default unit price without optics, US dollars (0 to 10,000,000)"),
+    "power_w": Field("number", required=True, min=0, max=MAX_POWER_W, hint="unit power without optics, watts (0 to 100,000)"),
     "sonic": Field("section", fields={
         "platform": Field("str", pattern=r"[A-Za-z0-9_.-]{1,64}", pattern_text="a SONiC platform string such as x86_64-nvidia_sn5600-r0",
                           hint="DEVICE_METADATA platform"),

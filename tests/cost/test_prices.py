@@ -47,7 +47,16 @@ def test_negative_price_is_rejected(tmp_path, capsys):
     d, p = _setup(tmp_path, text)
     code, out, err = run_cli(["bom", d, "--prices", p], capsys)
     assert code == 2 and out == ""
-    assert "switches.51.2T-128x400G.price_usd" in err and "at least 0" in err and "got -5" in err
+    assert "switches.51.2T-128x400G.price_usd" in err and "from 0 to 10,000,000" in err and "got -5" in err
+
+
+def test_a_price_or_power_past_its_bound_is_rejected(tmp_path, capsys):
+    """Finding: 1.0e+308 priced the BOM at `$inf` and `bom --json` printed Infinity (no JSON)."""
+    text = default_text().replace("price_usd: 128000", "price_usd: 1.0e+308")
+    d, p = _setup(tmp_path, text)
+    code, out, err = run_cli(["bom", d, "--prices", p, "--json"], capsys)
+    assert code == 2 and out == ""
+    assert "switches.51.2T-128x400G.price_usd" in err and "from 0 to 10,000,000" in err, err
 
 
 def test_unknown_key_gets_did_you_mean(tmp_path, capsys):
