@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from ..safe_text import printable
 from .problems import InputError, Problem, short
 
 _FAST = getattr(yaml, "CSafeLoader", None)
@@ -45,6 +46,11 @@ class Limits:
     max_scalar: int = 4096  # characters of one scalar
     max_int_digits: int = 30
     fast: bool = True  # parse with libyaml (when installed)
+    # every key and value plain text: no control, format or separator character (an escape
+    # sequence, a newline forging an `error:` line, U+202E reversing what a terminal shows,
+    # which names carry into configs, CSV files and messages); an OUTDIR's lab files keep
+    # their multi-line values, and are judged by their own allow-lists
+    plain_text: bool = True
 
 
 DESIGN_LIMITS = Limits()
@@ -132,7 +138,12 @@ class _Walk:
 
     def scalar(self, node: yaml.ScalarNode, path: str) -> None:
         v = node.value
-        if len(v) > self.limits.max_scalar:
+        if self.limits.plain_text and not v.isprintable():
+            ch = next(c for c in v if not c.isprintable())
+            self.bad(node, path, f"holds the character {printable(ch, lines=False)} (U+{ord(ch):04X}), which is not "
+                     "plain text", "remove it: railonly's input files hold plain text only (no control character, "
+                     "newline or tab inside a value)")
+        elif len(v) > self.limits.max_scalar:
             self.bad(node, path, f"a value of {len(v):,} characters is longer than {self.limits.max_scalar:,}",
                      "shorten it; no railonly key needs that much text")
         elif node.tag == _INT and len(v.lstrip("+-").replace("_", "")) > self.limits.max_int_digits:

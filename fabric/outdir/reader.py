@@ -107,7 +107,7 @@ from ..outputs.clab import NODE_STARTUP_CONFIG, endpoint_problems
 
 MAX_FILE_BYTES = 256 << 20  # fabric.json of a 32k-GPU design is tens of MB
 MAX_LINE = 4096
-OUTDIR_YAML_LIMITS = Limits(max_bytes=MAX_FILE_BYTES, max_depth=16, max_aliases=0, max_nodes=50_000_000,
+OUTDIR_YAML_LIMITS = Limits(plain_text=False, max_bytes=MAX_FILE_BYTES, max_depth=16, max_aliases=0, max_nodes=50_000_000,
                             max_scalar=MAX_LINE, max_int_digits=20, fast=True)
 
 LAB_NAME = re.compile(NAME_PATTERN)

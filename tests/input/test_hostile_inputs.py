@@ -128,6 +128,22 @@ def test_a_tagged_value_that_is_not_its_type_is_named_with_its_line(written, sai
     assert parse_yaml("a: !!float 1e3\nb: 1_000.5\nc: 2019-01-02\n", "d.yml").data["b"] == 1000.5
 
 
+@pytest.mark.parametrize("text, path", [
+    ('name: x\nsite: "a\\e[31mb"\n', "site"),  # an escape sequence for the terminal
+    ('name: x\nsite: "a\\nerror: forged line"\n', "site"),  # a line that looks like railonly's own
+    ('name: x\nsite: "a\\u202eb"\n', "site"),  # reverses what a terminal shows
+    ('switches:\n  "s\\x9b1m": {radix: 64}\n', "switches.s\x9b1m"),  # a C1 control in a key (a price book's name)
+])
+def test_a_value_or_key_that_is_not_plain_text_is_named_with_its_line(text, path):
+    """Findings: a price book's switch name with ESC and a newline reached bom --detail's table
+    raw; a job's preset with a newline forged an `error:` line; a platform file's description
+    carried U+202E into bom.csv and README.md."""
+    with pytest.raises(InputError) as exc:
+        parse_yaml(text, "f.yml")
+    p = exc.value.problems[0]
+    assert p.path == path and p.line == 2 and "not plain text" in p.message, p
+
+
 def test_a_character_yaml_refuses_is_named_with_its_line():
     with pytest.raises(InputError) as exc:
         parse_yaml("name: x\nsite: a\x00b\n", "d.yml")
