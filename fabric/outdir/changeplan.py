@@ -211,7 +211,7 @@ def _utf8(data: bytes, reader: OutdirReader, rel: str) -> str:
 
 
 def _check_folder(reader: OutdirReader, modes: dict[str, int], folder: str, below: dict[str, list[str]]) -> None:
-    """configs/ or hosts/ holds only folders of regular files, each with a name the compiler
+    """configs/ or hosts/ holds only folders of regular files (at least one), each with a name the compiler
     writes (the scan read every regular file below them; this refuses everything else)."""
     if folder not in modes:
         raise UntrustedFile(reader.where(folder), "is missing", _RECOMPILE)
@@ -223,6 +223,8 @@ def _check_folder(reader: OutdirReader, modes: dict[str, int], folder: str, belo
         device = f"{folder}/{name}"
         if not stat.S_ISDIR(modes[device]):
             raise refuse_kind(reader.where(device), modes[device], "a directory")
+        if not files:  # else a device or HB domain of no files, which compile never writes
+            raise UntrustedFile(reader.where(device), "is an empty folder, which compile never writes", _RECOMPILE)
         for f in files:
             _entry_name(reader, device, f)
         for f in files:

@@ -313,10 +313,12 @@ def parse_yaml(text: str, file: str, limits: Limits = OUTDIR_YAML_LIMITS):
         raise UntrustedFile(file, f"is not acceptable YAML: {p.message}{more}", "recompile the design", p.line) from None
 
 
-def unsafe_entries(outdir: str, under: str = "", files: dict[str, str] | None = None) -> list[Problem]:
+def unsafe_entries(outdir: str, under: str = "", files: dict[str, str] | None = None,
+                   folders: set[str] | None = None) -> list[Problem]:
     """Every symlink and special file below OUTDIR[/under], by lstat only. `files`: filled
     with {path relative to OUTDIR: "file"} for every regular file listed, what :func:`walk`
-    says of a tree with no finding (validate walks the tree once, for every check)."""
+    says of a tree with no finding (validate walks the tree once, for every check);
+    `folders`: filled with every folder's relative path, as :func:`walk` fills its own."""
     root = os.path.realpath(outdir)
     out: list[Problem] = []
     stack = [under.strip("/")] if under else [""]
@@ -360,6 +362,8 @@ def unsafe_entries(outdir: str, under: str = "", files: dict[str, str] | None = 
             # the entry's type from the directory listing: no lstat for the 20k plain files
             if e.is_dir(follow_symlinks=False):
                 stack.append(sub)
+                if folders is not None:
+                    folders.add(sub)
                 continue
             if e.is_file(follow_symlinks=False):
                 if files is not None:
@@ -368,6 +372,8 @@ def unsafe_entries(outdir: str, under: str = "", files: dict[str, str] | None = 
             st = e.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 stack.append(sub)
+                if folders is not None:
+                    folders.add(sub)
             elif stat.S_ISREG(st.st_mode):
                 if files is not None:
                     files[sub] = "file"
@@ -813,10 +819,11 @@ def lab_fabric_rel(reader: OutdirReader) -> str:
     return sliced if reader.exists(sliced) else fabric_json.FILE
 
 
-def walk(outdir: str) -> dict[str, str]:
+def walk(outdir: str, folders: set[str] | None = None) -> dict[str, str]:
     """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but MANIFEST.json,
     by the directory entries' own types (lstat only where the file system gives none): a
-    symlink is named, never followed or descended into."""
+    symlink is named, never followed or descended into. `folders`: filled with every
+    folder's relative path."""
     found: dict[str, str] = {}
     stack = [("", outdir)]
     while stack:
@@ -833,6 +840,8 @@ def walk(outdir: str) -> dict[str, str]:
                     found[rel] = "symlink"
                 elif e.is_dir(follow_symlinks=False):
                     stack.append((rel, e.path))
+                    if folders is not None:
+                        folders.add(rel)
                 elif e.is_file(follow_symlinks=False):
                     found[rel] = "file"
                 else:

@@ -34,9 +34,12 @@ def _sha256(path: str) -> str:
         os.close(fd)
 
 
-def check_manifest(outdir: str, found: dict[str, str] | None = None) -> list[Result]:
-    """One `manifest/files` result. `found`: the tree as :func:`walk` names it, from a walk
-    the caller made already (validate's `unsafe_entries`); walked here otherwise."""
+def check_manifest(outdir: str, found: dict[str, str] | None = None, found_folders: set[str] | None = None
+                   ) -> list[Result]:
+    """One `manifest/files` result. `found` and `found_folders`: the tree as :func:`walk`
+    names it, from a walk the caller made already (validate's `unsafe_entries`); walked here
+    otherwise. A folder that holds no listed file is extra too (an empty `configs/x` is a
+    switch to `diff`)."""
     path = os.path.join(outdir, MANIFEST)
     rid = "manifest/files"
     try:
@@ -54,8 +57,17 @@ def check_manifest(outdir: str, found: dict[str, str] | None = None) -> list[Res
     if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
         return [Result(rid, "manifest", False, f"{MANIFEST}: needs \"files\": {{path: sha256}}")]
 
-    found = walk(outdir) if found is None else {rel: kind for rel, kind in found.items() if rel != MANIFEST}
+    if found is None or found_folders is None:
+        found_folders = set()
+        found = walk(outdir, found_folders)
+    else:
+        found = {rel: kind for rel, kind in found.items() if rel != MANIFEST}
     probs = []
+    on_paths = {rel.rpartition("/")[0] for rel in listed}
+    for folder in list(on_paths):
+        while folder and (folder := folder.rpartition("/")[0]) not in on_paths:
+            on_paths.add(folder)
+    probs += [f"extra: {rel}/ (folder) holds no file of {MANIFEST}" for rel in sorted(found_folders - on_paths)]
     for rel in sorted(set(listed) | set(found)):
         kind = found.get(rel)
         if rel not in listed:

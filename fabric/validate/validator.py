@@ -241,7 +241,8 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     # the one walk of the tree: its safety scan lists the files MANIFEST.json, the inert
     # check and check_outdir need (each walked it again: 0.1-0.3 s of CPU a walk at 32k GPUs)
     files: dict[str, str] = {}
-    unsafe = outdir_reader.unsafe_entries(outdir, files=files)
+    folders: set[str] = set()
+    unsafe = outdir_reader.unsafe_entries(outdir, files=files, folders=folders)
     if unsafe:
         raise InputError(unsafe)
     read = disk_reader(outdir)
@@ -251,14 +252,14 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
     # them while this one parses fabric.json and loads the YANG models (one core idle else)
     early = None
     if manifest and parallel.jobs() > 1 and _switch_dirs(outdir) >= BESIDE_MIN_SWITCHES:
-        early = parallel.Background(check_manifest, outdir, files)
+        early = parallel.Background(check_manifest, outdir, files, folders)
     try:
         fabric = load_fabric(read, outdir)
         # The whole-tree checks share nothing with the per-switch pass: on a big OUTDIR they run
         # in a forked process beside it (both cores busy), on a small one in line.
         small = len(fabric.switches) < BESIDE_MIN_SWITCHES or parallel.jobs() <= 1
         side = None if small else parallel.Background(_beside, outdir, fabric, manifest,
-                                                            manifest and early is None, files)
+                                                            manifest and early is None, files, folders)
         try:
             per_switch = validate(read, fabric, plant_check=side is None, progress=progress, trust_in=outdir)
         except BaseException:
@@ -269,7 +270,7 @@ def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> 
             (progress or Silent()).step("checking the whole tree (trust, MANIFEST, lab schemas, plant)")
         if side is None:
             trust, inert, clabernetes, schemas, manifest_results = _whole_tree_checks(
-                outdir, fabric, manifest, manifest and early is None, files)
+                outdir, fabric, manifest, manifest and early is None, files, folders)
             plants: list[Result] = []  # already in per_switch
         else:
             trust, inert, clabernetes, schemas, manifest_results, plants = side.result()
@@ -293,17 +294,18 @@ def _switch_dirs(outdir: str) -> int:
         return 0
 
 
-def _beside(outdir: str, fabric: Fabric, manifest: bool, hashes: bool, files: dict[str, str]
-            ) -> tuple[list[Result], ...]:
+def _beside(outdir: str, fabric: Fabric, manifest: bool, hashes: bool, files: dict[str, str],
+            folders: set[str]) -> tuple[list[Result], ...]:
     """The whole-tree checks and the plant files (run in the forked process)."""
-    return _whole_tree_checks(outdir, fabric, manifest, hashes, files) + (plant(fabric, disk_reader(outdir)),)
+    return _whole_tree_checks(outdir, fabric, manifest, hashes, files, folders) + (plant(fabric, disk_reader(outdir)),)
 
 
-def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool, files: dict[str, str]
-                       ) -> tuple[list[Result], ...]:
+def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool, files: dict[str, str],
+                       folders: set[str]) -> tuple[list[Result], ...]:
     """(trust, inert, clabernetes, lab schemas, MANIFEST) results of an OUTDIR on disk
     (`hashes=False`: MANIFEST.json is checked elsewhere, its results here are []); `files`:
-    the regular files of the tree as its safety scan listed them (which found nothing else)."""
+    the regular files of the tree as its safety scan listed them (which found nothing else),
+    `folders` its folders."""
     read = disk_reader(outdir)
     # the design's own switch files are judged in the per-switch pass, from the text it reads
     trust = trust_results(outdir_reader.check_outdir(outdir, require_lab=False, fabric=fabric, switch_files=False,
@@ -317,7 +319,7 @@ def _whole_tree_checks(outdir: str, fabric: Fabric, manifest: bool, hashes: bool
     # the clabernetes manifest and MANIFEST.json are byte-for-byte checks against what compile
     # wrote: --no-manifest (configs taken back from devices, other bytes) skips both
     return (trust, check_inert(outdir, files), check_clabernetes(outdir) if manifest else [], schemas,
-            check_manifest(outdir, files) if hashes else [])
+            check_manifest(outdir, files, folders) if hashes else [])
 
 
 def trust_results(problems: list[Problem], outdir: str) -> list[Result]:

@@ -196,6 +196,8 @@ def victim(grown, tmp_path):
     (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "frr.conf").write_bytes(b"\xff\xfe"), "frr.conf", "not UTF-8"),
     (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "a b").write_text("x"), "'a b'", "has a name the compiler never writes"),
     (lambda o: (o / "hosts" / "hb0" / "nested").mkdir(), "hosts/hb0/nested", "is a directory, not a regular file"),
+    # was a device of no files: `+ device ghost ()`
+    (lambda o: (o / "configs" / "ghost").mkdir(), "configs/ghost", "is an empty folder, which compile never writes"),
 ])
 def test_malformed_file_is_exit_2_naming_it(grown, victim, capsys, breakage, named, said):
     breakage(victim)

@@ -445,3 +445,32 @@ def test_a_host_file_finding_names_its_line_or_the_missing_newline():
     assert p.line == 4 and "'reboot'" in p.message
     [p] = host_forms.check_host_file("rails.sh", good + "set -e", "f")
     assert p.line is None and "does not end with a newline" in p.message
+
+
+def test_a_folder_that_holds_no_listed_file_fails_the_manifest(routed, capsys):
+    """Finding: an empty configs/ghost-switch (a switch to `diff`) and hosts/hb0/sub passed."""
+    (routed / "configs" / "ghost-switch").mkdir()
+    (routed / "hosts" / "hb0" / "sub").mkdir()
+    rc, out = _run(routed, capsys)
+    assert rc == 1 and "extra: configs/ghost-switch/ (folder) holds no file of MANIFEST.json" in out, out
+    assert "extra: hosts/hb0/sub/ (folder)" in out
+
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("schema_version", 2, "schema_version: 2 is not 1"), ("hb_domain_size", -3, "hb_domain_size: -3 is not from 1 to 512"),
+    ("topology", "bogus", "topology: 'bogus' is not one of"), ("tiers", 99, "tiers: 99 is not from 1 to 3"),
+    ("lab_nic_mbps", 1e308, "lab_nic_mbps: 1e+308 is not from 1 to 100,000"),
+])
+def test_a_fabric_json_value_no_design_compiles_to_is_refused_by_every_reader(routed, capsys, key, value, said):
+    """Finding: only the types were checked (validate --no-manifest passed, lab status and push
+    read on), and schema_version was validate's alone."""
+    import json
+
+    doc = json.loads((routed / "fabric.json").read_text())
+    doc[key] = value
+    (routed / "fabric.json").write_text(json.dumps(doc))
+    for argv in (["validate", "--no-manifest", str(routed)], ["lab", "status", str(routed)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err, err
