@@ -1,13 +1,15 @@
 """The OUTDIR's file names, defined once: the producers, the writer, the untrusted reader,
 validate, the lab, push and the CLI name every OUTDIR file through here.
 
-Pure data and path joins; imports nothing, so every room of fabric may use it (the file
-names are written by devices/, cost/ and outputs/, which sit above outdir/). Paths are
-relative to OUTDIR and '/'-separated, as MANIFEST.json lists them.
+Pure data and path joins; imports nothing of railonly, so every room of fabric may use it
+(the file names are written by devices/, cost/ and outputs/, which sit above outdir/).
+Paths are relative to OUTDIR and '/'-separated, as MANIFEST.json lists them.
 tests/core/test_outdir_names.py fails on a product module that spells one of these names.
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 MANIFEST = "MANIFEST.json"  # every file's sha256; marks a railonly OUTDIR
 FABRIC_JSON = "fabric.json"  # the fabric graph (read only through its one reader)
@@ -68,3 +70,15 @@ def clab_yml(lab: str) -> str:
 
 def clabernetes_yaml(lab: str) -> str:
     return lab + CLABERNETES_SUFFIX
+
+
+def folders_of(paths: "Iterable[str]") -> set[str]:
+    """Every folder holding one of `paths` (relative, '/'-separated), and its parents ('' for
+    the top left out)."""
+    every: set[str] = set()
+    for path in paths:
+        d = path.rpartition("/")[0]
+        while d and d not in every:
+            every.add(d)
+            d = d.rpartition("/")[0]
+    return every

@@ -48,9 +48,9 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable
 
-from ..outdir_layout import FABRIC_JSON, MANIFEST
+from ..outdir_layout import FABRIC_JSON, MANIFEST, folders_of
 from ..input.jsonsource import load_json_file
 from ..input.problems import InputError, Problem, short
 from ..version import __version__
@@ -232,13 +232,7 @@ def not_written(path: str, files: dict) -> list[str]:
     a folder on a listed file's path, nor an older railonly's `.lab` records. Sorted, at most
     EXTRA_LISTED; a folder that is extra is named, not entered; no link is followed (a link
     is an entry like any other)."""
-    folders = {""}
-    for rel in files:
-        if isinstance(rel, str):
-            folder = rel.rpartition("/")[0]
-            while folder not in folders:
-                folders.add(folder)
-                folder = folder.rpartition("/")[0]
+    folders = folders_of(rel for rel in files if isinstance(rel, str))
     extra: list[str] = []
     todo = [""]
     written = set(files) | {MANIFEST, OLD_RUN_DIR}
@@ -389,17 +383,6 @@ def _link_files(root: str, paths: list[str], previous: "Previous", threads: int 
         _write_files(root, [(p, previous.read(p)) for p in refused], staged=staged)
 
 
-def _folders(paths: "Iterable[str]") -> set[str]:
-    """Every folder holding one of `paths`, and its parents ('' for the top left out)."""
-    every: set[str] = set()
-    for path in paths:
-        d = os.path.dirname(path)
-        while d and d not in every:
-            every.add(d)
-            d = os.path.dirname(d)
-    return every
-
-
 def _make_dirs(root: str, folders: "set[str]") -> None:
     """The `folders` below `root`, 0755 whatever the umask: one mkdir each, parents
     first (thousands of them in a big OUTDIR), a chmod only where the umask took bits away."""
@@ -521,7 +504,7 @@ def stage(outdir: "str | Target", files: dict[str, bytes], design_sha256: str,
             known[path] = hashlib.sha256(data).hexdigest()
         # a rendered file whose bytes the previous compile wrote already is linked, not rewritten
         same = {p for p in files if previous is not None and previous.sha.get(p) == known[p]}
-        folders = _folders(known)
+        folders = folders_of(known)
         held: set[str] = set()
         stats: dict[str, list[int]] = {} if staged is None else staged
         if reused:

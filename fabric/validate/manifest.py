@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 
-from ..outdir_layout import MANIFEST
+from ..outdir_layout import MANIFEST, folders_of
 from ..outdir.reader import walk
 from .validate_report import Result
 
@@ -63,11 +63,7 @@ def check_manifest(outdir: str, found: dict[str, str] | None = None, found_folde
     else:
         found = {rel: kind for rel, kind in found.items() if rel != MANIFEST}
     probs = []
-    on_paths = {rel.rpartition("/")[0] for rel in listed}
-    for folder in list(on_paths):
-        while folder and (folder := folder.rpartition("/")[0]) not in on_paths:
-            on_paths.add(folder)
-    probs += [f"extra: {rel}/ (folder) holds no file of {MANIFEST}" for rel in sorted(found_folders - on_paths)]
+    probs += [f"extra: {rel}/ (folder) holds no file of {MANIFEST}" for rel in sorted(found_folders - folders_of(listed))]
     for rel in sorted(set(listed) | set(found)):
         kind = found.get(rel)
         if rel not in listed:
