@@ -3,9 +3,14 @@
 Everything goes through the `containerlab` binary via proc.run (argv lists):
 ``deploy -t FILE --reconfigure`` (idempotent: a redeploy starts from a clean
 lab directory), ``destroy -t FILE --cleanup`` and ``inspect -t FILE --format
-json``. Exec enters the node's namespace, which containerlab links at
-/var/run/netns/clab-<lab>-<node>, or uses ``docker exec`` where `ip netns`
-cannot be used (not root).
+json``. Each run has ``CLAB_LABDIR_BASE`` set to the lab's run directory
+(/run/railonly/<lab>): containerlab's own lab directory (``clab-<lab>``: TLS
+keys, node state) is runtime state, so it goes there and never beside the
+topology file, inside the OUTDIR railonly compiled (a recompile refuses an
+OUTDIR holding entries its MANIFEST.json does not list). It is set through
+``env`` in argv because ``sudo`` drops the caller's environment. Exec enters
+the node's namespace, which containerlab links at /var/run/netns/clab-<lab>-<node>,
+or uses ``docker exec`` where `ip netns` cannot be used (not root).
 
 ``containerlab inspect --format json`` has two shapes: older releases print
 ``{"containers": [...]}``; newer ones (since containerlab PR #2552, April
@@ -21,7 +26,8 @@ from typing import Sequence
 
 from railonly import proc
 
-from ..lab import Lab, LabNode, netns_prefix, target
+from ..lab import Lab, LabNode, netns_prefix, run_dir, target
+from . import rundir
 from .protocol import LabStatus, NoDoor, NodeDoor, Runtime, RuntimeProblem
 
 INSTALL_HINT = ('install it (https://containerlab.dev/install/, e.g. bash -c "$(curl -sL https://get.containerlab.dev)"), '
@@ -74,17 +80,17 @@ class ContainerlabRuntime(Runtime):
         self.sudo = sudo  # prefix containerlab with sudo (it needs root), for non-root users
 
     # -- argv (pure, unit-tested) ----------------------------------------------------
-    def _clab(self, *args: str) -> list[str]:
-        return (["sudo"] if self.sudo else []) + [self.binary, *args]
+    def _clab(self, lab: Lab, *args: str) -> list[str]:
+        return (["sudo"] if self.sudo else []) + ["env", f"CLAB_LABDIR_BASE={run_dir(lab.name)}", self.binary, *args]
 
     def deploy_argv(self, lab: Lab) -> list[str]:
-        return self._clab("deploy", "-t", str(lab.topology_file), "--reconfigure")
+        return self._clab(lab, "deploy", "-t", str(lab.topology_file), "--reconfigure")
 
     def destroy_argv(self, lab: Lab) -> list[str]:
-        return self._clab("destroy", "-t", str(lab.topology_file), "--cleanup")
+        return self._clab(lab, "destroy", "-t", str(lab.topology_file), "--cleanup")
 
     def inspect_argv(self, lab: Lab) -> list[str]:
-        return self._clab("inspect", "-t", str(lab.topology_file), "--format", "json")
+        return self._clab(lab, "inspect", "-t", str(lab.topology_file), "--format", "json")
 
     def exec_argv(self, node: "str | LabNode", argv: Sequence[str]) -> list[str]:
         name = target(node)
@@ -103,8 +109,8 @@ class ContainerlabRuntime(Runtime):
 
     def _run(self, argv: list[str], timeout: float, what: str) -> proc.Result:
         res = proc.run(argv, timeout=timeout)
-        if res.returncode == 127:
-            raise RuntimeProblem(f"cannot start {argv[0]!r} ({res.stderr.strip()}); {INSTALL_HINT}")
+        if res.returncode == 127:  # argv[0] may be sudo or env: the program not found is containerlab
+            raise RuntimeProblem(f"cannot start {self.binary!r} ({res.stderr.strip()}); {INSTALL_HINT}")
         if res.returncode == 124:
             raise RuntimeProblem(f"containerlab {what} did not finish within {timeout:g}s: {' '.join(argv)}")
         return res
@@ -115,6 +121,8 @@ class ContainerlabRuntime(Runtime):
 
     def deploy(self, lab: Lab, hook=None) -> None:  # one containerlab run: no phases to report
         self.check_environment()
+        if os.geteuid() == 0:
+            rundir.ensure_run_dir(lab.name)  # the chain root's and checked; under sudo containerlab makes it
         res = self._run(self.deploy_argv(lab), DEPLOY_TIMEOUT, "deploy")
         if not res.ok:
             raise RuntimeProblem(f"containerlab deploy failed (exit {res.returncode}): {_tail(res)}\n"
@@ -125,6 +133,8 @@ class ContainerlabRuntime(Runtime):
         res = self._run(self.destroy_argv(lab), DEPLOY_TIMEOUT, "destroy")
         if not res.ok:
             raise RuntimeProblem(f"containerlab destroy failed (exit {res.returncode}): {_tail(res)}")
+        if os.geteuid() == 0:
+            rundir.remove_if_empty(lab.name)  # --cleanup removed clab-<lab> from it
 
     def status(self, lab: Lab) -> LabStatus:
         self.check_environment()

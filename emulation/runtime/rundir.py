@@ -4,7 +4,8 @@ Layout (all root-owned; see docs/security.md)::
 
     /run/railonly/                 0755  every lab's run dir and lock files
     /run/railonly/<lab>/           0755  FRR instances (frr/<switch>, user frr reaches its
-                                         sockets), iperf3 and sshd pid files
+                                         sockets), iperf3 and sshd pid files, containerlab's
+                                         clab-<lab> lab directory (its CLAB_LABDIR_BASE)
     /run/railonly/<lab>/state/     0700  identity.json, netns-state.json, faults.json,
                                          traffic.json, ssh/ (keys, sshd configs, switch shells)
 
@@ -94,6 +95,22 @@ def _open_chain(parts: list[tuple[str, int]], create: bool) -> int | None:
 def ensure_root() -> None:
     """/run/railonly itself, created when missing, checked: a real directory, root's alone."""
     os.close(_open_chain([], create=True))
+
+
+def ensure_run_dir(lab: str) -> None:
+    """/run/railonly/<lab>, created when missing, every step checked (root's alone)."""
+    if not LAB_NAME.fullmatch(lab):
+        raise LabError(lab, f"{lab!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
+    os.close(_open_chain([(lab, 0o755)], create=True))
+
+
+def remove_if_empty(lab: str) -> None:
+    """The lab's run dir and then /run/railonly, each only when empty (rmdir never follows a link)."""
+    for path in (run_dir(lab), run_root()):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
 
 
 def open_state(lab: str, create: bool) -> "StateDir | None":

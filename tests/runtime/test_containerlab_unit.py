@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from railonly import cli
 from railonly import proc
+from railonly.emulation import lab as lab_module
+from railonly.emulation.lab import run_dir
 from railonly.emulation.runtime import containerlab
 from railonly.emulation.runtime.containerlab import ContainerlabRuntime, parse_inspect
 from railonly.emulation.runtime.protocol import RuntimeProblem
@@ -24,15 +27,19 @@ def test_registered_by_name():
 def test_argv(tiny_lab):
     rt = ContainerlabRuntime(exec_via="netns")
     f = str(tiny_lab.topology_file)
-    assert rt.deploy_argv(tiny_lab) == ["containerlab", "deploy", "-t", f, "--reconfigure"]
-    assert rt.destroy_argv(tiny_lab) == ["containerlab", "destroy", "-t", f, "--cleanup"]
-    assert rt.inspect_argv(tiny_lab) == ["containerlab", "inspect", "-t", f, "--format", "json"]
+    # containerlab's lab directory (clab-<lab>) goes to the lab's run dir, never beside the
+    # topology file in the OUTDIR; through env, which sudo keeps
+    env = ["env", f"CLAB_LABDIR_BASE={run_dir('ctest')}"]
+    assert not run_dir("ctest").startswith(str(tiny_lab.outdir))
+    assert rt.deploy_argv(tiny_lab) == env + ["containerlab", "deploy", "-t", f, "--reconfigure"]
+    assert rt.destroy_argv(tiny_lab) == env + ["containerlab", "destroy", "-t", f, "--cleanup"]
+    assert rt.inspect_argv(tiny_lab) == env + ["containerlab", "inspect", "-t", f, "--format", "json"]
     node = tiny_lab.node("hb0-gpu0")
     assert rt.exec_argv(node, ["ip", "-j", "addr"]) == ["ip", "netns", "exec", "clab-ctest-hb0-gpu0", "ip", "-j", "addr"]
     assert rt.exec_argv("clab-ctest-hb0", ["true"]) == ["ip", "netns", "exec", "clab-ctest-hb0", "true"]
     docker = ContainerlabRuntime(exec_via="docker", sudo=True)
     assert docker.exec_argv(node, ["true"]) == ["docker", "exec", "clab-ctest-hb0-gpu0", "true"]
-    assert docker.deploy_argv(tiny_lab)[:2] == ["sudo", "containerlab"]
+    assert docker.deploy_argv(tiny_lab)[:4] == ["sudo", *env, "containerlab"]
 
 
 def test_parse_old_shape():
@@ -93,11 +100,30 @@ def test_status_absent(installed, monkeypatch, tiny_lab):
     assert ContainerlabRuntime().status(tiny_lab).state == "absent"
 
 
-def test_deploy_failure_is_an_environment_problem(installed, monkeypatch, tiny_lab):
+def test_deploy_failure_is_an_environment_problem(installed, monkeypatch, tiny_lab, tmp_path):
     run, _ = _fake_run("", rc=1, stderr="Error: failed to pull image ceos:4.32.0F")
     monkeypatch.setattr(proc, "run", run)
+    monkeypatch.setattr(lab_module, "RUN_ROOT", str(tmp_path / "run"))  # deploy makes the lab's run dir as root
     with pytest.raises(RuntimeProblem, match="deploy failed .*ceos:4.32.0F"):
         ContainerlabRuntime().deploy(tiny_lab)
+
+
+def test_run_dir_made_for_deploy_and_removed_after_destroy(installed, monkeypatch, tiny_lab, tmp_path):
+    """Root makes the lab's run dir (CLAB_LABDIR_BASE) before containerlab runs and removes it,
+    emptied by --cleanup, after a destroy; a run dir holding anything else is left."""
+    if os.geteuid() != 0:
+        pytest.skip("the run dir is root's")
+    run, calls = _fake_run("", rc=0)
+    monkeypatch.setattr(proc, "run", run)
+    monkeypatch.setattr(lab_module, "RUN_ROOT", str(tmp_path / "run"))
+    ContainerlabRuntime().deploy(tiny_lab)
+    assert os.path.isdir(run_dir("ctest")) and calls[-1][1] == f"CLAB_LABDIR_BASE={run_dir('ctest')}"
+    ContainerlabRuntime().destroy(tiny_lab)
+    assert not os.path.exists(tmp_path / "run")
+    ContainerlabRuntime().deploy(tiny_lab)
+    Path(run_dir("ctest"), "clab-ctest").mkdir()  # what a failed --cleanup leaves
+    ContainerlabRuntime().destroy(tiny_lab)
+    assert os.path.isdir(Path(run_dir("ctest"), "clab-ctest"))
 
 
 def test_exec_returns_rc_and_output(installed, monkeypatch):
