@@ -67,3 +67,19 @@ def test_a_relative_or_linked_outdir_is_read_as_the_folder_it_names(tmp_path, ca
     for given in ("out", "link"):
         assert main(["push", given, "--only-changed", "old", "--inventory", inv]) == 0
         assert "nothing to push" in capsys.readouterr().out
+
+
+def test_a_changed_device_the_inventory_lacks_is_exit_2(tmp_path, capsys):
+    """It was cut from the changed set before the count: "nothing to push", exit 0, the switch
+    left on its old config. --device picks the devices on purpose: the rest are named, not an error."""
+    old = _outdir(tmp_path, "old", TEXT.replace("count: 6", "count: 6, planned: 8"))
+    new = _outdir(tmp_path, "new", TEXT.replace("count: 6", "count: 8, planned: 8"))
+    inv = tmp_path / "inv.yml"
+    inv.write_text("defaults: {platform: sonic}\ndevices:\n  onlych-rail0-leaf0: {host: 127.0.0.1, port: 9}\n")
+    assert main(["push", str(new), "--only-changed", str(old), "--inventory", str(inv)]) == 2
+    err = capsys.readouterr().err
+    assert "6 of the 6 devices whose configs differ" in err and "onlych-rail0-leaf3" in err and "--device" in err
+    assert main(["push", str(new), "--only-changed", str(old), "--inventory", str(inv),
+                 "--device", "onlych-rail0-leaf0"]) == 0
+    out = capsys.readouterr().out
+    assert "6 changed device(s) not named by --device are not pushed" in out and "nothing to push" in out

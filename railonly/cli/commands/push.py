@@ -7,8 +7,9 @@ confirmed after verify; SONiC: a config DB patch and vtysh, a reload only
 where needed), verified, undrained. The first failure stops the rollout.
 
 Exit codes: 0 every device ok (and, with --dry-run, in sync); 1 a device
-failed, or --dry-run found a difference; 2 invalid input (inventory,
-unknown --device); 3 environment (no deployed lab to push to, netmiko missing).
+failed, or --dry-run found a difference; 2 invalid input (inventory, a changed
+device --only-changed cannot push, unknown --device); 3 environment (no deployed lab
+to push to, netmiko missing).
 """
 
 from __future__ import annotations
@@ -46,13 +47,28 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _only_changed(devices: list, old_outdir: str, outdir, lab) -> list:
-    """The devices the change plan from OLD_OUTDIR names (new or changed configs)."""
+def _only_changed(devices: list, old_outdir: str, outdir, lab, inventory: "str | None", named: bool) -> list:
+    """The devices the change plan from OLD_OUTDIR names (new or changed configs). A changed
+    device the inventory lacks would stay on its old config while the push says all is done:
+    exit 2 naming it, unless --device (`named`) picked the devices to push."""
+    from railonly.fabric.input.problems import InputError, Problem
     from railonly.fabric.outdir.changeplan import changed_devices
 
     # lab.outdir is OUTDIR resolved (a relative or linked OUTDIR as given is not a prefix of it)
     folder = lab.configs_dir.relative_to(lab.outdir).as_posix()  # configs, or lab/configs of a slice
-    names = set(changed_devices(old_outdir, str(outdir), folder))  # UntrustedFile: exit 2, the file named
+    names = changed_devices(old_outdir, str(outdir), folder)  # UntrustedFile: exit 2, the file named
+    known = {d.name for d in devices}
+    missing = [n for n in names if n not in known]
+    if missing and not named:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10:,} more" if len(missing) > 10 else "")
+        raise InputError([Problem("--only-changed", f"{len(missing):,} of the {len(names):,} devices whose configs differ "
+                                  f"from {old_outdir} are not in the {'inventory' if inventory else 'lab'}: {shown}",
+                                  "add them to the inventory, or name the devices to push with --device",
+                                  None, inventory or "command line")])
+    if missing:
+        print(f"{len(missing):,} changed device(s) not named by --device are not pushed: {', '.join(missing[:10])}"
+              + (" ..." if len(missing) > 10 else ""))
+    names = set(names)
     return [d for d in devices if d.name in names]
 
 
@@ -114,9 +130,10 @@ def run(args) -> int:
                                       did_you_mean(n, sorted(known)), None, "command line") for n in bad])
         devices = [d for d in devices if d.name in set(args.device)]
     if args.only_changed:
-        devices = _only_changed(devices, args.only_changed, outdir, lab)
+        devices = _only_changed(devices, args.only_changed, outdir, lab, args.inventory, bool(args.device))
         if not devices:
-            print(f"no device configs differ from {args.only_changed}: nothing to push")
+            print(f"no device {'named by --device ' if args.device else ''}has a config that differs from "
+                  f"{args.only_changed}: nothing to push")
             return 0
     creds = push.Credentials.from_env(args.key, args.insecure_no_host_key_check)
     if creds.key_file and not os.path.isfile(creds.key_file):
