@@ -146,11 +146,9 @@ def load_prices(path: str | None = None) -> PriceBook:
 
 
 _DEFAULT: PriceBook | None = None
-# The name the default book goes by in messages and the OUTDIR README. It is the
-# file's path before fabric/ was split into rooms (now railonly/fabric/cost/data/
-# prices.yaml), kept so compiled output stays byte-identical; renaming it is a
-# deliberate golden change (REGEN=1).
-DEFAULT_NAME = "railonly/fabric/data/prices.yaml"
+# The name the default book goes by in messages and the OUTDIR README: its path in the
+# repository, as the docs and `bom --help` give it (a golden change, REGEN=1, when it moves).
+DEFAULT_NAME = "fabric/cost/data/prices.yaml"
 
 
 def default_text() -> str:
