@@ -72,6 +72,20 @@ def test_missing_models_folder_is_exit_3(tmp_path, monkeypatch, capsys):
     assert "no SONiC YANG models" in capsys.readouterr().err
 
 
+def test_missing_vtysh_is_exit_3_before_any_result(tmp_path, monkeypatch, capsys):
+    """It was `FAIL frr/<all>` among the results and exit 1: an incomplete install reported
+    as failing configs (validate.md: exit 3 naming what to install)."""
+    out = tmp_path / "o"
+    assert cli.main(["-q", "compile", str(REPO / "labs" / "mini-routed.yml"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert cli.main(["validate", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert "'vtysh' is not installed (Debian package 'frr'" in captured.err and "FAIL" not in captured.out
+    # compile skips the FRR parse alone there (troubleshooting.md), its other checks run
+    assert cli.main(["-q", "compile", str(REPO / "labs" / "mini-routed.yml"), "-o", str(tmp_path / "o2")]) == 0
+
+
 def test_validate_checks_the_lab_files_against_their_schemas(tmp_path, capsys):
     out = tmp_path / "o"
     assert cli.main(["-q", "compile", str(REPO / "labs" / "mini-routed.yml"), "-o", str(out)]) == 0
