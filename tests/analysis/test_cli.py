@@ -173,6 +173,7 @@ def test_default_sweep_plot_never_replaces_a_file(tmp_path, capsys, monkeypatch)
     (["--traffic", "t.png"], "--traffic: names the CSV"),
     (["--sweep", "k=8", "--plot", "s.csv"], "--plot: names the PNG"),
     (["--sweep", "batch=" + ",".join(str(i) for i in range(1, 70))], "at most 64 values"),
+    (["--plot", "s.png"], "--plot: draws a --sweep, and none is given"),  # was exit 0, no file, no word
 ])
 def test_bad_options_exit_2_nothing_written(tmp_path, capsys, argv, needle):
     js = tmp_path / "a.json"

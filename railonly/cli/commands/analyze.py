@@ -115,6 +115,8 @@ def run(args) -> int:
         raise _problem("--traffic", f"names the CSV (the heat map goes beside it as .png), got {args.traffic}", "e.g. --traffic traffic.csv")
     if args.launcher and args.launcher.lower().endswith(".env"):
         raise _problem("--launcher", f"names the CSV (the NCCL settings go beside it as .env), got {args.launcher}", "e.g. --launcher ranks.csv")
+    if args.plot and not sweep_spec:  # it drew nothing and said nothing: exit 0, no file
+        raise _problem("--plot", "draws a --sweep, and none is given", "add --sweep AXIS=V1,V2,..., or leave out --plot")
     if args.plot and args.plot.lower().endswith(".csv"):
         raise _problem("--plot", f"names the PNG (the CSV goes beside it), got {args.plot}", "e.g. --plot sweep.png")
     if sweep_spec and not args.plot:
