@@ -32,7 +32,7 @@ FIELDS: dict[str, Field] = {
                   pattern_text="lowercase letters, digits and '-', starting with a letter, at most 20 characters",
                   hint="e.g. name: gpt-1t"),
     "model": Field("section", required=True, hint="give model.preset (e.g. gpt-1t) or layers, hidden, heads, seq and vocab",
-                   fields={"preset": Field("str", default=None, hint="a model preset, e.g. gpt-3-175b (see --list-presets)"),
+                   fields={"preset": Field("str", default=None, hint="a model preset, e.g. gpt-3-175b (the shipped ones: fabric/analysis/data/models.yaml; --presets adds yours)"),
                            **MODEL_FIELDS}),
     "parallel": Field("section", required=True, hint="give tp, pp, dp and global_batch", fields={
         "tp": Field("int", default=1, min=1, max=4096, hint="tensor-parallel size, e.g. 8 (inside an HB domain)"),

@@ -119,7 +119,7 @@ FIELDS: dict[str, Field] = {
                         hint="the switches' management plane: pool, gateway, vrf, ntp, syslog, dns, users (docs/management.md)"),
     "lab": Field("section", fields={
         "domains": Field("int", default=None, min=1, max=4096,
-                         hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise 4"),
+                         hint="HB domains in the emulated lab (full rails, fewer domains); default all when the design has at most 64 GPUs, otherwise the fewest (from 4 up) at which a smaller radix keeps the design's shape"),
         "nic_mbps": Field("number", default=LAB_NIC_MBPS_DEFAULT, min=1, max=100_000,
                           hint="emulated NIC rate in Mbit/s; HB links get nic_mbps * hb_domain.gbps / nic.gbps"),
     }),

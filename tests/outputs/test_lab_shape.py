@@ -163,3 +163,13 @@ def test_an_eos_lab_keeps_the_designs_bfd_interval_it_cannot_print_yet():
     design = lab_slice.with_lab_domains(design, design.hb_count)
     assert lab_slice.bfd_session_ends(design, design.hb_count, design.radix) > 1000  # well over the budget
     assert lab_slice.lab_bfd_interval_ms(design) == design.bfd_interval_ms and "BFD" not in lab_slice.describe(design)
+
+
+def test_the_design_reference_gives_the_default_slice_of_lab_slice():
+    """design.md's lab.domains default comes from the schema's hint; it said "otherwise 4"
+    while the default slice is the fewest domains from SLICE_DEFAULT up that keep the shape."""
+    from railonly.fabric.design.design import FIELDS
+    from railonly.fabric.design.lab_slice import SLICE_DEFAULT, WHOLE_MAX_GPUS
+
+    hint = FIELDS["lab"].fields["domains"].hint
+    assert f"at most {WHOLE_MAX_GPUS} GPUs" in hint and f"the fewest (from {SLICE_DEFAULT} up)" in hint
