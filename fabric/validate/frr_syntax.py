@@ -92,6 +92,11 @@ def run_script(lines: list[str], timeout: float) -> proc.Result:
         return proc.run(_vtysh_argv(str(conf), tmp), timeout=timeout)
 
 
+def require_vtysh() -> None:
+    """ToolMissing (exit 3) naming FRR's package when vtysh is not installed."""
+    proc.require("vtysh", "frr")
+
+
 def vtysh_missing() -> FrrProblem | None:
     """The one problem to report when vtysh is not installed."""
     try:

@@ -107,9 +107,9 @@ def validate(read: Reader, fabric: Fabric, yang_for: Callable[[Node], bool] = la
             except Exception:  # noqa: BLE001 - each switch's YANG result names it, as without this
                 pass
     if frr and any(y and n.platform != "eos" for n, y in zip(switches, picked)):
-        from railonly import proc
+        from .frr_syntax import require_vtysh
 
-        proc.require("vtysh", "frr")  # ToolMissing, exit 3: a missing FRR is no failing config
+        require_vtysh()  # ToolMissing, exit 3: a missing FRR is no failing config
     plan = Plan(fabric, checked)  # before the fork: the workers judge their switches with it
     merge = Merge(plan)
     results: list[Result] = []
