@@ -58,7 +58,8 @@ def _shipped_as_data(folder, roots, listed, package_data) -> bool:
         if pkg in listed and folder != root and folder.is_relative_to(root):
             files = [f.relative_to(root).as_posix() for f in folder.iterdir() if f.is_file()]
             patterns = package_data.get(pkg, [])
-            if files and all(any(fnmatch(f, pat) for pat in patterns) for f in files):
+            # setuptools' globs stop at "/" (fnmatch's * does not): "*.yml" ships no subfolder
+            if files and all(any(fnmatch(f, pat) and f.count("/") == pat.count("/") for pat in patterns) for f in files):
                 return True
     return False
 
@@ -72,7 +73,7 @@ def test_every_shipped_folder_is_a_listed_package():
     missing = []
     for pkg, root in roots.items():
         for folder in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
-            if folder.name == "__pycache__" or not any(f.suffix in (".py", ".j2", ".yaml") for f in folder.iterdir() if f.is_file()):
+            if folder.name == "__pycache__" or not any(f.suffix in (".py", ".j2", ".yaml", ".yml") for f in folder.iterdir() if f.is_file()):
                 continue
             name = ".".join([pkg, *folder.relative_to(root).parts])
             if name not in listed and not _shipped_as_data(folder, roots, listed, conf.get("package-data", {})):
