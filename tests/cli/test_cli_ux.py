@@ -59,6 +59,8 @@ def test_a_lab_is_named_by_the_same_flag_in_deploy_and_destroy():
 
 def test_output_options_work_before_and_after_the_command(capsys):
     assert cli.main(["-q", "bom", MINI]) == 0 and console.settings.quiet
+    assert capsys.readouterr().out == ""  # -q: nothing on success (bom printed its whole table)
+    assert cli.main(["-q", "bom", MINI, "--json"]) == 0 and '"rail-only"' in capsys.readouterr().out  # data asked for
     assert cli.main(["bom", MINI, "-vv", "--no-color"]) == 0
     assert console.settings.verbose == 2 and not console.settings.quiet and not console.settings.color
 

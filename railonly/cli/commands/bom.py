@@ -38,9 +38,9 @@ def run(args) -> int:
     if args.detail:
         for topo, each in boms.items():
             doc[topo]["items"] = line_items(each)
-    if args.json:
+    if args.json:  # data asked for: printed under -q too, as analyze --json -
         print(json.dumps(doc, indent=2, sort_keys=False))
-    else:
+    elif not args.quiet:  # -q: nothing on success, as every command (it printed the whole table)
         print(_text(design, doc))
         if args.detail:
             for topo in boms:
