@@ -73,12 +73,13 @@ def run(devices: list[Device], targets: dict[str, Target], configs_dir: Path, cr
     order = plan_waves([targets.get(d.name) or target_of(d.name, None) for d in changed], max_per_group)
     report = Report([Wave(i, [t.device for t in w]) for i, w in enumerate(order)])
     report.unchanged = [r for r in planned if not (r.ok and r.changed)]
+    if any(not r.ok for r in planned):
+        report.stopped_at = -1  # the plan failed: nothing is applied (a dry run says a push would not start)
     if dry_run:
         for w in report.waves:
             w.results = [plan[n] for n in w.devices]
         return report
-    if any(not r.ok for r in planned):
-        report.stopped_at = -1  # the plan failed: nothing was applied
+    if report.stopped_at == -1:
         return report
     progress.total = len(changed)
     progress.start(f"{len(changed)} of {len(devices)} device(s) change, in {len(order)} wave(s): a canary, then at most "
@@ -126,7 +127,7 @@ def _one(push_one, device, configs_dir, creds, dry_run, timeout, opts) -> Device
 
 def report_text(report: Report, dry_run: bool) -> str:
     lines = ["rollout plan (dry run: nothing changed):" if dry_run else "rollout:"]
-    if not report.waves:
+    if not report.waves and report.stopped_at != -1:  # an unread switch: its changes are unknown, not none
         lines.append("  no switch changes")
     for w in report.waves:
         name = "canary" if w.index == 0 else f"wave {w.index}"
@@ -144,7 +145,8 @@ def report_text(report: Report, dry_run: bool) -> str:
     if report.probes:
         lines.append("probes: " + "; ".join(report.probes) + f" (every {PROBE_INTERVAL * 1000:.0f} ms)")
     if report.stopped_at == -1:
-        lines.append("rollout not started: a switch could not be read (see below); nothing was applied")
+        lines.append("a push would not start: a switch could not be read (see below)" if dry_run else
+                     "rollout not started: a switch could not be read (see below); nothing was applied")
     elif report.stopped_at is not None:
         lines.append(f"rollout stopped at {'the canary' if report.stopped_at == 0 else f'wave {report.stopped_at}'}: "
                      "the failed switch is back on its previous config; later waves were not started")

@@ -163,3 +163,22 @@ def test_rollout_stops_after_the_wave_that_failed():
     assert [r.device for r in rep.unchanged] == ["rail1-spine2"]
     dry = rollout.run(devices, {}, None, push.Credentials(), dry_run=True, push_one=fake)
     assert len(dry.waves) == 3 and not applied[3:]  # a dry run applies nothing
+
+
+def test_a_dry_run_with_an_unread_switch_says_a_push_would_not_start():
+    """It said "no switch changes" first, as if the unread switch were in sync."""
+    from railonly.emulation.push import rollout
+    from railonly.emulation.push import pusher as push
+    from railonly.emulation.push.targets import Device
+
+    devices = [Device(f"rail0-spine{i}", "h", 22, "sonic") for i in range(2)]
+
+    def fake(d, configs_dir, creds, dry_run, timeout, opts):
+        if d.name == "rail0-spine1":
+            return push.DeviceResult(d.name, "sonic", False, message="cannot connect")
+        return push.DeviceResult(d.name, "sonic", True, changed=False)
+
+    dry = rollout.run(devices, {}, None, push.Credentials(), dry_run=True, push_one=fake)
+    text = rollout.report_text(dry, True)
+    assert dry.stopped_at == -1 and "no switch changes" not in text
+    assert "a push would not start: a switch could not be read" in text
