@@ -119,18 +119,26 @@ LABELS = {"gpu_nic": "GPU NIC", "nic_cable": "NIC cable", "leaf": "leaf", "spine
           "leaf_spine_cable": "leaf-spine cable", "spine_core_cable": "spine-core cable", "hb_domain": "HB domain"}
 
 
+# (heading, width) of each network's columns: the headings and the numbers share one width each
+COLUMNS = (("count", 10), ("off-rail", 10), ("detour", 8), ("bw-lost", 9))
+NET_WIDTH = sum(w for _, w in COLUMNS)
+
+
 def text(doc: dict, name: str) -> str:
     nets = list(doc)
     lines = [f"{name}: failure blast radius per component class (docs/failures.md)"]
-    head = f"  {'class':<17}" + "".join(f"{n:>34}" for n in nets)
-    lines += [head, f"  {'':<17}" + "".join(f"{'count  off-rail  detour  bw-lost':>34}" for _ in nets)]
+    head = f"  {'class':<17}" + "".join(f"{n:>{NET_WIDTH}}" for n in nets)
+    lines += [head, f"  {'':<17}" + "".join(f"{h:>{w}}" for _ in nets for h, w in COLUMNS)]
+    (_, cw), (_, ow), (_, dw), (_, bw_w) = COLUMNS
     for cls in CLASSES:
         row = f"  {LABELS[cls]:<17}"
         for n in nets:
             c = doc[n]["components"][cls]
             bw = max(c["bandwidth_lost_per_rail"].values(), default=0.0)
-            row += f"{c['count']:>13,}{c['gpus_off_rail']:>10,}{c['gpus_detoured']:>8,}{bw:>9.1%}" if c["count"] else f"{'-':>34}"
-        lines.append(row)
+            # a class the network has none of: a dash under count, the rest blank
+            row += (f"{c['count']:>{cw},}{c['gpus_off_rail']:>{ow},}{c['gpus_detoured']:>{dw},}{bw:>{bw_w}.1%}"
+                    if c["count"] else f"{'-':>{cw}}" + " " * (NET_WIDTH - cw))
+        lines.append(row.rstrip())
     if "spares" in doc[nets[0]]:
         lines.append("")
         for n in nets:

@@ -123,6 +123,20 @@ def test_resilience_rail_only_leaf_blast_is_its_rail_share(capsys):
     assert c["gpu_nic"]["gpus_detoured"] == 1 and c["hb_domain"]["gpus_off_rail"] == 8
 
 
+def test_resilience_table_numbers_stand_under_their_headings(capsys):
+    """The headings were 6 columns left of their numbers, and a class a network lacks put its
+    dash mid-table: every value now ends where its heading ends."""
+    import re
+
+    rc, out, _ = run(capsys, "resilience", LABS / "dgx-h100-1k.yml")
+    lines = out.splitlines()
+    ends = [m.end() for m in re.finditer(r"\S+", lines[2])]
+    assert rc == 0 and len(ends) == 8
+    for row in lines[3:11]:
+        cells = [m.end() for m in re.finditer(r"[\d,.%-]+(?= |$)", row[19:])]
+        assert cells and set(c + 19 for c in cells) <= set(ends), row
+
+
 def test_resilience_bad_rates_file_exit_2(tmp_path, capsys):
     bad = tmp_path / "rates.yml"
     bad.write_text("target_availability: 2\ncomponents: {}\n")
