@@ -76,8 +76,10 @@ class Checker:
         self.problems: list[Problem] = []
 
     def problem(self, path: str, message: str, hint: str = "") -> None:
-        # The line from the full path; the path shown is cut (a hostile key may be long).
-        self.problems.append(Problem(short(path, 120), message, hint, self.source.line(path), self.source.file))
+        # The line from the full path; the path shown as written (a `null:` key is None here)
+        # and cut (a hostile key may be long).
+        self.problems.append(Problem(short(self.source.shown(path), 120), message, hint, self.source.line(path),
+                                     self.source.file))
 
     def value(self, spec: Field, value: Any, path: str) -> Any:
         kind = spec.kind
@@ -178,7 +180,13 @@ class Checker:
         for key in data:
             if key not in fields:
                 sub = f"{path}.{key}" if path else str(key)
-                self.problem(sub, f"unknown key {short(repr(key))}", did_you_mean(str(key)[:100], list(fields)))
+                if isinstance(key, str):
+                    self.problem(sub, f"unknown key {short(repr(key))}", did_you_mean(key[:100], list(fields)))
+                    continue
+                # as written, `null`, `true`, `1.50`, not None, True, 1.5 (a key may hold a dot)
+                written = self.source.shown(sub)[len(self.source.shown(path)) + 1 if path else 0:]
+                self.problem(sub, f"unknown key {short(written)} (YAML reads it as {_type_name(key)}, not text)",
+                             did_you_mean(written[:100], list(fields)))
         for name, spec in fields.items():
             sub = f"{path}.{name}" if path else name
             if name not in data:

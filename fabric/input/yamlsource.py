@@ -6,7 +6,8 @@ input is treated as hostile: a regular file only (a FIFO would block, a device
 never ends), a size limit, and bounds on nesting, aliases, the size of the
 document with every alias expanded (a 517-byte "billion laughs" must not take
 minutes), scalar lengths and integer digits. NaN and infinity, unhashable or
-structured keys and duplicate keys (named by their full path) are refused.
+structured keys and duplicate keys (named by their full path; `null` and `~`, `true`
+and `1` are one key) are refused.
 
 Checking happens on the composed node graph before anything is constructed,
 and walks it once per distinct node, so a hostile document costs time linear
@@ -62,6 +63,13 @@ class Source:
     lines: dict[str, int] = field(default_factory=dict)
     file: str | None = None
     text: str = ""  # what was parsed (for hashes: the file is read once)
+    # {path as the checkers spell it: path as written}, where they differ: a `null:` key
+    # reaches them as None, `true:` as True, `1.50:` as 1.5 (see _Walk.also_as)
+    written: dict[str, str] = field(default_factory=dict)
+
+    def shown(self, path: str) -> str:
+        """`path` (built from the Python keys) as the file writes it."""
+        return self.written.get(path, path)
 
     def line(self, path: str) -> int | None:
         # Fall back to the nearest enclosing key that has a line.
@@ -72,6 +80,7 @@ class Source:
         return None
 
 
+_STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = "tag:yaml.org,2002:float"
@@ -132,6 +141,29 @@ class _Walk:
         self.size: dict[int, int] = {}  # id(node) -> expanded node count
         self.lines: dict[str, int] | None = {} if want_lines else None
         self.problems: list[Problem] = []
+        self.written: dict[str, str] = {}  # Python path -> written path, where they differ
+        self.python: dict[str, str] = {}  # written path -> Python path, where they differ
+        self._constructor: yaml.constructor.SafeConstructor | None = None
+
+    def key_value(self, key_node: yaml.ScalarNode) -> object:
+        """The key as the data has it: a `null`, `~`, `true`, `on`, `1.50` key is None, True, 1.5."""
+        if key_node.tag == _STR:
+            return key_node.value
+        if self._constructor is None:
+            self._constructor = yaml.constructor.SafeConstructor()
+        try:
+            return self._constructor.construct_object(key_node)
+        except (yaml.YAMLError, ValueError, TypeError, AttributeError, IndexError):
+            return key_node.value  # a bad tagged value: scalar() names it
+
+    def also_as(self, sub: str, py: str) -> None:
+        """Record `py`, the path the checkers build for `sub` from the Python keys, with its
+        line and its written spelling, when the two differ."""
+        if py != sub:
+            self.python[sub] = py
+            self.written.setdefault(py, sub)
+            if self.lines is not None and sub in self.lines:
+                self.lines.setdefault(py, self.lines[sub])
 
     def bad(self, node: yaml.Node, path: str, message: str, hint: str) -> None:
         self.problems.append(Problem(path, message, hint, node.start_mark.line + 1, self.file))
@@ -198,9 +230,12 @@ class _Walk:
                 sub = f"{path}[{i}]"
                 if self.lines is not None:
                     self.lines[sub] = item.start_mark.line + 1
+                if path in self.python:
+                    self.also_as(sub, f"{self.python[path]}[{i}]")
                 total += self.walk(item, sub)
         elif isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
+            # by the key the data gets: `null` and `~`, `true` and `1` are one key to YAML
+            seen: dict[object, tuple[int, str]] = {}
             for key_node, value_node in node.value:
                 name = _scalar_key(key_node)
                 if key_node.tag == _MERGE:
@@ -211,13 +246,22 @@ class _Walk:
                              "write the key as plain text")
                     continue
                 sub = f"{path}.{name}" if path else name
-                if name in seen:
-                    self.bad(key_node, sub, f"duplicate key '{short(name)}' (first at line {seen[name]})",
+                value = self.key_value(key_node)
+                try:
+                    first = seen.get(value)
+                except TypeError:  # an unhashable value YAML would refuse to construct anyway
+                    value, first = name, seen.get(name)
+                if first is not None:
+                    same = "" if first[1] == name else f" (YAML reads it as the same key as '{short(first[1])}')"
+                    self.bad(key_node, sub, f"duplicate key '{short(name)}'{same} (first at line {first[0]})",
                              "keep one of them; YAML would silently drop the first")
                 else:
-                    seen[name] = key_node.start_mark.line + 1
+                    seen[value] = (key_node.start_mark.line + 1, name)
                 if self.lines is not None:
                     self.lines[sub] = key_node.start_mark.line + 1
+                if key_node.tag != _STR or path in self.python:  # (text keys below text keys: the same path)
+                    parent = self.python.get(path, path)
+                    self.also_as(sub, f"{parent}.{value}" if parent else str(value))
                 total += self.walk(key_node, sub) + self.walk(value_node, sub)
         if total > self.limits.max_nodes:
             raise _too_many(self.file, node.start_mark.line + 1, self.limits)
@@ -239,8 +283,9 @@ def _syntax_error(exc: yaml.YAMLError, file: str | None, text: str = "") -> Inpu
 
 
 def compose_checked(text: str, file: str | None = None, limits: Limits = DESIGN_LIMITS,
-                    want_lines: bool = True) -> tuple[yaml.Node | None, dict[str, int]]:
-    """The composed, bounded-checked node graph and {key path: line}.
+                    want_lines: bool = True) -> tuple[yaml.Node | None, dict[str, int], dict[str, str]]:
+    """The composed, bounded-checked node graph, {key path: line} and {Python path: written
+    path} (Source.written).
 
     Raises InputError with every problem the walk found (all at once)."""
     try:
@@ -255,12 +300,12 @@ def compose_checked(text: str, file: str | None = None, limits: Limits = DESIGN_
     except RecursionError:  # belt and braces: the event scan bounds depth first
         raise _problem(file, None, "nesting too deep", "flatten the document") from None
     if node is None:
-        return None, {}
+        return None, {}, {}
     w = _Walk(file, limits, want_lines)
     w.walk(node, "")
     if w.problems:
         raise InputError(w.problems)
-    return node, w.lines or {}
+    return node, w.lines or {}, w.written
 
 
 def construct(node: yaml.Node | None, file: str | None = None):
@@ -282,8 +327,8 @@ def parse_yaml(text: str, file: str | None = None, limits: Limits = DESIGN_LIMIT
     if len(text) > limits.max_bytes:
         raise _problem(file, None, f"is {len(text):,} characters, more than the limit of {limits.max_bytes:,}",
                        "a railonly input file is small; is this the right file?")
-    node, lines = compose_checked(text, file, limits, want_lines=True)
-    return Source(construct(node, file), lines, file, text)
+    node, lines, written = compose_checked(text, file, limits, want_lines=True)
+    return Source(construct(node, file), lines, file, text, written)
 
 
 def read_regular_file(path: str, max_bytes: int, what: str = "a design YAML file", within: str | None = None) -> bytes:

@@ -305,7 +305,7 @@ class OutdirReader:
 def parse_yaml(text: str, file: str, limits: Limits = OUTDIR_YAML_LIMITS):
     """(data, {key path: line}) of YAML from OUTDIR; malformed is UntrustedFile."""
     try:
-        node, lines = compose_checked(text, file, limits)
+        node, lines, _ = compose_checked(text, file, limits)
         return construct(node, file), lines
     except InputError as exc:
         p = exc.problems[0]

@@ -149,3 +149,29 @@ def test_a_character_yaml_refuses_is_named_with_its_line():
         parse_yaml("name: x\nsite: a\x00b\n", "d.yml")
     p = exc.value.problems[0]
     assert p.line == 2 and "'\\x00'" in p.message and p.hint
+
+
+@pytest.mark.parametrize("key, said", [("null", "nothing (null)"), ("~", "nothing (null)"), ("true", "true/false"),
+                                       ("1.50", "the number 1.5")])
+def test_a_key_that_is_not_text_is_named_as_written_with_its_line(key, said, tmp_path, capsys):
+    """`null: 4` was "y.yml: None: unknown key None", with no line: the checker named the
+    Python key, and the loader kept the line under the key as written."""
+    f = tmp_path / "y.yml"
+    f.write_text((REPO / "labs" / "mini-l2.yml").read_text() + f"{key}: 4\nswitch_extra:\n  {key}: 1\n")
+    lines = len(f.read_text().splitlines())
+    rc, err = _compile(f, tmp_path, capsys)
+    assert rc == 2 and f"y.yml:{lines - 2}: {key}: unknown key {key} (YAML reads it as {said}, not text)" in err, err
+    assert "None" not in err and "True" not in err
+    src = parse_yaml(f"switch:\n  radix: 8\n  {key}: [1]\n", "d.yml")
+    (py,) = [k for k in src.data["switch"] if k != "radix"]
+    assert src.line(f"switch.{py}[0]") == 3 and src.shown(f"switch.{py}") == f"switch.{key}"
+
+
+def test_keys_yaml_reads_as_one_are_duplicates():
+    """`null` and `~`, `true` and `on` and `1` are one key to YAML: the second silently replaced the first."""
+    for a, b in (("null", "~"), ("true", "on"), ("true", "1"), ("1", "1.0")):
+        with pytest.raises(InputError) as exc:
+            parse_yaml(f"x:\n  {a}: 1\n  {b}: 2\n", "d.yml")
+        p = exc.value.problems[0]
+        assert (p.path, p.line) == (f"x.{b}", 3) and f"the same key as '{a}'" in p.message and "line 2" in p.message
+    assert parse_yaml("x: {'null': 1, null: 2, '1': 3, 1: 4}\n", "d.yml").data == {"x": {"null": 1, None: 2, "1": 3, 1: 4}}
