@@ -35,6 +35,20 @@ class Problem:
         return text
 
 
+# Problems printed for one input error: a hostile file can be wrong 20,000 times, and past the
+# first screenful a reader fixes those and runs again (the count says how many remain).
+MAX_PRINTED = 50
+
+
+def report_lines(problems: list[Problem], limit: int = MAX_PRINTED) -> list[str]:
+    """What a terminal shows of `problems`: the first `limit` formatted, then one line for the rest."""
+    out = [p.format() for p in problems[:limit]]
+    if len(problems) > limit:
+        rest = len(problems) - limit
+        out.append(f"... and {rest:,} more problem{'s' if rest != 1 else ''} (fix these first)")
+    return out
+
+
 class InputError(Exception):
     """Invalid user input; carries every problem found (CLI exit code 2)."""
 

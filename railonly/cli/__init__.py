@@ -104,10 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as exc:
-        for p in exc.problems:
-            print(p.format(), file=sys.stderr)
+        from railonly.fabric.input.problems import report_lines
+
+        for line in report_lines(exc.problems):
+            print(line, file=sys.stderr)
         n = len(exc.problems)
-        print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
+        print(f"{n:,} problem{'s' if n != 1 else ''} found; nothing was written.", file=sys.stderr)
         return EXIT_INPUT
     except ReportNotWritten as exc:  # the path as given: escaped, it may hold a terminal's escape sequence
         from railonly.fabric.safe_text import printable

@@ -245,3 +245,14 @@ def test_an_empty_path_is_a_missing_file_named_as_given(argv, what, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert "error: '': file not found" in err and f"give the path of a {what} YAML file" in err, err
+
+
+def test_problems_printed_are_capped_with_a_count_of_the_rest(tmp_path, capsys):
+    """A design with 20,000 unknown keys printed 40,001 lines."""
+    f = tmp_path / "many.yml"
+    f.write_text((REPO / "labs" / "mini-l2.yml").read_text() + "".join(f"bad{i}: 1\n" for i in range(2000)))
+    assert cli.main(["compile", str(f), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert sum(line.startswith("error: ") for line in err) == 50 and "bad49" in err[-4] and "bad50:" not in "".join(err)
+    assert err[-2:] == ["... and 1,950 more problems (fix these first)", "2,000 problems found; nothing was written."]
+    assert not (tmp_path / "out").exists()

@@ -22,7 +22,7 @@ def run(args) -> int:
 
     from railonly import console
     from railonly.console import Bar
-    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.input.problems import InputError, report_lines
     from railonly.fabric.progress import Silent
     from railonly.fabric.validate import validate_report as report
     from railonly.fabric.validate.validator import OutdirError, validate_outdir
@@ -37,8 +37,8 @@ def run(args) -> int:
         print(f"error: {exc}\n  fix: give the OUTDIR that railonly compile wrote (railonly compile DESIGN.yml -o OUTDIR)", file=sys.stderr)
         return 2
     except InputError as exc:  # a symlink, special or malformed file in OUTDIR: refused, never read
-        for p in exc.problems:
-            print(p.format(), file=sys.stderr)
+        for line in report_lines(exc.problems):
+            print(line, file=sys.stderr)
         print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
         return 2
     for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
