@@ -380,14 +380,23 @@ def _opened_inside(fd: int, folder: str) -> bool:
 
 
 def _fix_for(path: str, mode: int, what: str) -> str:
-    """The fix for a path that is not a file: for a directory, a YAML file inside it."""
+    """The fix for a path that is not a file: for a directory, a YAML file inside it, or the
+    name of one (never a folder named like a file, e.g. plat/dir.yaml, or a link: both refused)."""
     if stat.S_ISDIR(mode):
         try:
-            inside = sorted(f for f in os.listdir(path) if f.endswith((".yml", ".yaml")))
+            names = sorted(f for f in os.listdir(path) if f.endswith((".yml", ".yaml")))
         except OSError:
-            inside = []
-        if inside:
-            return f"give {what} inside it, e.g. {os.path.join(path, inside[0])}"
+            names = []
+        for name in names:
+            try:
+                if stat.S_ISREG(os.lstat(os.path.join(path, name)).st_mode):
+                    return f"give {what} inside it, e.g. {os.path.join(path, name)}"
+            except OSError:
+                continue
+        example = next((e for e in (os.path.join(path, f"my-file{n}.yaml") for n in ("", *range(2, 100)))
+                        if not os.path.lexists(e)), None)
+        if example:
+            return f"give the path of {what} (this folder holds no YAML file), e.g. {example}"
     return f"give the path of {what}"
 
 

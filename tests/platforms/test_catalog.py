@@ -250,6 +250,29 @@ def test_platform_file_that_is_a_link_or_a_fifo_is_refused(tmp_path, capsys):
         assert words in err and name in err
 
 
+@pytest.mark.parametrize("inside, example", [((), "plat/my-file.yaml"), (("dir.yaml/",), "plat/my-file.yaml"),
+                                              (("dir.yaml/", "link.yml@", "z.yml"), "plat/z.yml")])
+def test_a_platform_folder_gets_a_fix_that_names_a_file(inside, example, tmp_path, capsys):
+    """platform_files: [plat/] holding a folder dir.yaml suggested "e.g. plat/dir.yaml": itself a folder."""
+    plat = tmp_path / "plat"
+    plat.mkdir()
+    for name in inside:
+        if name.endswith("/"):
+            (plat / name).mkdir()
+        elif name.endswith("@"):
+            os.symlink(tmp_path / "d.yml", plat / name[:-1])
+        else:
+            (plat / name).write_text(BASE)
+    path = tmp_path / "d.yml"
+    path.write_text("name: t\nhb_domain: {size: 2, count: 4}\nswitch: {model: acme, platform_files: [plat/]}\n")
+    for cmd in (["bom", str(path)], ["compile", str(path), "-o", str(tmp_path / "o")]):
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        fix = next(line for line in err.splitlines() if "fix:" in line)
+        assert "is a directory" in err and fix.endswith(f"e.g. {tmp_path / example}"), err
+        assert not (tmp_path / example).is_dir()
+
+
 @pytest.mark.parametrize("given", ["/etc/passwd", "../outside.yaml", "sub/../../outside.yaml", "out/p.yaml"])
 def test_platform_files_stay_inside_the_designs_folder(given, tmp_path, capsys):
     """Absolute, '..' or through a symlinked folder: refused before it is read, its content never quoted."""
