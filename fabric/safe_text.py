@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 _DIGIT_RUNS = re.compile(r"([0-9]+)")
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def printable(text: str, lines: bool = True) -> str:
@@ -38,9 +39,25 @@ def whole(text: str) -> int | None:
         return None
 
 
+def signed_whole(text: str) -> int | None:
+    """A whole number with an optional sign ('-3', '+3'), digits as :func:`whole` reads them."""
+    n = whole(text[1:] if text.startswith(("-", "+")) else text)
+    return None if n is None else -n if text.startswith("-") else n
+
+
+def decimal(text: str) -> float | None:
+    """The finite number `text` writes in ASCII (digits, a point, an exponent: '2', '-0.5',
+    '1e3'), None for anything else: float() also reads '٣' as 3, '1_0' as 10, ' 3', 'nan'
+    and 'inf'."""
+    if not _DECIMAL.fullmatch(text):
+        return None
+    value = float(text)
+    return value if value - value == 0 else None  # '1e999' is inf
+
+
 def natural(text: str) -> tuple:
     """A sort key that compares runs of digits as numbers: rail2-leaf0 before rail10-leaf0."""
     return tuple((0, n, "") if (n := whole(p)) is not None else (1, 0, p) for p in _DIGIT_RUNS.split(text) if p)
 
 
-__all__ = ["natural", "printable", "whole"]
+__all__ = ["decimal", "natural", "printable", "signed_whole", "whole"]

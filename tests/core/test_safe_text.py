@@ -8,6 +8,7 @@ command line goes through safe_text.whole.
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from railonly import cli
 from railonly.fabric import parallel
 from railonly.fabric.input import limits
-from railonly.fabric.safe_text import natural, whole
+from railonly.fabric.safe_text import decimal, natural, signed_whole, whole
 
 NOT_WHOLE = ["", " 3", "3 ", "+3", "-3", "1_0", "1.5", "²", "\u0663", "3\n", "0x10", "9" * 5000]
 
@@ -46,4 +47,56 @@ def test_numbers_on_the_command_line_are_refused_by_name(text, capsys, tmp_path,
     assert cli.main(["sweep", "--radix", text]) == 2
     err = capsys.readouterr().err
     assert "--radix" in err and "whole numbers" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_decimal_and_signed_whole_read_ascii_only():
+    assert [decimal(t) for t in ("2", "-0.5", "+.5", "1e3", "3.")] == [2.0, -0.5, 0.5, 1000.0, 3.0]
+    assert [t for t in ("", " 3", "1_0", "\u0663", "1\u0663", "nan", "inf", "1e999", "0x10", "3\n", "e3")
+            if decimal(t) is not None] == []
+    assert [signed_whole(t) for t in ("-3", "+3", "0")] == [-3, 3, 0]
+    assert [t for t in ("-", "+", "--3", "-\u0663", " 3") if signed_whole(t) is not None] == []
+
+
+def _number_actions(parser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _number_actions(sub, (*path, name))
+        elif action.type is not None:
+            yield path, action
+
+
+def test_every_number_on_the_command_line_has_the_shared_type():
+    """argparse's int() and float() read '٣' as 3: every int or float option is typed by
+    railonly.cli.commands.number (or positive, built on it)."""
+    typed = [(path, a) for path, a in _number_actions(cli.build_parser()) if a.type is not str]
+    assert len(typed) >= 14
+    for path, action in typed:
+        assert action.type not in (int, float), (path, action.option_strings)
+        assert action.type.__module__ == "railonly.cli.commands" and action.type("3") == 3, (path, action.option_strings)
+        with pytest.raises(argparse.ArgumentTypeError):
+            action.type("\u0663")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["compile", "MINI", "-o", "out", "--lab-domains", "\u0663"], "--lab-domains"),
+    (["analyze", "MINI", "JOB", "--sweep", "k=\u0663"], "--sweep"),
+    (["analyze", "MINI", "JOB", "--oversub", "\u0662"], "--oversub"),
+    (["push", "out", "--timeout", "\u0663"], "--timeout"),
+    (["diff", "a", "b", "--max-per-group", "\u0663"], "--max-per-group"),
+])
+def test_non_ascii_digits_in_a_number_option_are_refused_by_name(argv, flag, capsys, tmp_path, monkeypatch):
+    """`compile --lab-domains ٣` compiled a 3-domain lab slice; `analyze --sweep k=٣` swept k=3."""
+    from ..conftest import REPO
+
+    monkeypatch.chdir(tmp_path)
+    job = next(iter(sorted((REPO / "labs" / "jobs").glob("*.yml"))))
+    argv = [str(REPO / "labs" / "mini-l2.yml") if a == "MINI" else str(job) if a == "JOB" else a for a in argv]
+    try:
+        rc = cli.main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == 2 and flag in err and "Traceback" not in err, err
     assert list(tmp_path.iterdir()) == []

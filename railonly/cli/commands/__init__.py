@@ -3,19 +3,38 @@
 from __future__ import annotations
 
 import argparse
-import math
+
+
+def number(kind=int):
+    """An argparse type for every number on the command line: a whole number (int) or a
+    finite decimal (float) in ASCII digits, read by safe_text. int() and float() also take
+    '٣' as 3 (no switch, kernel or CSV reader does), '1_0' as 10 and, for float, 'nan'."""
+    from railonly.fabric.safe_text import decimal, signed_whole
+
+    read = signed_whole if kind is int else decimal
+
+    def parse(text: str):
+        value = read(text)
+        if value is None:
+            what = "a whole number" if kind is int else "a finite number"
+            raise argparse.ArgumentTypeError(f"must be {what} written in the digits 0-9, got {text!r}")
+        return kind(value)
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def positive(kind=int):
-    """An argparse type: a finite number above 0 (`--bytes -5` used to run iperf3
-    into its 120 s timeout, `--timeout nan` to skip every wait)."""
+    """An argparse type: a number (see :func:`number`) above 0 (`--bytes -5` used to run
+    iperf3 into its 120 s timeout, `--timeout nan` to skip every wait)."""
+    read = number(kind)
 
     def parse(text: str):
         try:
-            value = kind(text)
-        except ValueError:
+            value = read(text)
+        except argparse.ArgumentTypeError:
             value = None
-        if value is None or not math.isfinite(value) or value <= 0:
+        if value is None or value <= 0:
             raise argparse.ArgumentTypeError(f"must be a number above 0, got {text!r}")
         return value
 

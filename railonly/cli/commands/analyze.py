@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from railonly.cli.commands import number
+
 MAX_SWEEP_POINTS = 64
 
 
@@ -21,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write the analysis (docs/reference/outdir.md) to FILE ('-' for standard output)")
     p.add_argument("--place", choices=("given", "auto"), default="given",
                    help="auto: the rank order with the fastest rail-only iteration, fewest cross-rail bytes breaking ties (default: the job's order)")
-    p.add_argument("--oversub", type=float, default=1.0, metavar="X",
+    p.add_argument("--oversub", type=number(float), default=1.0, metavar="X",
                    help="oversubscription of the rail-optimized spine, e.g. 2 (default 1: non-blocking)")
     p.add_argument("--traffic", metavar="FILE.csv", help="write the HB-domain traffic matrix as CSV and a heat map beside it (FILE.png)")
     p.add_argument("--launcher", metavar="FILE.csv", help="write the rank-to-GPU map for a launcher, and its NCCL settings beside it (FILE.env)")
@@ -50,11 +52,12 @@ def parse_sweep(text: str) -> tuple[str, list[float]]:
     if not sep or axis not in SWEEP_AXES:
         raise _problem("--sweep", f"must be AXIS=V1,V2,... with AXIS one of {', '.join(SWEEP_AXES)}, got {text!r}", "e.g. --sweep k=8,16,32,72,256")
     out = []
+    from railonly.fabric.safe_text import decimal
+
     for part in values.split(","):
         part = part.strip().replace("_", "")
-        try:
-            v = float(part)
-        except ValueError:
+        v = decimal(part)  # ASCII digits: float() reads '٣' as 3
+        if v is None:
             v = -1.0
         whole = axis in ("k", "batch")
         if not v > 0 or (whole and not v.is_integer()) or (axis == "k" and v > 512) or v > 1e9:

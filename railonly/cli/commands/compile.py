@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from contextlib import nullcontext
 
+from railonly.cli.commands import number
+
 
 def register(sub) -> None:
     p = sub.add_parser("compile", help="compile a design into configs, cabling, BOM and lab files")
@@ -14,7 +16,7 @@ def register(sub) -> None:
                    help="replace OUTDIR even when it is not a railonly OUTDIR or holds files railonly did not write "
                         "(everything in it is deleted)")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
-    p.add_argument("--lab-domains", type=int, metavar="N",
+    p.add_argument("--lab-domains", type=number(int), metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
     p.add_argument("--no-check", action="store_true",
                    help="skip the self-check of the generated configs (what `railonly validate` does)")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from railonly.cli.commands import number
+
 
 def register(sub) -> None:
     p = sub.add_parser("diff", help="change plan between two compiles: cables added/removed/moved, configs, hosts, BOM delta")
@@ -20,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write the plan as JSON (cables, devices, hosts, bom)")
     p.add_argument("--runbook", metavar="FILE.md",
                    help="write a Markdown runbook: summary, cable work by rail and rack, push waves with checks (also in --json)")
-    p.add_argument("--max-per-group", type=int, default=1, metavar="N",
+    p.add_argument("--max-per-group", type=number(int), default=1, metavar="N",
                    help="switches of one rail and tier per push wave in the runbook (default 1, as railonly push)")
     p.add_argument("--no-diffs", action="store_true", help="list what changes, without the per-device unified diffs (also left out of --json)")
     p.set_defaults(func=run)

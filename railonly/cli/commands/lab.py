@@ -19,7 +19,7 @@ import sys
 from typing import Callable
 
 from railonly import console
-from railonly.cli.commands import lab_inspect, positive
+from railonly.cli.commands import lab_inspect, number, positive
 from railonly.fabric.input.problems import InputError, Problem
 from railonly.reportfile import refuse_targets
 
@@ -216,15 +216,15 @@ def traffic_args(p) -> None:
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (docs/reference/outdir.md)")
-    p.add_argument("--iterations", type=int, default=1, help="--job: iterations to replay (default 1; medians reported)")
-    p.add_argument("--time-scale", type=float, default=None,
+    p.add_argument("--iterations", type=number(int), default=1, help="--job: iterations to replay (default 1; medians reported)")
+    p.add_argument("--time-scale", type=number(float), default=None,
                    help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
-    p.add_argument("--tolerance", type=float, default=0.10,
+    p.add_argument("--tolerance", type=number(float), default=0.10,
                    help="measured network time passes within this share of the placement-aware model (default 0.10)")
     p.add_argument("--reroute", action="store_true",
                    help="--job: send the flows of GPUs whose rail NIC is down (lab fault --link) through an HB"
                         " sibling's NIC, as NCCL's PXN does, and put the slowdown beside analyze --fail's")
-    p.add_argument("--streams", type=int, default=None,
+    p.add_argument("--streams", type=number(int), default=None,
                    help="parallel TCP streams per transfer (default: NCCL's channels per network peer for the"
                         " design's NIC, 4 at 400G), each hashed by ECMP on its own")
 

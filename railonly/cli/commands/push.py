@@ -18,6 +18,8 @@ import contextlib
 import os
 import sys
 
+from railonly.cli.commands import number
+
 
 def register(sub) -> None:
     p = sub.add_parser("push", help="push generated configs to switches over SSH (SONiC, EOS); --dry-run shows diffs")
@@ -32,18 +34,18 @@ def register(sub) -> None:
     p.add_argument("--key", metavar="FILE", help="SSH private key (default: RAILONLY_SSH_KEY; the lab's own key for a lab)")
     p.add_argument("--insecure-no-host-key-check", action="store_true",
                    help="accept any host key (default: check against known_hosts, or the lab's known_hosts)")
-    p.add_argument("--max-per-group", type=int, default=1, metavar="N",
+    p.add_argument("--max-per-group", type=number(int), default=1, metavar="N",
                    help="switches of one rail and tier changed at once (default 1); a canary switch goes first")
-    p.add_argument("--workers", type=int, default=64, metavar="N", help="at most N switches of a wave pushed at once (default 64)")
-    p.add_argument("--verify-timeout", type=float, default=60.0, metavar="S",
+    p.add_argument("--workers", type=number(int), default=64, metavar="N", help="at most N switches of a wave pushed at once (default 64)")
+    p.add_argument("--verify-timeout", type=number(float), default=60.0, metavar="S",
                    help="seconds for BGP, interfaces and BFD to be as before the change (default 60)")
-    p.add_argument("--drain-wait", type=float, default=3.0, metavar="S",
+    p.add_argument("--drain-wait", type=number(float), default=3.0, metavar="S",
                    help="seconds after a drain or undrain for traffic to move (default 3)")
     p.add_argument("--commit-timer", default="00:05:00", metavar="HH:MM:SS",
                    help="EOS: a committed session rolls back unless confirmed within this (default 00:05:00)")
     p.add_argument("--probe", action="store_true",
                    help="lab only: ping across the spines of every rail during the rollout and count lost probes per wave")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
+    p.add_argument("--timeout", type=number(float), default=10.0, metavar="S", help="connect/login timeout per device (default 10)")
     p.set_defaults(func=run)
 
 
