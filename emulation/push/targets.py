@@ -13,7 +13,8 @@ every problem names its key and line, exit 2)::
       minir-rail0-leaf0: {host: 192.0.2.10}
       minir-rail0-spine0: {host: 192.0.2.20, port: 2222, platform: eos}
 
-A device name is the folder under OUTDIR/configs/ whose files are pushed.
+A device name is the folder under OUTDIR/configs/ whose files are pushed; its
+platform is the one OUTDIR's fabric.json gives that switch (the other OS's is exit 2).
 ``netns`` (optional) opens the TCP connection inside that network namespace,
 which is how the lab is reached (and how tests reach a device without a
 route from the root namespace).
@@ -39,6 +40,7 @@ from pathlib import Path
 from railonly.fabric.input.problems import InputError, Problem, did_you_mean
 from railonly.fabric.input.schema import Field, check
 from railonly.fabric.input.yamlsource import Limits, load_yaml_file
+from railonly.fabric.outdir_layout import FABRIC_JSON
 
 PLATFORMS = ("sonic", "eos")
 # ~60 bytes and ~7 YAML nodes a device: room for 100,000 devices, far from a runaway file
@@ -86,8 +88,12 @@ SCHEMA = {
 }
 
 
-def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> list[Device]:
-    """Devices of an inventory file. Raises InputError (exit 2) naming every bad key."""
+def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None,
+                   platforms: dict[str, str] | None = None, fabric_file: str = FABRIC_JSON) -> list[Device]:
+    """Devices of an inventory file. Raises InputError (exit 2) naming every bad key.
+
+    `platforms`: {switch: sonic | eos} of the OUTDIR's fabric_file; a device given the other
+    platform is refused here (its configs are the other OS's: push would fail at run time)."""
     file = str(path)
     src = load_yaml_file(file, INVENTORY_LIMITS, what="an inventory YAML file")
     data, problems = check(SCHEMA, src)
@@ -111,6 +117,15 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None) -> 
                 known = sorted(p.name for p in configs_dir.iterdir() if p.is_dir()) if configs_dir.is_dir() else []
                 problems.append(Problem(where, f"no generated configs for {name!r} in {configs_dir}",
                                         did_you_mean(name, known) if known else "compile the design first", src.line(where), file))
+                continue
+            actual = (platforms or {}).get(name)
+            if actual is not None and actual != merged["platform"]:
+                key = f"{where}.platform" if spec.get("platform") is not None else "defaults.platform"
+                problems.append(Problem(
+                    key, f"platform {merged['platform']} contradicts {fabric_file}, where {name} is a {actual} switch "
+                    f"(its configs are {actual}'s)", f"set platform: {actual} for {name}"
+                    + (" (defaults.platform applies to every device without its own)" if key == "defaults.platform" else ""),
+                    src.line(key), file))
                 continue
             kh = data.get("known_hosts")
             if kh:

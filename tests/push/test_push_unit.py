@@ -62,6 +62,24 @@ def test_inventory_unknown_device_and_missing_host(tmp_path):
     assert "devices.unitpush-rail0-leaf1.host: is required but missing" in text
 
 
+@pytest.mark.parametrize("os_, inventory, line, key", [
+    ("sonic", "devices:\n  unitpush-rail0-leaf0:\n    host: 192.0.2.1\n    platform: eos\n", 4,
+     "devices.unitpush-rail0-leaf0.platform"),
+    ("eos", "defaults: {platform: sonic}\ndevices:\n  unitpush-rail0-leaf0: {host: 192.0.2.1}\n", 1, "defaults.platform"),
+])
+def test_cli_inventory_platform_that_contradicts_fabric_json_exit_2(os_, inventory, line, key, tmp_path, capsys):
+    """platform: eos for a SONiC switch of fabric.json was rc=1 at run time (its startup-config missing)."""
+    out = _compiled(tmp_path, os_)
+    inv = tmp_path / "inv.yml"
+    inv.write_text(inventory)
+    assert main(["push", str(out), "--inventory", str(inv), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    other = "eos" if os_ == "sonic" else "sonic"
+    assert f"{inv}:{line}: {key}: platform {other} contradicts {out / 'fabric.json'}, where unitpush-rail0-leaf0 is a " \
+           f"{os_} switch" in err and f"fix: set platform: {os_} for unitpush-rail0-leaf0" in err, err
+    assert "FAILED" not in err
+
+
 def test_cli_bad_inventory_exit_2(tmp_path, capsys):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"

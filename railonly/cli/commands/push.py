@@ -114,7 +114,9 @@ def run(args) -> int:
     lab = load_lab(outdir)
     lock = contextlib.nullcontext()
     if args.inventory:
-        devices = push_inventory.load_inventory(args.inventory, lab.configs_dir)
+        devices = push_inventory.load_inventory(args.inventory, lab.configs_dir,
+                                                {sw.name: sw.platform for sw in lab.fabric.switches},
+                                                str(lab.fabric_file))
     else:
         from railonly.emulation.runtime import lock as lab_lock
         from railonly.emulation.runtime import rundir
