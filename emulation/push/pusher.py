@@ -120,6 +120,53 @@ def candidate(configs_dir: Path, device: Device) -> dict[str, str]:
     return {name: text for name in sorted(SONIC_FILES) if (text := tree.read_text(name, limit=MAX_CONFIG)) is not None}
 
 
+def _has_command(text: str) -> bool:
+    """Whether an EOS or FRR config holds a command: not only blank lines, '!' comments and 'end'."""
+    return any((stmt := line.strip()) and not stmt.startswith("!") and stmt != "end" for line in text.splitlines())
+
+
+def unfit_problems(configs_dir: Path, device: Device, files: dict[str, str]) -> list:
+    """Why the candidate `files` (see :func:`candidate`) must not be sent at all, judged by the
+    readback parsers validate uses: a file with no command, a config that names no hostname or
+    another switch's, what the parser finds wrong (an EOS config cut short, without 'end').
+    EOS is pushed as `rollback clean-config` plus the file: an empty one wipes the switch."""
+    from railonly.fabric.devices.readback.eos import parse_startup_config
+    from railonly.fabric.devices.readback.sonic import parse_config_db
+    from railonly.fabric.input.jsonsource import parse_json
+    from railonly.fabric.input.problems import Problem
+
+    d = Path(configs_dir) / device.name
+    fix = "recompile the design into OUTDIR (railonly compile DESIGN.yml -o OUTDIR); push sends the compiled files"
+    out: list[Problem] = []
+    empty = [name for name, text in sorted(files.items()) if name != CONFIG_DB and not _has_command(text)]
+    for name in empty:
+        what = "wipe the switch's config (rollback clean-config)" if name == STARTUP_CONFIG else "remove its routing"
+        out.append(Problem("", f"is empty (no command): pushing it would {what}", fix, None, str(d / name)))
+    if device.platform == "eos":
+        if empty:
+            return out
+        main_file = STARTUP_CONFIG
+        facts = parse_startup_config(files[STARTUP_CONFIG], STARTUP_CONFIG, device.name).facts
+        where = "'hostname' line"
+    else:
+        main_file = CONFIG_DB
+        doc = parse_json(files[CONFIG_DB], str(d / CONFIG_DB))  # UntrustedFile (exit 2) when not JSON
+        if doc == {}:
+            return out + [Problem("", "is empty (no table): pushing it would leave the switch unconfigured", fix, None,
+                                  str(d / CONFIG_DB))]
+        frr = files.get(FRR_CONF)
+        facts = parse_config_db(doc, frr, CONFIG_DB, FRR_CONF if frr is not None else None, device.name).facts
+        where = "DEVICE_METADATA.localhost.hostname"
+    if facts.hostname is None or facts.hostname == "":
+        out.append(Problem("", f"names no hostname (its {where} is missing), so it is not {device.name}'s config", fix, None,
+                           str(d / main_file)))
+    elif facts.hostname != device.name:
+        out.append(Problem("", f"is the config of {facts.hostname!r} (its {where}), not of {device.name}", fix, None,
+                           str(d / main_file)))
+    out += [Problem("", problem, fix, None, str(d / main_file)) for problem in facts.problems]
+    return out
+
+
 def _json_lines(obj) -> list[str]:
     return json.dumps(obj, indent=4, sort_keys=True).splitlines()
 

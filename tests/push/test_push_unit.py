@@ -80,6 +80,58 @@ def test_cli_inventory_platform_that_contradicts_fabric_json_exit_2(os_, invento
     assert "FAILED" not in err
 
 
+def _edit_sonic_hostname(path, name):
+    import json
+
+    doc = json.loads(path.read_text())
+    if name is None:
+        del doc["DEVICE_METADATA"]["localhost"]["hostname"]
+    else:
+        doc["DEVICE_METADATA"]["localhost"]["hostname"] = name
+    path.write_text(json.dumps(doc, indent=4))
+
+
+@pytest.mark.parametrize("os_, file, edit, said", [
+    ("eos", "startup-config", lambda p: p.write_text(""), "is empty (no command): pushing it would wipe"),
+    ("eos", "startup-config", lambda p: p.write_text("!\n\nend\n"), "is empty (no command)"),
+    ("eos", "startup-config", lambda p: p.write_text(p.read_text().replace("hostname unitpush-rail0-leaf0\n", "")),
+     "names no hostname (its 'hostname' line is missing)"),
+    ("eos", "startup-config", lambda p: p.write_text(p.read_text().replace("hostname unitpush-rail0-leaf0",
+                                                                             "hostname unitpush-rail1-leaf0")),
+     "is the config of 'unitpush-rail1-leaf0' (its 'hostname' line), not of unitpush-rail0-leaf0"),
+    ("eos", "startup-config", lambda p: p.write_text(p.read_text().rstrip("\n").rpartition("\n")[0] + "\n"),
+     "last line: the config must end with 'end'"),  # cut short
+    ("sonic", "config_db.json", lambda p: p.write_text("{}"), "is empty (no table)"),
+    ("sonic", "config_db.json", lambda p: _edit_sonic_hostname(p, None),
+     "names no hostname (its DEVICE_METADATA.localhost.hostname is missing)"),
+    ("sonic", "config_db.json", lambda p: _edit_sonic_hostname(p, "unitpush-rail1-leaf0"),
+     "is the config of 'unitpush-rail1-leaf0'"),
+    ("sonic", "frr.conf", lambda p: p.write_text("! nothing\n"), "is empty (no command): pushing it would remove its routing"),
+])
+def test_cli_push_refuses_an_empty_or_another_switchs_config_before_connecting(os_, file, edit, said, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """An empty EOS startup-config passed push --dry-run's checks and went on to connect (push
+    sends `rollback clean-config` and the file: it would wipe the switch); validate failed it."""
+    out = _compiled(tmp_path, os_)
+    edit(out / "configs" / "unitpush-rail0-leaf0" / file)
+    inv = tmp_path / "inv.yml"
+    inv.write_text(f"devices:\n  unitpush-rail0-leaf0: {{host: 127.0.0.1, port: 1, platform: {os_}}}\n")
+    monkeypatch.setattr(push, "connect", lambda *a, **k: pytest.fail("connected"))
+    assert main(["push", str(out), "--inventory", str(inv), "--dry-run"]) == 2
+    cap = capsys.readouterr()
+    assert f"error: {out / 'configs' / 'unitpush-rail0-leaf0' / file}: {said}" in cap.err, cap.err
+    assert "Traceback" not in cap.err and "FAILED" not in cap.out + cap.err
+
+
+def test_cli_push_of_compiled_configs_goes_on_to_connect(tmp_path, capsys):
+    for os_ in ("eos", "sonic"):
+        out = _compiled(tmp_path / os_, os_)
+        inv = tmp_path / os_ / "inv.yml"
+        inv.write_text(f"devices:\n  unitpush-rail0-leaf0: {{host: 127.0.0.1, port: 1, platform: {os_}}}\n")
+        assert main(["push", str(out), "--inventory", str(inv), "--dry-run"]) == 1
+        assert "connection refused" in capsys.readouterr().out
+
+
 def test_cli_bad_inventory_exit_2(tmp_path, capsys):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"

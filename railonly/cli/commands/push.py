@@ -154,9 +154,10 @@ def run(args) -> int:
         problems += [p for p in switch_file_problems(str(lab.configs_dir / d.name), d.platform, run_dir)
                      if p not in problems]
         try:
-            push.candidate(lab.configs_dir, d)
+            files = push.candidate(lab.configs_dir, d)
         except push.PushFailed:
-            pass  # a missing file: that device's result says so
+            continue  # a missing file: that device's result says so
+        problems += [p for p in push.unfit_problems(lab.configs_dir, d, files) if p not in problems]
     if problems:
         raise InputError(problems)
     from railonly.emulation.push import rollout
