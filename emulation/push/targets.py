@@ -103,7 +103,9 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None,
         for name, spec in (data.get("devices") or {}).items():
             where = f"devices.{name}"
             if not isinstance(name, str) or not re.fullmatch(_NAME_RE, name):
-                problems.append(Problem(where, f"device name {name!r} is not a valid switch name", "", src.line(where), file))
+                shown = src.shown(where)  # as written: `null`, not None
+                problems.append(Problem(shown, f"device name {shown.removeprefix('devices.')!r} is not a valid switch name",
+                                        "give the name of a folder under OUTDIR/configs/", src.line(where), file))
                 continue
             merged = {**dflt, **{k: v for k, v in spec.items() if v is not None}}
             if "host" not in merged:

@@ -132,6 +132,17 @@ def test_cli_push_of_compiled_configs_goes_on_to_connect(tmp_path, capsys):
         assert "connection refused" in capsys.readouterr().out
 
 
+def test_inventory_device_name_that_is_not_text_is_named_as_written(tmp_path):
+    """`null:` as a device name was "devices.None: device name None"."""
+    out = _compiled(tmp_path)
+    inv = tmp_path / "inv.yml"
+    inv.write_text("devices:\n  unitpush-rail0-leaf0: {host: h, platform: sonic}\n  null: {host: h, platform: sonic}\n")
+    with pytest.raises(InputError) as ei:
+        load_inventory(inv, out / "configs")
+    (p,) = ei.value.problems
+    assert (p.path, p.line, p.message) == ("devices.null", 3, "device name 'null' is not a valid switch name") and p.hint
+
+
 def test_cli_bad_inventory_exit_2(tmp_path, capsys):
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
