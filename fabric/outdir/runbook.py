@@ -15,10 +15,10 @@ From the change plan (:mod:`railonly.fabric.outdir.changeplan`) and both snapsho
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
+from ..input import jsonsource
 from ..outdir_layout import CONFIG_DB, CONFIGS, STARTUP_CONFIG
 from ..safe_text import natural
 from .rollout_rules import VERIFY_CHECKS, bgp_asn, classify, target_of, waves
@@ -92,7 +92,7 @@ def rollout_waves(old, new, max_per_group: int = 1) -> list[dict]:
 def _asn(files: dict[str, str]) -> str | None:
     if CONFIG_DB in files:
         try:
-            return str(json.loads(files[CONFIG_DB])["DEVICE_METADATA"]["localhost"]["bgp_asn"])
+            return str(jsonsource.loads(files[CONFIG_DB])["DEVICE_METADATA"]["localhost"]["bgp_asn"])
         except (ValueError, KeyError, TypeError):
             return None
     return bgp_asn(files.get(STARTUP_CONFIG, ""))

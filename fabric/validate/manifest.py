@@ -10,9 +10,9 @@ an extra file like any other.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 
+from ..input.jsonsource import UntrustedFile, parse_json
 from ..outdir_layout import MANIFEST, folders_of
 from ..outdir.reader import walk
 from .validate_report import Result
@@ -48,10 +48,13 @@ def check_manifest(outdir: str, found: dict[str, str] | None = None, found_folde
         if os.path.getsize(path) > MAX_MANIFEST_BYTES:
             return [Result(rid, "manifest", False, f"{MANIFEST}: larger than {MAX_MANIFEST_BYTES >> 20} MiB")]
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            doc = parse_json(fh.read(), MANIFEST)  # the one OUTDIR JSON decode: a repeated name too
     except FileNotFoundError:
         return [Result(rid, "manifest", False, f"{MANIFEST}: missing (compile writes it; recompile the design)")]
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can parse
+    except UntrustedFile as exc:
+        p = exc.problems[0]
+        return [Result(rid, "manifest", False, f"{MANIFEST}{f':{p.line}' if p.line else ''}: {p.message}")]
+    except (OSError, ValueError) as exc:
         return [Result(rid, "manifest", False, f"{MANIFEST}: not readable JSON: {type(exc).__name__}: {exc}")]
     listed = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):

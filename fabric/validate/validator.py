@@ -8,7 +8,6 @@ every config through its vendor's one parser (:mod:`railonly.fabric.devices.read
 
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
@@ -16,6 +15,7 @@ from typing import Callable, Iterable
 from ..outdir_layout import CONFIG_DB, CONFIGS, FRR_CONF, STARTUP_CONFIG, switch_file
 from ..graph import fabric_json
 from ..graph.model import Fabric, Node
+from ..input import jsonsource
 from ..input.problems import InputError, Problem
 
 from ..outdir import reader as outdir_reader
@@ -205,7 +205,7 @@ def _read_shard(state, i: int, n: int):
             continue
         if doc is None:
             try:
-                doc = json.loads(text)
+                doc = jsonsource.loads(text)
             except ValueError as exc:
                 results.append(Result(f"yang/{name}", "yang", False, f"{path}: not JSON: {exc}"))
                 facts[name] = DeviceFacts(name, "sonic", path, problems=[f"not JSON: {exc}"])

@@ -193,6 +193,8 @@ def victim(grown, tmp_path):
     (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
     (lambda o: (o / "MANIFEST.json").write_text("{" * 100000), "MANIFEST.json", "not valid JSON"),
     (lambda o: (o / "MANIFEST.json").write_text("[]"), "MANIFEST.json", "not a railonly manifest"),
+    (lambda o: (o / "MANIFEST.json").write_text((o / "MANIFEST.json").read_text().replace(' "files": {\n', ' "files": {\n  "README.md": "x",\n', 1)),
+     "MANIFEST.json:5", "the name 'README.md' is given twice in one object"),  # was exit 0: the last value won
     (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "frr.conf").write_bytes(b"\xff\xfe"), "frr.conf", "not UTF-8"),
     (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "a b").write_text("x"), "'a b'", "has a name the compiler never writes"),
     (lambda o: (o / "hosts" / "hb0" / "nested").mkdir(), "hosts/hb0/nested", "is a directory, not a regular file"),

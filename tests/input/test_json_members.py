@@ -11,7 +11,6 @@ from railonly.fabric.input.jsonsource import UntrustedFile, parse_json, parse_js
 
 @pytest.mark.parametrize("text", [
     '{}', ' { } ', '{"a": 1}', '{"a":{"b":[1,2,{"c":null}]},"d":"x"}',
-    '{"a": 1, "a": {"x": 2}, "b": 3}',  # a repeated name: the last value, in the first one's place
     '\n{\n  "PORT": {"Ethernet0": {"mtu": "9100"}},\n  "\\u00e9t\\"e": "v"\n}\n',
     '[1, 2]', '"text"', '3', 'null',
 ])
@@ -39,6 +38,34 @@ def test_errors_are_parse_json_s_own(text):
     assert got.value.problems == want.value.problems
 
 
+@pytest.mark.parametrize("text, key, line", [
+    ('{"a": 1, "a": {"x": 2}, "b": 3}', "a", 1),  # json.loads kept the last value without a word
+    ('{\n "files": {\n  "README.md": "bad",\n  "README.md": "5d94"\n }\n}', "README.md", 4),
+    ('{"PORT": {"E0": {"mtu": "9100",\n "mtu": "1500"}},\n "X": {}}', "mtu", 2),  # inside a member
+    ('[{"n": {}},\n {"z": 1,\n  "z" : 3}]', "z", 3),  # not an object at the top
+    ('{"a": 1,\n "\\u0061": 2}', "a", 2),  # the same name however it is escaped
+])
+def test_a_repeated_name_is_refused_naming_it_and_its_line(text, key, line):
+    """OUTDIR JSON is machine-written: a name given twice in one object hides a value from
+    whoever reads the first (validate saw the last of MANIFEST.json's two hashes)."""
+    for parse in (parse_json, parse_json_members):
+        with pytest.raises(UntrustedFile) as got:
+            parse(text, "f.json")
+        p = got.value.problems[0]
+        assert p.file == "f.json" and p.line == line and f"the name {key!r} is given twice in one object" in p.message
+    with pytest.raises(UntrustedFile):  # a top-level table repeated, after one remembered
+        _docs_through_one_cache(['{"Q": {"a": 1}}', '{"Q": {"a": 1}, "Q": {"a": 1}}'])
+
+
+def test_load_json_file_is_none_for_a_repeated_name(tmp_path):
+    from railonly.fabric.input.jsonsource import load_json_file
+
+    (tmp_path / "m.json").write_text('{"files": {"a": "1", "a": "2"}}')
+    (tmp_path / "ok.json").write_text('{"files": {"a": "1"}}')
+    assert load_json_file(str(tmp_path / "m.json"), 100) is None
+    assert load_json_file(str(tmp_path / "ok.json"), 100) == {"files": {"a": "1"}}
+
+
 def _docs_through_one_cache(texts):
     from railonly.fabric.input.jsonsource import RepeatedMembers
 
@@ -53,7 +80,7 @@ def _docs_through_one_cache(texts):
     '{"Q": {"a": {"x": "1"}} , "P": {"p": 1}}',  # other whitespace after it
     '{"Q":{"a": {"x": "1"}}, "P": {"p": 1}}',
     '{"P": {"p": 1}, "Q": {"a": {"x": "1"}}}',  # other order
-    '{"Q": {"a": {"x": "1"}}, "Q": {"a": {"x": "1"}}, "P": {"p": 10}}',  # a repeated name; 1 is a prefix of 10
+    '{"Q": {"a": {"x": "1"}}, "P": {"p": 10}}',  # 1 is a prefix of 10
     '{"Q": {"a": {"x": "1"}}, "P": [1]}',
 ])
 def test_repeated_members_decode_as_json_loads(later):

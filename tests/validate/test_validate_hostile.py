@@ -128,6 +128,8 @@ def test_reader_refuses_links_on_the_way(routed, tmp_path):
 @pytest.mark.parametrize("rel,text,msg", [
     ("configs/minir-rail0-leaf0/config_db.json", '{"PORT": ', "is not valid JSON"),
     ("configs/minir-rail0-leaf0/config_db.json", '{"x": NaN}', "NaN is not allowed"),
+    ("configs/minir-rail0-leaf0/config_db.json", '{"PORT": {},\n "PORT": {}}', "'PORT' is given twice in one object"),
+    ("fabric.json", '{"name": "minir",\n "name": "other"}', "'name' is given twice in one object"),
     ("fabric.json", "[" * 100_000, "is not valid JSON"),
     ("fabric.json", b"\xff\xfe", "is not UTF-8"),
     ("CLAB", "name: [unclosed\n", "is not acceptable YAML"),
@@ -385,6 +387,15 @@ def test_design_keys_and_values_reach_the_terminal_escaped(tmp_path, capsys):
     assert main(["compile", str(design), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;PWN" in err
+
+
+def test_a_repeated_name_in_manifest_json_fails_the_manifest_check(routed, capsys):
+    """json kept the last of two hashes: a bad first one passed validate unseen."""
+    path = routed / "MANIFEST.json"
+    path.write_text(path.read_text().replace(' "files": {\n', ' "files": {\n  "README.md": "bad",\n', 1))
+    rc, out = _run(routed, capsys)
+    line = _line_of(path, "README.md") + 1
+    assert rc == 1 and f"FAIL manifest/files: MANIFEST.json:{line}: " in out and "'README.md' is given twice" in out
 
 
 def _hash_into_manifest(out: Path) -> None:

@@ -9,10 +9,10 @@ from ``zebra.conf`` + ``staticd.conf`` + ``bgpd.conf`` joined into one file.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
+from ...input import jsonsource
 from ...outdir_layout import CONFIG_DB, FRR_CONF, SONIC_SPLIT_FRR
 from .config import SwitchConfig
 from .facts import DeviceFacts, PortFacts, to_int
@@ -157,7 +157,7 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
 def read_config_db(text: str, frr_conf: str | None = None, path: str = CONFIG_DB) -> SwitchIntent:
     """The lab's view of a config_db.json text (+ frr.conf); ConfigReadError if it cannot be programmed."""
     try:
-        db = json.loads(text)
+        db = jsonsource.loads(text)  # a name given twice too: json would keep one of the values silently
     except RecursionError:
         raise ConfigReadError(path, "not valid JSON: nested too deep") from None
     except ValueError as exc:  # a JSONDecodeError, or an integer of more digits than int() converts
