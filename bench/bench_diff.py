@@ -70,7 +70,7 @@ def _floor(a: str, b: str) -> int:
 
 
 def _plan(a: str, b: str) -> dict:
-    doc = plan(read_snapshot(a, switches=False), read_snapshot(b, switches=False))  # as `railonly diff` without --runbook
+    doc = plan(read_snapshot(a), read_snapshot(b))  # as `railonly diff` without --runbook
     render_text(doc)
     to_json(doc)
     return doc

@@ -138,12 +138,12 @@ def _acyclic(fn):
 
 
 @_acyclic
-def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
+def read_snapshot(outdir: str) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
     :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file), in one
     pass over the tree (:func:`railonly.fabric.outdir.scan.scan`: one open per file).
-    `switches`: also parse fabric.json's switches (only the runbook groups by them;
-    without, fabric.json is compared by its content like every other listed file)."""
+    fabric.json is parsed as every reader parses it (a truncated, NaN or too deep one is
+    exit 2 as in validate and the lab, not a changed file), its switches kept for the runbook."""
     from .scan import scan
 
     reader = OutdirReader(outdir)
@@ -183,7 +183,7 @@ def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
             tables[rel] = data
         if rel in listed:
             snap.files[rel] = hashlib.sha256(data).hexdigest()
-    for rel in (CABLING_CSV, BOM_CSV) + ((FABRIC_JSON,) if switches else ()):
+    for rel in (CABLING_CSV, BOM_CSV, FABRIC_JSON):
         if modes.get(rel) is None:
             raise UntrustedFile(reader.where(rel), "is missing", _RECOMPILE)
         if not stat.S_ISREG(modes[rel]):
@@ -192,8 +192,7 @@ def read_snapshot(outdir: str, switches: bool = True) -> Snapshot:
     snap.bom = parse_bom(_utf8(tables[BOM_CSV], reader, BOM_CSV), reader.where(BOM_CSV))
     for folder in (CONFIGS, HOSTS):
         _check_folder(reader, modes, folder, below[folder])
-    if switches:
-        snap.switches = _switches(_utf8(tables[FABRIC_JSON], reader, FABRIC_JSON), reader.where(FABRIC_JSON))
+    snap.switches = _switches(_utf8(tables[FABRIC_JSON], reader, FABRIC_JSON), reader.where(FABRIC_JSON))
     snap.unknown = sorted(p for p, mode in modes.items() if not stat.S_ISDIR(mode) and p not in listed)
     for rel in sorted(listed):
         if rel.startswith((f"{CONFIGS}/", f"{HOSTS}/")):

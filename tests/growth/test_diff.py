@@ -208,6 +208,27 @@ def test_malformed_file_is_exit_2_naming_it(grown, victim, capsys, breakage, nam
     assert named in err and said in err and "fix:" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("side", ["old", "new"])
+@pytest.mark.parametrize("broken", [
+    lambda t: t[:100], lambda t: "", lambda t: "\ufeff" + t, lambda t: "[" * 100_000,
+    lambda t: t.replace('"radix": ', '"radix": NaN, "was": ', 1),
+    lambda t: t.replace('"tiers": ', '"tiers": 9, "was": ', 1),  # a value no design compiles to: the field named
+], ids=["truncated", "empty", "bom", "deep", "nan", "tiers"])
+def test_a_broken_fabric_json_on_either_side_is_exit_2_as_every_reader_says(grown, victim, capsys, side, broken):
+    """diff compared fabric.json by its hash only: `~ file fabric.json`, exit 1, for a file
+    validate and the lab refuse."""
+    from railonly.fabric.graph import fabric_json
+    from railonly.fabric.input.problems import InputError
+
+    path = victim / "fabric.json"
+    path.write_text(broken(path.read_text()), encoding="utf-8")
+    with pytest.raises(InputError) as want:
+        fabric_json.parse(path.read_text(encoding="utf-8"), str(path))
+    argv = ["diff", grown["128"], str(victim)] if side == "new" else ["diff", str(victim), grown["128"]]
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == "" and want.value.problems[0].format() in err and "Traceback" not in err
+
+
 def test_symlinks_are_not_followed(grown, victim, tmp_path, capsys):
     secret = tmp_path / "secret.txt"
     secret.write_text("not yours\n")
@@ -313,7 +334,7 @@ def test_a_bad_row_in_a_plain_cabling_file_is_named_by_its_line(row3, said):
 def test_leaving_unchanged_cables_out_changes_no_plan(grown, pair, monkeypatch):
     from railonly.fabric.outdir import changeplan
 
-    old, new = (read_snapshot(grown[k], switches=False).cables for k in pair)
+    old, new = (read_snapshot(grown[k]).cables for k in pair)
     reduced = cable_changes(old, new)
     monkeypatch.setattr(changeplan, "_without_unchanged", lambda a, b: (a, b))
     assert reduced == cable_changes(old, new)
@@ -332,7 +353,7 @@ def test_a_port_with_two_cables_keeps_both_sides_whole():
 def test_diffs_made_in_a_forked_worker_equal_those_made_here(grown, monkeypatch):
     from railonly.fabric.outdir import changeplan
 
-    old, new = read_snapshot(grown["plain128"], switches=False), read_snapshot(grown["plain144"], switches=False)
+    old, new = read_snapshot(grown["plain128"]), read_snapshot(grown["plain144"])
     monkeypatch.setenv("RAILONLY_JOBS", "1")
     here = changeplan.to_json(plan(old, new))
     monkeypatch.setenv("RAILONLY_JOBS", "2")

@@ -36,9 +36,8 @@ def run(args) -> int:
         print(f"error: --max-per-group must be at least 1, got {args.max_per_group}", file=sys.stderr)
         return 2
     refuse_targets({"--json": args.json, "--runbook": args.runbook}, outdirs=(args.old, args.new))  # exit 2 naming the path
-    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named); only the
-    # runbook groups by the new fabric.json's switches: without it, fabric.json is compared by content
-    old, new = read_snapshot(args.old, switches=False), read_snapshot(args.new, switches=bool(args.runbook))
+    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
+    old, new = read_snapshot(args.old), read_snapshot(args.new)
     doc = plan(old, new, diffs=not args.no_diffs)
     if args.runbook is not None:
         from railonly.fabric.outdir.runbook import render_markdown, runbook
