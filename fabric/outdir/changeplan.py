@@ -40,7 +40,7 @@ from ..graph import fabric_json
 from ..parallel import Background, jobs
 from ..graph.model import Node
 from ..safe_text import natural, printable, whole
-from .reader import ENTRY_NAME, OutdirReader, UntrustedFile, parse_json
+from .reader import ENTRY_NAME, OutdirReader, UntrustedFile, manifest_files, parse_json
 from .scan import refuse_kind
 
 FILE_LIMIT = 64 << 20  # cabling.csv, bom.csv, MANIFEST.json (cabling.csv of 65,536 GPUs is about 30 MiB)
@@ -249,7 +249,9 @@ def _manifest(text: str, where: str) -> tuple[str, set[str]]:
     doc = parse_json(text, where)
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict) or not isinstance(doc.get("design_sha256"), str):
         raise UntrustedFile(where, "is not a railonly manifest (needs 'files' and 'design_sha256')", _RECOMPILE)
-    listed = doc["files"]
+    listed, why = manifest_files(doc)  # validate's rule: a hash that is not text is refused, not ignored
+    if listed is None:
+        raise UntrustedFile(where, why, _RECOMPILE)
     if not all(isinstance(k, str) and len(k) <= 1024 for k in listed):
         raise UntrustedFile(where, "lists a path that is not a string of at most 1024 characters", _RECOMPILE)
     return doc["design_sha256"], set(listed)

@@ -819,6 +819,18 @@ def lab_fabric_rel(reader: OutdirReader) -> str:
     return sliced if reader.exists(sliced) else fabric_json.FILE
 
 
+def manifest_files(doc: object) -> tuple[dict[str, str] | None, str]:
+    """MANIFEST.json's `files` ({path: sha256}) from its decoded document, or (None, why, naming
+    the key): validate and diff judge the listing by this one rule (diff took a null hash)."""
+    listed = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(listed, dict):
+        return None, 'needs "files": {path: sha256}'
+    for path, digest in listed.items():
+        if not isinstance(digest, str):
+            return None, f'files.{short(repr(path))}: {short(repr(digest))} is not a sha256 (needs "files": {{path: sha256}})'
+    return listed, ""
+
+
 def walk(outdir: str, folders: set[str] | None = None) -> dict[str, str]:
     """Relative path -> 'file' | 'symlink' | 'other' of everything under outdir but MANIFEST.json,
     by the directory entries' own types (lstat only where the file system gives none): a

@@ -14,7 +14,7 @@ import os
 
 from ..input.jsonsource import UntrustedFile, parse_json
 from ..outdir_layout import MANIFEST, folders_of
-from ..outdir.reader import walk
+from ..outdir.reader import manifest_files, walk
 from .validate_report import Result
 
 MAX_MANIFEST_BYTES = 64 << 20  # 17,000 files take ~1.5 MB
@@ -56,9 +56,9 @@ def check_manifest(outdir: str, found: dict[str, str] | None = None, found_folde
         return [Result(rid, "manifest", False, f"{MANIFEST}{f':{p.line}' if p.line else ''}: {p.message}")]
     except (OSError, ValueError) as exc:
         return [Result(rid, "manifest", False, f"{MANIFEST}: not readable JSON: {type(exc).__name__}: {exc}")]
-    listed = doc.get("files") if isinstance(doc, dict) else None
-    if not isinstance(listed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
-        return [Result(rid, "manifest", False, f"{MANIFEST}: needs \"files\": {{path: sha256}}")]
+    listed, why = manifest_files(doc)
+    if listed is None:
+        return [Result(rid, "manifest", False, f"{MANIFEST}: {why}")]
 
     if found is None or found_folders is None:
         found_folders = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -193,6 +194,11 @@ def victim(grown, tmp_path):
     (lambda o: (o / "bom.csv").write_text("item,quantity,total_cost_usd,total_power_w\nx,lots,1,1\n"), "bom.csv", "line 2: quantity"),
     (lambda o: (o / "MANIFEST.json").write_text("{" * 100000), "MANIFEST.json", "not valid JSON"),
     (lambda o: (o / "MANIFEST.json").write_text("[]"), "MANIFEST.json", "not a railonly manifest"),
+    # were exit 0 with nothing else changed (validate: needs "files": {path: sha256})
+    *((lambda o, v=v: (o / "MANIFEST.json").write_text(
+        re.sub(r'"README.md": "[0-9a-f]+"', f'"README.md": {v}', (o / "MANIFEST.json").read_text())),
+       "MANIFEST.json", f"files.'README.md': {shown} is not a sha256 (needs \"files\": {{path: sha256}})")
+      for v, shown in (("null", "None"), ("7", "7"), ("[]", "[]"))),
     (lambda o: (o / "MANIFEST.json").write_text((o / "MANIFEST.json").read_text().replace(' "files": {\n', ' "files": {\n  "README.md": "x",\n', 1)),
      "MANIFEST.json:5", "the name 'README.md' is given twice in one object"),  # was exit 0: the last value won
     (lambda o: (o / "configs" / "dgx1k-rail0-leaf0" / "frr.conf").write_bytes(b"\xff\xfe"), "frr.conf", "not UTF-8"),
