@@ -14,6 +14,13 @@ import re
 _DIGIT_RUNS = re.compile(r"([0-9]+)")
 _DECIMAL = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
+# An IPv4 address in the dotted form railonly writes, and one with its prefix length: by
+# regex, ~20x faster than ipaddress (a 32k-GPU fabric.json has 260k link ends; the clab
+# exec grammar runs it per line). ASCII digits only, no leading zeros but a lone 0.
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"
+IPV4_CIDR = IPV4 + r"/(?:3[0-2]|[12]?[0-9])"
+
 
 def printable(text: str, lines: bool = True) -> str:
     r"""`text` with every character a terminal or an XML file must not get raw escaped

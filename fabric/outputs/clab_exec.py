@@ -18,11 +18,11 @@ import dataclasses
 import re
 from typing import Callable, ClassVar
 
+from ..safe_text import IPV4, IPV4_CIDR
+
 IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"  # a Linux device name
 # ASCII digits only: Python's \d also takes other scripts' digits, which `ip` refuses.
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"  # a valid IPv4 address, by regex: this runs per exec line
-CIDR = V4 + r"/(?:3[0-2]|[12]?[0-9])"
+V4, CIDR = IPV4, IPV4_CIDR  # a valid IPv4 address (with its prefix length), by regex: this runs per exec line
 
 # The kinds a field may have: the text it must match in full, and the Python type it parses to.
 KINDS: dict[str, tuple[str, type]] = {

@@ -88,6 +88,20 @@ def _switch(doc) -> dict:
     (lambda d: d["links"][1].update(a=d["links"][0]["a"]), "links[1].a.port", "is the end of two links"),
     (lambda d: d["nodes"].append(d["nodes"][0]), "name", "is named twice"),
     (lambda d: d["links"].append([1]), "links[", "is not an object"),
+    # addresses went through unjudged: the lab and push put them on interfaces and routes
+    (lambda d: d["links"][0]["a"].update(ip="10.0.0.2"), "links[0].a.ip", "is not an IPv4 address with its prefix length"),
+    (lambda d: d["links"][0]["a"].update(ip="fd00::2/64"), "links[0].a.ip", "is not an IPv4 address with its prefix length"),
+    (lambda d: d["links"][0]["a"].update(ip="10.0.0.300/29"), "links[0].a.ip", "is not an IPv4 address"),
+    (lambda d: _switch(d).update(loopback="10.255.0.1"), ".loopback", "is not an IPv4 address with its prefix length"),
+    (lambda d: _switch(d)["vlans"][0].update(gateway="::1/64"), ".vlans[0].gateway", "is not an IPv4 address"),
+    (lambda d: d.update(management={"pool": "10.9.0.0/33", "gateway": "10.9.0.1"}), "management.pool", "is not an IPv4 prefix"),
+    (lambda d: d.update(management={"pool": "fd00::/64", "gateway": "fd00::1"}), "management.pool", "is not an IPv4 prefix"),
+    (lambda d: d.update(management={"pool": "10.9.0.0/24", "gateway": "10.8.0.1"}), "management.gateway",
+     "is not an IPv4 address in the pool 10.9.0.0/24"),
+    (lambda d: d.update(management={"pool": "10.9.0.0/24", "gateway": "10.9.0.1/24"}), "management.gateway", "is not an IPv4 address"),
+    (lambda d: (d.update(management={"pool": "10.9.0.0/24", "gateway": "10.9.0.1"}), _switch(d).update(mgmt_ip="10.7.0.5/24")),
+     ".mgmt_ip", "in the management pool 10.9.0.0/24"),
+    (lambda d: _switch(d).update(mgmt_ip="10.9.0.5/24"), ".mgmt_ip", "needs fabric.json's management pool"),
 ])
 def test_a_hostile_fabric_json_names_file_and_field(edit, field, words):
     with pytest.raises(InputError) as exc:

@@ -253,7 +253,8 @@ def test_a_node_name_that_is_a_path_is_refused(copy, capsys):
 
 @pytest.mark.parametrize("ip, says", [
     (None, "has no address on its rail NIC"),
-    ("10.0.0.999/29", "is not an address with its prefix length"),
+    ("10.0.0.999/29", "is not an IPv4 address with its prefix length"),
+    ("10.0.0.2", "is not an IPv4 address with its prefix length"),  # ipaddress took it: a /32
     (7, "is not a string"),  # fabric_json.parse already
 ])
 def test_a_gpu_rail_address_that_is_missing_or_no_address_is_refused(copy, capsys, ip, says):
