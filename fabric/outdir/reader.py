@@ -176,17 +176,40 @@ EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
 LINK_HINT = "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
 
 
+_GIVE_OUTDIR = "give the folder railonly compile wrote (railonly compile DESIGN.yml -o OUTDIR)"
+
+
+def outdir_problem(outdir: str) -> UntrustedFile | None:
+    """Why a command's OUTDIR argument is not a folder to read (None when it is one; a link to
+    one is the user's own choice): every command that takes an OUTDIR says it the same way.
+    An empty argument is a mistake, never the current folder."""
+    if not outdir:
+        return UntrustedFile("''", "an OUTDIR path is needed, and this one is empty", _GIVE_OUTDIR)
+    try:
+        mode = os.stat(outdir).st_mode
+    except FileNotFoundError:
+        return UntrustedFile(outdir, "no such directory", _GIVE_OUTDIR)
+    except OSError as exc:
+        return UntrustedFile(outdir, f"cannot be read: {exc.strerror}", _GIVE_OUTDIR)
+    if stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISREG(mode):
+        parent = os.path.dirname(outdir) or "."
+        inside = os.path.isfile(os.path.join(parent, MANIFEST))
+        return UntrustedFile(outdir, "is a file, not an OUTDIR folder",
+                             f"give the folder it is in, {parent}" if inside else _GIVE_OUTDIR)
+    return UntrustedFile(outdir, f"is {file_kind(mode)}, not an OUTDIR folder", _GIVE_OUTDIR)
+
+
 class OutdirReader:
     """Reads files below OUTDIR without following any symlink (see module doc)."""
 
     def __init__(self, outdir: str):
-        if not outdir:
-            raise UntrustedFile("''", "OUTDIR is empty", "give the OUTDIR of railonly compile")
+        refused = outdir_problem(outdir)
+        if refused is not None:
+            raise refused
         self.given = outdir
         self.root = os.path.realpath(outdir)  # resolved once: the argument itself may be a link
-        if not os.path.isdir(self.root):
-            raise UntrustedFile(outdir, "no such directory" if not os.path.exists(self.root) else "is not a directory",
-                                "give the OUTDIR of railonly compile")
 
     def where(self, rel: str) -> str:
         return os.path.join(self.given, rel)

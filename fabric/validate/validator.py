@@ -238,8 +238,9 @@ def validate_outdir(outdir: str, manifest: bool = True, progress: Progress | Non
 
 
 def _validate_outdir(outdir: str, manifest: bool, progress: Progress | None) -> list[Result]:
-    if not os.path.isdir(outdir):
-        raise OutdirError(f"{outdir}: no such directory")
+    refused = outdir_reader.outdir_problem(outdir)  # empty, absent or a file: said as diff and push say it
+    if refused is not None:
+        raise refused
     if not os.path.lexists(os.path.join(outdir, fabric_json.FILE)):
         _no_fabric(outdir)  # before the walk: `validate /` would walk the whole file system
     # the one walk of the tree: its safety scan lists the files MANIFEST.json, the inert

@@ -234,7 +234,30 @@ def test_validate_of_something_that_is_no_outdir_says_what_to_give(where, tmp_pa
         (tmp_path / where).mkdir()
     assert cli.main(["validate", str(tmp_path / where)]) == 2
     err = capsys.readouterr().err
-    assert str(tmp_path / where) in err and "fix: give the OUTDIR that railonly compile wrote" in err
+    assert str(tmp_path / where) in err and "fix: give the" in err and "railonly compile" in err
+
+
+@pytest.mark.parametrize("command", [["validate"], ["diff", "OTHER"], ["push"]])
+@pytest.mark.parametrize("given, says, fix", [
+    ("", "'': an OUTDIR path is needed, and this one is empty", "give the folder railonly compile wrote"),
+    ("FILE", "FILE: is a file, not an OUTDIR folder", "give the folder railonly compile wrote"),
+    ("OUT/README.md", "OUT/README.md: is a file, not an OUTDIR folder", "give the folder it is in, OUT"),
+    ("MISSING", "MISSING: no such directory", "give the folder railonly compile wrote"),
+])
+def test_an_outdir_argument_that_is_no_folder_is_said_alike_by_every_command(command, given, says, fix, tmp_path, capsys):
+    """validate said ': no such directory' for '' and for a file; push read the current folder for ''."""
+    out = tmp_path / "out"
+    assert cli.main(["compile", str(MINI), "-o", str(out), "-q"]) == 0
+    (tmp_path / "f").write_text("x")
+    names = {"FILE": str(tmp_path / "f"), "OUT": str(out), "MISSING": str(tmp_path / "nope")}
+    arg = given.replace("OUT/", names["OUT"] + "/") if given.startswith("OUT/") else names.get(given, given)
+    argv = [command[0], arg] + ([str(out)] if command[1:] else [])
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    for word, name in names.items():
+        says, fix = says.replace(word, name, 1) if says.startswith(word) else says, fix.replace(word, name)
+    assert f"error: {says}" in err and f"fix: {fix}" in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("argv, what", [(["compile", "", "-o", "/nonexistent/o"], "design"),

@@ -110,6 +110,11 @@ def run(args) -> int:
     if not 0 < args.timeout <= 600:  # NaN too: it compares false with every bound
         raise InputError([Problem("--timeout", f"must be above 0 and at most 600 seconds, got {args.timeout}",
                                   "for example --timeout 10 (the default)", None, "command line")])
+    from railonly.fabric.outdir.reader import outdir_problem
+
+    refused = outdir_problem(args.outdir)  # before Path(): Path("") is the current folder
+    if refused is not None:
+        raise refused
     outdir = Path(args.outdir)
     lab = load_lab(outdir)
     lock = contextlib.nullcontext()

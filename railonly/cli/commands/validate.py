@@ -37,9 +37,12 @@ def run(args) -> int:
         print(f"error: {exc}\n  fix: give the OUTDIR that railonly compile wrote (railonly compile DESIGN.yml -o OUTDIR)", file=sys.stderr)
         return 2
     except InputError as exc:  # a symlink, special or malformed file in OUTDIR: refused, never read
+        import os
+
         for line in report_lines(exc.problems):
             print(line, file=sys.stderr)
-        print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
+        if os.path.isdir(args.outdir):  # else the problem is the argument itself (empty, absent, a file)
+            print(f"{args.outdir}: refused; nothing in it was used.", file=sys.stderr)
         return 2
     for path, text in ((args.json, report.to_json), (args.junit, report.to_junit)):
         if path is not None:
