@@ -21,7 +21,7 @@ import time
 
 from railonly.fabric.compiler import compile_design
 from railonly.fabric.design.design import parse_design
-from railonly.fabric.outdir.changeplan import plan, read_snapshot, render_text, to_json
+from railonly.fabric.outdir.changeplan import plan, read_snapshot, render_text, settle, to_json
 from railonly.fabric.outdir.writer import write_outdir
 
 CASES = [  # (K, radix, old count, new count, planned)
@@ -70,7 +70,9 @@ def _floor(a: str, b: str) -> int:
 
 
 def _plan(a: str, b: str) -> dict:
-    doc = plan(read_snapshot(a), read_snapshot(b))  # as `railonly diff` without --runbook
+    old, new = read_snapshot(a), read_snapshot(b)  # as `railonly diff` without --runbook
+    doc = plan(old, new)
+    settle(old, new)  # each side's fabric.json parse, run beside the reading and the plan
     render_text(doc)
     to_json(doc)
     return doc

@@ -50,6 +50,10 @@ FORK_DIFFS_AT = 64  # changed devices from which half their unified diffs are ma
 CABLE_COLUMNS = ("cable_id", "a_device", "a_port", "b_device", "b_port")
 BOM_COLUMNS = ("item", "quantity", "total_cost_usd", "total_power_w")
 _RECOMPILE = "recompile the design into a fresh OUTDIR with 'railonly compile'"
+# From this size fabric.json is parsed in a forked process while the rest of the tree is
+# read (hosts/ comes after it): at 32k GPUs (36 MB) the parse takes 0.7 s a side, which in
+# line made `diff` 4x its read-and-compare floor, on one core while the other idled.
+PARSE_BESIDE_MIN_BYTES = 4 << 20
 
 End = tuple[str, str]  # (device, port)
 
@@ -88,6 +92,23 @@ class Snapshot:
     missing: list[str] = field(default_factory=list)  # listed in MANIFEST.json, absent
     unknown: list[str] = field(default_factory=list)  # present, not listed in MANIFEST.json
     outdir: str = ""  # as given: messages name its files below it
+    # fabric.json's parse running in a forked process (see :func:`settle`)
+    checks: list = field(default_factory=list, compare=False, repr=False)
+
+
+def settle(*snapshots: "Snapshot | None") -> None:
+    """Wait for each snapshot's fabric.json parse to end; its error (UntrustedFile, InputError:
+    exit 2 naming the field) is raised here. Call it before any output."""
+    for snap in snapshots:
+        while snap is not None and snap.checks:
+            snap.checks.pop(0).result()
+
+
+def abandon(*snapshots: "Snapshot | None") -> None:
+    """Stop the parses still running (on the way out after an error): no child left behind."""
+    for snap in snapshots:
+        while snap is not None and snap.checks:
+            snap.checks.pop().cancel()
 
 
 # -- reading (hostile input) ---------------------------------------------------------
@@ -138,12 +159,14 @@ def _acyclic(fn):
 
 
 @_acyclic
-def read_snapshot(outdir: str) -> Snapshot:
+def read_snapshot(outdir: str, switches: bool = False) -> Snapshot:
     """Everything a plan compares, read from OUTDIR by the hostile-input rules of
     :mod:`railonly.fabric.outdir.reader` (UntrustedFile, exit 2, names the file), in one
     pass over the tree (:func:`railonly.fabric.outdir.scan.scan`: one open per file).
     fabric.json is parsed as every reader parses it (a truncated, NaN or too deep one is
-    exit 2 as in validate and the lab, not a changed file), its switches kept for the runbook."""
+    exit 2 as in validate and the lab, not a changed file). `switches`: keep its switches
+    (the runbook groups by them), parsed here; else a big one is parsed in a forked process
+    while the rest is read and compared, and :func:`settle` waits for it (its error)."""
     from .scan import scan
 
     reader = OutdirReader(outdir)
@@ -162,7 +185,36 @@ def read_snapshot(outdir: str) -> Snapshot:
 
     below: dict[str, dict[str, list[str]]] = {CONFIGS: {}, HOSTS: {}}  # folder -> device -> its entries
     texts = {CONFIGS: snap.devices, HOSTS: snap.hosts}
-    for rel, mode, data in scan(reader, limit_of, TOTAL_LIMIT):
+
+    def fabric_arrived(data: bytes) -> None:
+        if not switches and jobs() > 1 and len(data) >= PARSE_BESIDE_MIN_BYTES:
+            # its result, the switches, stays there: 2,560 nodes pickled back cost more than the parse
+            snap.checks.append(Background(_check_fabric, _utf8(data, reader, FABRIC_JSON), reader.where(FABRIC_JSON)))
+
+    try:
+        _read_tree(reader, scan(reader, limit_of, TOTAL_LIMIT), snap, listed, tables, modes, below, texts,
+                   fabric_arrived)
+        if not snap.checks:
+            found = _switches(_utf8(tables[FABRIC_JSON], reader, FABRIC_JSON), reader.where(FABRIC_JSON))
+            snap.switches = found if switches else {}
+    except BaseException:
+        abandon(snap)
+        raise
+    snap.unknown = sorted(p for p, mode in modes.items() if not stat.S_ISDIR(mode) and p not in listed)
+    for rel in sorted(listed):
+        if rel.startswith((f"{CONFIGS}/", f"{HOSTS}/")):
+            continue  # compared file by file above
+        if rel not in snap.files:  # absent, or not a regular file
+            snap.missing.append(rel)
+    return snap
+
+
+def _read_tree(reader: OutdirReader, entries, snap: Snapshot, listed: set[str], tables: dict[str, bytes],
+               modes: dict[str, int], below: dict, texts: dict, fabric_arrived) -> None:
+    """The one pass over the tree (each entry's type; device and host texts; listed files'
+    hashes; the whole-fabric files' bytes, fabric.json's handed to `fabric_arrived` at once),
+    then the whole-fabric files and folders judged."""
+    for rel, mode, data in entries:
         if rel == MANIFEST:
             continue  # read above; never listed as an artifact of itself
         modes[rel] = mode
@@ -181,6 +233,8 @@ def read_snapshot(outdir: str) -> Snapshot:
             continue
         if rel in tables:
             tables[rel] = data
+            if rel == FABRIC_JSON:
+                fabric_arrived(data)
         if rel in listed:
             snap.files[rel] = hashlib.sha256(data).hexdigest()
     for rel in (CABLING_CSV, BOM_CSV, FABRIC_JSON):
@@ -192,14 +246,6 @@ def read_snapshot(outdir: str) -> Snapshot:
     snap.bom = parse_bom(_utf8(tables[BOM_CSV], reader, BOM_CSV), reader.where(BOM_CSV))
     for folder in (CONFIGS, HOSTS):
         _check_folder(reader, modes, folder, below[folder])
-    snap.switches = _switches(_utf8(tables[FABRIC_JSON], reader, FABRIC_JSON), reader.where(FABRIC_JSON))
-    snap.unknown = sorted(p for p, mode in modes.items() if not stat.S_ISDIR(mode) and p not in listed)
-    for rel in sorted(listed):
-        if rel.startswith((f"{CONFIGS}/", f"{HOSTS}/")):
-            continue  # compared file by file above
-        if rel not in snap.files:  # absent, or not a regular file
-            snap.missing.append(rel)
-    return snap
 
 
 def _utf8(data: bytes, reader: OutdirReader, rel: str) -> str:
@@ -234,6 +280,10 @@ def _check_folder(reader: OutdirReader, modes: dict[str, int], folder: str, belo
 def _entry_name(reader: OutdirReader, folder: str, name: str) -> None:
     if not ENTRY_NAME.fullmatch(name):
         raise UntrustedFile(reader.where(f"{folder}/{name!r}"), "has a name the compiler never writes", _RECOMPILE)
+
+
+def _check_fabric(text: str, where: str) -> None:
+    _switches(text, where)
 
 
 def _switches(text: str, where: str) -> dict[str, Node]:

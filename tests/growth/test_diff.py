@@ -214,17 +214,24 @@ def test_malformed_file_is_exit_2_naming_it(grown, victim, capsys, breakage, nam
     assert named in err and said in err and "fix:" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("beside", [False, True], ids=["inline", "forked"])  # a big fabric.json is parsed beside
 @pytest.mark.parametrize("side", ["old", "new"])
 @pytest.mark.parametrize("broken", [
     lambda t: t[:100], lambda t: "", lambda t: "\ufeff" + t, lambda t: "[" * 100_000,
     lambda t: t.replace('"radix": ', '"radix": NaN, "was": ', 1),
     lambda t: t.replace('"tiers": ', '"tiers": 9, "was": ', 1),  # a value no design compiles to: the field named
 ], ids=["truncated", "empty", "bom", "deep", "nan", "tiers"])
-def test_a_broken_fabric_json_on_either_side_is_exit_2_as_every_reader_says(grown, victim, capsys, side, broken):
+def test_a_broken_fabric_json_on_either_side_is_exit_2_as_every_reader_says(grown, victim, capsys, side, broken,
+                                                                             beside, monkeypatch):
     """diff compared fabric.json by its hash only: `~ file fabric.json`, exit 1, for a file
     validate and the lab refuse."""
     from railonly.fabric.graph import fabric_json
     from railonly.fabric.input.problems import InputError
+    from railonly.fabric.outdir import changeplan
+
+    if beside:
+        monkeypatch.setattr(changeplan, "PARSE_BESIDE_MIN_BYTES", 0)
+        monkeypatch.setenv("RAILONLY_JOBS", "2")
 
     path = victim / "fabric.json"
     path.write_text(broken(path.read_text()), encoding="utf-8")

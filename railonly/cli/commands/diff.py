@@ -29,16 +29,23 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from railonly.fabric.outdir.changeplan import has_changes, plan, read_snapshot, render_text, to_json
+    from railonly.fabric.outdir.changeplan import abandon, has_changes, plan, read_snapshot, render_text, settle, to_json
     from railonly.reportfile import refuse_targets, write_report
 
     if args.max_per_group < 1:
         print(f"error: --max-per-group must be at least 1, got {args.max_per_group}", file=sys.stderr)
         return 2
     refuse_targets({"--json": args.json, "--runbook": args.runbook}, outdirs=(args.old, args.new))  # exit 2 naming the path
-    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named)
-    old, new = read_snapshot(args.old), read_snapshot(args.new)
-    doc = plan(old, new, diffs=not args.no_diffs)
+    # a malformed OUTDIR raises UntrustedFile (an InputError: exit 2, the file named); each
+    # side's fabric.json parse may still run beside the plan: settled before any output
+    old = new = None
+    try:
+        old = read_snapshot(args.old, switches=args.runbook is not None)
+        new = read_snapshot(args.new, switches=args.runbook is not None)
+        doc = plan(old, new, diffs=not args.no_diffs)
+        settle(old, new)
+    finally:
+        abandon(old, new)
     if args.runbook is not None:
         from railonly.fabric.outdir.runbook import render_markdown, runbook
 
