@@ -190,6 +190,26 @@ def test_a_redeploy_after_a_recompile_that_dropped_nodes_removes_them(fresh, bys
     assert bystanders.problems() == []
 
 
+def test_a_redeploy_of_a_changed_outdir_removes_what_a_user_started_in_the_lab(fresh, bystanders, capsys):
+    """A process started with `lab exec` (a daemon) made the redeploy fail after deleting the
+    namespace names it still held: the process ran on in a nameless namespace, and `lab
+    destroy` said "nothing to destroy". The redeploy now replaces the lab as destroy removes it."""
+    out = fresh()
+    name = lab_name(out)
+    deploy_ok(capsys, out)
+    rc, o, e = run(capsys, "lab", "exec", str(out), "hb0-gpu0", "--", "sh", "-c", "sleep 397 >/dev/null 2>&1 &")
+    assert rc == 0, o + e
+    ns_inode = setns.inode(f"clab-{name}-hb0-gpu0")
+    started = [p.pid for p in pids.in_netns({ns_inode}) if p.cmdline[:2] == ("sleep", "397")]
+    assert started
+    conf = sorted((out / "configs").glob("*/frr.conf"))[0]
+    conf.write_text(conf.read_text() + "!\n")  # other bytes: the redeploy replaces the lab
+    deploy_ok(capsys, out)
+    assert all(pids.info(pid) is None for pid in started)
+    assert running(name)
+    assert bystanders.problems() == []
+
+
 # --- records: never in the OUTDIR, checked before use -----------------------------------------
 
 

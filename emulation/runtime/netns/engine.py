@@ -392,7 +392,9 @@ def deploy(
     if old is not None:
         if old["fingerprint"] == plan.fingerprint() and status(state_path, owner).complete:
             return DeployReport(plan.lab, True, time.perf_counter() - t0)
-        rep = destroy(state_path, owner=owner)
+        # replaced as `lab destroy` removes it: a process a user started in one of its namespaces
+        # (lab exec ... iperf3 -s -D) goes too; kept, it held the namespace once its name was gone
+        rep = destroy(state_path, owner=owner, kill_all_inside=True)
         if not rep.ok:
             raise DeployError("could not clear the previous deploy: " + "; ".join(rep.leftovers))
     clash = [n.name for n in plan.namespaces if setns.exists(n.name)]
@@ -614,8 +616,12 @@ def destroy(
             " not killed; it keeps that namespace alive"
         )
 
-    # 2. namespaces: deleting one removes its veths, bridges, addresses, qdiscs
-    existing = [n for n in state["namespaces"] if setns.exists(n)]
+    # 2. namespaces: deleting one removes its veths, bridges, addresses, qdiscs. One a process
+    # left alive still runs in keeps its name, so the record and a later destroy still find it.
+    held = {pi.netns_inode for pi in strays} | {pi.netns_inode for pi in left}
+    existing = [n for n in state["namespaces"] if setns.exists(n) and inodes.get(n) not in held]
+    rep.leftovers += [f"namespace {n} kept: a process left running is in it" for n in state["namespaces"]
+                      if inodes.get(n) is not None and inodes.get(n) in held]
     if existing:
         script = "".join(f"netns del {n}\n" for n in existing)
         proc.run(["ip", "-force", "-batch", "-"], input=script, timeout=_batch_timeout(script))
