@@ -250,3 +250,27 @@ def test_a_lost_probe_is_retried_past_the_deadline_before_its_pair_fails():
     assert checks_run._rounds(ag, send, timeout=0.0, settle=0.0) == 1 + checks_run.MIN_RETRIES
     arrived = [3, 1, 0]
     assert checks_run._rounds(ag, lambda: arrived.pop(0), timeout=0.0, settle=0.0) == 2  # all answered
+
+
+def test_bfd_and_bgp_are_judged_on_the_same_last_round(monkeypatch):
+    """Right after a fault BFD still read up (its detect time not yet over) and was never read
+    again while BGP was polled, failing, until the timeout: `bfd` passed beside a failed `bgp`
+    session on the same link. BFD is read every round BGP is."""
+    from types import SimpleNamespace
+
+    from railonly.emulation.checks import checker
+
+    reads = []
+    monkeypatch.setattr(checker, "bgp_peers", lambda rt, lab, s: {})
+    monkeypatch.setattr(checker, "kernel_routes_many", lambda rt, lab, sws: {s: [] for s in sws})
+    monkeypatch.setattr(checker, "_bgp_done", lambda cp, peers, routes: False)  # the session stays down
+
+    def bfd_peers(rt, lab, s):
+        reads.append(s)
+        return ["up"] if len(reads) == 1 else ["down"]  # up at the first read only
+
+    monkeypatch.setattr(checker, "bfd_peers", bfd_peers)
+    monkeypatch.setattr(judge, "bfd", lambda cp, sessions: [SimpleNamespace(passed=v == ["up"]) for v in sessions.values()])
+    cp = SimpleNamespace(bgp=[SimpleNamespace(switch="leaf0", bfd=True)], prefixes={"leaf0": []}, foreign={})
+    st = checker.collect_switches(None, None, cp, 1.2, bgp=True, bfd=True)
+    assert len(reads) >= 2 and st.bfd == {"leaf0": ["down"]}
