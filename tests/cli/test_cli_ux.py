@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -165,7 +166,8 @@ def test_compile_progress_prints_plain_phase_lines_off_a_terminal(tmp_path, caps
     assert "rendering clabernetes manifest" in captured.err and "\x1b[" not in captured.err
 
 
-def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys):
+def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys, monkeypatch):
+    from railonly.emulation import lab as lab_module
     from railonly.fabric.compiler import compile_design
     from railonly.fabric.design.design import parse_design
     from railonly.fabric.outdir.writer import write_outdir
@@ -173,11 +175,17 @@ def test_a_lab_that_is_not_deployed_exits_3(tmp_path, capsys):
     design = parse_design((REPO / "labs" / "mini-l2.yml").read_text().replace("name: mini", "name: opxnotdeployed"), "d.yml")
     write_outdir(str(tmp_path / "nd"), compile_design(design)[1], design.sha256)
     out = str(tmp_path / "nd")
+    monkeypatch.setattr(lab_module, "RUN_ROOT", str(tmp_path / "run"))  # locks and records here, not in /run
     for argv in (["lab", "status", out], ["lab", "status", out, "--json"],
-                 ["lab", "exec", out, "hb0-gpu0", "--", "true"], ["lab", "fault", out, "--restore"]):
+                 ["lab", "exec", out, "hb0-gpu0", "--", "true"], ["lab", "fault", out, "--restore"],
+                 ["lab", "check", out, "--failover", "opxnotdeployed-rail0-leaf0"]):
         assert cli.main(argv) == 3, argv
     captured = capsys.readouterr()
-    assert "not deployed" in captured.out and captured.err.count("is not deployed") == 2
+    # check --failover said "/run/netns/clab-...: No such file or directory" and left its lock file
+    assert "not deployed" in captured.out and captured.err.count("is not deployed") == 3
+    from railonly.emulation.runtime import lock
+
+    assert not os.path.lexists(lock.path_of("opxnotdeployed"))
 
 
 def test_progress_reporter_bar_on_a_terminal_lines_elsewhere(monkeypatch, capsys):

@@ -189,8 +189,12 @@ def check(args) -> int:
     refuse_targets({"--json": args.json, "--junit": args.junit}, outdirs=(args.outdir,))
     rt, lab = open_lab(args)
     if args.failover:
+        from railonly.emulation.runtime.protocol import deployed_status
         from railonly.emulation.traffic import failover
 
+        # as fault: nothing to fail over in a lab that is not there (exit 3 saying so, before the
+        # lock: it was "/run/netns/clab-...: No such file or directory" and a lock file left)
+        deployed_status(rt, lab)
         with locked(lab), console.reporter() as bar:  # exclusive: it changes the lab, as fault does
             run = failover.measure(lab, rt, args.failover, timeout=args.timeout, progress=bar.step)
     else:
