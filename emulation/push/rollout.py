@@ -73,6 +73,10 @@ def run(devices: list[Device], targets: dict[str, Target], configs_dir: Path, cr
     order = plan_waves([targets.get(d.name) or target_of(d.name, None) for d in changed], max_per_group)
     report = Report([Wave(i, [t.device for t in w]) for i, w in enumerate(order)])
     report.unchanged = [r for r in planned if not (r.ok and r.changed)]
+    if not dry_run:  # read by the plan's dry run, but this is a push: say what the push did to them
+        for r in report.unchanged:
+            if r.ok:
+                r.message = "in sync: nothing to push"
     if any(not r.ok for r in planned):
         report.stopped_at = -1  # the plan failed: nothing is applied (a dry run says a push would not start)
     if dry_run:

@@ -161,6 +161,7 @@ def test_rollout_stops_after_the_wave_that_failed():
     text = rollout.report_text(rep, False)
     assert "wave 2: rail0-spine2, rail1-spine1: not started (the rollout stopped)" in text
     assert [r.device for r in rep.unchanged] == ["rail1-spine2"]
+    assert rep.unchanged[0].message == "in sync: nothing to push"  # was "in sync (dry run)" after a real push
     dry = rollout.run(devices, {}, None, push.Credentials(), dry_run=True, push_one=fake)
     assert len(dry.waves) == 3 and not applied[3:]  # a dry run applies nothing
 
