@@ -22,7 +22,7 @@ from railonly.emulation.runtime.protocol import NotDeployed
 from railonly.emulation.runtime.registry import RUNTIMES
 from railonly.emulation.traffic import faults, iperf3, patterns
 
-from ..conftest import FakeRuntime, compile_to, cpu_sampler, design_text
+from ..conftest import REPO, FakeRuntime, compile_to, cpu_sampler, design_text
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +221,20 @@ def test_two_phase_on_a_rail_optimized_lab_is_exit_2_naming_the_option(tmp_path,
     err = capsys.readouterr().err
     assert rc == 2, err
     assert "--schedule" in err and "rail-only" in err and "fix:" in err and "Traceback" not in err
+    assert not fake.ran("iperf3", "-s")  # nothing started
+
+
+@pytest.mark.parametrize("argv", [["--pattern", "ring-allreduce"], ["--job", "JOB"]], ids=["ring", "job"])
+def test_schedule_without_an_all_to_all_is_exit_2(tmp_path, monkeypatch, capsys, argv):
+    """--schedule two-phase with ring-allreduce ran a concurrent ring and said nothing."""
+    base = compile_to(design_text("labs/mini-routed.yml", "fakesched"), tmp_path / "out")
+    fake = _iperf3_fake(load_lab(base))
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    argv = [a.replace("JOB", str(REPO / "labs" / "jobs" / "gpt-small.yml")) for a in argv]
+    rc = main(["lab", "traffic", str(base), "--runtime", "fake", *argv, "--schedule", "two-phase"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--schedule orders an all-to-all's flows" in err and "fix:" in err, err
     assert not fake.ran("iperf3", "-s")  # nothing started
 
 

@@ -216,7 +216,7 @@ def traffic_args(p) -> None:
     what.add_argument("--pattern", choices=PATTERNS, help="a synthetic collective on every GPU")
     what.add_argument("--job", metavar="JOB.yml", help="replay a training job's iteration (a job file of railonly analyze)")
     p.add_argument("--bytes", type=positive(int), default=None, help="bytes per flow (default: 2 s of the emulated NIC rate, at least 0.5 s a step)")
-    p.add_argument("--schedule", choices=SCHEDULES, default=SCHEDULES[0],
+    p.add_argument("--schedule", choices=SCHEDULES, default=None,
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (docs/reference/outdir.md)")
@@ -236,18 +236,24 @@ def traffic_args(p) -> None:
 def traffic(args) -> int:
     from railonly.emulation.checks import check_report as report
     from railonly.emulation.traffic import iperf3
+    from railonly.emulation.traffic.patterns import SCHEDULES
 
     _check_timing_options(args)
     if getattr(args, "reroute", False) and not args.job:
         from railonly.emulation.lab import LabError
 
         raise LabError("command line", "--reroute replays a job's flows through HB siblings", "add --job JOB.yml")
+    if args.schedule is not None and args.pattern != "all-to-all":  # it was taken and not used, without a word
+        from railonly.emulation.lab import LabError
+
+        raise LabError("command line", f"--schedule orders an all-to-all's flows; {args.job and '--job' or args.pattern}"
+                       " runs its own", "leave out --schedule, or use --pattern all-to-all")
     refuse_targets({"--json": args.json}, {"the job": args.job}, outdirs=(args.outdir,))
     if args.job:
         return traffic_job(args)
     rt, lab = open_lab(args)
     with locked(lab, shared=True), console.reporter() as bar:
-        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule, streams=args.streams,
+        rep = iperf3.run(lab, rt, args.pattern, args.bytes, schedule=args.schedule or SCHEDULES[0], streams=args.streams,
                          tolerance=args.tolerance, progress=lambda s: _flow_step(bar, s))
     if rep["verdict"] == "fail" or not args.quiet:  # -q: inconclusive is exit 3 and the JSON's figures
         console.out(iperf3.format_report(rep))
