@@ -504,5 +504,6 @@ def format_report(rep: dict) -> str:
         for r in p["iterations"]:
             lines += [f"      {x}" for x in r["problems"] + ([f"slow: {r['slow']}"] if r["slow"] else [])]
     lines.append(f"  verdict: {rep['verdict']}" + (f" (failed: {', '.join(rep['failed_phases'])})" if rep["failed_phases"] else "")
-                 + f" (pass: communication within {100 * rep['tolerance']:g}% of the placement-aware model): {rep['why']}")
+                 + f" (pass: communication within {100 * rep['tolerance']:g}% of the placement-aware model,"
+                   f" plus {ABS_SLACK_S * 1000:g} ms a phase): {rep['why']}")
     return "\n".join(lines)
