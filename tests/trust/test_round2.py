@@ -204,7 +204,8 @@ def test_a_redeploy_of_a_changed_outdir_removes_what_a_user_started_in_the_lab(f
     assert started
     conf = sorted((out / "configs").glob("*/frr.conf"))[0]
     conf.write_text(conf.read_text() + "!\n")  # other bytes: the redeploy replaces the lab
-    deploy_ok(capsys, out)
+    rc, o, e = run(capsys, "lab", "deploy", str(out))
+    assert rc == 0 and "the OUTDIR changed since it was deployed: the running lab was removed" in o, o + e
     assert all(pids.info(pid) is None for pid in started)
     assert running(name)
     assert bystanders.problems() == []

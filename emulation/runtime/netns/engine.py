@@ -61,6 +61,7 @@ class DeployReport:
     phases: dict[str, float] = field(default_factory=dict)
     namespaces: int = 0
     processes: int = 0
+    replaced: bool = False  # a running lab of another plan was removed first (the OUTDIR changed)
 
 
 @dataclass
@@ -411,7 +412,8 @@ def deploy(
     }
     _save(state_path, state)  # intent before the first namespace exists
     workers = _workers(workers)
-    report = DeployReport(plan.lab, False, 0.0, namespaces=len(plan.namespaces), processes=len(plan.processes))
+    report = DeployReport(plan.lab, False, 0.0, namespaces=len(plan.namespaces), processes=len(plan.processes),
+                          replaced=old is not None)
     for phase in dict.fromkeys(s.phase for s in steps):
         batch = [s for s in steps if s.phase == phase]
         if hook is not None:

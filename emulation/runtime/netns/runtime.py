@@ -182,7 +182,7 @@ class NetnsRuntime(Runtime):
         if ident is not None and set(ident.nodes) != set(lab.nodes):
             rundir.record_identity(lab)  # the previous deploy is gone: exactly this lab's nodes
         res = DeployResult(lab.name, rep.noop, rep.seconds, dict(rep.phases), rep.namespaces,
-                           rep.processes, warnings=list(lp.warnings))
+                           rep.processes, rep.replaced, warnings=list(lp.warnings))
         if self.ssh and lab_sshd.sonic_switches(lab):
             if not rep.noop:
                 lab_sshd.seed(lab)

@@ -104,6 +104,9 @@ def format_deploy(lab, res) -> str:
         return f"lab {lab.name}: already deployed and unchanged ({res.seconds:.2f} s check)"
     lines = [f"lab {lab.name}: {res.namespaces} namespaces, {res.processes} processes in {res.seconds:.2f} s"
              f" ({', '.join(f'{k} {v:.2f}' for k, v in res.phases.items())})"]
+    if getattr(res, "replaced", False):  # an outage of the running lab: say so, not only the new figures
+        lines.insert(0, f"lab {lab.name}: the OUTDIR changed since it was deployed: the running lab was removed and"
+                        " deployed again (every process restarted, faults set with lab fault gone)")
     if res.bgp_converged is not None:
         sessions = sum(len(v) for v in res.bgp.values())
         up = sum(s == "Established" for v in res.bgp.values() for s in v.values())
