@@ -54,6 +54,9 @@ def test_exec_runs_ip_addr_in_a_gpu_and_returns_its_code(routed, capsys):
     assert f"{nic['addr_info'][0]['local']}/{nic['addr_info'][0]['prefixlen']}" == want
     assert cli.main(["lab", "exec", str(out), "hb0-gpu0", "--", "false"]) == 1
     assert cli.main(["lab", "exec", str(out), "hb0-gpu0", "--", "sh", "-c", "exit 7"]) == 7
+    # a program that does not exist is 127, as a shell says it (ip netns exec said 1, the program's own code)
+    assert cli.main(["lab", "exec", str(out), "hb0-gpu0", "--", "no-such-program-here"]) == 127
+    assert "no-such-program-here: no such program here" in capsys.readouterr().out
 
 
 def test_vtysh_shows_a_bgp_summary(routed, capsys):

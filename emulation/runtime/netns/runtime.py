@@ -201,6 +201,8 @@ class NetnsRuntime(Runtime):
         ns = target(node)
         if not setns.exists(ns):
             return 127, f"no namespace {ns} (is the lab deployed?)"
+        if argv and proc.which(argv[0]) is None:  # ip netns exec says 1 for it, as the program's own failure
+            return 127, f"{argv[0]}: no such program here (a namespace sees the host's files)"
         res = proc.run(list(argv), netns=ns, timeout=timeout)
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
