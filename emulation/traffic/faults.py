@@ -204,6 +204,11 @@ def node_down(lab: Lab, rt: Runtime, switch: str) -> str:
     return f"switch {switch} down: {len(ends)} ports down" + (", FRR stopped" if fault["frr"] else "")
 
 
+def active(lab: Lab, rt: Runtime) -> list[str]:
+    """The faults set and not restored, as `kind what` (what `restore` would undo)."""
+    return [f"{f['kind']} {f['what']}" for f in _load(lab, rt)]
+
+
 def restore(lab: Lab, rt: Runtime) -> list[str]:
     done = []
     faults = _load(lab, rt)

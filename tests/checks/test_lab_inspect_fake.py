@@ -40,6 +40,18 @@ def test_status_rows_come_through_exec(fake, capsys):
     assert rt.ran("vtysh", "-d", "bgpd", "-c", "show bgp summary json")
 
 
+def test_status_names_the_faults_set(fake, capsys, monkeypatch):
+    """A link set down with lab fault left every row "running": status said nothing of it."""
+    from railonly.emulation.traffic import faults
+
+    rt, out = fake
+    monkeypatch.setattr(faults, "_load", lambda lab, rt: [{"kind": "link", "what": "hb0:rail0"}])
+    assert cli.main(["lab", "status", out, "--runtime", "fake"]) == 0
+    assert "faults set: link hb0:rail0 (undo: railonly lab fault OUTDIR --restore)" in capsys.readouterr().out
+    assert cli.main(["lab", "status", out, "--runtime", "fake", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["faults"] == ["link hb0:rail0"]
+
+
 def test_exec_passes_argv_and_returns_the_code(fake, capsys):
     rt, out = fake
     rt.on(("sh",), (5, "boom\n"))

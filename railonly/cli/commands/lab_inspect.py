@@ -81,6 +81,8 @@ def table(doc: dict) -> str:
     body = [cells(r) for r in doc["nodes"]]
     widths = [max(len(c[i]) for c in [COLUMNS, *body]) for i in range(len(COLUMNS))]
     lines = [f"lab {doc['lab']}: {doc['state']} ({doc['detail']})"]
+    if doc.get("faults"):
+        lines.append(f"  faults set: {', '.join(doc['faults'])} (undo: railonly lab fault OUTDIR --restore)")
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [COLUMNS, *body]]
     return "\n".join(lines)
 
@@ -100,6 +102,9 @@ def status(args, rt, lab) -> int:
         print(json.dumps(doc, indent=1) if args.json else
               f"lab {lab.name}: not deployed ({st.detail}); deploy it: railonly lab deploy {args.outdir}")
         return EXIT_NOT_DEPLOYED
+    from railonly.emulation.traffic import faults
+
+    doc["faults"] = faults.active(lab, rt)  # a link set down is "running" in every row: say it here
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
