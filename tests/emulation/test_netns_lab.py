@@ -206,8 +206,9 @@ def test_a_config_line_no_frr_daemon_takes_fails_the_deploy_and_destroy_stops_th
     inst = frr.instance(f"/run/{lab_name}", "a", netns_prefix(lab_name) + "a")
     procs = frr.processes(inst, "hostname a\nrouter bgp 65001\n no such command\nexit\n")
     plan = tiny_plan(lab_name, str(tmp_path), procs)
-    with pytest.raises(engine.DeployError, match=r"process a/bgpd: vtysh .*-b failed \(\d+\)"):
+    with pytest.raises(engine.DeployError, match=r"process a/bgpd: vtysh .*-b failed \(\d+\)") as failed:
         labs.deploy(plan)
+    assert "Can't open configuration file" not in str(failed.value)  # the empty vtysh.conf: FRR's own words first
     st = engine.status(labs.state(lab_name))
     live = [st.processes[f"a/{d}"] for d in frr.DAEMONS]
     assert all(live), st.processes  # each recorded before the config load failed

@@ -51,6 +51,12 @@ class FrrInstance:
         """What each daemon reads itself with ``-f`` (:func:`own_config`)."""
         return f"{self.rundir}/hostname.conf"
 
+    @property
+    def vtysh_config(self) -> str:
+        """vtysh's own settings, empty: ``vtysh -b --config_dir`` reads it first, and without it
+        opened every FRR error of a deploy with "% Can't open configuration file .../vtysh.conf"."""
+        return f"{self.rundir}/vtysh.conf"
+
 
 def check_config(text: str) -> list[str]:
     """Problems of a config for a shared-UTS instance (empty if fine)."""
@@ -109,7 +115,8 @@ def processes(
                 daemonizes=True,
                 dirs=(inst.rundir,),
                 owner="frr:frr",
-                files=((inst.config, config_text), (inst.own_config, own_config(config_text))) if i == 0 else (),
+                files=((inst.config, config_text), (inst.own_config, own_config(config_text)),
+                       (inst.vtysh_config, "")) if i == 0 else (),
                 then=boot_argv(inst) if i == len(daemons) - 1 else (),
             )
         )
