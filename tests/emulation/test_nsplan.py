@@ -167,7 +167,8 @@ def test_frr_processes_argv():
     inst = frr.instance("/run/lab", "leaf1", "clab-demo-leaf1")
     procs = frr.processes(inst, "hostname leaf1\n")
     assert procs[0].files == (("/run/lab/frr/leaf1/frr.conf", "hostname leaf1\n"),
-                              ("/run/lab/frr/leaf1/hostname.conf", "hostname leaf1\n"))
+                              ("/run/lab/frr/leaf1/hostname.conf", "hostname leaf1\n"),
+                              ("/run/lab/frr/leaf1/vtysh.conf", ""))
     with pytest.raises(ValueError, match="hostname"):
         frr.processes(inst, "router bgp 1\n")
     assert [p.name for p in procs] == ["leaf1/zebra", "leaf1/staticd", "leaf1/bfdd", "leaf1/bgpd"]

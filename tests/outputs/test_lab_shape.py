@@ -153,7 +153,8 @@ def test_the_integrated_config_reaches_the_daemons_through_vtysh_b_only():
     inst = frr.FrrInstance("s1", "ns", "/run/x/frr/s1")
     procs = frr.processes(inst, text)
     assert [f for p in procs for f in p.files] == [("/run/x/frr/s1/frr.conf", text),
-                                                   ("/run/x/frr/s1/hostname.conf", "hostname s1\n")]
+                                                   ("/run/x/frr/s1/hostname.conf", "hostname s1\n"),
+                                                   ("/run/x/frr/s1/vtysh.conf", "")]
     assert all(p.argv[p.argv.index("-f") + 1] == "/run/x/frr/s1/hostname.conf" for p in procs)
     assert [p.then for p in procs if p.then] == [frr.boot_argv(inst)]
 
