@@ -118,7 +118,7 @@ def load_inventory(path: str | os.PathLike, configs_dir: Path | None = None,
             if configs_dir is not None and not (configs_dir / name).is_dir():
                 known = sorted(p.name for p in configs_dir.iterdir() if p.is_dir()) if configs_dir.is_dir() else []
                 problems.append(Problem(where, f"no generated configs for {name!r} in {configs_dir}",
-                                        did_you_mean(name, known) if known else "compile the design first", src.line(where), file))
+                                        did_you_mean(name, known, "devices") if known else "compile the design first", src.line(where), file))
                 continue
             actual = (platforms or {}).get(name)
             if actual is not None and actual != merged["platform"]:

@@ -257,7 +257,7 @@ def _with_preset(values: dict, section: str, table: dict, required: tuple[str, .
         if name not in table:
             what = "model" if section == "model" else "GPU"
             bad(f"{section}.preset", f"unknown {what} preset '{name}'",
-                did_you_mean(name, sorted(table)).replace("known keys", "known presets"))
+                did_you_mean(name, sorted(table), "presets"))
         given = {**table.get(name, {}), **{k: v for k, v in given.items() if v is not None}}
     if values.get(section) is not None and not any(p.path == f"{section}.preset" for p in problems):
         for key in required:

@@ -77,11 +77,19 @@ class AllInputs:
             raise InputError(self.problems)
 
 
-def did_you_mean(word: str, choices: list[str]) -> str:
+MAX_CHOICES_SHOWN = 20  # a 1,024-GPU lab has 2,000 node names: the first ones, then the count
+
+
+def did_you_mean(word: str, choices: list[str], noun: str = "keys") -> str:
+    """The closest choice, or the known `noun` (keys, nodes, devices, presets), the first few."""
     import difflib
 
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(sorted(choices))}"
+    if close:
+        return f"did you mean '{close[0]}'?"
+    names = sorted(choices)
+    more = f" ... ({len(names):,} in all)" if len(names) > MAX_CHOICES_SHOWN else ""
+    return f"known {noun}: {', '.join(names[:MAX_CHOICES_SHOWN])}{more}"
 
 
 def short(value: object, limit: int = 60) -> str:

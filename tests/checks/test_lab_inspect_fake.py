@@ -77,3 +77,15 @@ def test_not_deployed_is_exit_3_for_every_inspect_command(fake, capsys):
         assert cli.main(argv) == 3, argv
     assert capsys.readouterr().err.count("is not deployed") == 3  # status says so on stdout
     assert not rt.calls  # nothing ran in a lab that is not there
+
+
+def test_an_unknown_node_names_nodes_the_first_ones_only(fake, capsys):
+    """It said "known keys:" and would list every node name of the lab (2,000 at 1,024 GPUs)."""
+    from railonly.fabric.input.problems import MAX_CHOICES_SHOWN, did_you_mean
+
+    rt, out = fake
+    assert cli.main(["lab", "exec", out, "zzzz", "--runtime", "fake", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "known nodes: " in err and "known keys" not in err and " in all)" in err
+    names = [f"n{i}" for i in range(100)]
+    assert did_you_mean("zzzz", names, "nodes").count(",") == MAX_CHOICES_SHOWN - 1

@@ -124,7 +124,7 @@ def _node(lab, name: str, role: str | None = None):
     names = lab.names(role)
     if name not in names:
         what = "switch" if role == "switch" else "node"
-        raise InputError([Problem("", f"no {what} {name!r} in lab {lab.name}", did_you_mean(name, names),
+        raise InputError([Problem("", f"no {what} {name!r} in lab {lab.name}", did_you_mean(name, names, "switches" if role == "switch" else "nodes"),
                                   None, "command line")])
     return lab.node(name)
 

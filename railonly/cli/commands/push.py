@@ -136,7 +136,7 @@ def run(args) -> int:
         bad = [n for n in args.device if n not in known]
         if bad:
             raise InputError([Problem("--device", f"no device {n!r} in the {'inventory' if args.inventory else 'lab'}",
-                                      did_you_mean(n, sorted(known)), None, "command line") for n in bad])
+                                      did_you_mean(n, sorted(known), "devices"), None, "command line") for n in bad])
         devices = [d for d in devices if d.name in set(args.device)]
     if args.only_changed:
         devices = _only_changed(devices, args.only_changed, outdir, lab, args.inventory, bool(args.device))
