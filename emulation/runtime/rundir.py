@@ -274,10 +274,11 @@ def claims_of_others(lab: str) -> dict[str, str]:
 # --- which lab a command acts on ----------------------------------------------------------
 
 
-def _other_outdir(ident: Identity, outdir: str) -> LabError:
-    return LabError(outdir, f"lab {ident.name} is deployed from {ident.outdir}, not from this OUTDIR: not touched",
-                    f"deploy this OUTDIR under another name: railonly lab deploy {outdir} --lab-name {ident.name}-2;"
-                    f" or remove the other lab: railonly lab destroy --lab {ident.name}")
+def _other_outdir(ident: Identity, outdir: str, destroying: bool = False) -> LabError:
+    fix = (f"to remove lab {ident.name}, name it alone: railonly lab destroy --lab {ident.name}" if destroying else
+           f"deploy this OUTDIR under another name: railonly lab deploy {outdir} --lab-name {ident.name}-2;"
+           f" or remove the other lab: railonly lab destroy --lab {ident.name}")
+    return LabError(outdir, f"lab {ident.name} is deployed from {ident.outdir}, not from this OUTDIR: not touched", fix)
 
 
 def bind(lab, lab_name: str | None = None, deploying: bool = False):
@@ -318,7 +319,7 @@ def for_destroy(outdir: str | None, lab_name: str | None) -> Identity:
             raise LabError("--lab", f"{lab_name!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
         ident = read_identity(lab_name)
         if ident is not None and outdir and ident.outdir != os.path.realpath(outdir):
-            raise _other_outdir(ident, os.path.realpath(outdir))
+            raise _other_outdir(ident, os.path.realpath(outdir), destroying=True)
         return ident or Identity(lab_name, "", (), recorded=False)
     assert outdir is not None
     real = os.path.realpath(outdir)
@@ -336,5 +337,5 @@ def for_destroy(outdir: str | None, lab_name: str | None) -> Identity:
     except LabError:  # an unreadable record (a symlink, not root's): the topology's nodes, the record named by destroy
         return identity_of(lab)
     if ident is not None and ident.outdir != str(lab.outdir):
-        raise _other_outdir(ident, str(lab.outdir))
+        raise _other_outdir(ident, str(lab.outdir), destroying=True)
     return ident or identity_of(lab)

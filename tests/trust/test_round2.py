@@ -132,6 +132,9 @@ def test_two_outdirs_of_one_design_on_one_host(fresh, bystanders, capsys):
     for action in (("destroy",), ("check",), ("fault", "--restore"), ("status",)):
         rc, o, e = run(capsys, "lab", action[0], str(second), *action[1:])
         assert rc == 2 and f"deployed from {first}" in e, (action, o + e)
+    # a destroy's fix says how to remove that lab (it said to deploy under another name)
+    rc, o, e = run(capsys, "lab", "destroy", str(second), "--lab", name)
+    assert rc == 2 and f"name it alone: railonly lab destroy --lab {name}" in e and "lab deploy" not in e, o + e
     assert running(name) and all(pids.info(p) for p in daemons)
     rc, o, e = run(capsys, "lab", "deploy", str(second), "--lab-name", name)  # the override cannot take a lab either
     assert rc == 2 and f"deployed from {first}" in e, o + e
