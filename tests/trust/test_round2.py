@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -172,6 +173,8 @@ def test_destroy_needs_only_the_labs_identity(fresh, bystanders, capsys, tmp_pat
         out.write_text("not a folder\n")
     rc, o, e = run(capsys, "lab", "destroy", str(out))
     assert rc == 0 and f"lab {name}: removed" in o, o + e
+    count, more = re.search(r"removed (\d+) namespaces", o), re.search(r" and (\d+) more", o)
+    assert more is None or 8 + int(more[1]) == int(count[1]), o  # the list named the run dir as a namespace
     assert lab_remains(name) == [] and all(not pids.info(p) for p in daemons)
     assert bystanders.problems() == []
 

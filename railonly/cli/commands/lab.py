@@ -158,8 +158,10 @@ def destroy(args) -> int:
     else:
         print(f"lab {lab.name}: removed {len(namespaces)} namespaces, stopped {len(rep.killed)} processes"
               + (f", restored {', '.join(rep.restored)}" if rep.restored else "") + f" in {rep.seconds:.2f} s")
-        gone = rep.deleted[:8]
-        print("  removed: " + ", ".join(gone) + (f" and {len(rep.deleted) - len(gone)} more" if len(rep.deleted) > 8 else ""))
+        # the namespaces named (the count above is theirs), then the run directory and what else went
+        gone = namespaces[:8]
+        print("  removed: " + ", ".join(gone) + (f" and {len(namespaces) - len(gone)} more" if len(namespaces) > 8 else "")
+              + "".join(f"; {d}" for d in rep.deleted if d.startswith("/")))
     for r in rep.refused:
         print(f"error: refused: {r}", file=sys.stderr)
     if rep.refused:
