@@ -52,7 +52,7 @@ BOM_COLUMNS = ("item", "quantity", "total_cost_usd", "total_power_w")
 _RECOMPILE = "recompile the design into a fresh OUTDIR with 'railonly compile'"
 # From this size fabric.json is parsed in a forked process while the rest of the tree is
 # read (hosts/ comes after it): at 32k GPUs (36 MB) the parse takes 0.7 s a side, which in
-# line made `diff` 4x its read-and-compare floor, on one core while the other idled.
+# line made `diff` 5x its read-and-compare floor, on one core while the other idled.
 PARSE_BESIDE_MIN_BYTES = 4 << 20
 
 End = tuple[str, str]  # (device, port)
