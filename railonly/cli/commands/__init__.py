@@ -5,6 +5,22 @@ from __future__ import annotations
 import argparse
 
 
+def refuse_empty(*options: "tuple[str, str | None, str]") -> None:
+    """(flag, value, fix) each: an empty value is a mistake, never "option not given" (`--inventory ''`
+    would push to the lab's switches, `--plot ''` wrote ./sweep.png): exit 2 naming the first."""
+    from railonly.fabric.input.problems import InputError, Problem
+
+    for flag, value, fix in options:
+        if value == "":
+            raise InputError([Problem(flag, "is empty", fix, None, "command line")])
+
+
+def platform_reads(design) -> "dict[str, str]":
+    """The platform files a design names, as `refuse_targets` reads: inputs a report must not
+    replace, known only once the design is read."""
+    return {f"the design's platform file {p}": p for p in design.input_files if p != design.file}
+
+
 def number(kind=int):
     """An argparse type for every number on the command line: a whole number (int) or a
     finite decimal (float) in ASCII digits, read by safe_text. int() and float() also take

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from railonly.cli.commands import number
+from railonly.cli.commands import number, platform_reads, refuse_empty
 
 MAX_SWEEP_POINTS = 64
 
@@ -104,10 +104,10 @@ def run(args) -> int:
 
     if not (1.0 <= args.oversub <= 64):
         raise _problem("--oversub", f"must be from 1 to 64, got {args.oversub:g}", "e.g. --oversub 2 (1: non-blocking spine)")
-    for flag, value in (("--json", args.json), ("--traffic", args.traffic), ("--launcher", args.launcher),
-                        ("--plot", args.plot), ("--sweep", args.sweep)):
-        if value == "":  # a mistake, not "not given": --plot '' wrote ./sweep.png, --sweep '' did nothing
-            raise _problem(flag, "is empty", "give a value, or leave the option out")
+    # --plot '' wrote ./sweep.png, --sweep '' did nothing
+    refuse_empty(*((flag, value, "give a value, or leave the option out") for flag, value in (
+        ("--json", args.json), ("--traffic", args.traffic), ("--launcher", args.launcher), ("--plot", args.plot),
+        ("--sweep", args.sweep))))
     sweep_spec = parse_sweep(args.sweep) if args.sweep else None
     for flag, path in (("--json", args.json if args.json != "-" else None), ("--traffic", args.traffic),
                        ("--launcher", args.launcher), ("--plot", args.plot)):
@@ -143,7 +143,7 @@ def run(args) -> int:
     book = inputs.read(load_prices, args.prices)
     inputs.stop_if_any()
     # the platform files the design names are inputs too, known once it is read
-    refuse_targets(reports, {f"the design's platform file {p}": p for p in design.input_files if p != design.file})
+    refuse_targets(reports, platform_reads(design))
 
     cluster = Cluster.from_design(design)
     rates = Rates.of(cluster, args.oversub)

@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 
-from railonly.cli.commands import number
+from railonly.cli.commands import number, refuse_empty
 
 
 def register(sub) -> None:
@@ -93,11 +93,9 @@ def run(args) -> int:
 
     # an empty value is a mistake, not "option not given": no inventory pushes to the lab's switches,
     # no --only-changed to every device, no --key to RAILONLY_SSH_KEY's
-    for flag, value, fix in (("--inventory", args.inventory, "give the path of an inventory YAML file"),
-                             ("--only-changed", args.only_changed, "give the OUTDIR of the compile the devices run now"),
-                             ("--key", args.key, "give the path of an SSH private key")):
-        if value == "":
-            raise InputError([Problem(flag, "is empty", fix, None, "command line")])
+    refuse_empty(("--inventory", args.inventory, "give the path of an inventory YAML file"),
+                 ("--only-changed", args.only_changed, "give the OUTDIR of the compile the devices run now"),
+                 ("--key", args.key, "give the path of an SSH private key"))
     for flag, value in (("--workers", args.workers), ("--max-per-group", args.max_per_group)):
         if value < 1:
             raise InputError([Problem(flag, f"must be at least 1, got {value}", "", None, "command line")])

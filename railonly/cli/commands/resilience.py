@@ -24,12 +24,12 @@ def run(args) -> int:
     from railonly.fabric.analysis.resilience import resilience, text
     from railonly.fabric.cost.failure_rates import load_rates
     from railonly.fabric.design.design import load_design
-    from railonly.fabric.input.problems import AllInputs, InputError, Problem
+    from railonly.cli.commands import platform_reads, refuse_empty
+    from railonly.fabric.input.problems import AllInputs, InputError
     from railonly.reportfile import refuse_targets
 
-    if args.json == "":  # a mistake, not "no report": it ran and wrote nothing
-        raise InputError([Problem("--json", "is empty", "give a file name, - for standard output, or leave it out",
-                                  None, "command line")])
+    # it ran and wrote nothing
+    refuse_empty(("--json", args.json, "give a file name, - for standard output, or leave it out"))
     if args.json and args.json != "-":
         _check_target("--json", args.json)
         refuse_targets({"--json": args.json}, {"the design": args.design, "the job": args.job, "the failure rates": args.rates})
@@ -42,8 +42,7 @@ def run(args) -> int:
         job = inputs.read(load_job, args.job, presets) if presets is not None else None
     inputs.stop_if_any()
     if args.json and args.json != "-":  # the platform files the design names are inputs too
-        refuse_targets({"--json": args.json}, {f"the design's platform file {p}": p for p in design.input_files
-                                               if p != design.file})
+        refuse_targets({"--json": args.json}, platform_reads(design))
     if job is not None and job.parallel.gpus > design.gpus:
         raise InputError([design.problem("", f"job {job.name} needs {job.parallel.gpus:,} GPUs, the design has {design.gpus:,}",
                                          "give a smaller job or a larger design")])
