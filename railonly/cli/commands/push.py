@@ -61,15 +61,14 @@ def _only_changed(devices: list, old_outdir: str, outdir, lab, inventory: "str |
     names = changed_devices(old_outdir, str(outdir), folder)  # UntrustedFile: exit 2, the file named
     known = {d.name for d in devices}
     missing = [n for n in names if n not in known]
+    shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10:,} more" if len(missing) > 10 else "")
     if missing and not named:
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10:,} more" if len(missing) > 10 else "")
         raise InputError([Problem("--only-changed", f"{len(missing):,} of the {len(names):,} devices whose configs differ "
                                   f"from {old_outdir} are not in the {'inventory' if inventory else 'lab'}: {shown}",
                                   "add them to the inventory, or name the devices to push with --device",
                                   None, inventory or "command line")])
     if missing:
-        print(f"{len(missing):,} changed device(s) not named by --device are not pushed: {', '.join(missing[:10])}"
-              + (" ..." if len(missing) > 10 else ""))
+        print(f"{len(missing):,} changed device(s) not named by --device are not pushed: {shown}")
     names = set(names)
     return [d for d in devices if d.name in names]
 
