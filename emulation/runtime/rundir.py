@@ -92,6 +92,12 @@ def _open_chain(parts: list[tuple[str, int]], create: bool) -> int | None:
         raise
 
 
+def _lab_name(name: str, where: str) -> None:
+    """LabError (exit 2) naming `where` when `name` is not a lab name."""
+    if not LAB_NAME.fullmatch(name):
+        raise LabError(where, f"{name!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
+
+
 def ensure_root() -> None:
     """/run/railonly itself, created when missing, checked: a real directory, root's alone."""
     os.close(_open_chain([], create=True))
@@ -99,8 +105,7 @@ def ensure_root() -> None:
 
 def ensure_run_dir(lab: str) -> None:
     """/run/railonly/<lab>, created when missing, every step checked (root's alone)."""
-    if not LAB_NAME.fullmatch(lab):
-        raise LabError(lab, f"{lab!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
+    _lab_name(lab, lab)
     os.close(_open_chain([(lab, 0o755)], create=True))
 
 
@@ -115,8 +120,7 @@ def remove_if_empty(lab: str) -> None:
 
 def open_state(lab: str, create: bool) -> "StateDir | None":
     """The lab's state directory, checked (and created 0700 with ``create``); None when absent."""
-    if not LAB_NAME.fullmatch(lab):
-        raise LabError(lab, f"{lab!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
+    _lab_name(lab, lab)
     fd = _open_chain([(lab, 0o755), (os.path.basename(state_dir(lab)), 0o700)], create)
     if fd is None:
         return None
@@ -287,8 +291,7 @@ def bind(lab, lab_name: str | None = None, deploying: bool = False):
     a lab deployed from another OUTDIR: nothing of it is touched."""
     out = str(lab.outdir)
     if lab_name:
-        if not LAB_NAME.fullmatch(lab_name):
-            raise LabError("--lab-name", f"{lab_name!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
+        _lab_name(lab_name, "--lab-name")
         lab = lab.renamed(lab_name) if lab_name != lab.name else lab
     else:
         mine = deployed_from(out)
@@ -315,8 +318,7 @@ def for_destroy(outdir: str | None, lab_name: str | None) -> Identity:
     OUTDIR's path (the OUTDIR need not be readable, or even exist, any more); an OUTDIR
     deployed before identities were recorded falls back to its topology's nodes."""
     if lab_name:
-        if not LAB_NAME.fullmatch(lab_name):
-            raise LabError("--lab", f"{lab_name!r} is not a lab name", "lowercase letters, digits and '-', at most 40")
+        _lab_name(lab_name, "--lab")
         ident = read_identity(lab_name)
         if ident is not None and outdir and ident.outdir != os.path.realpath(outdir):
             raise _other_outdir(ident, os.path.realpath(outdir), destroying=True)

@@ -17,8 +17,8 @@ from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
 from ..input.yamlsource import load_yaml_file, parse_yaml
 
-_PRICE = Field("number", required=True, min=0, max=MAX_PRICE_USD, hint="unit price in US dollars, 0 to 10,000,000")
-_POWER = Field("number", required=True, min=0, max=MAX_POWER_W, hint="unit power in watts, 0 to 100,000")
+_PRICE = Field("number", required=True, min=0, max=MAX_PRICE_USD, hint=f"unit price in US dollars, 0 to {MAX_PRICE_USD:,}")
+_POWER = Field("number", required=True, min=0, max=MAX_POWER_W, hint=f"unit power in watts, 0 to {MAX_POWER_W:,}")
 _GBPS = Field("int", required=True, min=1, max=1600, hint="port speed in Gbit/s, e.g. 400")
 
 FIELDS: dict[str, Field] = {
