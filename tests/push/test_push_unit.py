@@ -37,14 +37,21 @@ def test_inventory_ok_with_defaults(tmp_path):
     assert devs[0].known_hosts == str(tmp_path / "kh")
 
 
-def test_inventory_errors_name_the_key(tmp_path):
+def _inventory_problems(tmp_path, text: str) -> list:
+    """The problems load_inventory raises for an inventory `text` of the compiled unit OUTDIR."""
     out = _compiled(tmp_path)
     inv = tmp_path / "inv.yml"
-    inv.write_text("devices:\n  unitpush-rail0-leaf0: {host: 192.0.2.1, prot: 22, platform: sonic}\n"
-                   "  unitpush-rail0-leaf1: {port: 99999, platform: junos}\n  rail0-leafX: {host: h, platform: sonic}\n")
+    inv.write_text(text)
     with pytest.raises(InputError) as ei:
         load_inventory(inv, out / "configs")
-    text = "\n".join(p.format() for p in ei.value.problems)
+    return ei.value.problems
+
+
+def test_inventory_errors_name_the_key(tmp_path):
+    problems = _inventory_problems(
+        tmp_path, "devices:\n  unitpush-rail0-leaf0: {host: 192.0.2.1, prot: 22, platform: sonic}\n"
+                  "  unitpush-rail0-leaf1: {port: 99999, platform: junos}\n  rail0-leafX: {host: h, platform: sonic}\n")
+    text = "\n".join(p.format() for p in problems)
     assert "devices.unitpush-rail0-leaf0.prot: unknown key 'prot'" in text and "did you mean 'port'" in text
     assert "devices.unitpush-rail0-leaf1.port: must be from 1 to 65,535" in text
     assert "devices.unitpush-rail0-leaf1.platform: must be one of sonic, eos" in text
@@ -52,12 +59,9 @@ def test_inventory_errors_name_the_key(tmp_path):
 
 
 def test_inventory_unknown_device_and_missing_host(tmp_path):
-    out = _compiled(tmp_path)
-    inv = tmp_path / "inv.yml"
-    inv.write_text("devices:\n  rail0-leafX: {host: h, platform: sonic}\n  unitpush-rail0-leaf1: {platform: sonic}\n")
-    with pytest.raises(InputError) as ei:
-        load_inventory(inv, out / "configs")
-    text = "\n".join(p.format() for p in ei.value.problems)
+    problems = _inventory_problems(
+        tmp_path, "devices:\n  rail0-leafX: {host: h, platform: sonic}\n  unitpush-rail0-leaf1: {platform: sonic}\n")
+    text = "\n".join(p.format() for p in problems)
     assert "no generated configs for 'rail0-leafX'" in text and "did you mean" in text
     assert "devices.unitpush-rail0-leaf1.host: is required but missing" in text
 
@@ -134,12 +138,8 @@ def test_cli_push_of_compiled_configs_goes_on_to_connect(tmp_path, capsys):
 
 def test_inventory_device_name_that_is_not_text_is_named_as_written(tmp_path):
     """`null:` as a device name was "devices.None: device name None"."""
-    out = _compiled(tmp_path)
-    inv = tmp_path / "inv.yml"
-    inv.write_text("devices:\n  unitpush-rail0-leaf0: {host: h, platform: sonic}\n  null: {host: h, platform: sonic}\n")
-    with pytest.raises(InputError) as ei:
-        load_inventory(inv, out / "configs")
-    (p,) = ei.value.problems
+    (p,) = _inventory_problems(
+        tmp_path, "devices:\n  unitpush-rail0-leaf0: {host: h, platform: sonic}\n  null: {host: h, platform: sonic}\n")
     assert (p.path, p.line, p.message) == ("devices.null", 3, "device name 'null' is not a valid switch name") and p.hint
 
 
