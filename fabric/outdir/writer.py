@@ -12,7 +12,8 @@ Never destroy what railonly did not write (:func:`prepare`): an existing
 directory is replaced only when it is empty or a railonly OUTDIR, which its
 MANIFEST.json says: a regular JSON file whose ``generator`` is
 ``railonly <version>`` (:func:`is_railonly_outdir`), holding nothing that MANIFEST.json
-does not list (:func:`not_written`). Anything else is refused
+does not list (:func:`not_written`), and no file it lists changed since
+(:func:`refuse_changed`: an edit by hand would be thrown away). Anything else is refused
 (exit 2) unless the caller forces it. ``''``, the current directory or one of
 its parents, ``/``, a file, a path under a file and a directory holding the
 design being compiled are always refused. A symlinked OUTDIR is resolved once,
@@ -48,6 +49,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from collections.abc import Container
 from typing import Callable
 
 from ..outdir_layout import FABRIC_JSON, MANIFEST, folders_of
@@ -98,6 +100,8 @@ class Target:
     given: str
     path: str
     notes: list[str] = field(default_factory=list)  # said to the user (symlink resolved, --force ...)
+    # path -> sha256 its MANIFEST.json lists, of the railonly OUTDIR standing there (not with --force)
+    listed: dict = field(default_factory=dict)
 
 
 def _exchange(a: str, b: str) -> bool:
@@ -219,7 +223,87 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
                                     "compiling replaces the whole tree and would delete them",
                                     "move them out of OUTDIR and compile again, or add --force to replace it and "
                                     "everything in it")
+        if not empty and not force and files is not None:
+            return Target(given, path, notes, files)
     return Target(given, path, notes)
+
+
+CHANGED_LISTED = 3  # changed files a refusal names
+HASH_MAX_BYTES = 4 << 30  # a file larger than this is taken as changed unread (no railonly file is)
+
+
+def refuse_changed(target: Target, intact: "Container[str]" = ()) -> None:
+    """OutdirRefused when a file the OUTDIR's MANIFEST.json lists no longer holds the bytes it
+    lists (an edit by hand, or another kind of entry in its place): replacing the tree would
+    throw the change away. `intact`: paths the caller has verified unchanged since railonly
+    wrote them (a compile's record: their stat is the recorded one), not read again. A
+    listed file that is gone is no change to keep."""
+    if not target.listed:
+        return
+    changed = []
+    folders = _Folders(target.path)
+    try:
+        for rel, digest in sorted(target.listed.items(), key=lambda item: str(item[0])):
+            if (isinstance(rel, str) and rel not in intact and _safe_relpath(rel) and rel != MANIFEST
+                    and not _holds_bytes(folders, rel, digest)):
+                changed.append(rel)
+    finally:
+        folders.close()
+    if not changed:
+        return
+    more = f" and {len(changed) - CHANGED_LISTED:,} more" if len(changed) > CHANGED_LISTED else ""
+    raise OutdirRefused(target.given, f"holds {len(changed):,} file{'s' if len(changed) > 1 else ''} changed since "
+                        f"railonly wrote {'them' if len(changed) > 1 else 'it'} "
+                        f"({', '.join(short(c, 60) for c in changed[:CHANGED_LISTED])}{more}: not what its "
+                        "MANIFEST.json lists); replacing the tree would throw the changes away",
+                        "copy the changed files out of OUTDIR (or put the change into the design) and compile "
+                        "again, or add --force to replace them")
+
+
+class _Folders:
+    """Descriptors of the folders below `top`, each opened once from its parent without
+    following a link (the files of one folder come together in sorted order)."""
+
+    def __init__(self, top: str):
+        self.fds = {"": os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)}
+
+    def fd(self, folder: str) -> int:
+        """The folder's descriptor; OSError when a part of it is a link or no folder."""
+        if folder not in self.fds:
+            parent, _, name = folder.rpartition("/")
+            self.fds[folder] = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                       dir_fd=self.fd(parent))
+        return self.fds[folder]
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+def _holds_bytes(folders: _Folders, rel: str, digest) -> bool:
+    """The entry at `rel` is gone, or a regular file whose sha256 is `digest`: a link or any
+    other kind of entry in a listed file's place is a change."""
+    folder, _, name = rel.rpartition("/")
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                     dir_fd=folders.fd(folder))
+    except FileNotFoundError:
+        return True  # nothing there to lose
+    except OSError:
+        return False  # a link, or what cannot be opened: not the file railonly wrote
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > HASH_MAX_BYTES:
+            return False
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest() == digest
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 EXTRA_LISTED = 1000  # entries not_written lists at most: enough to name them, bounded on a hostile tree
@@ -252,7 +336,11 @@ def not_written(path: str, files: dict) -> list[str]:
 
 
 def _target(outdir: "str | Target") -> Target:
-    return outdir if isinstance(outdir, Target) else prepare(outdir)
+    if isinstance(outdir, Target):
+        return outdir
+    target = prepare(outdir)
+    refuse_changed(target)
+    return target
 
 
 # --- staging -----------------------------------------------------------------------

@@ -129,7 +129,10 @@ def test_tampered_file_is_rewritten(tmp_path, capsys):
     _tamper(victim)
     leaf = out / "configs" / "t-rail0-leaf0" / "config_db.json"
     leaf.chmod(0o600)  # a mode change alone makes it not ours either
-    said = same_as_full(tmp_path, out, text, capsys)
+    design = tmp_path / "d.yml"
+    assert main(["compile", str(design), "-o", str(out), "-q"]) == 2  # an edit is not thrown away unasked
+    assert "changed since railonly wrote it (hosts/hb3/rails.sh" in capsys.readouterr().err
+    said = same_as_full(tmp_path, out, text, capsys, "--force")
     assert victim.read_bytes() == good
     assert "unchanged since the last compile, kept" in said  # the rest was still carried over
     assert oct(leaf.stat().st_mode & 0o777) == "0o644"
@@ -247,7 +250,8 @@ def test_lab_slice_rerenders_when_it_changes(change, tmp_path, capsys):
     if change == "tampered":
         _tamper(out / "lab" / "fabric.json")
     text = SLICED.format(count=8, extra="", lab=3 if change == "domains" else 2)
-    same_as_full(tmp_path, out, text, capsys)  # the tampered file is rendered again, like the rest of its unit
+    # the tampered file is rendered again (--force: an edit is not thrown away unasked), like the rest of its unit
+    same_as_full(tmp_path, out, text, capsys, *(["--force"] if change == "tampered" else []))
     after = inodes(out)
     if change == "domains":
         assert tree(out)["t.clab.yml"] != old_bytes["t.clab.yml"]
@@ -296,8 +300,8 @@ def test_file_replaced_after_the_record_was_checked_is_never_linked(tmp_path):
     assert victim in last.sha
     os.rename(out / victim, tmp_path / "aside")
     (out / victim).write_bytes(b"#!/bin/sh\nrm -rf /\n")
-    with pytest.raises(previous.Changed):
-        writer.stage(str(out), {}, "0" * 64, {victim, "hosts/hb3/netplan.yaml"}, last)
+    with pytest.raises(previous.Changed):  # (prepare alone: the stage's own check, not the edit guard before it)
+        writer.stage(writer.prepare(str(out)), {}, "0" * 64, {victim, "hosts/hb3/netplan.yaml"}, last)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(writer.STAGE_PREFIX)]
     assert (out / victim).read_bytes().startswith(b"#!/bin/sh\nrm")
 
@@ -639,5 +643,8 @@ def test_a_file_edited_in_place_while_compiling_is_never_vouched_for(when, befor
     rc = main(["compile", str(tmp_path / "d.yml"), "-o", str(out), "-q"])
     assert rc == (3 if name == "load" else 0)
     monkeypatch.setattr(previous, name, real)
-    said = same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    capsys.readouterr()
+    assert main(["compile", str(tmp_path / "d.yml"), "-o", str(out), "-q"]) == 2  # the edit is kept unless --force
+    assert "changed since railonly wrote it (hosts/hb3/rails.sh" in capsys.readouterr().err
+    said = same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys, "--force")
     assert "up to date" not in said and victim.read_bytes() == good

@@ -248,6 +248,75 @@ def test_a_recompile_carries_nothing_of_an_old_lab_dir_and_opens_no_fifo(tmp_pat
     assert not (out / ".lab").exists() and secret.read_text() == "do not copy"
 
 
+def _first_frr(out):
+    return next(p for p in sorted((out / "configs").glob("*/frr.conf")))
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["with-record", "no-record"])
+def test_a_file_edited_by_hand_is_not_thrown_away(record, tmp_path, capsys, monkeypatch):
+    """A file railonly wrote and someone changed since: a recompile would replace it with the
+    compiled bytes, so it is refused (exit 2, named) unless --force; with or without the
+    record in railonly's cache (the OUTDIR's MANIFEST.json then tells its bytes)."""
+    out = tmp_path / "o"
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0
+    if not record:
+        monkeypatch.setenv("RAILONLY_CACHE_DIR", str(tmp_path / "another-cache"))
+    frr = _first_frr(out)
+    frr.write_text(frr.read_text() + "! my change\n")
+    before = tree(out)
+    for extra in ([], ["--full"]):
+        rc, err = _compile(capsys, DESIGN, "-o", str(out), "-q", *extra)
+        assert rc == 2, err
+        assert f"holds 1 file changed since railonly wrote it ({frr.relative_to(out)}" in err
+        assert "--force" in err and "nothing was written" in err
+        assert tree(out) == before
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q", "--force")[0] == 0
+    assert "! my change" not in _first_frr(out).read_text()
+
+
+def test_a_file_touched_or_removed_is_no_change_to_keep(tmp_path, capsys, monkeypatch):
+    """Same bytes with another stat (touch), or a listed file gone: nothing to lose."""
+    out = tmp_path / "o"
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0
+    os.utime(out / "fabric.json", (1, 1))
+    (out / "bom.csv").unlink()
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0
+    monkeypatch.setenv("RAILONLY_CACHE_DIR", str(tmp_path / "another-cache"))  # every file hashed
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q", "--full")[0] == 0
+
+
+def test_a_link_in_a_listed_files_place_is_a_change_and_never_followed(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0
+    secret = tmp_path / "secret"
+    secret.write_bytes((out / "bom.csv").read_bytes())  # even the very bytes listed: a link is no file of ours
+    (out / "bom.csv").unlink()
+    os.symlink(secret, out / "bom.csv")
+    rc, err = _compile(capsys, DESIGN, "-o", str(out), "-q")
+    assert rc == 2 and "changed since railonly wrote it (bom.csv" in err
+    assert os.path.islink(out / "bom.csv")
+
+
+def test_many_changed_files_are_counted_and_three_named(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0
+    for p in sorted((out / "configs").glob("*/config_db.json"))[:5]:
+        p.write_text(p.read_text().replace('"up"', '"down"'))
+    rc, err = _compile(capsys, DESIGN, "-o", str(out), "-q")
+    assert rc == 2 and "holds 5 files changed since railonly wrote them" in err and "and 2 more" in err
+
+
+def test_sweep_keeps_an_edited_csv_too(tmp_path, capsys):
+    d = tmp_path / "s"
+    sweep = ["sweep", "--hb-sizes", "8", "--gpus", "1024", "--radix", "64", "-q", "-o", str(d)]
+    assert main(sweep) == 0
+    (d / "sweep.csv").write_text((d / "sweep.csv").read_text() + "# my notes\n")
+    assert main(sweep) == 2
+    assert "changed since railonly wrote it (sweep.csv" in capsys.readouterr().err
+    assert (d / "sweep.csv").read_text().endswith("# my notes\n")
+    assert main([*sweep, "--force"]) == 0
+
+
 def test_sweep_outdir_is_guarded_too(tmp_path, capsys):
     d = tmp_path / "mine"
     d.mkdir()

@@ -69,7 +69,7 @@ def test_whatever_the_spare_went_through_the_outdir_is_a_full_compiles(tmp_path,
     with open(replaced, "w") as fh:
         fh.write("other bytes\n")
     _tamper(out / "hosts" / "hb3" / "netplan.yaml")
-    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys)
+    same_as_full(tmp_path, out, GROWN.format(count=9, extra=""), capsys, "--force")  # --force: the edit goes
     assert sorted(os.listdir(victim)) == ["keep.txt", "netplan.yaml"]
     assert (victim / "netplan.yaml").read_text() == "not railonly's\n"
 

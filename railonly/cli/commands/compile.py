@@ -13,8 +13,8 @@ def register(sub) -> None:
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR")
     p.add_argument("--force", action="store_true",
-                   help="replace OUTDIR even when it is not a railonly OUTDIR or holds files railonly did not write "
-                        "(everything in it is deleted)")
+                   help="replace OUTDIR even when it is not a railonly OUTDIR, holds files railonly did not write "
+                        "or files changed since it wrote them (everything in it is deleted)")
     p.add_argument("--progress", action="store_true", help="show progress (default: on for designs over 2,048 GPUs)")
     p.add_argument("--lab-domains", type=number(int), metavar="N",
                    help="HB domains in the emulation lab (a slice: all rails, N domains); overrides lab.domains")
@@ -64,6 +64,9 @@ def _compile(args) -> int:
             print(f"{args.outdir} is up to date: its {last.recorded:,} files are what this design compiles to with "
                   "this railonly, unchanged since it wrote them (--full writes them again)")
         return 0
+    if not args.force:  # an edit by hand is not railonly's to throw away
+        known = last if last is not None else prev.load(target.path)  # with --full too: what it vouches is not read
+        writer.refuse_changed(target, known.sha if known is not None else ())
     with Bar() if show else nullcontext(Silent()) as progress:
         fab, out = compile_design_units(design, progress, last.units if last else {}, last.read if last else None,
                                         last.paths if last else None, parse_back=args.no_check)

@@ -17,7 +17,8 @@ def register(sub) -> None:
     p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default")
     p.add_argument("-o", "--outdir", default="sweep", metavar="DIR", help="where sweep.csv and sweep.png go (default %(default)s)")
     p.add_argument("--force", action="store_true",
-                   help="replace DIR even when it is not a railonly output directory (everything in it is deleted)")
+                   help="replace DIR even when it is not a railonly output directory or a file of it was changed "
+                        "since (everything in it is deleted)")
     p.set_defaults(func=run)
 
 
@@ -46,9 +47,10 @@ def run(args) -> int:
     from railonly.fabric.cost.sweep import SWEEP_CSV, SWEEP_PNG, render_csv, render_png, sweep
     from railonly.fabric.input import limits
     from railonly.fabric.input.problems import InputError, Problem
-    from railonly.fabric.outdir.writer import prepare, write_outdir
+    from railonly.fabric.outdir.writer import prepare, refuse_changed, write_outdir
 
     target = prepare(args.outdir, force=args.force, inputs=(args.prices,) if args.prices else (), kind=SWEEP_CSV)
+    refuse_changed(target)
     hb = _ints("--hb-sizes", args.hb_sizes, 1, 512)
     gpus = _ints("--gpus", args.gpus, 1, 10_000_000)
     radices = _ints("--radix", args.radix, 4, 1024, even=True)
