@@ -37,6 +37,16 @@ SERVER_ROLE = "gpu-server"
 SWITCH_ROLES = {1: "leaf", 2: "spine", 3: "core"}
 # NetBox interface type (InterfaceTypeChoices) by port speed: the usual cage of each speed.
 INTERFACE_TYPES = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}
+# A catalog switch's ports by (cage form, port speed): the type NetBox has for that cage at
+# that speed (InterfaceTypeChoices, netbox/dcim/choices.py). A pair NetBox has no type for
+# (an OSFP cage broken out to 200G or 100G) keeps the speed's usual type above.
+CAGE_INTERFACE_TYPES = {
+    ("OSFP", 400): "400gbase-x-osfp", ("OSFP", 800): "800gbase-x-osfp",
+    ("QSFP-DD", 100): "100gbase-x-qsfpdd", ("QSFP-DD", 200): "200gbase-x-qsfpdd",
+    ("QSFP-DD", 400): "400gbase-x-qsfpdd", ("QSFP-DD", 800): "800gbase-x-qsfpdd",
+    ("QSFP28", 100): "100gbase-x-qsfp28", ("QSFP56", 200): "200gbase-x-qsfp56",
+    ("QSFP112", 400): "400gbase-x-qsfp112",
+}
 
 
 def switch_type(radix: int, gbps: int) -> str:
@@ -113,10 +123,20 @@ def render_interfaces(fab: Fabric, switch_rows: "dict[str, str] | None" = None) 
     return text + "".join(switch_rows[sw.name] for sw in fab.switches)
 
 
+def switch_port_type(fab: Fabric, sw) -> str:
+    """The NetBox interface type of a switch's fabric ports: its catalog platform's cage
+    form at the port speed (a QSFP-DD switch's 400G port is `400gbase-x-qsfpdd`), else
+    the speed's usual type."""
+    gbps = int(fab.design.nic_gbps)
+    model = fab.design.model_of_tier(sw.tier)
+    usual = INTERFACE_TYPES.get(gbps, "other")
+    return CAGE_INTERFACE_TYPES.get((model.form.upper(), gbps), usual) if model else usual
+
+
 def switch_interfaces(fab: Fabric, sw, view) -> str:
     """The rows of one switch's ports (every port of its radix) from its switch_view."""
     d = fab.design
-    kind = INTERFACE_TYPES.get(int(d.nic_gbps), "other")
+    kind = switch_port_type(fab, sw)
     speed = int(d.nic_gbps) * 1_000_000
     buf, w = _writer()
     w.writerows([sw.name, p.name, "", kind, "true" if p.cabled else "false", d.switch_mtu, speed, p.description]

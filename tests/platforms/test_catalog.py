@@ -19,8 +19,10 @@ from railonly.fabric.cost.inventory import from_design, from_fabric
 from railonly.fabric.cost.prices import default_prices
 from railonly.fabric.design.design import parse_design
 from railonly.fabric.devices import eos_render as eos, sonic_render as sonic
+from railonly.fabric.devices.device import switch_view
 from railonly.fabric.devices.qos import plan as qos_plan
 from railonly.fabric.graph.build import build_fabric
+from railonly.fabric.outputs import netbox
 from railonly.fabric.platforms import catalog
 
 from ..conftest import REPO
@@ -95,6 +97,30 @@ def test_sn5600_names_agree_across_configs_cabling_and_netbox(tmp_path):
     assert ports <= {r["name"] for r in nb if r["device"] == "h100-2k-sn5600-rail0-leaf0"}
     media = {r["media"] for r in cab if r["tier"] == "1"}
     assert media == {"400G-SR4 MMF"}
+
+
+# NetBox's InterfaceTypeChoices slugs for these cages (netbox-community/netbox,
+# netbox/dcim/choices.py at 43fe81f9e833228c9869f7ddadb67e6c5f145060, v4.6.8)
+NETBOX_CAGE_TYPES = {"400gbase-x-osfp", "800gbase-x-osfp", "100gbase-x-qsfpdd", "200gbase-x-qsfpdd",
+                     "400gbase-x-qsfpdd", "800gbase-x-qsfpdd"}
+
+
+@pytest.mark.parametrize("model,breakout,want", [
+    ("dell-z9664f", "1x400G", "400gbase-x-qsfpdd"),
+    ("arista-7060dx5-64s", "1x400G", "400gbase-x-qsfpdd"),
+    ("arista-7060dx5-64s", "2x200G", "200gbase-x-qsfpdd"),
+    ("arista-7060dx5-64s", "4x100G", "100gbase-x-qsfpdd"),
+    ("nvidia-sn5600", "2x400G", "400gbase-x-osfp"),
+    ("nvidia-sn5600", "1x800G", "800gbase-x-osfp"),
+])
+def test_netbox_switch_ports_are_typed_by_the_platforms_cage(model, breakout, want):
+    """A QSFP-DD switch's ports are NetBox QSFP-DD interfaces, not OSFP: the type names the
+    cage an optic goes in, as the BOM's cage optic does."""
+    fab = build_fabric(parse_design(design(model, breakout, count=4)))
+    sw = leaf(fab)
+    rows = list(csv.reader(io.StringIO(netbox.switch_interfaces(fab, sw, switch_view(fab, sw)))))
+    assert rows and {r[netbox.INTERFACE_COLUMNS.index("type")] for r in rows} == {want}
+    assert want in NETBOX_CAGE_TYPES
 
 
 def test_7060x6_2x400g_breakout_names_speed_form_and_one_twin_port_optic_per_cage():
