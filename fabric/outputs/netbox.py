@@ -57,6 +57,21 @@ def server_type(gpus: int, gbps: int) -> str:
     return f"gpu-server-{gpus}x{gbps}G"
 
 
+def rail_runs(rails) -> str:
+    """A switch's rails as NetBox's description (at most 200 characters; a longer one
+    fails the row's import) holds them: runs of three or more as `a-b` (`0-127`, as the
+    switch's name `rails0-127`), others listed (`0`, `0,1`)."""
+    rails = sorted(rails)
+    out, i = [], 0
+    while i < len(rails):
+        j = i
+        while j + 1 < len(rails) and rails[j + 1] == rails[j] + 1:
+            j += 1
+        out.append(f"{rails[i]}-{rails[j]}" if j - i >= 2 else ",".join(map(str, rails[i:j + 1])))
+        i = j + 1
+    return ",".join(out)
+
+
 def _writer():
     buf = io.StringIO()
     return buf, csv.writer(buf, lineterminator="\n")
@@ -93,7 +108,7 @@ def render_devices(fab: Fabric) -> str:
             w.writerow([host, SERVER_ROLE, MANUFACTURER, server_type(per, d.nic_gbps), "", "planned", d.name,
                         f"{what}, NIC rail<r> for GPU r"])
     for sw in fab.switches:
-        rails = ",".join(map(str, sw.rails)) if sw.rails else "all (joins rails)"
+        rails = rail_runs(sw.rails) if sw.rails else "all (joins rails)"
         model = d.model_of_tier(sw.tier)  # a catalog platform: its vendor and model name
         maker, kind = (model.vendor, model.model) if model else (MANUFACTURER, switch_type(d.radix, d.nic_gbps))
         w.writerow([sw.name, SWITCH_ROLES[sw.tier], maker, kind, sw.platform,
