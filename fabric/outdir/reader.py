@@ -144,7 +144,7 @@ FRR_MATCH_REFUSED = ("script",)  # `match script` runs a Lua script
 EOS_TOP_KEYWORDS = frozenset({
     "!", "service", "hostname", "spanning-tree", "ip", "ipv6", "no", "route-map", "interface", "vlan", "qos",
     "router", "end", "peer-filter", "transceiver", "platform", "hardware", "vrf", "priority-flow-control",
-})  # and the management heads of EOS_MGMT_FORMS, in their forms only
+})  # and the management heads of EOS_MGMT_FORMS (and the EOS_MGMT_SSH block), in their forms only
 # Lines EOS prints in every running-config of a containerlab cEOS (its defaults), which
 # a config taken back from a device carries: accepted exactly as printed, although
 # their heads are refused in every other form.
@@ -171,6 +171,12 @@ EOS_MGMT_FORMS: dict[str, tuple[re.Pattern, ...]] = {
     "tacacs-server": (re.compile(rf"tacacs-server host {_V4} vrf {_VRF}"),),
     "management": (re.compile(r"management api (gnmi|http-commands)"),),
 }
+# `management ssh` (docs/management.md): with a management VRF, EOS's SSH server must be
+# enabled in it, or nothing answers on the management address. Accepted only as the block
+# railonly writes (and EOS prints, `   !` aside): that VRF's server on, no other line in it
+# (no authentication, cipher, access-group, known-hosts or shutdown line).
+EOS_MGMT_SSH = "management ssh"
+EOS_MGMT_SSH_BODY = re.compile(rf"   vrf {_VRF}\n      no shutdown")
 
 
 LINK_HINT = "railonly never follows links inside an OUTDIR: recompile, or replace the link with a regular file"
@@ -668,9 +674,27 @@ def check_eos(text: str, file: str) -> list[Problem]:
     out = _text_problems(text, file)
     keyless: dict[str, int] = {}  # user with `nopassword` -> its line
     keyed: set[str] = set()
+    ssh: tuple[int, list[str]] | None = None  # an open `management ssh` block: its line, its sub-lines
+
+    def close_ssh() -> None:
+        if ssh is not None and not EOS_MGMT_SSH_BODY.fullmatch("\n".join(ssh[1])):
+            body = " / ".join(x.strip() for x in ssh[1]) or "nothing"
+            out.append(Problem("", f"'management ssh' holding {short(body, 100)!r}: this 'management' form is not one "
+                               "railonly writes or EOS prints; refused",
+                               "recompile; railonly writes only 'vrf <vrf>' / 'no shutdown' in it (docs/management.md)",
+                               ssh[0], file))
+
     for n, raw in enumerate(text.split("\n"), 1):
         words = raw.split()
         if not words or words[0].startswith("!"):
+            continue
+        if not raw[:1].isspace():
+            close_ssh()
+            ssh = (n, []) if raw.rstrip() == EOS_MGMT_SSH else None
+            if ssh is not None:
+                continue
+        elif ssh is not None:
+            ssh[1].append(raw.rstrip())  # judged as one block when it closes
             continue
         head = words[0].lower()
         if not raw[:1].isspace() and " ".join(words) in EOS_PRINTED_DEFAULTS:
@@ -694,6 +718,7 @@ def check_eos(text: str, file: str) -> list[Problem]:
                                "remove the line or recompile", n, file))
         elif head == "hostname" and not raw[:1].isspace():
             out += _hostname_problem(" ".join(words[1:]), file, n)
+    close_ssh()
     for user, n in sorted(keyless.items(), key=lambda x: x[1]):
         if user not in keyed:
             out.append(Problem("", f"user {user!r} has no password and no SSH key: anyone could log in as it; refused",

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cases import CASES, MGMT  # noqa: E402
 
 from railonly.cli import main  # noqa: E402
+from railonly.fabric.devices.readback.eos import parse_startup_config  # noqa: E402
 from railonly.fabric.outdir.reader import check_eos  # noqa: E402
 
 HASH = "$6$railonlysalt0001$XpJUZ2GBYrUOtLdsK/BO3aghgmYCL9Y/c1iP2TPprCjp5kg2NKrnBzw7OXIyH8c3sMx14sME9FIBpnflRZnDq0"
@@ -66,6 +67,38 @@ def test_eos_lines(outdir):
                  "ntp server vrf mgmt 192.0.2.1 iburst local-interface Management1",
                  "tacacs-server host 192.0.2.49 vrf mgmt", "management api gnmi\n   transport grpc default\n      vrf mgmt"):
         assert line in text, line
+
+
+SSH_IN_VRF = "\nmanagement ssh\n   vrf {vrf}\n      no shutdown\n!\nend\n"
+
+
+def test_eos_ssh_server_answers_in_the_management_vrf(outdir, tmp_path, capsys):
+    """Management1 sits in the management VRF, and EOS runs its SSH server in the default VRF
+    unless `management ssh` enables it in another: without the block, push and operators find
+    no SSH on the management address. Every EOS switch gets it (last, as AVD's
+    eos_cli_config_gen orders it), in the design's VRF, and validate takes the OUTDIR."""
+    eos = sorted(outdir.glob("configs/*/startup-config"))
+    assert len(eos) == 4
+    for path in eos:
+        assert path.read_text().endswith(SSH_IN_VRF.format(vrf="mgmt")), path
+        assert check_eos(path.read_text(), str(path)) == []
+    eos_only = CASES["eos-routed-2tier"] + MGMT.replace("gateway:", "vrf: MGMT\n  gateway:")
+    rc, err = compile_text(tmp_path, eos_only, capsys)
+    assert rc == 0, err
+    text = (tmp_path / "out/configs/er2-rail0-leaf0/startup-config").read_text()
+    assert text.endswith(SSH_IN_VRF.format(vrf="MGMT")) and text.count("management ssh") == 1
+    for shown in (text, text.replace("management ssh\n", "management ssh\n   !\n")):  # as EOS prints it too
+        read = parse_startup_config(shown)
+        assert not read.facts.problems and not read.errors and not read.intent().warnings
+    assert main(["validate", str(tmp_path / "out")]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", ["eos-routed-2tier", "mixed-routed-2tier"])
+def test_no_management_section_no_ssh_block(case):
+    from cases import compiled
+
+    eos = {p: b.decode() for p, b in compiled(case).items() if p.endswith("/startup-config")}
+    assert eos and not any("management ssh" in t or "vrf instance" in t for t in eos.values())
 
 
 def test_a_plaintext_password_is_exit_2_naming_the_key(tmp_path, capsys):
@@ -124,7 +157,8 @@ def test_validate_accepts_the_forms_eos_prints():
                "logging vrf MGMT host 192.0.2.3\nntp server vrf MGMT 192.0.2.1 iburst\n"
                "ntp server vrf MGMT 192.0.2.2\nmanagement api http-commands\n   no shutdown\n"
                "management api gnmi\n   transport grpc default\n      vrf MGMT\n"
-               "tacacs-server host 192.0.2.49 vrf MGMT\nend\n")
+               "tacacs-server host 192.0.2.49 vrf MGMT\n"
+               "management ssh\n   !\n   vrf MGMT\n      no shutdown\n!\nend\n")
     assert check_eos(printed, "x") == []
 
 
@@ -144,3 +178,21 @@ def test_validate_accepts_the_forms_eos_prints():
 def test_validate_refuses_dangerous_management_forms(line, why):
     probs = check_eos(f"hostname a\n{line}\nend\n", "x")
     assert probs and why in probs[0].message, [p.message for p in probs]
+
+
+@pytest.mark.parametrize("body", [
+    "",                                                       # the head alone
+    "   vrf MGMT\n",                                          # the VRF, its server not enabled
+    "   vrf MGMT\n      shutdown\n",
+    "   authentication empty-passwords permit\n   vrf MGMT\n      no shutdown\n",
+    "   vrf MGMT\n      no shutdown\n   authentication protocol none\n",
+    "   vrf MGMT\n      no shutdown\n      ip access-group ANY in\n",
+    "   vrf MGMT\n      no shutdown\n   vrf default\n      no shutdown\n",
+    "   vrf MGMT ; bash id\n      no shutdown\n",
+    "  vrf MGMT\n     no shutdown\n",                       # not EOS's indentation
+])
+def test_validate_takes_only_the_ssh_in_vrf_block(body):
+    probs = check_eos(f"hostname a\nmanagement ssh\n{body}!\nend\n", "x")
+    assert probs and "'management ssh'" in probs[0].message and "not one railonly writes" in probs[0].message, \
+        [p.message for p in probs]
+    assert probs[0].line == 2

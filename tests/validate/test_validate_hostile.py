@@ -263,7 +263,7 @@ def test_the_reader_s_forms_take_ascii_digits_only():
     ("   action bash touch /x", "runs programs"),
     ("alias x bash id", "runs programs"),
     ("schedule x interval 1 max-log-files 1 command bash id", "runs programs"),
-    ("management ssh", "not one railonly writes"),  # (management api http-commands alone is a printed cEOS default)
+    ("management ssh", "not one railonly writes"),  # bare: only the block that enables SSH in a VRF is taken (docs/management.md)
     ("username admin secret x", "not one railonly writes"),  # only the SHA-512 forms of docs/management.md
     ("tap aggregation", "never emitted"),
 ])
