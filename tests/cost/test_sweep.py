@@ -44,3 +44,19 @@ def test_bad_list_is_exit_2(tmp_path, capsys):
     assert code == 2 and "--radix" in err and not (tmp_path / "x").exists()
     code, _, err = run_cli(["sweep", "--radix", "63", "-o", str(tmp_path / "x")], capsys)
     assert code == 2 and "even" in err
+
+
+def test_summary_counts_only_real_savings(tmp_path, capsys):
+    # without shared rails, 32 one-switch rails of 4 GPUs cost more than the packed baseline:
+    # the summary said "1 where rail-only saves" and "largest saving: -1482% of cost"
+    code, text, err = run_cli(["sweep", "--no-share-rails", "--hb-sizes", "256", "--gpus", "1024,32768", "--radix", "128,256",
+                               "-o", str(tmp_path / "s")], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(open(tmp_path / "s" / "sweep.csv")))
+    saving = [float(r["cost_saving"]) for r in rows]
+    assert sum(s > 0 for s in saving) == 2 and sum(s < 0 for s in saving) == 2  # the two sides this test is about
+    assert "4 clusters, 2 where rail-only saves, 2 where it costs more;" in text
+    assert "largest saving: 77% of cost" in text and "largest saving: -" not in text
+    code, text, err = run_cli(["sweep", "--no-share-rails", "--hb-sizes", "256", "--gpus", "1024", "--radix", "256",
+                               "-o", str(tmp_path / "t")], capsys)
+    assert code == 0 and "1 clusters, 0 where rail-only saves, 1 where it costs more;" in text and "largest saving" not in text

@@ -68,11 +68,14 @@ def run(args) -> int:
     write_outdir(target, files, hashlib.sha256(text.encode()).hexdigest())
     for note in target.notes:
         print(note, file=sys.stderr)
-    paying = [r for r in rows if r.get("cost_saving")]
+    # a saving below zero is rail-only costing more (a switch per small rail with --no-share-rails)
+    paying = [r for r in rows if (r.get("cost_saving") or 0) > 0]
     best = max(paying, key=lambda r: r["cost_saving"], default=None)
     if args.quiet:
         return 0
-    print(f"{len(rows)} clusters, {len(paying)} where rail-only saves; wrote {SWEEP_CSV} and {SWEEP_PNG} to {args.outdir}")
+    dearer = sum(1 for r in rows if (r.get("cost_saving") or 0) < 0)
+    print(f"{len(rows)} clusters, {len(paying)} where rail-only saves"
+          + (f", {dearer} where it costs more" if dearer else "") + f"; wrote {SWEEP_CSV} and {SWEEP_PNG} to {args.outdir}")
     if best:
         print(f"  largest saving: {best['cost_saving']:.0%} of cost at K = {best['hb_size']}, "
               f"{best['gpus']:,} GPUs, radix {best['radix']} (tiers {best['baseline_tiers']} -> {best['rail_tiers']})")
