@@ -182,6 +182,17 @@ def test_bad_options_exit_2_nothing_written(tmp_path, capsys, argv, needle):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("values", ["3", "3,5"])
+def test_sweep_where_no_value_runs_exits_2_nothing_written(tmp_path, capsys, values):
+    # every batch value skipped (not a multiple of micro_batch x dp): a matplotlib traceback, exit 1
+    js, plot = tmp_path / "a.json", tmp_path / "s.png"
+    rc, out, err = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml", "--sweep", f"batch={values}",
+                       "--plot", plot, "--json", js)
+    assert rc == 2 and "Traceback" not in err, err
+    assert "--sweep: no batch value gives a job to time (3: global batch 3 is not a multiple of micro_batch x dp (2)" in err
+    assert "fix:" in err and list(tmp_path.iterdir()) == []
+
+
 def test_job_larger_than_the_fabric_exits_2(tmp_path, capsys):
     rc, _, err = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "moe-a100.yml", "--json", tmp_path / "a.json")
     assert rc == 2 and "needs tp x pp x dp" in err and "lower dp" in err

@@ -171,6 +171,10 @@ def run(args) -> int:
     if sweep_spec:
         axis, values = sweep_spec
         points = sweep(job, cluster, axis, values, args.oversub, args.search)
+        if not any(p.get("networks") for p in points):  # nothing to draw: the plot's log axis had no point
+            why = "; ".join(f"{p['value']:g}: {p['note']}" for p in points[:3]) + ("; ..." if len(points) > 3 else "")
+            raise _problem("--sweep", f"no {axis} value gives a job to time ({why})",
+                           "give values at which the job runs (the reason of each is above)")
         a.extra["sweep"] = {"axis": axis, "points": points}
         from railonly.fabric.analysis.plots import sweep_png
 
