@@ -64,14 +64,21 @@ def blast(fab: Fabric, fault: Fault) -> dict:
 
 
 def poisson_quantile(mean: float, target: float) -> int:
-    """Smallest s with P(Poisson(mean) <= s) >= target."""
-    term = total = math.exp(-mean)
-    s = 0
-    while total < target and s < 100000:
+    """Smallest s with P(Poisson(mean) <= s) >= target (target below 1).
+
+    Summed in logs from ten standard deviations below the mean (the mass under that start
+    is far below 1 - target): exp(-mean) alone is 0.0 past a mean of about 745, and the
+    product form then never reached the target (it stopped at a cap of 100,000 whatever
+    the mean)."""
+    if mean <= 0:
+        return 0
+    s = max(0, math.floor(mean - 10 * math.sqrt(mean) - 10))
+    log_mean, total = math.log(mean), 0.0
+    while True:
+        total += math.exp(s * log_mean - mean - math.lgamma(s + 1))
+        if total >= target or s > mean + 20 * math.sqrt(mean) + 100:  # the sum's rounding: the target is reached
+            return s
         s += 1
-        term *= mean / s
-        total += term
-    return s
 
 
 def network_view(fab: Fabric, rates: FailureRates | None, job_gpus: int) -> dict:

@@ -237,3 +237,35 @@ def test_resilience_shipped_rates_have_sources():
     text = (REPO / "fabric" / "cost" / "data" / "failure_rates.yaml").read_text()
     for r in rates.rates.values():
         assert r.per_year > 0 and f"{r.source}:" in text and r.note
+
+
+@pytest.mark.parametrize("mean, target", [(0.362, 0.99), (11.6, 0.99), (700.0, 0.999999), (1000.0, 0.99), (2e6, 0.999)])
+def test_spare_domains_are_the_poisson_quantile_at_any_mean(mean, target):
+    """exp(-mean) is 0.0 past a mean of about 745: the spares were then the loop's cap, 100,000,
+    whatever the mean (a rates file with long repairs on a large cluster)."""
+    import math
+    from statistics import NormalDist
+
+    from railonly.fabric.analysis.resilience import poisson_quantile
+
+    s = poisson_quantile(mean, target)
+    if mean < 700:  # the plain product form is exact here
+        term = total = math.exp(-mean)
+        k = 0
+        while total < target:
+            k += 1
+            term *= mean / k
+            total += term
+        assert s == k
+    else:  # the normal approximation with continuity correction, within a couple of domains
+        assert abs(s - (mean + NormalDist().inv_cdf(target) * mean ** 0.5 - 0.5)) <= 2 + mean ** 0.25, s
+
+
+def test_resilience_spares_past_a_mean_of_745_domains_down(tmp_path, capsys):
+    rates = (REPO / "fabric/cost/data/failure_rates.yaml").read_text().replace("repair_hours: 24", "repair_hours: 8760")
+    (tmp_path / "r.yaml").write_text(rates.replace("per_gpu_year: 0.1163", "per_gpu_year: 100"))
+    rc, out, _ = run(capsys, "resilience", LABS / "mini-routed.yml", "--rates", tmp_path / "r.yaml", "--json", "-")
+    assert rc == 0
+    s = json.loads(out)["networks"]["rail-only"]["spares"]
+    assert 1000 < s["mean_domains_down"] < 100_000 and s["spare_hb_domains"] != 100_000
+    assert s["mean_domains_down"] < s["spare_hb_domains"] < s["mean_domains_down"] + 3 * s["mean_domains_down"] ** 0.5
