@@ -32,14 +32,14 @@ def feasible(design: Design) -> Problem | None:
     k, K, n = design.radix, design.hb_size, design.planned  # the tiers are those of the build-out
     if design.topology == "rail-only":
         if clos.tiers(n, k) is None:
-            return Problem("hb_domain.count", f"a rail of {n:,} GPUs needs more than three tiers at radix {k}",
-                           "use a larger switch.radix or fewer HB domains")
+            return design.problem("hb_domain.count", f"a rail of {n:,} GPUs needs more than three tiers at radix {k}",
+                                  "use a larger switch.radix or fewer HB domains")
         return None
     if clos.baseline_depth(K, n, k) is None:
-        return Problem("hb_domain.count",
-                       f"the rail-optimized baseline of {K * n:,} GPUs needs more than three tiers at radix {k} "
-                       f"(at most {clos.max_endpoints(3, k):,} GPUs)",
-                       "use a larger switch.radix, or compare without --compare")
+        return design.problem("hb_domain.count",  # located in the design file, as every design problem
+                              f"the rail-optimized baseline of {K * n:,} GPUs needs more than three tiers at radix {k} "
+                              f"(at most {clos.max_endpoints(3, k):,} GPUs)",
+                              "use a larger switch.radix, or compare without --compare")
     return None
 
 
