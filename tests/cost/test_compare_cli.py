@@ -15,3 +15,14 @@ def test_a_baseline_over_three_tiers_is_located_in_the_design_file(tmp_path, cap
     assert code == 2 and out == ""
     assert f"error: {d}:3: hb_domain.count: the rail-optimized baseline of 65,592 GPUs needs more than three tiers" in err
     assert "fix: use a larger switch.radix" in err
+
+
+def test_a_rail_only_with_more_switches_says_more_not_minus_fewer(tmp_path, capsys):
+    # 4 domains of 256 at radix 256 without share_rails: a switch per rail (256) against a packed
+    # baseline (12); the line read "(-244 switches and 2,048 transceivers fewer)"
+    d = tmp_path / "d.yml"
+    d.write_text(design_text(256, 4, 256))
+    code, out, _ = run_cli(["bom", str(d), "--compare"], capsys)
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.lstrip().startswith("saving:"))
+    assert line.endswith("(244 switches more and 2,048 transceivers fewer)") and "-244" not in line, line

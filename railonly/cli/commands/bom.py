@@ -67,6 +67,14 @@ def _power(w: float) -> str:
     return f"{w / 1000:,.1f} kW" if w < 1e6 else f"{w / 1e6:,.2f} MW"
 
 
+def _fewer(switches: int, transceivers: int) -> str:
+    """What rail-only saves in parts, or adds (a switch per small rail against a packed baseline)."""
+    if switches >= 0 and transceivers >= 0:
+        return f"{switches:,} switches and {transceivers:,} transceivers fewer"
+    return " and ".join(f"{abs(n):,} {what} {'fewer' if n >= 0 else 'more'}"
+                        for n, what in ((switches, "switches"), (transceivers, "transceivers")))
+
+
 def _text(design, doc: dict) -> str:
     topos = [t for t in ("rail-only", "rail-optimized") if t in doc]
     head = f"{design.name}: {design.gpus:,} GPUs ({design.hb_size} rails x {design.hb_count:,} HB domains), radix {design.radix}, {design.nic_gbps}G"
@@ -82,7 +90,7 @@ def _text(design, doc: dict) -> str:
     if "saving" in doc:
         s = doc["saving"]
         lines.append(f"  saving: {s['cost_percent']:.1f}% of cost, {s['power_percent']:.1f}% of power "
-                     f"({s['switches']:,} switches and {s['transceivers']:,} transceivers fewer)")
+                     f"({_fewer(s['switches'], s['transceivers'])})")
     if "packing" in doc:
         lines.append("  packing: " + "; ".join(f"{t} {doc['packing'][t]}" for t in topos))
     if "build_out" in doc:
