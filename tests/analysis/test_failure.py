@@ -269,3 +269,13 @@ def test_resilience_spares_past_a_mean_of_745_domains_down(tmp_path, capsys):
     s = json.loads(out)["networks"]["rail-only"]["spares"]
     assert 1000 < s["mean_domains_down"] < 100_000 and s["spare_hb_domains"] != 100_000
     assert s["mean_domains_down"] < s["spare_hb_domains"] < s["mean_domains_down"] + 3 * s["mean_domains_down"] ** 0.5
+
+
+def test_resilience_job_larger_than_the_design_is_located_in_the_job(tmp_path, capsys):
+    # it said "error: <design>: job moe-a100 needs 1,024 GPUs", pointing at the design file, no key or line
+    job = LABS / "jobs" / "moe-a100.yml"
+    rc, out, err = run(capsys, "resilience", LABS / "mini-routed.yml", "--job", job, "--json", tmp_path / "r.json")
+    assert rc == 2 and out == "" and list(tmp_path.iterdir()) == []
+    first = err.splitlines()[0]
+    assert first.startswith(f"error: {job}:") and ": parallel: the job needs " in first and "the design 'minir'" in first, err
+    assert "fix: give a smaller job" in err

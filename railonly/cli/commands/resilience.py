@@ -44,8 +44,10 @@ def run(args) -> int:
     if args.json and args.json != "-":  # the platform files the design names are inputs too
         refuse_targets({"--json": args.json}, platform_reads(design))
     if job is not None and job.parallel.gpus > design.gpus:
-        raise InputError([design.problem("", f"job {job.name} needs {job.parallel.gpus:,} GPUs, the design has {design.gpus:,}",
-                                         "give a smaller job or a larger design")])
+        # the job's key is what is too large for this design: located there, as analyze does
+        raise InputError([job.problem("parallel", f"the job needs {job.parallel.gpus:,} GPUs, the design '{design.name}' "
+                                                  f"({args.design}) has {design.gpus:,}",
+                                      "give a smaller job (tp x cp x pp x dp) or a larger design")])
     doc = {"design": design.name, "rates": rates.file,
            "networks": resilience(fabrics(design), rates, job.parallel.gpus if job else None)}
     body = json.dumps(doc, indent=2) + "\n"
