@@ -268,7 +268,7 @@ def _with_preset(values: dict, section: str, table: dict, required: tuple[str, .
 
 def job_from_source(src: Source, presets: Presets | None = None) -> Job:
     presets = presets or load_presets()
-    values, problems = check(FIELDS, src)
+    values, problems = check(FIELDS, src, example="an example in labs/jobs/")
     if values.get("model"):
         check_moe(values["model"], "model", src, problems)
 

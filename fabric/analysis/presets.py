@@ -83,7 +83,7 @@ def check_moe(model: dict, path: str, src: Source, problems: list) -> None:
 
 
 def _validate(src: Source) -> Presets:
-    values, problems = check(FILE_FIELDS, src)
+    values, problems = check(FILE_FIELDS, src, example="the shipped presets: a gpus: section as in fabric/analysis/data/gpus.yaml, a models: section as in models.yaml")
     for name, m in values.get("models", {}).items():
         check_moe(m, f"models.{name}", src, problems)
     for section in ("gpus", "models"):

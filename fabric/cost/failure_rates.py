@@ -58,7 +58,7 @@ class FailureRates:
 
 
 def _from_source(src) -> FailureRates:
-    values, problems = check(FIELDS, src)
+    values, problems = check(FIELDS, src, example="the shipped rates, fabric/cost/data/failure_rates.yaml")
     if problems:
         raise InputError(problems)
     comps = values["components"]

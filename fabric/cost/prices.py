@@ -122,7 +122,7 @@ def _num(x: float) -> str:
 
 
 def _from_source(src) -> PriceBook:
-    values, problems = check(FIELDS, src)
+    values, problems = check(FIELDS, src, example=f"the shipped price book, {DEFAULT_NAME}")
     for tier, c in sorted((values.get("cables") or {}).items()):
         if c.get("length_m") is not None:  # an older price book: say where lengths went
             path = f"cables.{tier}.length_m"

@@ -204,13 +204,14 @@ class Checker:
         return out
 
 
-def check(fields: dict[str, Field], source: Source) -> tuple[dict, list[Problem]]:
+def check(fields: dict[str, Field], source: Source, example: str = "an example in labs/") -> tuple[dict, list[Problem]]:
+    """`example`: what a file of this kind can start from, for the fix of an empty or shapeless one."""
     checker = Checker(source)
     data = source.data
     if data is None:
-        checker.problem("", "the file is empty", "start from an example in labs/")
+        checker.problem("", "the file is empty", f"start from {example}")
         return {}, checker.problems
     if not isinstance(data, dict):
-        checker.problem("", f"the top level must be a mapping of keys, got {_type_name(data)}", "start from an example in labs/")
+        checker.problem("", f"the top level must be a mapping of keys, got {_type_name(data)}", f"start from {example}")
         return {}, checker.problems
     return checker.section(fields, data, ""), checker.problems

@@ -225,7 +225,7 @@ def _rows(b: dict, path: str, plat: dict, bname: str, n: int, gbps: int, bad, pr
 
 
 def platform_from_source(src: Source) -> Platform:
-    values, problems = check(FIELDS, src)
+    values, problems = check(FIELDS, src, example="a catalog file in fabric/platforms/data/switches/")
 
     def bad(path: str, msg: str, hint: str) -> None:
         problems.append(Problem(path, msg, hint, src.line(path), src.file))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from railonly.fabric.cost.prices import default_prices, default_text
 
-from .conftest import design_text, run_cli
+from .conftest import REPO, design_text, run_cli
 
 
 def _setup(tmp_path, prices: str):
@@ -78,3 +80,18 @@ def test_missing_price_file(tmp_path, capsys):
     d, _ = _setup(tmp_path, "")
     code, _, err = run_cli(["bom", d, "--prices", str(tmp_path / "nope.yaml")], capsys)
     assert code == 2 and "file not found" in err
+
+
+@pytest.mark.parametrize("flag, command, starts_from", [
+    ("--prices", ["bom", "DESIGN"], "fabric/cost/data/prices.yaml"),
+    ("--rates", ["resilience", "DESIGN"], "fabric/cost/data/failure_rates.yaml"),
+    ("--presets", ["analyze", "DESIGN", str(REPO / "labs/jobs/gpt-small.yml")], "fabric/analysis/data/gpus.yaml"),
+])
+@pytest.mark.parametrize("text", ["", "- a list\n"])
+def test_an_empty_or_shapeless_data_file_says_what_to_start_from(tmp_path, capsys, flag, command, starts_from, text):
+    # the fix said "start from an example in labs/", where only designs and jobs are
+    d, p = _setup(tmp_path, text)
+    code, out, err = run_cli([c.replace("DESIGN", d) for c in command] + [flag, p], capsys)
+    assert code == 2 and out == ""
+    assert f"error: {p}: " in err and f"fix: start from the shipped" in err and starts_from in err, err
+    assert "labs/" not in err
