@@ -14,18 +14,19 @@ ideal network has no price: it is a bound, not a product.
 
 from __future__ import annotations
 
-from ..cost.compare import compare
+from ..cost.compare import TOPOLOGIES, compare, feasible, variant
 from ..cost.prices import PriceBook, default_prices
-from ..input.problems import InputError
 from .job import Job
 
 
 def network_boms(design, book: PriceBook | None = None) -> dict | None:
-    """{topology: Bom} of the design built both ways, or None when one of them cannot be built."""
-    try:
-        return compare(design, book or default_prices(), fast=True)
-    except InputError:
+    """{topology: Bom} of the design built both ways, or None when one of them cannot be built.
+
+    A price book without a part the design needs is an input error (InputError, exit 2, as
+    `bom` says it), not a network that cannot be built."""
+    if any(feasible(variant(design, t)) for t in TOPOLOGIES):
         return None
+    return compare(design, book or default_prices(), fast=True)
 
 
 def cost_view(job: Job, results: dict, boms: dict | None) -> dict:

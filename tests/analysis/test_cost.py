@@ -49,3 +49,19 @@ def test_no_cost_when_a_network_cannot_be_built():
     design = parse_design("name: big\nhb_domain: {size: 256, count: 256}\nswitch: {radix: 32}\n")
     assert network_boms(design) is None
     assert cost_view(job_of("gpt-small.yml"), {}, None)["rail-only"]["network_usd"] is None
+
+
+def test_a_price_book_without_a_part_the_design_needs_is_exit_2(tmp_path, capsys):
+    # analyze printed "network cost: not available (one of the two networks cannot be built at
+    # this radix)" and exit 0, where bom with the same book names the missing optic (exit 2)
+    from railonly.cli import main
+    from railonly.fabric.cost.prices import default_text
+
+    book = tmp_path / "p.yaml"
+    book.write_text("".join(ln for ln in default_text().splitlines(keepends=True) if "400G-SR8" not in ln))
+    js = tmp_path / "a.json"
+    rc = main(["analyze", str(REPO / "labs/mini-routed.yml"), str(REPO / "labs/jobs/gpt-small.yml"), "--prices", str(book),
+               "--json", str(js)])
+    out = capsys.readouterr()
+    assert rc == 2 and out.out == "" and not js.exists()
+    assert f"error: {book}: transceivers.400G-SR8: the design needs 400G-SR8 optics" in out.err and "fix: add" in out.err
