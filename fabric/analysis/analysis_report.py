@@ -193,7 +193,9 @@ def text(a: Analysis, design_name: str) -> str:
     if a.cost:
         c = a.cost
         if c["rail-only"]["network_usd"] is not None:
-            lines.append(f"network cost: rail-only ${c['rail-only']['network_usd']:,.0f} (${c['rail-only']['usd_per_token_per_s']:,.2f} per token/s), "
+            # the job pays its GPUs' share of the network: say so where it is not the design's whole BOM
+            share = f" the job's share ({p.gpus:,} of {a.cluster.gpus:,} GPUs):" if p.gpus < a.cluster.gpus else ""
+            lines.append(f"network cost:{share} rail-only ${c['rail-only']['network_usd']:,.0f} (${c['rail-only']['usd_per_token_per_s']:,.2f} per token/s), "
                          f"rail-optimized ${c['rail-optimized']['network_usd']:,.0f} (${c['rail-optimized']['usd_per_token_per_s']:,.2f} per token/s); "
                          f"energy {c['rail-only']['joules_per_token']:.3g} J/token on rail-only")
             eb = c.get("equal_budget")

@@ -65,3 +65,21 @@ def test_a_price_book_without_a_part_the_design_needs_is_exit_2(tmp_path, capsys
     out = capsys.readouterr()
     assert rc == 2 and out.out == "" and not js.exists()
     assert f"error: {book}: transceivers.400G-SR8: the design needs 400G-SR8 optics" in out.err and "fix: add" in out.err
+
+
+def test_a_job_on_part_of_the_fabric_says_its_cost_is_a_share(capsys):
+    # 12 GPUs on dgx-h100-1k printed "network cost: rail-only $48,960" beside bom --compare's
+    # $4,177,920 for the same design, with no word that it is the job's 12/1,024 share
+    import json
+
+    from railonly.cli import main
+
+    design, job = REPO / "labs/dgx-h100-1k.yml", REPO / "labs/jobs/gpt-small.yml"
+    assert main(["analyze", str(design), str(job)]) == 0
+    text = capsys.readouterr().out
+    assert "network cost: the job's share (12 of 1,024 GPUs): rail-only $48,960" in text
+    assert main(["bom", str(design), "--compare", "--json"]) == 0
+    bom = json.loads(capsys.readouterr().out)
+    assert bom["rail-only"]["cost_usd"] * 12 / 1024 == pytest.approx(48960)
+    assert main(["analyze", str(REPO / "labs/mini-routed.yml"), str(job)]) == 0  # the whole fabric: no share said
+    assert "network cost: rail-only $52,960" in capsys.readouterr().out
