@@ -117,6 +117,32 @@ def test_every_command_has_its_page():
     assert not missing, f"docs/commands/ lacks a page for: {missing}"
 
 
+_JOB_EXAMPLE = re.compile(r"```yaml\n(?P<job>.*?)```\s*\nSaved as `job\.yml`, it runs as printed: "
+                          r"`railonly analyze (?P<design>\S+) job\.yml`\s*\n\((?P<model>model: [^;]+); [^;]+; "
+                          r"(?P<memory>[\d.]+ of \d+ GB) per GPU; exit (?P<rc>\d)\)", re.S)
+
+
+def test_the_analyze_job_examples_run_as_printed(tmp_path, capsys):
+    """docs/analyze.md's example job was named llama3-70b but carried a gpt-3-175b preset and
+    64 experts: run as printed it was a 3.6-trillion-parameter model that did not fit (exit 1).
+    Every job example on the page runs as the sentence after it says: the design, the
+    parameter count, the memory per GPU and the exit code."""
+    from railonly.cli import main
+
+    page = (DOCS / "analyze.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if "parallel:" in b]
+    examples = list(_JOB_EXAMPLE.finditer(page))
+    assert len(examples) == len(blocks) >= 2, "every job example in docs/analyze.md is followed by how it runs"
+    for ex in examples:
+        job = tmp_path / "job.yml"
+        job.write_text(ex["job"])
+        rc = main(["analyze", str(REPO / ex["design"]), str(job)])
+        out = capsys.readouterr().out
+        assert rc == int(ex["rc"]), out
+        assert f"\n{ex['model']}\n" in out, out
+        assert f"memory per GPU: {ex['memory']}" in out, out
+
+
 @pytest.mark.slow
 def test_the_site_builds_strict(tmp_path):
     mkdocs = shutil.which("mkdocs", path=os.path.dirname(sys.executable))
