@@ -128,13 +128,32 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
     for code, n in sorted(nic_side.items()):
         p = book.transceiver(code)
         rows.append(Row(f"NIC transceiver {code}", "nic-optic", code, n, p.price_usd, p.power_w, f"GPU NIC side; {p.detail}"))
+    rows += _fibre_rows(inv, book, cables)
+    return Bom(inv, rows)
+
+
+def _fibre_rows(inv: Inventory, book: PriceBook, cables: Counter) -> list[Row]:
+    """One line per purchasable fibre, `<type> <length>m`: tiers whose cables are the same
+    type and length (single-mode NIC-leaf and leaf-spine cables, both 100 m) are one line of
+    the summed quantity, its description giving each tier's count. Should the price book
+    price one type differently by tier, the lines stay apart and say their tier."""
+    groups: dict[str, list] = {}
     for tier, n in sorted(cables.items()):
         p = book.fibre(tier, inv.nic_optic)
         length = inv.cable_length_m[tier]
-        model = f"{p.model} {length}m"
-        rows.append(Row(f"fibre {model}", "cable", model, n, p.price_usd, p.power_w,
-                        f"{tier_name(tier)} cables; {p.detail}, {length} m each", length))
-    return Bom(inv, rows)
+        groups.setdefault(f"{p.model} {length}m", []).append((tier, n, p, length))
+    rows = []
+    for model, members in groups.items():
+        if len({(p.price_usd, p.power_w) for _, _, p, _ in members}) > 1:
+            rows += [Row(f"fibre {model} ({tier_name(tier)})", "cable", model, n, p.price_usd, p.power_w,
+                         f"{tier_name(tier)} cables; {p.detail}, {length} m each", length) for tier, n, p, length in members]
+            continue
+        _, _, p, length = members[0]
+        tiers = (f"{tier_name(members[0][0])} cables" if len(members) == 1 else
+                 " and ".join(f"{tier_name(tier)} {n:,}" for tier, n, _, _ in members) + " cables")
+        rows.append(Row(f"fibre {model}", "cable", model, sum(n for _, n, _, _ in members), p.price_usd, p.power_w,
+                        f"{tiers}; {p.detail}, {length} m each", length))
+    return rows
 
 
 def _nic_optic(inv: Inventory, gbps: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from railonly.fabric.cost.prices import default_prices, default_text
@@ -95,3 +97,41 @@ def test_an_empty_or_shapeless_data_file_says_what_to_start_from(tmp_path, capsy
     assert code == 2 and out == ""
     assert f"error: {p}: " in err and f"fix: start from the shipped" in err and starts_from in err, err
     assert "labs/" not in err
+
+
+def _fibre_lines(tmp_path, capsys, cabling: str, *extra) -> list[dict]:
+    d = tmp_path / "dr.yml"
+    d.write_text((REPO / "labs" / "mini-routed.yml").read_text() + cabling)
+    code, out, err = run_cli(["bom", str(d), "--compare", "--detail", "--json", *extra], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    for net in ("rail-only", "rail-optimized"):
+        names = [i["item"] for i in doc[net]["items"]]
+        assert len(names) == len(set(names)), f"{net}: an item listed twice: {names}"
+    return doc
+
+
+def test_the_same_fibre_of_two_tiers_is_one_line(tmp_path, capsys):
+    """Single-mode NIC-leaf cables of the leaf-spine cables' length: 'fibre smf-os2 100m' was
+    listed twice (one line per tier, identical item names). A buyer buys one item: one line,
+    the summed quantity, each tier's count in its description."""
+    doc = _fibre_lines(tmp_path, capsys, "cabling: {nic_optic: DR, nic_leaf_m: 100}\n")
+    fibre = [i for i in doc["rail-only"]["items"] if i["category"] == "cable"]
+    assert [(i["item"], i["quantity"]) for i in fibre] == [("fibre smf-os2 100m", 24)]
+    assert fibre[0]["description"].startswith("NIC-leaf 12 and leaf-spine 12 cables; smf-os2, 100 m each")
+    # other lengths stay one line per tier, as before
+    doc = _fibre_lines(tmp_path, capsys, "cabling: {nic_optic: DR, nic_leaf_m: 50}\n")
+    fibre = [(i["item"], i["quantity"]) for i in doc["rail-only"]["items"] if i["category"] == "cable"]
+    assert fibre == [("fibre smf-os2 50m", 12), ("fibre smf-os2 100m", 12)]
+
+
+def test_one_fibre_priced_apart_by_tier_is_named_apart(tmp_path, capsys):
+    """A price book pricing smf-os2 differently for leaf-spine and spine-core cables of one
+    length: two items, each named by its tier (never two lines of one name)."""
+    p = tmp_path / "prices.yaml"
+    p.write_text(default_text().replace("  3: {type: smf-os2, price_usd: 0, power_w: 0}",
+                                        "  3: {type: smf-os2, price_usd: 7, power_w: 0}"))
+    doc = _fibre_lines(tmp_path, capsys, "cabling: {spine_core_m: 100}\n", "--prices", str(p))
+    fibre = [(i["item"], i["quantity"], i["unit_cost_usd"]) for i in doc["rail-optimized"]["items"] if i["category"] == "cable"]
+    assert fibre == [("fibre mmf-om4 30m", 12, 0), ("fibre smf-os2 100m (leaf-spine)", 12, 0),
+                     ("fibre smf-os2 100m (spine-core)", 12, 7)]
