@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib import resources
 
 from ..input.problems import InputError, Problem
 from ..input.schema import Checker, Field, check
+from ..input.shipped import read_shipped, shipped_name
 from ..input.yamlsource import Source
 from .job_files import load_untrusted, parse_untrusted
+
+DATA = "railonly.fabric.analysis.data"  # the shipped gpus.yaml and models.yaml
 
 PRESET_NAME = r"[a-z0-9][a-z0-9._-]{0,39}"
 
@@ -83,7 +85,7 @@ def check_moe(model: dict, path: str, src: Source, problems: list) -> None:
 
 
 def _validate(src: Source) -> Presets:
-    values, problems = check(FILE_FIELDS, src, example="the shipped presets: a gpus: section as in fabric/analysis/data/gpus.yaml, a models: section as in models.yaml")
+    values, problems = check(FILE_FIELDS, src, example=f"the shipped presets: a gpus: section as in {shipped_name(DATA, 'gpus.yaml')}, a models: section as in models.yaml")
     for name, m in values.get("models", {}).items():
         check_moe(m, f"models.{name}", src, problems)
     for section in ("gpus", "models"):
@@ -103,18 +105,14 @@ def _validate(src: Source) -> Presets:
     return Presets(dict(values["gpus"]), models, (src.file or "presets",))
 
 
-def _shipped(name: str) -> str:
-    return resources.files("railonly.fabric.analysis.data").joinpath(name).read_text(encoding="utf-8")
-
-
 _SHIPPED: Presets | None = None
 
 
 def shipped() -> Presets:
     global _SHIPPED
     if _SHIPPED is None:
-        gpus = parse_untrusted(_shipped("gpus.yaml"), "railonly/fabric/analysis/data/gpus.yaml")
-        models = parse_untrusted(_shipped("models.yaml"), "railonly/fabric/analysis/data/models.yaml")
+        gpus = parse_untrusted(*read_shipped(DATA, "gpus.yaml"))
+        models = parse_untrusted(*read_shipped(DATA, "models.yaml"))
         a = _validate(Source({"gpus": gpus.data}, {f"gpus.{k}": v for k, v in gpus.lines.items()}, gpus.file))
         b = _validate(Source({"models": models.data}, {f"models.{k}": v for k, v in models.lines.items()}, models.file))
         _SHIPPED = a.extended(b)

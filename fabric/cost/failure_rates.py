@@ -8,10 +8,10 @@ Read as hostile input with the design file's schema checker, as the price book i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
+from ..input.shipped import read_shipped, shipped_name
 from ..input.yamlsource import load_yaml_file, parse_yaml
 
 # The component classes, bottom up; inventory.Inventory counts each (resilience.counts).
@@ -35,7 +35,7 @@ FIELDS: dict[str, Field] = {
         }) for c in CLASSES}),
 }
 
-DEFAULT_NAME = "railonly/fabric/cost/data/failure_rates.yaml"
+DEFAULT_NAME = shipped_name("railonly.fabric.cost.data", "failure_rates.yaml")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class FailureRates:
 
 
 def _from_source(src) -> FailureRates:
-    values, problems = check(FIELDS, src, example="the shipped rates, fabric/cost/data/failure_rates.yaml")
+    values, problems = check(FIELDS, src, example=f"the shipped rates, {DEFAULT_NAME}")
     if problems:
         raise InputError(problems)
     comps = values["components"]
@@ -77,6 +77,5 @@ def parse_rates(text: str, file: str | None = None) -> FailureRates:
 def load_rates(path: str | None = None) -> FailureRates:
     """The rates at `path`, or the shipped default; raises InputError listing every problem."""
     if path is None:
-        text = resources.files("railonly.fabric.cost.data").joinpath("failure_rates.yaml").read_text(encoding="utf-8")
-        return parse_rates(text, DEFAULT_NAME)
+        return parse_rates(*read_shipped("railonly.fabric.cost.data", "failure_rates.yaml"))
     return _from_source(load_yaml_file(path, what="a failure rates YAML file"))

@@ -9,14 +9,15 @@ is reported with its key path and line, all problems at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 
 from ..design import physical
 from ..input.limits import MAX_POWER_W, MAX_PRICE_USD
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
+from ..input.shipped import read_shipped, shipped_name
 from ..input.yamlsource import load_yaml_file, parse_yaml
 
+DATA = "railonly.fabric.cost.data"
 _PRICE = Field("number", required=True, min=0, max=MAX_PRICE_USD, hint=f"unit price in US dollars, 0 to {MAX_PRICE_USD:,}")
 _POWER = Field("number", required=True, min=0, max=MAX_POWER_W, hint=f"unit power in watts, 0 to {MAX_POWER_W:,}")
 _GBPS = Field("int", required=True, min=1, max=1600, hint="port speed in Gbit/s, e.g. 400")
@@ -148,11 +149,11 @@ def load_prices(path: str | None = None) -> PriceBook:
 _DEFAULT: PriceBook | None = None
 # The name the default book goes by in messages and the OUTDIR README: its path in the
 # repository, as the docs and `bom --help` give it (a golden change, REGEN=1, when it moves).
-DEFAULT_NAME = "fabric/cost/data/prices.yaml"
+DEFAULT_NAME = shipped_name(DATA, "prices.yaml")
 
 
 def default_text() -> str:
-    return resources.files("railonly.fabric.cost.data").joinpath("prices.yaml").read_text(encoding="utf-8")
+    return read_shipped(DATA, "prices.yaml")[0]
 
 
 def default_prices() -> PriceBook:

@@ -24,6 +24,7 @@ from importlib import resources
 from ..input.limits import MAX_POWER_W, MAX_PRICE_USD
 from ..input.problems import InputError, Problem
 from ..input.schema import Field, check
+from ..input.shipped import shipped_name
 from ..input.yamlsource import Source, load_yaml_file, parse_yaml
 from .eos_speeds import accepted_forms
 
@@ -290,7 +291,7 @@ def shipped() -> dict[str, Platform]:
     folder = resources.files(f"railonly.fabric.platforms.data.{SHIPPED_DIR}")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
-            name = f"railonly/fabric/platforms/data/{SHIPPED_DIR}/{entry.name}"
+            name = shipped_name(f"railonly.fabric.platforms.data.{SHIPPED_DIR}", entry.name)
             p = platform_from_source(parse_yaml(entry.read_text(encoding="utf-8"), name))
             out[p.model] = p
     return out

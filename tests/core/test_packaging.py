@@ -103,3 +103,24 @@ def test_wheel_has_the_templates_and_setuptools_warns_nothing(tmp_path):
     data = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "fabric").glob("**/data/**/*")  # the catalog's switches/ too
                   if p.suffix in (".yaml", ".json"))
     assert data and [d for d in data if f"railonly/{d}" not in names] == []
+
+
+def test_shipped_data_files_go_by_one_name_their_repository_path(tmp_path, capsys):
+    """resilience's JSON said rates 'railonly/fabric/cost/data/failure_rates.yaml' and the presets
+    and catalog went by 'railonly/fabric/...', while the price book, the help and the docs said
+    'fabric/cost/data/prices.yaml'. One form, from input.shipped: the file's path in the repository."""
+    import json
+
+    from railonly.cli import main
+    from railonly.fabric.analysis.presets import shipped as presets
+    from railonly.fabric.cost.failure_rates import load_rates
+    from railonly.fabric.cost.prices import default_prices
+    from railonly.fabric.platforms.catalog import shipped as catalog
+
+    names = [default_prices().file, load_rates().file, *presets().files, *(p.file for p in catalog().values())]
+    assert load_rates().file == "fabric/cost/data/failure_rates.yaml"
+    assert presets().files == ("fabric/analysis/data/gpus.yaml", "fabric/analysis/data/models.yaml")
+    bad = [n for n in names if not (REPO / n).is_file()]
+    assert not bad, f"shipped data named by no repository path: {bad}"
+    assert main(["resilience", str(REPO / "labs" / "mini-routed.yml"), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["rates"] == "fabric/cost/data/failure_rates.yaml"
