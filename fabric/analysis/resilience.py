@@ -9,6 +9,7 @@ GPUs: the fullest leaf; other classes are alike within a tier).
 from __future__ import annotations
 
 import math
+from decimal import ROUND_DOWN, Decimal
 
 from ..cost.failure_rates import CLASSES, FailureRates
 from ..cost.inventory import from_fabric
@@ -16,6 +17,17 @@ from ..graph.model import Fabric
 from .failure import Fault, impact
 
 HOURS_PER_YEAR = 8766.0
+
+
+def percent(share: float, least: int = 2, most: int = 10) -> str:
+    """A share as a percentage with as many decimals as it has (at least `least`, at most
+    `most`), cut, never rounded up: 0.999999 is '99.9999%' (':.2%' printed '100.00%'), 0.99
+    '99.00%'; a share below 1 never prints as 100%."""
+    exact = (Decimal(repr(float(share))) * 100).normalize()
+    places = min(max(least, -exact.as_tuple().exponent), most)
+    text = f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_DOWN):f}"
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.rstrip('0').ljust(least, '0')}%"
 
 
 def counts(fab: Fabric) -> dict[str, int]:
@@ -151,7 +163,7 @@ def text(doc: dict, name: str) -> str:
         for n in nets:
             s = doc[n]["spares"]
             lines.append(f"  {n}: {doc[n]['gpus_affected_per_month']:.2f} GPUs affected per month; a job of {s['job_gpus']:,} GPUs "
-                         f"needs {s['spare_hb_domains']} spare HB domain(s) for {s['target_availability']:.2%} availability "
+                         f"needs {s['spare_hb_domains']} spare HB domain(s) for {percent(s['target_availability'])} availability "
                          f"(mean {s['mean_domains_down']:.3f} down; {s['domains_free']} free"
                          + ("" if s["enough"] else ", NOT enough") + ")")
     return "\n".join(lines)

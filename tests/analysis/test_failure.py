@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import defaultdict
 
 import pytest
@@ -279,3 +280,15 @@ def test_resilience_job_larger_than_the_design_is_located_in_the_job(tmp_path, c
     first = err.splitlines()[0]
     assert first.startswith(f"error: {job}:") and ": parallel: the job needs " in first and "the design 'minir'" in first, err
     assert "fix: give a smaller job" in err
+
+
+@pytest.mark.parametrize("target,printed", [("0.999999", "99.9999%"), ("0.9995", "99.95%"), ("0.99", "99.00%")])
+def test_resilience_prints_the_availability_target_unrounded(tmp_path, capsys, target, printed):
+    """A target of 0.999999 printed as '100.00% availability' (':.2%'): as many decimals as the
+    target has, never rounded up to 100%."""
+    rates = (REPO / "fabric/cost/data/failure_rates.yaml").read_text()
+    rates = re.sub(r"(?m)^target_availability: .*$", f"target_availability: {target}", rates)
+    (tmp_path / "r.yaml").write_text(rates)
+    rc, out, _ = run(capsys, "resilience", LABS / "mini-routed.yml", "--rates", tmp_path / "r.yaml")
+    assert rc == 0
+    assert out.count(f" for {printed} availability ") == 2 and "100.00%" not in out, out
