@@ -200,7 +200,7 @@ def text(a: Analysis, design_name: str) -> str:
                          f"energy {c['rail-only']['joules_per_token']:.3g} J/token on rail-only")
             eb = c.get("equal_budget")
             if eb:
-                lines.append(f"equal budget: the spine's ${eb['spine_usd']:,.0f} buys {eb['extra_gpus']:,} more GPUs: rail-only "
+                lines.append(f"equal budget: the spine's ${eb['spine_usd']:,.0f} buys {eb['extra_gpus']:,} more GPU{'' if eb['extra_gpus'] == 1 else 's'}: rail-only "
                              f"{eb['rail_only_tokens_per_s']:,.0f} tokens/s vs rail-optimized {eb['rail_optimized_tokens_per_s']:,.0f}")
         else:
             lines.append("network cost: not available (one of the two networks cannot be built at this radix)")

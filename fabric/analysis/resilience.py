@@ -163,7 +163,7 @@ def text(doc: dict, name: str) -> str:
         for n in nets:
             s = doc[n]["spares"]
             lines.append(f"  {n}: {doc[n]['gpus_affected_per_month']:.2f} GPUs affected per month; a job of {s['job_gpus']:,} GPUs "
-                         f"needs {s['spare_hb_domains']} spare HB domain(s) for {percent(s['target_availability'])} availability "
+                         f"needs {s['spare_hb_domains']} spare HB domain{'' if s['spare_hb_domains'] == 1 else 's'} for {percent(s['target_availability'])} availability "
                          f"(mean {s['mean_domains_down']:.3f} down; {s['domains_free']} free"
                          + ("" if s["enough"] else ", NOT enough") + ")")
     return "\n".join(lines)

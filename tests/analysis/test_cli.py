@@ -235,3 +235,9 @@ def test_quiet_prints_nothing_on_success_and_small_jobs_get_readable_units(capsy
     assert rc == 0 and out == "" and err == ""
     rc, out, _ = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml")
     assert rc == 0 and "HB 2.01 GB" in out and "cross-rail 0 B" in out
+
+
+def test_equal_budget_of_one_gpu_is_singular(capsys):
+    # the spine's $30,480 "buys 1 more GPUs"
+    rc, out, _ = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml")
+    assert rc == 0 and "equal budget: the spine's $30,480 buys 1 more GPU: rail-only " in out, out

@@ -292,3 +292,12 @@ def test_resilience_prints_the_availability_target_unrounded(tmp_path, capsys, t
     rc, out, _ = run(capsys, "resilience", LABS / "mini-routed.yml", "--rates", tmp_path / "r.yaml")
     assert rc == 0
     assert out.count(f" for {printed} availability ") == 2 and "100.00%" not in out, out
+
+
+@pytest.mark.parametrize("per_gpu_year,spares", [("1", "1 spare HB domain "), ("10", "2 spare HB domains ")])
+def test_resilience_spare_domains_singular_and_plural(tmp_path, capsys, per_gpu_year, spares):
+    # it printed "needs 1 spare HB domain(s)"
+    rates = (REPO / "fabric/cost/data/failure_rates.yaml").read_text().replace("per_gpu_year: 0.1163", f"per_gpu_year: {per_gpu_year}")
+    (tmp_path / "r.yaml").write_text(rates)
+    rc, out, _ = run(capsys, "resilience", LABS / "mini-routed.yml", "--rates", tmp_path / "r.yaml")
+    assert rc == 0 and out.count(f" needs {spares}for ") == 2 and "(s)" not in out, out

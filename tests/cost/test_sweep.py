@@ -59,4 +59,12 @@ def test_summary_counts_only_real_savings(tmp_path, capsys):
     assert "largest saving: 77% of cost" in text and "largest saving: -" not in text
     code, text, err = run_cli(["sweep", "--no-share-rails", "--hb-sizes", "256", "--gpus", "1024", "--radix", "256",
                                "-o", str(tmp_path / "t")], capsys)
-    assert code == 0 and "1 clusters, 0 where rail-only saves, 1 where it costs more;" in text and "largest saving" not in text
+    assert code == 0 and "1 cluster, 0 where rail-only saves, 1 where it costs more;" in text and "largest saving" not in text
+
+
+def test_one_cluster_is_singular(tmp_path, capsys):
+    # it printed "1 clusters, 1 where rail-only saves" and "packed ... in 1 clusters"
+    code, text, err = run_cli(["sweep", "--hb-sizes", "256", "--gpus", "1024", "--radix", "64", "-o", str(tmp_path / "s")], capsys)
+    assert code == 0, err
+    assert text.startswith("1 cluster, 1 where rail-only saves;") and "shared tier-1 switches in 1 cluster (" in text, text
+    assert "clusters" not in text

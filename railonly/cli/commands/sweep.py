@@ -74,7 +74,7 @@ def run(args) -> int:
     if args.quiet:
         return 0
     dearer = sum(1 for r in rows if (r.get("cost_saving") or 0) < 0)
-    print(f"{len(rows)} clusters, {len(paying)} where rail-only saves"
+    print(f"{len(rows)} {_clusters(len(rows))}, {len(paying)} where rail-only saves"
           + (f", {dearer} where it costs more" if dearer else "") + f"; wrote {SWEEP_CSV} and {SWEEP_PNG} to {args.outdir}")
     if best:
         print(f"  largest saving: {best['cost_saving']:.0%} of cost at K = {best['hb_size']}, "
@@ -82,6 +82,10 @@ def run(args) -> int:
     packed = [r for r in rows if r.get("baseline_rails_per_leaf", 1) > 1 or r.get("rail_rails_per_switch", 1) > 1]
     if packed:
         both = sum(1 for r in packed if r["baseline_rails_per_leaf"] > 1 and r["rail_rails_per_switch"] > 1)
-        print(f"  small rails packed onto shared tier-1 switches in {len(packed)} clusters "
+        print(f"  small rails packed onto shared tier-1 switches in {len(packed)} {_clusters(len(packed))} "
               f"({both} on both sides; columns baseline_rails_per_leaf, rail_rails_per_switch)")
     return 0
+
+
+def _clusters(n: int) -> str:
+    return "cluster" if n == 1 else "clusters"
