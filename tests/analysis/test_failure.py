@@ -301,3 +301,53 @@ def test_resilience_spare_domains_singular_and_plural(tmp_path, capsys, per_gpu_
     (tmp_path / "r.yaml").write_text(rates)
     rc, out, _ = run(capsys, "resilience", LABS / "mini-routed.yml", "--rates", tmp_path / "r.yaml")
     assert rc == 0 and out.count(f" needs {spares}for ") == 2 and "(s)" not in out, out
+
+
+_MY_PRESETS = "gpus:\n  my-gpu: {tflops: 1307, memory_gb: 192}\nmodels:\n  tiny: {layers: 2, hidden: 128, heads: 2, seq: 64, vocab: 100}\n"
+_MY_JOB = "name: mine\nmodel: {preset: tiny}\nparallel: {tp: 2, dp: 2, global_batch: 4}\ngpu: {preset: my-gpu}\n"
+
+
+def test_resilience_job_with_a_custom_preset_takes_presets_as_analyze_does(tmp_path, capsys):
+    """resilience --job had no --presets: a job on a GPU of the user's presets could not be loaded."""
+    (tmp_path / "p.yml").write_text(_MY_PRESETS)
+    (tmp_path / "j.yml").write_text(_MY_JOB)
+    rc, out, err = run(capsys, "resilience", LABS / "mini-routed.yml", "--job", tmp_path / "j.yml",
+                       "--presets", tmp_path / "p.yml", "--json", "-")
+    assert rc == 0, err
+    assert json.loads(out)["networks"]["rail-only"]["spares"]["job_gpus"] == 4
+    assert run(capsys, "analyze", LABS / "mini-routed.yml", tmp_path / "j.yml", "--presets", tmp_path / "p.yml")[0] == 0
+    # without it, the preset is unknown: exit 2 naming the job's key
+    rc, out, err = run(capsys, "resilience", LABS / "mini-routed.yml", "--job", tmp_path / "j.yml")
+    assert rc == 2 and out == "" and "gpu.preset: unknown GPU preset 'my-gpu'" in err, err
+
+
+@pytest.mark.parametrize("presets", ["bad", "", "missing"])
+def test_resilience_presets_are_checked_as_analyze_checks_them(tmp_path, capsys, presets):
+    (tmp_path / "j.yml").write_text(_MY_JOB)
+    path = {"bad": tmp_path / "bad.yml", "": "", "missing": tmp_path / "nope.yml"}[presets]
+    if presets == "bad":
+        path.write_text("gpus:\n  Bad Name: {tflops: -1}\n")
+    said = {}
+    for command in (["analyze", LABS / "mini-routed.yml", tmp_path / "j.yml"],
+                    ["resilience", LABS / "mini-routed.yml", "--job", tmp_path / "j.yml"]):
+        rc, out, err = run(capsys, *command, "--presets", path, "--json", tmp_path / "r.json")
+        assert rc == 2 and out == "" and "Traceback" not in err and not (tmp_path / "r.json").exists(), err
+        said[command[0]] = err
+    assert said["analyze"] == said["resilience"]
+
+
+def test_resilience_presets_without_a_job_and_the_presets_as_a_report(tmp_path, capsys):
+    from railonly import cli
+
+    (tmp_path / "p.yml").write_text(_MY_PRESETS)
+    (tmp_path / "j.yml").write_text(_MY_JOB)
+    rc, out, err = run(capsys, "resilience", LABS / "mini-routed.yml", "--presets", tmp_path / "p.yml")
+    assert rc == 2 and out == "" and "error: command line: --presets: adds GPU and model presets for the --job file" in err, err
+    assert "fix: add --job JOB.yml, or leave out --presets" in err
+    rc, out, err = run(capsys, "resilience", LABS / "mini-routed.yml", "--job", tmp_path / "j.yml",
+                       "--presets", tmp_path / "p.yml", "--json", tmp_path / "p.yml")
+    assert rc == 2 and "it is the presets" in err and (tmp_path / "p.yml").read_text() == _MY_PRESETS, err
+    sub = next(a for a in cli.build_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict))
+    helps = {name: next(a.help for a in sub.choices[name]._actions if "--presets" in a.option_strings)
+             for name in ("analyze", "resilience")}
+    assert helps["analyze"] == helps["resilience"]

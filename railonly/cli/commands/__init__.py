@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+# --presets, as analyze and resilience --job take it: the job's GPU and model presets
+PRESETS_HELP = "GPU and model presets YAML adding to the shipped ones"
+
 
 def refuse_empty(*options: "tuple[str, str | None, str]") -> None:
     """(flag, value, fix) each: an empty value is a mistake, never "option not given" (`--inventory ''`

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from railonly.cli.commands import number, platform_reads, refuse_empty
+from railonly.cli.commands import PRESETS_HELP, number, platform_reads, refuse_empty
 
 MAX_SWEEP_POINTS = 64
 
@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--sweep", metavar="AXIS=V,...", help="sweep k, nic, hb or batch over values, e.g. k=8,16,32,72,256")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="where --sweep draws its PNG (default sweep.png), with FILE.csv beside it")
     p.add_argument("--prices", metavar="FILE", help="price book YAML replacing the default")
-    p.add_argument("--presets", metavar="FILE", help="GPU and model presets YAML adding to the shipped ones")
+    p.add_argument("--presets", metavar="FILE", help=PRESETS_HELP)
     p.add_argument("--fail", metavar="SPEC", action="append", default=[],
                    help="the job with a failure (repeatable): nic:GPU, cable:CABLE_ID, switch:NAME or domain:NAME "
                         "(docs/failures.md)")

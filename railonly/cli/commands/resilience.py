@@ -1,4 +1,4 @@
-"""`railonly resilience DESIGN [--job JOB] [--rates FILE] [--json FILE]`: failure blast radius per
+"""`railonly resilience DESIGN [--job JOB] [--presets FILE] [--rates FILE] [--json FILE]`: failure blast radius per
 component class on rail-only and the rail-optimized baseline, with failure rates (docs/failures.md)."""
 
 from __future__ import annotations
@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import sys
 
+from railonly.cli.commands import PRESETS_HELP
+
 
 def register(sub) -> None:
     p = sub.add_parser("resilience", help="blast radius of every component class on rail-only and the baseline; "
                                           "affected GPUs per month and spare HB domains from failure rates")
     p.add_argument("design", metavar="DESIGN.yml")
     p.add_argument("--job", metavar="JOB.yml", help="size the spare HB domains for this job's GPUs (default: the whole cluster)")
+    p.add_argument("--presets", metavar="FILE", help=PRESETS_HELP)
     p.add_argument("--rates", metavar="FILE", help="failure rates YAML replacing the default (fabric/cost/data/failure_rates.yaml)")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE ('-' for standard output)")
     p.set_defaults(func=run)
@@ -25,20 +28,24 @@ def run(args) -> int:
     from railonly.fabric.cost.failure_rates import load_rates
     from railonly.fabric.design.design import load_design
     from railonly.cli.commands import platform_reads, refuse_empty
-    from railonly.fabric.input.problems import AllInputs, InputError
+    from railonly.fabric.input.problems import AllInputs, InputError, Problem
     from railonly.reportfile import refuse_targets
 
     # it ran and wrote nothing
     refuse_empty(("--json", args.json, "give a file name, - for standard output, or leave it out"))
     if args.json and args.json != "-":
         _check_target("--json", args.json)
-        refuse_targets({"--json": args.json}, {"the design": args.design, "the job": args.job, "the failure rates": args.rates})
+        refuse_targets({"--json": args.json}, {"the design": args.design, "the job": args.job, "the presets": args.presets,
+                                               "the failure rates": args.rates})
+    if args.presets is not None and args.job is None:  # they would be read for nothing
+        raise InputError([Problem("--presets", "adds GPU and model presets for the --job file, and no --job is given",
+                                  "add --job JOB.yml, or leave out --presets", None, "command line")])
     inputs = AllInputs()
     design = inputs.read(load_design, args.design)
     rates = inputs.read(load_rates, args.rates)
     job = None
     if args.job is not None:  # an empty --job is a missing file, not "no job"
-        presets = inputs.read(load_presets, None)
+        presets = inputs.read(load_presets, args.presets)
         job = inputs.read(load_job, args.job, presets) if presets is not None else None
     inputs.stop_if_any()
     if args.json and args.json != "-":  # the platform files the design names are inputs too
