@@ -110,6 +110,11 @@ class Runtime(Protocol):
         identity); None: the Lab loaded from OUTDIR."""
         return None
 
+    def running_lab(self, outdir: str) -> Lab | None:
+        """The lab deployed from ``outdir`` as the runtime recorded it at deploy, for the commands
+        on a running lab (status, check, traffic, fault); None: they load the OUTDIR."""
+        return None
+
     def dry_run(self, lab: Lab) -> str:
         """What deploy would do, printed by ``lab deploy --dry-run`` (no root needed)."""
         return f"{self.name}: deploy lab {lab.name} ({len(lab.nodes)} nodes)\n"

@@ -7,7 +7,8 @@ Layout (all root-owned; see docs/security.md)::
                                          sockets), iperf3 and sshd pid files, containerlab's
                                          clab-<lab> lab directory (its CLAB_LABDIR_BASE)
     /run/railonly/<lab>/state/     0700  identity.json, netns-state.json, faults.json,
-                                         traffic.json, ssh/ (keys, sshd configs, switch shells)
+                                         traffic.json, ssh/ (keys, sshd configs, switch shells),
+                                         deployed/ (the OUTDIR files the lab was deployed from)
 
 An OUTDIR is whatever a pull request wrote, so nothing a lab records lives
 there: a record there could be forged (destroy would act on it) or swapped
@@ -36,6 +37,7 @@ from ..lab import LabError, run_dir, run_root, state_dir
 from .outdir_writer import OutdirWriter, UnsafePath
 
 IDENTITY = "identity.json"
+DEPLOYED = "deployed"  # the OUTDIR files the running lab was deployed from (record_deployed)
 LAB_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")  # netns.ns_plan.LAB_RE: one rule for lab names
 NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 MAX_RECORD_BYTES = 64 << 20
@@ -273,6 +275,60 @@ def deployed_from(outdir: str) -> list[Identity]:
 def claims_of_others(lab: str) -> dict[str, str]:
     """namespace -> the other lab whose recorded nodes name it."""
     return {ns: i.name for i in identities() if i.name != lab for ns in i.namespaces}
+
+
+# --- what the running lab was deployed from -----------------------------------------------
+
+
+def deployed_files(lab) -> list[str]:
+    """What the commands on a running lab read of its OUTDIR, relative to it: the topology, the
+    lab's fabric.json, the cabling.csv beside it and each switch's frr.conf (check_plan.load)."""
+    from railonly.fabric.outdir_layout import CABLING_CSV, FRR_CONF
+
+    base = lab.fabric_file.parent.relative_to(lab.outdir)
+    return [lab.topology_file.name, str(lab.fabric_file.relative_to(lab.outdir)), str(base / CABLING_CSV)] + [
+        str(lab.configs_dir.relative_to(lab.outdir) / sw.name / FRR_CONF) for sw in lab.switches]
+
+
+def record_deployed(lab) -> None:
+    """Copy deployed_files into the lab's state dir (before the deploy changes anything), so status,
+    check, traffic and fault act on the lab as deployed, from railonly's own record: whatever became
+    of the OUTDIR since (edited, recompiled, removed, a symlink planted in it) is never read by them.
+    Read from OUTDIR without following a symlink, as load_lab reads it."""
+    import shutil
+
+    from railonly.fabric.outdir.reader import OutdirReader
+
+    reader, sd = OutdirReader(str(lab.outdir)), state(lab.name)
+    shutil.rmtree(sd.path(DEPLOYED), ignore_errors=True)  # a recompile may have dropped a switch; never follows a link
+    for rel in deployed_files(lab):
+        data = reader.read_bytes(rel)
+        if data is not None:
+            sd.write_bytes(f"{DEPLOYED}/{rel}", data, mode=0o600)
+
+
+def deployed_lab(outdir: str):
+    """The Lab deployed from ``outdir`` as railonly recorded it (record_deployed), with its name and
+    OUTDIR; None when no lab, or several (bind names them), or a lab recorded before railonly kept
+    the record, is deployed from it: the command reads the OUTDIR then."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..lab import load_lab
+
+    mine = deployed_from(os.path.realpath(outdir)) if outdir else []  # '': the reader names it
+    if len(mine) != 1:
+        return None
+    ident = mine[0]
+    sd = open_state(ident.name, create=False)
+    try:
+        if sd is None or not stat.S_ISDIR(os.lstat(sd.path(DEPLOYED)).st_mode):  # the chain to it is root's alone
+            return None
+    except FileNotFoundError:
+        return None
+    lab = load_lab(sd.path(DEPLOYED))
+    lab = lab.renamed(ident.name) if lab.name != ident.name else lab
+    return replace(lab, outdir=Path(ident.outdir))
 
 
 # --- which lab a command acts on ----------------------------------------------------------

@@ -300,6 +300,32 @@ def test_push_refuses_a_symlink_planted_in_the_outdir_after_deploy(fresh, bystan
     assert bystanders.problems() == []
 
 
+def test_a_symlink_planted_after_deploy_leaves_the_running_lab_manageable(fresh, bystanders, capsys):
+    """Finding: a symlink planted in the OUTDIR of a running lab made status, check and
+    fault --restore exit 2 (load_lab refuses any link below OUTDIR), so a fault could not
+    be undone. They act on the lab as deployed, from railonly's record: the OUTDIR is not
+    read, so nothing of it is followed; deploy (which reads it) still refuses."""
+    out = fresh()
+    deploy_ok(capsys, out)
+    rc, o, e = run(capsys, "lab", "fault", str(out), "--link", "hb0:rail0")
+    assert rc == 0, o + e
+    (out / "evil").symlink_to(bystanders.file)
+    (out / "fabric.json").unlink()
+    (out / "fabric.json").symlink_to(bystanders.file)
+    rc, o, e = run(capsys, "lab", "status", str(out))
+    assert rc == 0 and "faults set: link hb0:rail0" in o, o + e
+    rc, o, e = run(capsys, "lab", "check", str(out), "--only", "bgp", "--timeout", "5")
+    assert rc in (0, 1) and "bgp" in o, o + e
+    rc, o, e = run(capsys, "lab", "fault", str(out), "--restore")
+    assert rc == 0 and "restored 1 fault" in o, o + e
+    rc, o, e = run(capsys, "lab", "status", str(out))
+    assert rc == 0 and "faults set" not in o, o + e
+    rc, o, e = run(capsys, "lab", "deploy", str(out))
+    assert rc == 2 and "evil" in e and "symbolic link" in e, o + e
+    assert CANARY_TEXT.strip() not in capsys.readouterr().out
+    assert bystanders.problems() == []
+
+
 def test_destroy_leaves_the_namespaces_of_a_lab_with_a_longer_name(fresh, bystanders, capsys):
     out = fresh()
     deploy_ok(capsys, out)

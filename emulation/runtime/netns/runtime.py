@@ -169,6 +169,7 @@ class NetnsRuntime(Runtime):
                            f"remove what is provably the lab's with: railonly lab destroy {lab.outdir}"
                            " (it refuses the rest, by name)")
         try:
+            rundir.record_deployed(lab)  # intent first, as the identity: what the lab runs from now on
             if self.ssh and lab_sshd.sonic_switches(lab):
                 lab_sshd.prepare(lab)  # keys and sshd configs before the processes start
             rep = engine.deploy(lp.plan, path, hook=hook, workers=self.workers, strategy=self.strategy,
@@ -256,6 +257,11 @@ class NetnsRuntime(Runtime):
 
     def lab_to_destroy(self, outdir: str | None, name: str | None) -> Lab | None:
         return rundir.for_destroy(outdir, name)
+
+    def running_lab(self, outdir: str) -> Lab | None:
+        if os.geteuid() != 0:  # labs are root's
+            return None
+        return rundir.deployed_lab(outdir)
 
     def door(self):
         return setns  # call_in / call_many / link_states: threads that enter a namespace

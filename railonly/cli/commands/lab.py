@@ -34,14 +34,19 @@ def common(p, optional: bool = False) -> None:
 
 def open_lab(args, deploying: bool = False):
     """(runtime, lab) for an action; LabError (exit 2) / RuntimeProblem (exit 3) on failure.
-    The lab carries the name it was deployed under (rundir.bind): an OUTDIR whose lab
-    name is deployed from another OUTDIR is refused (exit 2), that lab untouched."""
+    A running lab is the one the runtime recorded at deploy (Runtime.running_lab): status,
+    check, traffic and fault act on what runs, and a changed or hostile OUTDIR (a symlink
+    planted in it) cannot stop them. Otherwise the OUTDIR is loaded; the lab carries the name
+    it was deployed under (rundir.bind): an OUTDIR whose lab name is deployed from another
+    OUTDIR is refused (exit 2), that lab untouched."""
     from railonly.emulation.lab import load_lab
-    from railonly.emulation.runtime import rundir
     from railonly.emulation.runtime.registry import get_runtime
 
-    rt, lab = get_runtime(args.runtime), load_lab(args.outdir)
-    return rt, rt.bind_lab(lab, getattr(args, "lab_name", None), deploying=deploying)
+    rt = get_runtime(args.runtime)
+    running = None if deploying else rt.running_lab(args.outdir)
+    if running is not None:
+        return rt, running
+    return rt, rt.bind_lab(load_lab(args.outdir), getattr(args, "lab_name", None), deploying=deploying)
 
 
 def with_lab(action: Callable) -> Callable:
