@@ -79,6 +79,21 @@ def test_lab_dir_symlink_is_refused(fresh, bystanders, capsys):
     assert bystanders.problems() == []
 
 
+def test_a_config_line_frr_refuses_stops_the_deploy_and_leaves_nothing(fresh, capsys):
+    """Finding: a line FRR's vtysh -b refused (it passes the allow-lists, only FRR's parser
+    knows it) was exit 3 with the lab left half deployed. It is bad input: exit 2 naming the
+    switch, the file and line, the refused line and a fix, and nothing of the lab is left."""
+    out = fresh()
+    conf = out / "configs" / "rail0-leaf0" / "frr.conf"
+    conf.write_text(conf.read_text().replace(" bgp log-neighbor-changes\n", " bgp log-neighbor-changes\n bgp bogus-knob 7\n"))
+    line = conf.read_text().splitlines().index(" bgp bogus-knob 7") + 1
+    rc, o, e = run(capsys, "lab", "deploy", str(out))
+    assert rc == 2, o + e
+    assert f"{conf}:{line}: switch rail0-leaf0" in e and "'bgp bogus-knob 7' (Unknown command)" in e, e
+    assert "fix:" in e and f"railonly validate {out}" in e, e
+    assert lab_remains(lab_name(out)) == []
+
+
 def test_a_deploy_writes_nothing_into_the_outdir(fresh, bystanders, capsys):
     """Finding: the sshd seeding removed and copied under OUTDIR/.lab/ssh/<switch> on plain
     paths, so a folder swapped for a symlink made root write outside the lab. Now every

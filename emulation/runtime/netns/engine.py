@@ -45,7 +45,20 @@ Hook = Callable[[str, list[Step]], None]
 
 
 class DeployError(RuntimeError):
-    """A deploy could not finish; the state file still lists what may exist."""
+    """A deploy could not finish; the state file still lists what may exist. ``causes``:
+    every failure of the jobs run side by side (the message names the first)."""
+
+    def __init__(self, message: str, causes: tuple = ()):
+        super().__init__(message)
+        self.causes = tuple(causes)
+
+
+class ThenFailed(DeployError):
+    """A process's ``then`` command (FRR's ``vtysh -b``) exited non-zero: ``output`` says why."""
+
+    def __init__(self, message: str, process: str, output: str):
+        super().__init__(message)
+        self.process, self.output = process, output
 
 
 class StateRefused(DeployError):
@@ -240,7 +253,7 @@ def _parallel(jobs: list[Callable[[], None]], workers: int) -> None:
     errors = [e for e in errors if e is not None]
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise DeployError(f"{errors[0]}{more}") from errors[0]
+        raise DeployError(f"{errors[0]}{more}", causes=tuple(errors)) from errors[0]
 
 
 def _owner_ids(owner: str | None) -> tuple[int, int] | None:
@@ -299,9 +312,10 @@ def _start_process(p: Process, entry: dict) -> None:
     if p.then:  # after the pid is recorded: a failure here still leaves the process to destroy
         res = proc.run(list(p.then), netns=p.netns, timeout=p.ready_timeout)
         if not res.ok:
-            said = (res.stderr.strip() or res.stdout.strip()).splitlines()
-            raise DeployError(f"process {p.name}: {' '.join(p.then)} failed ({res.returncode})"
-                              + (f": {' / '.join(said[:5])}" if said else ""))
+            output = res.stderr.strip() or res.stdout.strip()
+            said = output.splitlines()
+            raise ThenFailed(f"process {p.name}: {' '.join(p.then)} failed ({res.returncode})"
+                             + (f": {' / '.join(said[:5])}" if said else ""), p.name, output)
 
 
 def _missing_chain(d: str) -> list[str]:

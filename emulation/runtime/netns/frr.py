@@ -131,6 +131,18 @@ def boot_argv(inst: FrrInstance) -> tuple[str, ...]:
     return ("vtysh", "--vty_socket", inst.rundir, "--config_dir", inst.rundir, "-b")
 
 
+# how `vtysh -b` names a config line FRR refused: "line 36: % Unknown command[25]:  bgp x"
+# (also "% Command incomplete", "% Ambiguous command", "Warning[4]...": vtysh_config_from_file)
+_REFUSED = re.compile(r"^line (\d+): (.+?)\[\d+\](?:\.\.\.)?: (.*)$", re.M)
+
+
+def refused_lines(output: str) -> list[tuple[int, str, str]]:
+    """(line number in the instance's frr.conf, FRR's words, the line as written) for each line
+    ``vtysh -b`` refused in ``output``; [] when it failed for another reason (no daemon...)."""
+    return [(int(m.group(1)), m.group(2).lstrip("% ").strip(), m.group(3).strip())
+            for m in _REFUSED.finditer(output)]
+
+
 def vtysh(inst: FrrInstance, *commands: str, timeout: float = 15.0) -> proc.Result:
     """Run vtysh commands against this instance only (its own vty socket dir)."""
     argv = ["vtysh", "--vty_socket", inst.rundir]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from railonly import proc
+from railonly.fabric.outdir_layout import STARTUP_CONFIG
 
 from ...lab import Lab, LabError, LabNode, run_dir, run_root, target
 from .. import rundir
@@ -68,6 +69,49 @@ def check_lab_files(lab: Lab) -> None:
                                                      run_dir(lab.name)) if p not in problems]
     if problems:
         raise InputError(problems)
+
+
+def frr_refusals(lab: Lab, lp: lab_plan.LabPlan, exc: Exception) -> list:
+    """A Problem (exit 2) for each config line FRR's ``vtysh -b`` refused in the failed deploy ``exc``,
+    named in the switch's OUTDIR file where the line is found there; [] when the deploy failed for
+    another reason (a runtime failure, exit 3). FRR's own parser only: validate runs it too."""
+    from railonly.fabric.input.problems import Problem
+
+    out = []
+    for cause in getattr(exc, "causes", ()) or (exc,):
+        sw = cause.process.split("/")[0] if isinstance(cause, engine.ThenFailed) else None
+        if sw not in lp.frr:
+            continue
+        for n, words, text in frr.refused_lines(cause.output):
+            file, line = _config_line(lab, sw, text)
+            if file.endswith(STARTUP_CONFIG):  # EOS: FRR read the config the lab translates it into
+                where, fix = f" (line {n} of the FRR config translated from it)", "fix its router bgp section"
+            else:
+                where = "" if line else f" (line {n} of the frr.conf FRR loaded)"
+                fix = f"fix or remove the line (railonly validate {lab.outdir} runs FRR's parser on every frr.conf)"
+            out.append(Problem("", f"switch {sw}: FRR refused the line {text!r} ({words}){where}",
+                               f"{fix}, or recompile the design; the deploy stopped and removed what it created"
+                               f" (nothing of lab {lab.name} is left)", line, file))
+    return out
+
+
+def _config_line(lab: Lab, sw: str, text: str) -> tuple[str, int | None]:
+    """(the switch's OUTDIR config file, the line number of ``text`` in it or None) where FRR's
+    config came from: frr.conf, SONiC's split files, or EOS's startup-config (translated)."""
+    from railonly.fabric.outdir.reader import OutdirReader
+    from railonly.fabric.outdir_layout import FRR_CONF, SONIC_SPLIT_FRR
+
+    node = lab.node(sw)
+    rel = str(lab.configs_dir.relative_to(lab.outdir) / sw)
+    names = (STARTUP_CONFIG,) if lab_plan.platform_of(node) == "eos" else (FRR_CONF, *SONIC_SPLIT_FRR)
+    reader = OutdirReader(str(lab.outdir))
+    for name in names:
+        body = reader.read_text(f"{rel}/{name}")
+        if body is None:
+            continue
+        found = [i for i, ln in enumerate(body.splitlines(), 1) if ln.strip() == text]
+        return str(lab.outdir / rel / name), found[0] if len(found) == 1 else None
+    return str(lab.outdir / rel), None
 
 
 def lab_namespaces(lab: "Lab | rundir.Identity") -> list[str]:
@@ -178,6 +222,12 @@ class NetnsRuntime(Runtime):
             raise LabError(path, str(exc), f"remove what is provably the lab's with: railonly lab destroy {lab.outdir}"
                            " (it refuses the rest, by name)") from None
         except engine.DeployError as exc:
+            refused = frr_refusals(lab, lp, exc)
+            if refused:  # bad input, found only once FRR read it: stop as if refused before the deploy
+                self._remove_refused(lab, refused)
+                from railonly.fabric.input.problems import InputError
+
+                raise InputError(refused) from None
             raise RuntimeProblem(f"deploy of lab {lab.name} failed: {exc}\n  what was created is listed in {path};"
                                  f" remove it with: railonly lab destroy {lab.outdir}") from None
         if ident is not None and set(ident.nodes) != set(lab.nodes):
@@ -197,6 +247,15 @@ class NetnsRuntime(Runtime):
             res.bgp_converged = frr.converged(res.bgp, lp.bgp_peers)
             res.bgp_seconds = time.perf_counter() - t
         return res
+
+    def _remove_refused(self, lab: Lab, refused: list) -> None:
+        """Remove what the refused deploy created, by its record, as lab destroy does; RuntimeProblem
+        (exit 3) naming the refusal and what stayed when that fails."""
+        try:
+            self.destroy(lab)
+        except RuntimeProblem as exc:
+            raise RuntimeProblem(f"FRR refused {refused[0].file}: {refused[0].message}; removing what the deploy"
+                                 f" created then failed: {exc}") from None
 
     def exec(self, node: "str | LabNode", argv: Sequence[str], timeout: float = 30.0) -> tuple[int, str]:
         ns = target(node)
