@@ -49,25 +49,31 @@ def run(
     input: str | None = None,
     check: bool = False,
     netns: str | None = None,
+    until_exit: bool = False,
 ) -> Result:
     """Run argv, optionally inside the named network namespace.
 
     A timeout is reported as returncode 124 (as coreutils `timeout` does), a
-    missing program as 127, so callers have one shape to judge.
+    missing program as 127, so callers have one shape to judge. ``until_exit``:
+    done when the program exits, with the output it wrote (see :func:`_until_exit`);
+    otherwise when its output ends, which a child it left running may hold open.
     """
     full = list(argv)
     if netns is not None:
         full = ["ip", "netns", "exec", netns, *full]
     try:
-        cp = subprocess.run(
-            full,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        res = Result(tuple(full), cp.returncode, cp.stdout, cp.stderr)
+        if until_exit and input is None:
+            res = _until_exit(full, timeout)
+        else:
+            cp = subprocess.run(
+                full,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            res = Result(tuple(full), cp.returncode, cp.stdout, cp.stderr)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
@@ -79,6 +85,69 @@ def run(
             f"command failed ({res.returncode}): {' '.join(full)}\n{res.stderr.strip()}"
         )
     return res
+
+
+def _until_exit(full: list[str], timeout: float) -> Result:
+    """Run ``full`` reading its stdout and stderr until it exits (or ``timeout``: 124, killed),
+    then take what the pipes hold and stop: a child it put in the background (``sh -c 'x &'``)
+    keeps the pipes open for as long as it runs, and is left running, unread."""
+    import selectors
+    import time
+
+    p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out_fd, err_fd = p.stdout.fileno(), p.stderr.fileno()
+    got: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    sel = selectors.DefaultSelector()
+    for fd in got:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    try:
+        exited = os.pidfd_open(p.pid)  # readable once the program exits (Linux 5.3)
+        sel.register(exited, selectors.EVENT_READ)
+    except (AttributeError, OSError):
+        exited = None  # polled every 50 ms instead
+
+    def drain(fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                sel.unregister(fd)
+                return
+            got[fd].append(chunk)
+
+    deadline = time.monotonic() + timeout
+    rc = None
+    try:
+        while rc is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                p.kill()
+                p.wait()
+                break
+            for key, _ in sel.select(min(left, 0.05) if exited is None else left):
+                if key.fd in got:
+                    drain(key.fd)
+            rc = p.poll()
+        for fd in got:  # what it wrote before it exited is in the pipes
+            if fd in sel.get_map():
+                drain(fd)
+    except BaseException:  # Ctrl-C: as subprocess.run, the program does not outlive the call
+        p.kill()
+        p.wait()
+        raise
+    finally:
+        sel.close()
+        if exited is not None:
+            os.close(exited)
+        p.stdout.close()
+        p.stderr.close()
+    out, err = (b"".join(got[fd]).decode(errors="replace").replace("\r\n", "\n") for fd in (out_fd, err_fd))
+    if rc is None:
+        return Result(tuple(full), 124, out, err + f"\ntimed out after {timeout:g}s")
+    return Result(tuple(full), rc, out, err)
 
 
 # Popen objects of background processes, kept so they can be reaped (no zombies,

@@ -160,7 +160,7 @@ class ContainerlabRuntime(Runtime):
         return setns
 
     def exec(self, node: "str | LabNode", argv: Sequence[str], timeout: float = 30.0) -> tuple[int, str]:
-        res = proc.run(self.exec_argv(node, argv), timeout=timeout)
+        res = proc.run(self.exec_argv(node, argv), timeout=timeout, until_exit=True)  # as the netns runtime's
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
 

@@ -85,8 +85,10 @@ class Runtime(Protocol):
     ``exec`` is stateless: `node` is the qualified name ``clab-<lab>-<node>``
     (``Lab.netns(name)`` or ``LabNode.netns``; a LabNode is accepted too), so a
     later process (``lab check``) can exec into a lab another one deployed.
-    It returns (exit code, output); output is stdout, with stderr appended
-    when the command failed. Timeouts give 124, a missing program 127.
+    It returns (exit code, output) once the command exits; output is stdout, with stderr appended
+    when the command failed. A child the command left in the background (``sh -c 'x &'``) is not
+    waited for, nor its later output read; it runs on in the node until destroy. Timeouts give 124
+    (the command is killed, not such a child), a missing program 127.
     """
 
     name: str

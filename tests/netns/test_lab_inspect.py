@@ -59,6 +59,23 @@ def test_exec_runs_ip_addr_in_a_gpu_and_returns_its_code(routed, capsys):
     assert "no-such-program-here: no such program here" in capsys.readouterr().out
 
 
+def test_exec_returns_when_the_command_exits_not_its_background_child(routed, capsys):
+    """Finding: `sh -c 'sleep 100 &'` waited the whole --timeout (the sleep holds stdout open).
+    exec is done when the command exits, with what it wrote; the child runs on in the node's
+    namespace (the lab's destroy stops it: the module's teardown checks nothing is left)."""
+    import time
+
+    from railonly.emulation.runtime.netns import pids, setns
+
+    out, lab = routed
+    t = time.monotonic()
+    rc = cli.main(["lab", "exec", str(out), "hb0-gpu0", "--timeout", "30", "--", "sh", "-c", "echo started; sleep 97 &"])
+    assert rc == 0 and time.monotonic() - t < 10, time.monotonic() - t
+    assert capsys.readouterr().out == "started\n"
+    inode = setns.inode(lab.netns("hb0-gpu0"))
+    assert any(p.cmdline == ("sleep", "97") for p in pids.in_netns({inode}))
+
+
 def test_vtysh_shows_a_bgp_summary(routed, capsys):
     out, lab = routed
     sw = lab.switches[0].name

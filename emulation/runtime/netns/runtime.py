@@ -263,7 +263,9 @@ class NetnsRuntime(Runtime):
             return 127, f"no namespace {ns} (is the lab deployed?)"
         if argv and proc.which(argv[0]) is None:  # ip netns exec says 1 for it, as the program's own failure
             return 127, f"{argv[0]}: no such program here (a namespace sees the host's files)"
-        res = proc.run(list(argv), netns=ns, timeout=timeout)
+        # done when the command exits: a child it left in the background holds its output open
+        # (sh -c 'x &'), and runs on in the namespace, where destroy stops it
+        res = proc.run(list(argv), netns=ns, timeout=timeout, until_exit=True)
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
     def destroy(self, lab: "Lab | rundir.Identity") -> engine.DestroyReport:
