@@ -14,7 +14,7 @@ ideal network has no price: it is a bound, not a product.
 
 from __future__ import annotations
 
-from ..cost.compare import TOPOLOGIES, compare, feasible, variant
+from ..cost.compare import TOPOLOGIES, compare, variant, why_unbuildable
 from ..cost.prices import PriceBook, default_prices
 from .job import Job
 
@@ -24,7 +24,7 @@ def network_boms(design, book: PriceBook | None = None) -> dict | None:
 
     A price book without a part the design needs is an input error (InputError, exit 2, as
     `bom` says it), not a network that cannot be built."""
-    if any(feasible(variant(design, t)) for t in TOPOLOGIES):
+    if any(why_unbuildable(variant(design, t)) for t in TOPOLOGIES):
         return None
     return compare(design, book or default_prices(), fast=True)
 

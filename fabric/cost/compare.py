@@ -27,7 +27,7 @@ def variant(design: Design, topology: str) -> Design:
     return dataclasses.replace(design, topology=topology)
 
 
-def feasible(design: Design) -> Problem | None:
+def why_unbuildable(design: Design) -> Problem | None:
     """Why `design` (as given) cannot be built, or None."""
     k, K, n = design.radix, design.hb_size, design.planned  # the tiers are those of the build-out
     if design.topology == "rail-only":
@@ -45,7 +45,7 @@ def feasible(design: Design) -> Problem | None:
 
 def inventory(design: Design, fast: bool = False) -> Inventory:
     """Counts of `design`: from its fabric graph, or (fast) from the proven-equal arithmetic."""
-    problem = feasible(design)
+    problem = why_unbuildable(design)
     if problem:
         raise InputError([problem])
     if fast:

@@ -17,7 +17,7 @@ import math
 from ..design import clos
 from ..design.design import Design, parse_design
 from .bom import price, saving
-from .compare import TOPOLOGIES, feasible, variant
+from .compare import TOPOLOGIES, variant, why_unbuildable
 from .inventory import from_design
 from .prices import PriceBook
 
@@ -42,7 +42,7 @@ def point(hb_size: int, target_gpus: int, radix: int, book: PriceBook, share_rai
     domains = math.ceil(target_gpus / hb_size)  # whole HB domains, at least the target
     d = dataclasses.replace(_template(nic_gbps), hb_size=hb_size, hb_count=domains, radix=radix, share_rails=share_rails)
     row = {"hb_size": hb_size, "radix": radix, "target_gpus": target_gpus, "gpus": hb_size * domains, "hb_domains": domains}
-    problems = [p for p in (feasible(variant(d, t)) for t in TOPOLOGIES) if p]
+    problems = [p for p in (why_unbuildable(variant(d, t)) for t in TOPOLOGIES) if p]
     if problems:
         row["note"] = "baseline needs more than three tiers" if clos.tiers(domains, radix) else "a rail needs more than three tiers"
         return row

@@ -15,7 +15,7 @@ from collections import Counter
 
 from ..outdir_layout import README, TOPOLOGY_SVG
 from ..cost import bom as bom_mod
-from ..cost.compare import feasible, variant
+from ..cost.compare import variant, why_unbuildable
 from ..cost.inventory import from_design, from_fabric
 from ..cost.prices import PriceBook, default_prices
 from ..design import physical
@@ -241,7 +241,7 @@ def _baseline(fab: Fabric, own, book: PriceBook, add) -> None:
     add("## Against the rail-optimized baseline" if d.topology == "rail-only" else "## Against rail-only")
     add("")
     other_design = variant(d, other_topo)
-    problem = feasible(other_design)
+    problem = why_unbuildable(other_design)
     if problem:
         add(f"The same cluster cannot be built {other_topo}: {problem.message}.")
         add("")
