@@ -150,6 +150,21 @@ def _until_exit(full: list[str], timeout: float) -> Result:
     return Result(tuple(full), rc, out, err)
 
 
+def attached(argv: Sequence[str]) -> int:
+    """Run argv on this process's terminal (stdin, stdout and stderr its own) until it exits:
+    its exit code, 127 for a program that is not there. Ctrl-C is the program's to handle
+    (vtysh clears its line), so this process ignores it meanwhile."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return subprocess.call(list(argv))
+    except FileNotFoundError:
+        return 127
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 # Popen objects of background processes, kept so they can be reaped (no zombies,
 # no "still running" warnings when the object would be collected).
 _spawned: dict[int, subprocess.Popen] = {}

@@ -163,6 +163,12 @@ class ContainerlabRuntime(Runtime):
         res = proc.run(self.exec_argv(node, argv), timeout=timeout, until_exit=True)  # as the netns runtime's
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
+    def interactive(self, node: "str | LabNode", argv: Sequence[str]) -> int:
+        full = self.exec_argv(node, argv)
+        if full[:2] == ["docker", "exec"]:
+            full[2:2] = ["-it"]  # docker gives the program a terminal only when asked
+        return proc.attached(full)
+
 
 def status_of(lab: Lab, found: dict[str, str]) -> LabStatus:
     """Judge containers found against the lab's nodes."""

@@ -97,6 +97,11 @@ class Runtime(Protocol):
 
     def exec(self, node: "str | LabNode", argv: Sequence[str], timeout: float = 30.0) -> tuple[int, str]: ...
 
+    def interactive(self, node: "str | LabNode", argv: Sequence[str]) -> int:
+        """Run ``argv`` in the node on the caller's terminal (a vtysh shell) until it exits;
+        its exit code. RuntimeProblem (exit 3) where the runtime cannot."""
+        raise RuntimeProblem(f"the {self.name} runtime has no interactive shell; give the commands with -c")
+
     def destroy(self, lab: Lab) -> None: ...
 
     def status(self, lab: Lab) -> LabStatus: ...

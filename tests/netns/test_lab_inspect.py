@@ -86,6 +86,55 @@ def test_vtysh_shows_a_bgp_summary(routed, capsys):
     assert json.loads(capsys.readouterr().out)["ipv4Unicast"]["peerCount"] > 0
 
 
+def _on_a_terminal(argv: list[str], typed: bytes, timeout: float = 30.0) -> tuple[int, str]:
+    """(exit code, what the terminal showed) of argv run on a pseudo-terminal, as an engineer's
+    shell runs it, with `typed` typed into it."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    ours, theirs = pty.openpty()
+    p = subprocess.Popen(argv, stdin=theirs, stdout=theirs, stderr=theirs, close_fds=True)
+    os.close(theirs)
+    os.write(ours, typed)
+    shown, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([ours], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(ours, 65536)
+                except OSError:  # EIO: the terminal's last user is gone
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+            elif p.poll() is not None:
+                break
+        return p.wait(timeout=5), shown.decode(errors="replace")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(ours)
+
+
+def test_vtysh_on_a_terminal_is_the_switchs_vtysh_shell(routed):
+    """No -c, on a terminal: vtysh's own shell against that switch's FRR (what `docker exec -it
+    <node> vtysh` gives on containerlab); the commands typed are answered there."""
+    import sys
+
+    out, lab = routed
+    sw = lab.switches[0].name
+    rc, shown = _on_a_terminal([sys.executable, "-m", "railonly", "lab", "vtysh", str(out), sw],
+                               b"show running-config\nexit\n")
+    assert rc == 0, shown
+    assert f"hostname {sw}" in shown and "router bgp" in shown
+    assert "BGP router identifier" not in shown  # not the non-terminal default, show bgp summary
+
+
 def test_unknown_node_is_input_error(routed, capsys):
     out, _ = routed
     assert cli.main(["lab", "exec", str(out), "hb0-gpu99", "--", "true"]) == 2

@@ -268,6 +268,12 @@ class NetnsRuntime(Runtime):
         res = proc.run(list(argv), netns=ns, timeout=timeout, until_exit=True)
         return res.returncode, res.stdout if res.ok else res.stdout + res.stderr
 
+    def interactive(self, node: "str | LabNode", argv: Sequence[str]) -> int:
+        ns = target(node)
+        if not setns.exists(ns):
+            raise RuntimeProblem(f"no namespace {ns} (is the lab deployed?)")
+        return proc.attached(["ip", "netns", "exec", ns, *argv])
+
     def destroy(self, lab: "Lab | rundir.Identity") -> engine.DestroyReport:
         """Remove everything provably the lab's: what the state file lists (checked),
         the namespaces of its own nodes and every process inside them, its run

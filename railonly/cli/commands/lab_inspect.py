@@ -147,7 +147,8 @@ def exec_(args, rt, lab) -> int:
 def vtysh_args(p) -> None:
     p.add_argument("switch", metavar="SWITCH", help="a routed switch of the lab")
     p.add_argument("-c", "--command", action="append", metavar="CMD",
-                   help="a vtysh command (repeatable; default: 'show bgp summary')")
+                   help="a vtysh command (repeatable); without one: a vtysh shell on a terminal, "
+                        "else 'show bgp summary'")
 
 
 def vtysh(args, rt, lab) -> int:
@@ -160,6 +161,11 @@ def vtysh(args, rt, lab) -> int:
                                   "use lab exec for its bridge: railonly lab exec OUTDIR SWITCH -- bridge fdb show",
                                   None, "command line")])
     argv = vtysh_argv(rt, lab, node.name)
+    if not args.command and sys.stdin.isatty() and sys.stdout.isatty():  # an engineer at a terminal: the shell
+        from railonly.emulation.runtime.protocol import deployed_status
+
+        deployed_status(rt, lab)  # NotDeployed: exit 3
+        return rt.interactive(node.netns, argv)
     for cmd in args.command or ["show bgp summary"]:
         argv += ["-c", cmd]
     return _run(rt, lab, node, argv, 30.0)
