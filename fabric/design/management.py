@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ..input.schema import Field
 
 SONIC_MGMT_VRF = "mgmt"  # SONiC's management VRF has this fixed name
+EOS_DEFAULT_VRF = "default"  # EOS's built-in VRF (the fabric's): never a management VRF
 SONIC_MGMT_PORT = "eth0"
 EOS_MGMT_PORT = "Management1"
 ROLES = ("network-admin", "network-operator")  # EOS built-in roles; SONiC: admin (sudo) or read-only
@@ -40,7 +41,7 @@ FIELDS: dict[str, Field] = {
     "gateway": Field("str", required=True, pattern=IPV4, pattern_text="an IPv4 address inside management.pool",
                      hint="the management network's router, e.g. 192.168.100.1"),
     "vrf": Field("str", default=SONIC_MGMT_VRF, pattern=VRF_NAME, pattern_text="a VRF name (letters, digits, '_', '-')",
-                 hint="VRF of the management port (SONiC's is always 'mgmt')"),
+                 hint="VRF of the management port, never 'default' (the fabric's own VRF); SONiC's is always 'mgmt'"),
     "ntp": Field("list", default=[], item=_ADDR_LIST.item, hint="NTP servers, reached in the management VRF"),
     "syslog": Field("list", default=[], item=_ADDR_LIST.item, hint="syslog servers (UDP 514), in the management VRF"),
     "dns": Field("list", default=[], item=_ADDR_LIST.item, hint="DNS name servers, in the management VRF"),
@@ -141,7 +142,16 @@ def problems(v: dict, platforms: set[str], switches: int | None, bad) -> None:
             if name in seen:
                 bad(f"{where}.name", f"user {name!r} is given twice", "give each user once")
             seen.add(name)
-    if "sonic" in platforms and v.get("vrf") not in (None, SONIC_MGMT_VRF):
+    if v.get("vrf") == EOS_DEFAULT_VRF:
+        # EOS's default VRF always exists and cannot be instantiated or named on an interface:
+        # `vrf instance default` and `vrf default` under Management1 are not EOS config (Arista's
+        # AVD skips both for 'default': eos_cli_config_gen templates vrfs.j2 and
+        # management-interfaces.j2), and the `no ip routing vrf <vrf>` a management VRF gets
+        # would turn routing off for the whole fabric.
+        bad("management.vrf", f"{EOS_DEFAULT_VRF!r} is the fabric's own VRF: EOS has no 'vrf instance default' and no "
+            "'vrf default' on Management1, and railonly's 'no ip routing vrf <vrf>' would stop the fabric routing",
+            f"use vrf: {SONIC_MGMT_VRF} (or leave it out), or another name such as MGMT")
+    elif "sonic" in platforms and v.get("vrf") not in (None, SONIC_MGMT_VRF):
         bad("management.vrf", f"SONiC's management VRF is always named {SONIC_MGMT_VRF!r}, got {v.get('vrf')!r}",
             f"use vrf: {SONIC_MGMT_VRF} (or leave it out) while any switch runs SONiC")
     if isinstance(pool, ipaddress.IPv4Network) and switches is not None:

@@ -146,6 +146,17 @@ def test_sonic_needs_the_vrf_named_mgmt(tmp_path, capsys):
     assert "vrf instance MGMT" in (tmp_path / "out/configs/er2-rail0-leaf0/startup-config").read_text()
 
 
+@pytest.mark.parametrize("case", ["eos-routed-2tier", "mixed-routed-2tier"])
+def test_the_default_vrf_is_never_the_management_vrf(tmp_path, capsys, case):
+    # EOS has no `vrf instance default` nor `vrf default` on Management1 (AVD skips both for
+    # 'default'), and `no ip routing vrf default` would stop the fabric routing: exit 2, one problem
+    text = CASES[case] + MGMT.replace("gateway:", "vrf: default\n  gateway:")
+    rc, err = compile_text(tmp_path, text, capsys)
+    assert rc == 2 and "management.vrf: 'default' is the fabric's own VRF" in err, err
+    assert ".yml:" in err and "fix: use vrf: mgmt" in err and "1 problem found" in err
+    assert not (tmp_path / "out").exists()
+
+
 # --- validate: exactly the forms railonly writes and EOS prints ------------------------
 
 def test_validate_accepts_the_forms_eos_prints():
