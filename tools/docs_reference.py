@@ -24,7 +24,8 @@ A design is a small YAML file; `railonly compile`, `bom`, `analyze` and `demo` r
 An unknown key is an error with a "did you mean" hint; every problem is reported with file,
 line, key path, the constraint and a fix (exit 2, nothing written). Checks that need several
 keys at once (an L2 rail must fit one switch, a rail must fit three tiers, `switch.mtu` at
-least `nic.mtu`, pools must not overlap) run after the per-key checks.
+least `nic.mtu` and at most 9214 when a tier runs EOS, pools must not overlap) run after the
+per-key checks.
 
 See the [tutorial](../tutorial.md) for a design written from scratch and
 [how the fabric is built](../fabric.md) for what each key changes. Examples are in `labs/`.

@@ -25,6 +25,11 @@ PLATFORMS = ("sonic", "eos")
 SPEEDS_GBPS = (100, 200, 400, 800)
 NIC_GBPS_DEFAULT = 400  # the per-GPU NIC speed when a design gives no nic.gbps
 LAB_NIC_MBPS_DEFAULT = 100  # the emulated NIC rate when a design gives no lab.nic_mbps
+# EOS's `mtu` (Ethernet and Vlan interfaces) is the IP MTU, at most 9214 (a 9234-byte frame):
+# Arista EOS Central, "Jumbo frame MTU sizes" (eos.arista.com/forum/jumbo-frame-mtu-sizes/:
+# "Max MTU in Arista -> 9214", `show interfaces` "IP MTU 9214 bytes", L2 MTU 9234). SONiC
+# takes up to 9216 (sonic-port.yang, PORT mtu range 68..9216).
+EOS_MAX_MTU = 9214
 
 def _cabling_fields(nic_optic: str) -> dict[str, Field]:
     """The cabling keys, the NIC-leaf length bounded by the reach of the chosen NIC optic."""
@@ -87,7 +92,7 @@ FIELDS: dict[str, Field] = {
         "platform_files": Field("list", default=[], item=Field("str", pattern=r"[^\x00-\x1f]{1,255}", pattern_text="a file path"),
                                 hint="your own platform YAML files (docs/platforms.md), paths relative to the design file, inside its folder"),
         "share_rails": Field("bool", default=False, hint="true lets small one-tier rails share a physical switch as separate partitions"),
-        "mtu": Field("int", default=9100, min=1500, max=9216, hint="switch port MTU in bytes (at least nic.mtu)"),
+        "mtu": Field("int", default=9100, min=1500, max=9216, hint="switch port MTU in bytes (at least nic.mtu; at most 9214 on EOS)"),
     }),
     "rail": Field("section", fields={
         "mode": Field("choice", default="routed", choices=("l2", "routed"),
@@ -247,6 +252,11 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
         bad("nic.gbps", f"must be one of {', '.join(map(str, SPEEDS_GBPS))} Gbit/s, got {v['nic']['gbps']}", "use a standard Ethernet speed, e.g. 400")
     if have("switch.mtu", "nic.mtu") and v["switch"]["mtu"] < v["nic"]["mtu"]:
         bad("switch.mtu", f"must be at least nic.mtu ({v['nic']['mtu']}), got {v['switch']['mtu']}", "raise switch.mtu (9100 is usual) or lower nic.mtu")
+    eos_tiers = ([] if not have("switch.platform") or v["switch"]["platform"] != "eos" else ["switch.platform"]) + \
+        [f"switch.platform_by_tier.{t}" for t, p in (_get(v, "switch.platform_by_tier").items() if have("switch.platform_by_tier") else ()) if p == "eos"]
+    if have("switch.mtu") and v["switch"]["mtu"] > EOS_MAX_MTU and eos_tiers:
+        bad("switch.mtu", f"EOS takes an interface mtu of at most {EOS_MAX_MTU} (its IP MTU; the frame is 9234), got {v['switch']['mtu']}, "
+            f"and {eos_tiers[0]} is eos", f"use switch.mtu: {EOS_MAX_MTU} or less (9100 is usual), or SONiC switches")
     for tier in _get(v, "switch.platform_by_tier") if have("switch.platform_by_tier") else ():
         if tier not in (1, 2, 3):
             bad(f"switch.platform_by_tier.{tier}", f"tier must be 1, 2 or 3, got {tier}", "tiers: 1 = leaf, 2 = spine, 3 = core")
