@@ -33,6 +33,15 @@ SHA512_CRYPT = r"\$6\$[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{86}"
 SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
 SSH_KEY = rf"({'|'.join(SSH_KEY_TYPES)}) [A-Za-z0-9+/]{{16,8192}}={{0,3}}( [A-Za-z0-9@._-]{{1,64}})?"
 IPV4 = r"(\d{1,3}\.){3}\d{1,3}"
+# How many servers of each kind a switch takes, per platform (more: the switch refuses the
+# config). SONiC: max-elements in its YANG models (fabric/validate/data/sonic-yang); EOS: its
+# user manual ("Specifying DNS Addresses", arista.com/en/um-eos/eos-managing-the-switch-name).
+SERVER_LIMITS: dict[str, dict[str, tuple[int, str]]] = {
+    "dns": {"sonic": (3, "sonic-dns.yang: DNS_NAMESERVER_LIST max-elements 3"),
+            "eos": (3, "EOS manual: the configuration can list a maximum of three name servers")},
+    "ntp": {"sonic": (10, "sonic-ntp.yang: NTP_SERVER_LIST max-elements 10")},
+    "tacacs": {"sonic": (8, "sonic-system-tacacs.yang: TACPLUS_SERVER_LIST max-elements 8")},
+}
 
 _ADDR_LIST = Field("list", default=[], item=Field("str", pattern=IPV4, pattern_text="an IPv4 address like 192.0.2.10"))
 
@@ -42,9 +51,9 @@ FIELDS: dict[str, Field] = {
                      hint="the management network's router, e.g. 192.168.100.1"),
     "vrf": Field("str", default=SONIC_MGMT_VRF, pattern=VRF_NAME, pattern_text="a VRF name (letters, digits, '_', '-')",
                  hint="VRF of the management port, never 'default' (the fabric's own VRF); SONiC's is always 'mgmt'"),
-    "ntp": Field("list", default=[], item=_ADDR_LIST.item, hint="NTP servers, reached in the management VRF"),
+    "ntp": Field("list", default=[], item=_ADDR_LIST.item, hint="NTP servers, reached in the management VRF (at most 10 on SONiC)"),
     "syslog": Field("list", default=[], item=_ADDR_LIST.item, hint="syslog servers (UDP 514), in the management VRF"),
-    "dns": Field("list", default=[], item=_ADDR_LIST.item, hint="DNS name servers, in the management VRF"),
+    "dns": Field("list", default=[], item=_ADDR_LIST.item, hint="DNS name servers, in the management VRF (at most 3)"),
     "users": Field("list", default=[], hint="local users: {name, role, sha512} or {name, role, ssh_key}", item=Field(
         "section", fields={
             "name": Field("str", required=True, pattern=USER_NAME, pattern_text="a user name (lowercase, digits, '_', '-')",
@@ -59,7 +68,8 @@ FIELDS: dict[str, Field] = {
             "password": Field("str", default=None, hint="never: give sha512 or ssh_key"),  # declared to refuse it by name
         })),
     "tacacs": Field("list", default=[], item=_ADDR_LIST.item,
-                    hint="TACACS+ servers (their shared key is installed on the switch, never written here); local users stay the fallback"),
+                    hint="TACACS+ servers (their shared key is installed on the switch, never written here); local users stay the fallback "
+                         "(at most 8 on SONiC)"),
     "gnmi": Field("bool", default=False, hint="true: enable the gNMI server in the management VRF"),
 }
 
@@ -123,6 +133,16 @@ def problems(v: dict, platforms: set[str], switches: int | None, bad) -> None:
                 elif pool.prefixlen < 31 and ip in (pool.network_address, pool.broadcast_address):
                     bad(path, f"{a} is the {'network' if ip == pool.network_address else 'broadcast'} address of "
                         f"management.pool ({pool}), not a host", f"use a host address of the pool, e.g. {pool.network_address + 1}")
+    for key, limits in SERVER_LIMITS.items():
+        given = v.get(key)
+        if not isinstance(given, list):
+            continue
+        for platform in sorted(platforms & set(limits)):
+            most, source = limits[platform]
+            if len(given) > most:
+                bad(f"management.{key}", f"lists {len(given)} servers; {'SONiC' if platform == 'sonic' else 'EOS'} takes "
+                    f"at most {most} ({source})", f"keep the {most} nearest servers")
+                break
     seen: set[str] = set()
     for i, u in enumerate(v.get("users") or []):
         if not isinstance(u, dict):

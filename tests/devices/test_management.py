@@ -128,6 +128,10 @@ def test_a_plaintext_password_is_exit_2_naming_the_key(tmp_path, capsys):
     ("syslog: [192.0.2.3]", "syslog: [127.0.0.1]", "a loopback address"),
     ("syslog: [192.0.2.3]", "syslog: [224.0.0.5]", "a multicast address"),
     ("pool: 192.168.100.0/24", "pool: 192.168.100.0/29", "management.pool"),
+    # more servers than the switch takes (SONiC's YANG max-elements; EOS: three name servers)
+    ("dns: [192.0.2.53]", "dns: [192.0.2.53, 192.0.2.54, 192.0.2.55, 192.0.2.56]", "management.dns: lists 4 servers"),
+    ("ntp: [192.0.2.1, 192.0.2.2]", f"ntp: [{', '.join(f'192.0.2.{i}' for i in range(1, 12))}]", "management.ntp: lists 11 servers"),
+    ("tacacs: [192.0.2.49]", f"tacacs: [{', '.join(f'192.0.2.{i}' for i in range(40, 49))}]", "management.tacacs: lists 9 servers"),
 ])
 def test_hostile_or_wrong_values_are_exit_2_naming_the_key(tmp_path, capsys, old, new, key):
     text = CASES["mixed-mgmt-2tier"]
@@ -155,6 +159,16 @@ def test_the_default_vrf_is_never_the_management_vrf(tmp_path, capsys, case):
     assert rc == 2 and "management.vrf: 'default' is the fabric's own VRF" in err, err
     assert ".yml:" in err and "fix: use vrf: mgmt" in err and "1 problem found" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_eos_takes_three_name_servers(tmp_path, capsys):
+    # EOS manual ("Specifying DNS Addresses"): a maximum of three name servers
+    text = CASES["eos-routed-2tier"] + MGMT.replace("dns: [192.0.2.53]", "dns: [192.0.2.53, 192.0.2.54, 192.0.2.55, 192.0.2.56]")
+    rc, err = compile_text(tmp_path, text, capsys)
+    assert rc == 2 and "management.dns: lists 4 servers; EOS takes at most 3" in err, err
+    assert not (tmp_path / "out").exists()
+    rc, err = compile_text(tmp_path, text.replace(", 192.0.2.56", ""), capsys)
+    assert rc == 0, err
 
 
 # --- validate: exactly the forms railonly writes and EOS prints ------------------------
