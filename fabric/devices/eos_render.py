@@ -22,6 +22,15 @@ from .device import SwitchView, advertised_pools, switch_view
 from .render import template
 
 PREFIX_LIST = routing.PREFIX_LIST
+# EOS gives every routed port (`no switchport`) an internal VLAN from a range that starts at
+# 1006 by default (ascending 1006-4094: AVD's eos_cli_config_gen molecule vrf-instances.md,
+# "Default Allocation Policy"); a user VLAN there collides with one already taken and EOS
+# refuses it (ipspace/netlab#1871: `vlan 1012` failed on a switch whose routed ports held
+# 1006 up; #1873). Rail r's VLAN is 1000 + r, so rails 6 and up land in that range: such a
+# switch moves the internal range above every rail VLAN, with the line AVD writes
+# (eos_cli_config_gen vlan-internal-order.j2: `vlan internal order ascending range B E`).
+EOS_INTERNAL_VLAN_DEFAULT_FIRST = 1006
+EOS_INTERNAL_VLANS = (2000, 4094)  # 2,095 internal VLANs: more than the routed ports of a radix-1024 switch
 
 
 def _qos(q: qosmod.QosPlan) -> dict:
@@ -70,8 +79,11 @@ def structured_config(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
              # delay after a flap), and err-disable the port if a switch shows up there
              "edge": p.cabled and p.vlan is not None}
         ethernets.append(e)
+    if any(v.vlan >= EOS_INTERNAL_VLANS[0] for v in view.vlans):
+        raise AssertionError(f"{sw.name}: a rail VLAN inside the internal VLAN range {EOS_INTERNAL_VLANS}")
     cfg = {
         "hostname": sw.name,
+        "internal_vlans": EOS_INTERNAL_VLANS if any(v.vlan >= EOS_INTERNAL_VLAN_DEFAULT_FIRST for v in view.vlans) else None,
         "vlans": [{"id": v.vlan, "name": f"rail{v.rail}"} for v in view.vlans],
         "ethernets": ethernets,
         "loopback": sw.loopback,
