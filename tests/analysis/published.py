@@ -26,6 +26,11 @@ TABLE5 = {
     "1t": (94.42, 71.49, 56.3, 57.0),
 }
 
+# Wang et al., Rail-only (arXiv 2307.12169 v5), the batch-size sweep: GPT-1T on 32,768 GPUs,
+# rail-only's share of the ideal network's speed (ideal / rail-only iteration time) at global
+# batch 256 and 4,096 ("about 95% to 99%"). Held out: nothing is fitted on it.
+RAIL_ONLY_BATCH_SWEEP = {256: 0.95, 4096: 0.99}
+
 # (job file under labs/jobs/heldout, source, unit, published value): unit "tflops" is the paper's
 # achieved TFLOP/s per GPU (hardware FLOPs of full recompute, 96 B s l h^2 (1 + s/6h + V/16lh)),
 # "s" seconds per iteration.

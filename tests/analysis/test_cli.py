@@ -65,7 +65,8 @@ def test_every_example_job_validates_against_the_contract_6_schema(tmp_path, cap
     schema = json.loads((REPO / "fabric" / "analysis" / "data" / "analysis.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     designs = {"table5": "dgx-a100", "moe-a100": "dgx-a100", "nvl72": "nvl72", "gpt-small": "mini-routed",
-               "gpt-1t-32k": "dgx-h100-32k", "heldout": "dgx-h100-32k"}
+               "gpt-1t-32k": "dgx-h100-32k", "heldout": "dgx-h100-32k",
+               "gpt-1t-gh200-32k": "gh200-32k"}
     for job in sorted((LABS / "jobs").rglob("*.yml")):
         design = next((d for k, d in designs.items() if k in str(job)), "dgx-h100-1k")
         rc, out, _ = run(capsys, LABS / f"{design}.yml", job, "--json", "-")
