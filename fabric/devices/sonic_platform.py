@@ -48,3 +48,18 @@ def breakout_cfg(design, tier: int) -> dict[str, dict[str, str]] | None:
         return None
     first = b.sonic_names[:: b.ports_per_cage]  # the first subport of a cage carries the parent's name
     return {name: {"brkout_mode": b.breakout_mode} for name in first}
+
+
+# ASIC vendors whose SONiC images default to the dynamic buffer model (sonic-net/sonic-buildimage
+# platform/mellanox/rules.mk and platform/barefoot/rules.mk: SONIC_BUFFER_MODEL=dynamic, written to
+# init_cfg.json's DEVICE_METADATA buffer_model, which `config reload` loads under config_db.json).
+# Every other image runs the traditional model (buffermgrd with the hwsku's pg_profile_lookup.ini).
+# Of these the catalog has NVIDIA (Mellanox) platforms only.
+DYNAMIC_BUFFER_PLATFORMS = ("x86_64-mlnx_", "x86_64-nvidia_")
+
+
+def dynamic_buffers(design, tier: int) -> bool:
+    """True when the switch's image sizes lossless headroom from any cable length (the
+    dynamic buffer model); False for a traditional-model or generic switch."""
+    model = design.model_of_tier(tier)
+    return bool(model and model.sonic_platform and model.sonic_platform.startswith(DYNAMIC_BUFFER_PLATFORMS))

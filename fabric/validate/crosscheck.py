@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
+from ..devices.qos import pg_profile_cable_length
 from ..devices.readback.facts import DeviceFacts
 from ..graph.model import Endpoint, Fabric, Link, Node
 from .validate_report import Result
@@ -115,7 +116,8 @@ def judge_switch(plan: Plan, sw: Node, f: DeviceFacts | None) -> Verdict:
         if not p.admin_up:
             bad("cabling", f"{f.file}: {p.key} is admin down but cabled to {other.node}:{other.port}")
         want_len = lk.length_m
-        if want_len is not None and p.cable_length != f"{want_len}m":
+        # SONiC on the traditional buffer model: the published profile length the cable fits in
+        if want_len is not None and p.cable_length not in (f"{want_len}m", pg_profile_cable_length(want_len)):
             where = p.length_key or f"{p.key} (no cable length)"
             bad("cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
         cabled.append((i, p.mtu, p.key))  # judged against the fabric's MTU in the merge

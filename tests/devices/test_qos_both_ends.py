@@ -68,3 +68,35 @@ def test_every_server_gets_the_nic_side_from_the_design():
     assert sh.count("cma_roce_tos -d \"$dev\" -t 96\n") == 2  # ToS = DSCP 24 << 2, as NCCL_IB_TC
     assert "NCCL_IB_TC=96" in files["hosts/hb0/nccl.env"].decode()
     assert subprocess.run(["sh", "-n"], input=sh, text=True).returncode == 0
+
+
+def _cable_lengths(text: str) -> dict[str, set[str]]:
+    """switch -> the CABLE_LENGTH values of its config_db.json, for a compiled design."""
+    _, files = compile_design(parse_design(text, "q.yml"))
+    return {p.split("/")[1]: set(json.loads(t)["CABLE_LENGTH"]["AZURE"].values())
+            for p, t in files.items() if p.endswith("config_db.json")}
+
+
+MODEL = """name: {name}
+topology: rail-only
+hb_domain: {{size: 8, count: 4, gbps: 3600}}
+nic: {{gbps: 400}}
+switch: {{model: {model}, breakout: 2x400G}}
+rail: {{mode: routed}}
+"""
+
+
+def test_traditional_buffer_cable_length_is_a_published_profile_length():
+    """A traditional-buffer SONiC switch (Broadcom: Dell Z9864F, and generic ones) looks
+    CABLE_LENGTH up verbatim in the hwsku's pg_profile_lookup.ini (5m, 40m, 300m) and makes
+    no lossless PG for another length: a 30 m cable is written 40m, a 45 m one 300m. An
+    NVIDIA switch (dynamic buffer model) sizes headroom from the cable's own length."""
+    dell = _cable_lengths(MODEL.format(name="dz", model="dell-z9864f"))
+    assert dell and set().union(*dell.values()) == {"40m"}, dell  # 30 m NIC cables
+    dell45 = _cable_lengths(MODEL.format(name="dz", model="dell-z9864f") + "cabling: {nic_leaf_m: 45}\n")
+    assert set().union(*dell45.values()) == {"300m"}, dell45
+    nv = _cable_lengths(MODEL.format(name="nv", model="nvidia-sn5600"))
+    assert set().union(*nv.values()) == {"30m"}, nv
+    from railonly.fabric.devices.qos import pg_profile_cable_length
+    assert [pg_profile_cable_length(m) for m in (3, 5, 6, 30, 40, 41, 100, 300, 500)] == \
+        ["5m", "5m", "40m", "40m", "40m", "300m", "300m", "300m", "500m"]

@@ -132,10 +132,12 @@ def _rewrite(path: Path, old: str, new: str, count: int = 1) -> None:
 
 def test_sonic_cable_length_must_be_the_cables(outdirs, tmp_path, capsys):
     out = _copy(outdirs["sonic"], tmp_path)
-    _rewrite(out / "configs/minir-rail0-leaf0/config_db.json", '"Ethernet0": "30m"', '"Ethernet0": "40m"')
+    # a generic switch runs the traditional buffer model: its 30 m cable is written 40m
+    # (the shortest pg_profile_lookup.ini length that covers it); 300m is no longer the cable's
+    _rewrite(out / "configs/minir-rail0-leaf0/config_db.json", '"Ethernet0": "40m"', '"Ethernet0": "300m"')
     rc, fails, _ = _failures(out, tmp_path, capsys)
     assert rc == 1
-    assert ("configs/minir-rail0-leaf0/config_db.json: CABLE_LENGTH|AZURE|Ethernet0 says 40m, cable R0-T1-00001 is 30 m long"
+    assert ("configs/minir-rail0-leaf0/config_db.json: CABLE_LENGTH|AZURE|Ethernet0 says 300m, cable R0-T1-00001 is 30 m long"
             in fails["cabling/minir-rail0-leaf0"])
 
 
