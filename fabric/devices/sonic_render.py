@@ -88,6 +88,11 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     meta.update(sonic_platform.metadata(d, sw.tier) or {})
     if view.routed:
         meta["bgp_asn"] = str(sw.asn)
+        # frr.conf asks for BFD on every session, and the bgp container starts bfdd only with
+        # this flag (sonic-buildimage dockers/docker-fpm-frr/frr/supervisord/
+        # supervisord.conf.common.j2); it also swaps bgpcfgd for frrcfgd, which renders
+        # nothing here: railonly writes no BGP tables and split-unified renders no frr.conf
+        meta["frr_mgmt_framework_config"] = "true"
     doc: dict = {"DEVICE_METADATA": {"localhost": meta}}
     published = sonic_platform.port_rows(d, sw.tier)  # None: generic, lanes from the radix
     nl = lanes(d.nic_gbps)

@@ -76,11 +76,12 @@ def frr_statements(text: str) -> list[str]:
 # ConfigDB fields and tables whose change touches no forwarding state.
 HITLESS_FIELDS = {("PORT", "description"), ("PORT", "mtu"), ("PORT", "alias")}
 HITLESS_TABLES = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA"}
-# Read only at start-up: the switch's SKU, platform, BGP ASN and type (DEVICE_METADATA|localhost):
+# Read only at start-up: the switch's SKU, platform, BGP ASN, type and FRR daemons (DEVICE_METADATA|localhost):
 # a full config reload. Every other table is patched (QoS and buffer tables too: their
 # daemons apply changes at run time; disruptive all the same).
 RELOAD_FIELDS = {("DEVICE_METADATA", "hwsku"), ("DEVICE_METADATA", "platform"), ("DEVICE_METADATA", "bgp_asn"),
-                 ("DEVICE_METADATA", "type"), ("DEVICE_METADATA", "mac")}
+                 ("DEVICE_METADATA", "type"), ("DEVICE_METADATA", "mac"),
+                 ("DEVICE_METADATA", "frr_mgmt_framework_config")}  # the bgp container's daemons, chosen at its start
 # FRR/EOS statements that change nothing but text
 _HITLESS_LINE = re.compile(r"(^|\s)description(\s|$)|^mtu \d+$")
 

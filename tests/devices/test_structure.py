@@ -53,6 +53,12 @@ def test_sonic_routed_leaf_bgp_and_qos():
     meta = doc["DEVICE_METADATA"]["localhost"]
     assert meta["docker_routing_config_mode"] == "split-unified"
     assert meta["hostname"] == "sr2-rail0-leaf0" and meta["bgp_asn"] == "4200000001"
+    # frr.conf has `neighbor GROUP bfd`: SONiC's bgp container runs bfdd only with this flag
+    # (sonic-buildimage dockers/docker-fpm-frr/frr/supervisord/supervisord.conf.common.j2)
+    assert " bfd\n" in files["configs/sr2-rail0-leaf0/frr.conf"].decode()
+    assert meta["frr_mgmt_framework_config"] == "true"
+    l2 = _doc(compiled("sonic-l2-1tier"), "sl1-rail0-leaf0")["DEVICE_METADATA"]["localhost"]
+    assert "frr_mgmt_framework_config" not in l2  # no BGP, no frr.conf, bgp feature disabled
     assert "Vlan1000|10.0.0.1/29" in doc["VLAN_INTERFACE"]
     assert doc["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3"
     assert doc["DSCP_TO_TC_MAP"]["AZURE"]["26"] == "3" and doc["DSCP_TO_TC_MAP"]["AZURE"]["48"] == "6"
