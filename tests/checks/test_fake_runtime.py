@@ -238,6 +238,37 @@ def test_schedule_without_an_all_to_all_is_exit_2(tmp_path, monkeypatch, capsys,
     assert not fake.ran("iperf3", "-s")  # nothing started
 
 
+@pytest.mark.parametrize("argv, named", [
+    (["--pattern", "ring-allreduce", "--iterations", "3"], "--iterations is for --job"),
+    (["--pattern", "all-to-all", "--time-scale", "2"], "--time-scale is for --job"),
+    (["--job", "JOB", "--bytes", "5000"], "--bytes is for --pattern"),
+], ids=["iterations", "time-scale", "bytes"])
+def test_an_option_of_the_other_form_is_exit_2(tmp_path, monkeypatch, capsys, argv, named):
+    """--iterations and --time-scale with --pattern, --bytes with --job were taken and ignored, without a word."""
+    base = compile_to(design_text("labs/mini-routed.yml", "fakeopts"), tmp_path / "out")
+    fake = _iperf3_fake(load_lab(base))
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    argv = [a.replace("JOB", str(REPO / "labs" / "jobs" / "gpt-small.yml")) for a in argv]
+    out = tmp_path / "t.json"
+    rc = main(["lab", "traffic", str(base), "--runtime", "fake", *argv, "--json", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and named in err and "fix: leave out" in err and "Traceback" not in err, err
+    assert not fake.calls and not out.exists()  # nothing run, nothing written
+
+
+def test_only_with_failover_is_exit_2(tmp_path, monkeypatch, capsys):
+    """--failover ran its own measurement and ignored --only."""
+    base = compile_to(design_text("labs/mini-routed.yml", "fakefo"), tmp_path / "out")
+    fake = _iperf3_fake(load_lab(base))
+    monkeypatch.setattr(lab_facts, "RUN_ROOT", str(tmp_path / "run"))
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    rc = main(["lab", "check", str(base), "--runtime", "fake", "--failover", "fakefo-rail0-spine0", "--only", "bgp"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--only" in err and "--failover" in err and "fix:" in err, err
+    assert not fake.calls
+
+
 def test_unknown_node_names_a_fix(routed):
     from railonly.emulation.lab import LabError
 

@@ -197,6 +197,12 @@ def check(args) -> int:
     from railonly.emulation.checks.check_plan import CHECKS
 
     refuse_targets({"--json": args.json, "--junit": args.junit}, outdirs=(args.outdir,))
+    if args.failover and args.only:  # it was taken and not used: --failover runs its own probes
+        from railonly.emulation.lab import LabError
+
+        raise LabError("command line", "--only picks checks of a full check; --failover runs only the failover"
+                       " measurement (reachability rounds, then BGP and BFD after the restore)",
+                       "leave out --only, or run the checks and the failover as two commands")
     rt, lab = open_lab(args)
     if args.failover:
         from railonly.emulation.runtime.protocol import deployed_status
@@ -230,7 +236,7 @@ def traffic_args(p) -> None:
                    help="all-to-all: phased (default; one peer per GPU per step, as NCCL), concurrent (all"
                         " flows at once), two-phase (rail-only: HB shuffle, then rail steps; store-and-forward)")
     p.add_argument("--json", metavar="FILE", help="write the traffic report as JSON (docs/reference/outdir.md)")
-    p.add_argument("--iterations", type=number(int), default=1, help="--job: iterations to replay (default 1; medians reported)")
+    p.add_argument("--iterations", type=number(int), default=None, help="--job: iterations to replay (default 1; medians reported)")
     p.add_argument("--time-scale", type=number(float), default=None,
                    help="--job: lab seconds per modelled second (default: the shortest phase lasts 0.5 s)")
     p.add_argument("--tolerance", type=number(float), default=0.10,
@@ -258,6 +264,17 @@ def traffic(args) -> int:
 
         raise LabError("command line", f"--schedule orders an all-to-all's flows; {args.job and '--job' or args.pattern}"
                        " runs its own", "leave out --schedule, or use --pattern all-to-all")
+    # an option of the other form was taken and not used, without a word (as --schedule was)
+    unused = ([f"--{o.replace('_', '-')}" for o in ("iterations", "time_scale") if getattr(args, o) is not None]
+              if args.pattern else (["--bytes"] if args.bytes is not None else []))
+    if unused:
+        from railonly.emulation.lab import LabError
+
+        raise LabError("command line", f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} for"
+                       f" {'--job' if args.pattern else '--pattern'}; {args.pattern or '--job'} does not use"
+                       f" {'it' if len(unused) == 1 else 'them'}",
+                       f"leave out {' and '.join(unused)}" + (", or use --job JOB.yml" if args.pattern else
+                                                              " (a job's bytes come from its model; --time-scale stretches them)"))
     refuse_targets({"--json": args.json}, {"the job": args.job}, outdirs=(args.outdir,))
     if args.job:
         return traffic_job(args)
@@ -308,6 +325,8 @@ def traffic_job(args) -> int:
     from railonly.fabric.analysis import load_job
 
     job = load_job(args.job)  # InputError: exit 2, every problem named
+    if args.iterations is None:
+        args.iterations = 1
     if args.iterations < 1 or args.iterations > 100:
         raise LabError(args.job, f"--iterations must be 1 to 100, got {args.iterations}", "e.g. --iterations 3")
     if args.time_scale is not None and not 0.001 <= args.time_scale <= 1e7:
