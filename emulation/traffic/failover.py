@@ -6,7 +6,10 @@ it down (recorded in the OUTDIR, so `lab fault --restore` undoes it too), and
 every pair is probed in numbered rounds of :data:`ROUND_S` until one whole
 round arrives. The failover time is from the fault to the start of that
 round, so it is exact to one round. The fault is restored at the end and the
-result says how long the fabric took to converge back.
+result says how long the fabric took to converge back. A lab with faults
+already recorded (`lab fault`) fails the result untouched: restore undoes
+every recorded fault, and a degraded fabric (SWITCH already down) would
+measure nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ def measure(lab: Lab, rt: Runtime, switch: str, *, timeout: float = 30.0,
         raise LabError(switch, f"{switch} is a {node.role}, not a switch", "--failover takes a switch")
     out = CheckRun(lab.name)
     rid = f"failover/{switch}"
+    # a fabric already degraded measures nothing of this fault (SWITCH already down: 0.00 s, passed),
+    # and the restore at the end would undo those faults too: refuse, change nothing
+    already = faults.active(lab, rt)
+    if already:
+        out.results.append(judge.Result(rid, "failover", False,
+                                        f"faults already set: {', '.join(already)}; nothing was changed (the failover"
+                                        " of a degraded fabric measures something else, and its restore would undo"
+                                        " them): run 'railonly lab fault OUTDIR --restore' first"))
+        return out
     netns = {n.name: n.netns for n in lab.nodes.values()}
     total = len(cp.reach_pairs())
     with probe.Agent(lab.name, netns, rt.door()) as ag:

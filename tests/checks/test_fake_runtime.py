@@ -211,6 +211,22 @@ def test_a_switch_down_on_another_runtime_downs_its_ports(lab):
         faults.node_down(lab, fake, lab.gpus[0].name)
 
 
+def test_failover_on_a_lab_with_faults_set_fails_and_changes_nothing(lab, monkeypatch, capsys):
+    """check --failover SWITCH after 'lab fault --node SWITCH' passed with '0.03 s until all pairs
+    pass again' (it measured nothing) and its restore silently undid the user's fault."""
+    fake = FakeRuntime().on(("ip", "link", "show"), (0, "")).on(("ip", "-4", "route", "show"), (0, ""))
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    sp = next(s.name for s in lab.switches if "spine" in s.name)
+    faults.node_down(lab, fake, sp)
+    fake.calls.clear()
+    rc = main(["lab", "check", str(lab.outdir), "--runtime", "fake", "--failover", sp])
+    out = capsys.readouterr().out
+    assert rc == 1 and f"faults already set: node {sp}" in out and "--restore' first" in out, out
+    assert faults.active(lab, fake) == [f"node {sp}"]  # the user's fault is still recorded
+    assert not fake.ran("ip", "link", "set")  # nothing set down, nothing brought up
+    faults.restore(lab, fake)
+
+
 def test_two_phase_on_a_rail_optimized_lab_is_exit_2_naming_the_option(tmp_path, monkeypatch, capsys):
     # two-phase is rail-only's store-and-forward: on the baseline it is a bad option, not a traceback
     base = compile_to(design_text("labs/mini-baseline.yml", "fakebase"), tmp_path / "out")
