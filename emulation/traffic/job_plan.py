@@ -84,7 +84,33 @@ def _divisors_upto(n: int, cap: int) -> list[int]:
 
 
 class ScaleError(ValueError):
-    """The job cannot be shrunk to the lab (a bad job for this lab: exit 2)."""
+    """The job cannot be shrunk to the lab (a bad job for this lab: exit 2); ``fix`` says what to
+    change (None: the command line's default advice for the message)."""
+
+    def __init__(self, message: str, fix: str | None = None):
+        super().__init__(message)
+        self.fix = fix
+
+
+MAX_REPLAY_S = 6 * 3600.0  # a replay planned longer than this is refused before anything runs
+
+
+def check_duration(model_iteration_s: float, iterations: int, time_scale: float, micro_batches: int,
+                   scale_given: bool) -> None:
+    """ScaleError when the replay would run longer than MAX_REPLAY_S (pure): a job file of
+    50,000,000 micro-batches planned a 117-day iteration and the replay started sleeping it."""
+    planned = model_iteration_s * iterations
+    if planned <= MAX_REPLAY_S:
+        return
+    lower = time_scale * MAX_REPLAY_S / planned
+    fixes = [] if scale_given else [f"a smaller parallel.global_batch ({micro_batches:,} micro-batches an iteration)"]
+    if lower >= 0.001:
+        fixes.append(f"--time-scale {float(f'{lower:.2g}'):g} or less")
+    if iterations > 1:
+        fixes.append("fewer --iterations")
+    raise ScaleError(f"the replay would last {planned:,.0f} s ({iterations} x {model_iteration_s:,.0f} s an iteration"
+                     f" at time scale x{time_scale:g}{'' if scale_given else ', the default'}), more than the"
+                     f" {MAX_REPLAY_S:,.0f} s a replay may take; nothing was run", ", or ".join(fixes) or None)
 
 
 def scale_job(job: Job, lab: Cluster, nic_mbps: float, time_scale: float = 1.0) -> Scaled:
@@ -163,7 +189,8 @@ class _Builder:
         pc = cls or _pair_class(self.K, a, b)
         port = self.next_port[pc]
         if port >= CLASS_PORTS[pc] + PORTS_PER_CLASS:
-            raise ScaleError(f"a phase needs more than {PORTS_PER_CLASS} {pc} flows: the lab is too large for a replay")
+            raise ScaleError(f"a phase needs more than {PORTS_PER_CLASS} {pc} flows: the lab is too large for a replay",
+                             "replay on a smaller lab (compile --lab-domains N)")
         self.next_port[pc] = port + 1
         over_hb = pc in ("hb", "staged")
         via = None  # the GPU whose kernel forwards a cross-rail flow (rail-only)

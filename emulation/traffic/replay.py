@@ -228,6 +228,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     sc, pl, phases = prepare(lab, cp, job, nic, hb, time_scale, set(dead))
     rates = job_plan.lab_rates(nic, hb)
     model_iter = job_plan.model_iteration(phases)
+    job_plan.check_duration(model_iter, iterations, sc.time_scale, sc.job.parallel.micro_batches, time_scale is not None)
     detour = None
     if reroute:
         names = job_plan.index_names({(g.hb, g.rail): g.name for g in cp.gpus.values()}, sc.cluster.hb_size)

@@ -102,3 +102,27 @@ def test_dead_nics_are_read_from_the_fault_record(routed, fake):
     faults._save(routed, [{"kind": "link", "what": "hb0:rail0", "ends": ends, "routes": {}},
                           {"kind": "node", "what": g.leaf, "ends": ends[1:], "routes": {}, "frr": []}])
     assert faults.dead_nics(routed, fake, nic_ports) == {"hb0-gpu0": "hb0:rail0"}
+
+
+def test_a_job_whose_replay_would_last_days_is_exit_2_before_anything_runs(routed, fake, tmp_path, capsys):
+    """global_batch 100,000,000 passed the job's checks and the replay started a 117-day iteration
+    (10,178,935 s at the default time scale): it slept in its compute phase until interrupted."""
+    import yaml
+
+    d = yaml.safe_load(open(JOB))
+    d["parallel"]["global_batch"] = 100_000_000
+    bad = tmp_path / "long.yml"
+    bad.write_text(yaml.safe_dump(d))
+    fake.state = "running"
+    out = tmp_path / "r.json"
+    rc = main(["lab", "traffic", str(routed.outdir), "--runtime", "fake", "--job", str(bad), "--json", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "long.yml" in err and "more than the 21,600 s a replay may take" in err, err
+    assert "fix: a smaller parallel.global_batch" in err and "Traceback" not in err
+    assert not out.exists()
+    assert not fake.ran("nft") and not fake.ran("iperf3")  # no counters, no traffic
+    # an explicit time scale that stretches a healthy job past the bound says which to lower
+    rc = main(["lab", "traffic", str(routed.outdir), "--runtime", "fake", "--job", JOB, "--time-scale", "1e7",
+               "--iterations", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "fix: --time-scale" in err and "fewer --iterations" in err, err

@@ -341,8 +341,8 @@ def traffic_job(args) -> int:
                              tolerance=args.tolerance, streams=args.streams,
                              reroute=args.reroute, progress=say, detail=detail)
     except job_plan.ScaleError as exc:
-        fix = ("restore a NIC of that HB domain (lab fault --restore)" if "no detour" in str(exc)
-               else "use a job whose tensor-parallel group fits the lab's HB domain")
+        fix = exc.fix or ("restore a NIC of that HB domain (lab fault --restore)" if "no detour" in str(exc)
+                          else "use a job whose tensor-parallel group fits the lab's HB domain")
         raise LabError(args.job, str(exc), fix) from None
     if rep["verdict"] == "fail" or not quiet:
         console.out(replay.format_report(rep))
