@@ -707,6 +707,38 @@ def host_capacity(agents, cp, hb_mbps: float, nic_mbps: float | None = None) -> 
     return out
 
 
+def preflight(lab: Lab, rt: Runtime, converge: bool, progress: Callable[[str], None], what: str) -> dict:
+    """The lab as the run found it, for the report (``preflight``): the faults recorded by `lab fault`
+    and, with ``converge``, the bgp/reachability checks still failing after the bounded wait for
+    convergence (first ten named). It was a progress line only: a run on a faulted lab reported
+    its verdict without a word of it, in the text and in the JSON."""
+    from . import faults
+
+    out = {"faults": faults.active(lab, rt), "checks_failed": None, "failures": []}
+    if converge:
+        # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
+        from ..checks import checker as checks_run
+
+        pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
+        out["checks_failed"] = pre.failed
+        out["failures"] = [f"{r.id}: {r.detail}"[:200] for r in pre.results if not r.passed][:10]
+        if pre.failed:
+            progress(f"warning: {pre.failed} reachability/bgp checks fail before {what}")
+    return out
+
+
+def preflight_lines(rep: dict) -> list[str]:
+    """The report's line for a lab that was not healthy when the run started (pure; none when it was)."""
+    pf = rep.get("preflight") or {}
+    parts = []
+    if pf.get("faults"):
+        parts.append(f"faults set: {', '.join(pf['faults'])}")
+    if pf.get("checks_failed"):
+        parts.append(f"{pf['checks_failed']} reachability/bgp checks failed after waiting for convergence"
+                     + (f" (first: {pf['failures'][0]})" if pf.get("failures") else ""))
+    return [f"  warning: the lab was not healthy when the run started: {'; '.join(parts)}"] if parts else []
+
+
 def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, schedule: str = "phased",
         converge: bool = True, window: str | None = None, streams: int | None = None, tolerance: float = 0.10,
         cpu_sampler: host.Sampler | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
@@ -728,13 +760,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     m = model(cp, flows, nic, hb)
     progress(f"{pattern} ({schedule}): {len(flows)} flows of {nbytes:,} bytes in {len(steps)} step(s),"
              f" {streams} streams each; NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s; model {m['pipelined']:.2f} s")
-    if converge:
-        # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
-        from ..checks import checker as checks_run
-
-        pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
-        if pre.failed:
-            progress(f"warning: {pre.failed} reachability/bgp checks fail before traffic starts")
+    before = preflight(lab, rt, converge, progress, "traffic starts")
     stop_servers(lab, rt)  # leftovers of an interrupted run
     dls, rated = placement(lab, rt, nic)
     cpu = host.CpuMeter(cpu_sampler or host.proc_stat_sample)
@@ -771,7 +797,7 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep, host_s)
     return {
         "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
-        "verdict": verdict, "tolerance": tolerance,
+        "verdict": verdict, "tolerance": tolerance, "preflight": before,
         "network_s": ran.network_s,
         "overhead_s": round(max(0.0, total_s - ran.network_s), 3),
         "overhead": ran.overhead,
@@ -881,6 +907,7 @@ def format_report(rep: dict) -> str:
              f"  overhead {rep['overhead_s']:.2f} s apart from it ("
              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep.get("overhead", {}).items())
              + f"); wall {rep['completion_s']:.2f} s"]
+    lines += preflight_lines(rep)
     lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")
     if e:

@@ -47,7 +47,7 @@ from ..lab import Lab, link_rates
 from ..runtime.protocol import NoDoor, Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
 from .iperf3 import (LinkCounters, agents_kind, bound_finding, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
-                     port_bytes, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
+                     port_bytes, preflight, preflight_lines, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
 from .completion_time import hb_bytes, host_step, nic_bytes, placed_step
 
 TABLE = "railonly_replay"
@@ -243,12 +243,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
              + f"; time x{sc.time_scale:g}, bytes x{sc.byte_scale:.3g}; {streams} streams a transfer;"
                f" NIC {nic:g} Mbit/s, HB {hb:g} Mbit/s;"
                f" model {model_iter:.2f} s an iteration")
-    if converge:
-        from ..checks import checker as checks_run
-
-        pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
-        if pre.failed:
-            progress(f"warning: {pre.failed} reachability/bgp checks fail before the replay starts")
+    before = preflight(lab, rt, converge, progress, "the replay starts")
     gpus = sorted(cp.gpus)
     switches = joining_switches(lab) if cp.topology != "rail-only" else []
     counters = Counters(lab, rt, gpus, switches)
@@ -275,6 +270,7 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
     total_s = time.monotonic() - t_run
     rep = _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches,
                   run_ctx, total_s)
+    rep["preflight"] = before
     if detour is not None:
         m, h = rep["measured_iteration_s"], detour["healthy_model_iteration_s"]
         detour["model_slowdown"] = round(model_iter / h, 4) if h else None
@@ -474,6 +470,7 @@ def format_report(rep: dict) -> str:
               f" staged over HB for forwarding {rep['staged_bytes']:,}; kernel-forwarded {rep['kernel_forwarded_bytes']:,}"
               + (f"; through rail-joining switches: cross-rail {rep['joining_switch_bytes']['cross_rail']:,},"
                  f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
+    lines += preflight_lines(rep)
     lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")
     if e:

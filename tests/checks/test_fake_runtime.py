@@ -154,6 +154,25 @@ def test_a_refused_flow_is_reported_failed(lab):
     assert all(f["dst"] == victim and "Connection refused" in f["error"] for f in failed)
 
 
+def test_traffic_on_a_faulted_lab_says_so_in_the_text_and_the_json(lab):
+    """A run after 'lab fault' reported its verdict without a word of the fault (the pre-run
+    check's warning was a progress line only, gone with -q and absent from the JSON)."""
+    fake = _iperf3_fake(lab).on(("ip", "link", "show"), (0, "")).on(("ip", "-4", "route", "show"), (0, ""))
+    sp = next(s.name for s in lab.switches if "spine" in s.name)
+    faults.link_down(lab, fake, f"{sp}:Ethernet0")
+    try:
+        rep = iperf3.run(lab, fake, "ring-allreduce", 100_000, converge=False, cpu_sampler=cpu_sampler(0.3))
+    finally:
+        faults.restore(lab, fake)
+    assert rep["preflight"]["faults"] == [f"link {sp}:Ethernet0"]
+    assert json.loads(json.dumps(rep))["preflight"]["checks_failed"] is None  # not asked (converge=False)
+    assert f"warning: the lab was not healthy when the run started: faults set: link {sp}:Ethernet0" in \
+        iperf3.format_report(rep)
+    assert iperf3.preflight_lines({"preflight": {"faults": [], "checks_failed": 0, "failures": []}}) == []
+    line = iperf3.preflight_lines({"preflight": {"faults": [], "checks_failed": 3, "failures": ["bgp/x/y: Active"]}})
+    assert line and "3 reachability/bgp checks failed" in line[0] and "first: bgp/x/y: Active" in line[0]
+
+
 @pytest.mark.parametrize("out, rc, want", [
     (json.dumps({"end": {"sum_sent": {"bytes": 1000, "seconds": 0.5, "retransmits": 3},
                          "sum_received": {"bytes": 800, "seconds": 0.4}}}), 0,
