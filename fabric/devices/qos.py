@@ -19,19 +19,20 @@ PFC_WATCHDOG_MS = 200  # detection and restoration time of the PFC storm watchdo
 PFC_WATCHDOG_POLL_MS = PFC_WATCHDOG_MS // 2  # at most half the smaller of the two (EOS's rule)
 SCHEDULER_WEIGHTS = {"lossy": 5, "lossless": 95}  # DWRR weights (SONiC) = bandwidth percent (EOS); CNPs strict
 
-# The cable lengths a SONiC hwsku's pg_profile_lookup.ini lists lossless PG profiles for
-# (both catalog SKUs, Mellanox-SN5600 and Dell-Z9864f-O64, and SONiC's usual set). With the
-# traditional buffer model buffermgrd looks a port's CABLE_LENGTH up verbatim and creates
-# no lossless PG for a length the file does not list (sonic-net/sonic-swss
+# The cable lengths SONiC's usual pg_profile_lookup.ini lists lossless PG profiles for, used
+# where railonly has no hwsku's own file (generic switches; a catalog hwsku's own lengths
+# per speed come from its pg_profile_lookup.ini facts, fabric/devices/sonic_buffers.py).
+# With the traditional buffer model buffermgrd looks a port's CABLE_LENGTH up verbatim and
+# creates no lossless PG for a length the file does not list (sonic-net/sonic-swss
 # cfgmgr/buffermgr.cpp, BufferMgr::doSpeedUpdateTask, "No PG profile configured").
 PG_PROFILE_CABLE_M = (5, 40, 300)
 
 
-def pg_profile_cable_length(metres: float) -> str:
-    """CABLE_LENGTH for a traditional-buffer SONiC switch: the shortest length with a
-    published profile that is at least the cable (its headroom covers the cable); a cable
-    longer than every published length keeps its own (no published profile fits it)."""
-    fit = next((m for m in PG_PROFILE_CABLE_M if m >= metres), metres)
+def pg_profile_cable_length(metres: float, lengths: tuple[int, ...] = PG_PROFILE_CABLE_M) -> str:
+    """CABLE_LENGTH for a traditional-buffer SONiC switch: the shortest of `lengths` (those
+    with a published profile, ascending) that is at least the cable (its headroom covers the
+    cable); a cable longer than every published length keeps its own (no profile fits it)."""
+    fit = next((m for m in lengths if m >= metres), metres)
     return f"{fit}m"
 
 

@@ -23,7 +23,7 @@ from ..graph.model import Fabric, Node
 from ..platforms.ports import lanes
 from . import qos as qosmod
 from ..design import management, routing
-from . import sonic_platform
+from . import sonic_buffers, sonic_platform
 from .device import SwitchView, advertised_pools, switch_view
 from .render import template
 
@@ -102,6 +102,8 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     rp, cp = q.roce_priority, q.cnp_priority
     lossy_queues = _ranges([x for x in range(8) if x not in (rp, cp)])
     exact_length = sonic_platform.dynamic_buffers(d, sw.tier)
+    # the hwsku's published buffer facts (traditional model only; None: no buffer tables)
+    buffers = None if exact_length else sonic_buffers.hwsku_buffers(d.model_of_tier(sw.tier), d.breakout)
     wd = {"action": "drop", "detection_time": str(qosmod.PFC_WATCHDOG_MS), "restoration_time": str(qosmod.PFC_WATCHDOG_MS)}
     qmap = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
             "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
@@ -131,7 +133,8 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         wd_t[p.name] = wd
         # buffermgrd sizes this port's PFC headroom from it: the dynamic model from any
         # length, the traditional one only from a length pg_profile_lookup.ini lists
-        cable[p.name] = f"{p.length_m}m" if exact_length else qosmod.pg_profile_cable_length(p.length_m)
+        cable[p.name] = f"{p.length_m}m" if exact_length else qosmod.pg_profile_cable_length(
+            p.length_m, sonic_buffers.cable_lengths(buffers, entry["speed"]) or qosmod.PG_PROFILE_CABLE_M)
     for name, fields in (published or {}).items():  # the platform's other ports, as it defines them
         port_t.setdefault(name, {**fields, "mtu": mtu, "admin_status": "down"})
     doc["PORT"] = port_t
@@ -166,6 +169,9 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     doc["QUEUE"] = queue_t
     doc["PFC_WD"].update(wd_t)
     doc["CABLE_LENGTH"] = {QOS_MAP: cable}
+    # buffermgrd creates no lossless PG before ingress_lossless_pool exists, and `config reload`
+    # renders no buffers: the tables the hwsku's buffer templates give (fabric/devices/sonic_buffers.py)
+    doc.update(sonic_buffers.tables(buffers, meta["type"], list(neigh_t) or list(port_t)))
     if d.management is not None:
         doc.update(management_tables(d.management, sw))
     return doc

@@ -11,7 +11,8 @@ and `railonly diff --runbook` (which writes it down) both read this module.
   is disruptive, so the switch is drained before and undrained after.
   SONiC: changed ConfigDB tables become a JSON patch (RFC 6902, what
   ``config apply-patch`` takes) except the tables read only at start-up
-  (:data:`RELOAD_FIELDS`), which need a full ``config reload``, and an FRR
+  (:data:`RELOAD_FIELDS`) and the buffer pools and profiles (:data:`RELOAD_TABLES`),
+  which need a full ``config reload``, and an FRR
   change of the BGP ASN, which restarts bgpd; FRR statements become vtysh
   commands. EOS: the lines change inside a configure session.
 * :func:`waves`: a canary wave of one switch, then waves in which at most
@@ -82,6 +83,11 @@ HITLESS_TABLES = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA"}
 RELOAD_FIELDS = {("DEVICE_METADATA", "hwsku"), ("DEVICE_METADATA", "platform"), ("DEVICE_METADATA", "bgp_asn"),
                  ("DEVICE_METADATA", "type"), ("DEVICE_METADATA", "mac"),
                  ("DEVICE_METADATA", "frr_mgmt_framework_config")}  # the bgp container's daemons, chosen at its start
+# Tables `config apply-patch` refuses to change: its generic_config_updater rejects every
+# BUFFER_POOL change and BUFFER_PROFILE changes but for a few fields on listed ASICs
+# (sonic-net/sonic-utilities generic_config_updater/gcu_field_operation_validators.conf.json).
+# They follow the hwsku and the switch type (fabric/devices/sonic_buffers.py): a full config reload.
+RELOAD_TABLES = {"BUFFER_POOL", "BUFFER_PROFILE"}
 # FRR/EOS statements that change nothing but text
 _HITLESS_LINE = re.compile(r"(^|\s)description(\s|$)|^mtu \d+$")
 
@@ -178,6 +184,8 @@ def _db_items(old: dict, new: dict) -> tuple[list[Item], list[str]]:
             fa, fb = (a.get(key), b.get(key)) if key else (a, b)
             if fa == fb:
                 continue
+            if table in RELOAD_TABLES:
+                reload_why.append(f"{table}|{key} changes (config apply-patch refuses buffer pool and profile changes)")
             if not isinstance(fa, dict) or not isinstance(fb, dict):
                 items.append(Item(f"{table}|{key} {'added' if fa is None else 'removed' if fb is None else 'changed'}",
                                   table in HITLESS_TABLES))

@@ -50,6 +50,10 @@ _SOURCE = Field("section", hint="where a fact comes from: {repo, commit, path[, 
                         "path": _LINE, "derived": Field("bool", default=False, hint="true: computed from the source, see how"),
                         "how": _LINE, "what": _LINE, "url": _LINE, "where": _LINE})
 
+BUFFER_TOPOLOGIES = ("t0", "t1")  # the buffers_defaults_<topology>.j2 files railonly reads (docs/qos.md)
+_BUFFER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$", re.ASCII)
+_BUFFER_VALUE = Field("str", pattern=r"[A-Za-z0-9_.|\[\]-]{1,80}", pattern_text="a ConfigDB buffer field value")
+
 FIELDS: dict[str, Field] = {
     "model": Field("str", required=True, pattern=MODEL_PATTERN,
                    pattern_text="lowercase letters, digits, '.', '_' and '-', at most 40 characters",
@@ -73,6 +77,19 @@ FIELDS: dict[str, Field] = {
     "sonic": Field("section", fields={
         "platform": Field("str", pattern=r"[A-Za-z0-9_.-]{1,64}", pattern_text="a SONiC platform string such as x86_64-nvidia_sn5600-r0",
                           hint="DEVICE_METADATA platform"),
+        "buffers": Field("map", hint="hwsku -> {pg_profile_lookup, t0, t1}: what its published buffer templates render", item=Field("section", fields={
+            "pg_profile_lookup": Field("section", required=True, hint="{source, rows}: the hwsku's pg_profile_lookup.ini", fields={
+                "source": _SOURCE,
+                "rows": Field("list", required=True, item=Field("str", pattern=r"\d{4,7} \d{1,6}m( \d{1,10}){5}", pattern_text="speed cable size xon xoff threshold xon_offset"),
+                              hint="pg_profile_lookup.ini rows, one space between columns"),
+            }),
+            **{topo: Field("section", required=True, hint="{source, pools, profiles, port_buffers}: buffers_defaults_" + topo + ".j2", fields={
+                "source": _SOURCE,
+                "pools": Field("map", required=True, hint="BUFFER_POOL entries as published", item=Field("map", item=_BUFFER_VALUE)),
+                "profiles": Field("map", required=True, hint="BUFFER_PROFILE entries as published", item=Field("map", item=_BUFFER_VALUE)),
+                "port_buffers": Field("bool", required=True, hint="true: BUFFER_PG and BUFFER_QUEUE are buffers_config.j2's defaults; false: the template renders them empty"),
+            }) for topo in BUFFER_TOPOLOGIES},
+        })),
     }),
     "sources": Field("list", required=True, item=_SOURCE, hint="where the file's facts come from"),
     "breakouts": Field("map", required=True, hint="breakout name (e.g. 2x400G) -> {eos_speed, cage_optics, sonic}",
@@ -126,6 +143,35 @@ class Breakout:
 
 
 @dataclass(frozen=True)
+class PgProfile:
+    """One pg_profile_lookup.ini row: the lossless PG profile buffermgrd creates for a
+    port of `speed` (Mbit/s) with CABLE_LENGTH `cable` (traditional buffer model)."""
+    speed: str
+    cable: str
+    size: str
+    xon: str
+    xoff: str
+    threshold: str
+    xon_offset: str
+
+
+@dataclass(frozen=True)
+class TopologyBuffers:
+    """What one buffers_defaults_<topology>.j2 of an hwsku renders (as published)."""
+    source: dict
+    pools: dict[str, dict[str, str]]
+    profiles: dict[str, dict[str, str]]
+    port_buffers: bool
+
+
+@dataclass(frozen=True)
+class HwskuBuffers:
+    pg_profile_source: dict
+    pg_profiles: tuple[PgProfile, ...]
+    topologies: dict[str, TopologyBuffers]  # "t0"/"t1" -> what that file renders
+
+
+@dataclass(frozen=True)
 class Platform:
     model: str
     vendor: str
@@ -143,6 +189,7 @@ class Platform:
     sources: tuple[dict, ...]
     breakouts: dict[str, Breakout]
     file: str
+    buffers: dict[str, HwskuBuffers] = field(default_factory=dict)  # hwsku -> its published buffer facts
 
     @property
     def cage_gbps(self) -> int:
@@ -270,12 +317,63 @@ def platform_from_source(src: Source) -> Platform:
                                     s.get("breakout_mode"), dict(s.get("source") or {}), rows, names)
     if not values["breakouts"]:
         bad("breakouts", "lists no breakout", "add one, e.g. 1x800G")
+    hwskus = {b.hwsku for b in breakouts.values() if b.hwsku}
+    buffers = _buffers((values.get("sonic") or {}).get("buffers") or {}, hwskus, bad)
     if problems:
         raise InputError(problems)
     return Platform(values["model"], values["vendor"], values.get("name") or values["model"], values.get("description") or "",
                     oses, c["count"], c["form"], c["lanes"], c["lane_gbps"], dict(values["management_port"]),
                     values["price_usd"], values["power_w"], (values.get("sonic") or {}).get("platform"),
-                    tuple(values["sources"]), breakouts, src.file or "")
+                    tuple(values["sources"]), breakouts, src.file or "", buffers)
+
+
+# The profiles buffers_config.j2's default BUFFER_PG and BUFFER_QUEUE entries name
+# (sonic-net/sonic-buildimage files/build_templates/buffers_config.j2; fabric/devices/sonic_buffers.py).
+PORT_BUFFER_PROFILES = ("ingress_lossy_profile", "egress_lossless_profile", "egress_lossy_profile")
+
+
+def buffer_ref(value: str) -> str:
+    """A buffer reference without the pre-202012 ABNF form: "[BUFFER_POOL|x]" -> "x" (what
+    sonic-utilities scripts/db_migrator.py migrate_qos_db_fieldval_reference_remove does)."""
+    if value.startswith("[") and value.endswith("]") and "|" in value:
+        return value[1:-1].split("|", 1)[1]
+    return value
+
+
+def _buffers(given: dict, hwskus: set[str], bad) -> dict[str, HwskuBuffers]:
+    """sonic.buffers checked: each hwsku is one a breakout runs, names are ConfigDB names, every
+    profile's pool is a pool of the same file and the PG/QUEUE defaults name profiles it has."""
+    out = {}
+    for hw, b in given.items():
+        path = f"sonic.buffers.{hw}"
+        if hw not in hwskus:
+            bad(path, f"{hw!r} is not the hwsku of any breakout", f"use one of {', '.join(sorted(hwskus)) or 'the breakouts hwskus'}")
+            continue
+        rows = []
+        for r in b["pg_profile_lookup"]["rows"]:
+            rows.append(PgProfile(*r.split(" ")))
+        if len({(r.speed, r.cable) for r in rows}) != len(rows):
+            bad(f"{path}.pg_profile_lookup.rows", "lists a speed and cable length twice", "one row per speed and cable length")
+        topos = {}
+        for topo in BUFFER_TOPOLOGIES:
+            t = b[topo]
+            tpath = f"{path}.{topo}"
+            for what in ("pools", "profiles"):
+                for name in t[what]:
+                    if not _BUFFER_NAME.match(str(name)):
+                        bad(f"{tpath}.{what}.{name}", "is not a ConfigDB buffer name", "letters, digits, '_', '.', '-'")
+            for name, prof in t["profiles"].items():
+                if buffer_ref(prof.get("pool", "")) not in t["pools"]:
+                    bad(f"{tpath}.profiles.{name}.pool", f"names no pool of {topo}", f"one of {', '.join(t['pools']) or 'its pools'}")
+            if t["port_buffers"]:
+                for name in PORT_BUFFER_PROFILES:
+                    if name not in t["profiles"]:
+                        bad(f"{tpath}.profiles", f"has no {name}, which buffers_config.j2's BUFFER_PG/BUFFER_QUEUE name",
+                            f"add {name} or set port_buffers: false")
+            topos[topo] = TopologyBuffers(dict(t.get("source") or {}), {k: dict(v) for k, v in t["pools"].items()},
+                                          {k: dict(v) for k, v in t["profiles"].items()}, t["port_buffers"])
+        out[hw] = HwskuBuffers(dict(b["pg_profile_lookup"].get("source") or {}), tuple(rows), topos)
+    return out
 
 
 def load_platform_file(path: str, within: str | None = None) -> Platform:

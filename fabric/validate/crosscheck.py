@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
-from ..devices.qos import pg_profile_cable_length
+from ..devices.qos import PG_PROFILE_CABLE_M, pg_profile_cable_length
+from ..devices.sonic_buffers import published_cable_lengths
 from ..devices.readback.facts import DeviceFacts
 from ..graph.model import Endpoint, Fabric, Link, Node
 from .validate_report import Result
@@ -117,7 +118,10 @@ def judge_switch(plan: Plan, sw: Node, f: DeviceFacts | None) -> Verdict:
             bad("cabling", f"{f.file}: {p.key} is admin down but cabled to {other.node}:{other.port}")
         want_len = lk.length_m
         # SONiC on the traditional buffer model: the published profile length the cable fits in
-        if want_len is not None and p.cable_length not in (f"{want_len}m", pg_profile_cable_length(want_len)):
+        # (a catalog hwsku's own pg_profile_lookup.ini lengths for the port's speed, else SONiC's usual)
+        if want_len is not None and p.cable_length not in (
+                f"{want_len}m", pg_profile_cable_length(want_len),
+                pg_profile_cable_length(want_len, published_cable_lengths(f.hwsku, p.speed_gbps) or PG_PROFILE_CABLE_M)):
             where = p.length_key or f"{p.key} (no cable length)"
             bad("cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
         cabled.append((i, p.mtu, p.key))  # judged against the fabric's MTU in the merge

@@ -44,6 +44,7 @@ class DeviceFacts:
     neighbors: dict[str, int | None] = field(default_factory=dict)  # peer ip -> remote-as
     networks: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # parse problems ("key: what")
+    hwsku: str | None = None  # SONiC DEVICE_METADATA hwsku (its published pg_profile_lookup.ini lengths)
 
     def __reduce__(self):
         return DeviceFacts, _device_fields(self)

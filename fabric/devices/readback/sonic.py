@@ -48,6 +48,7 @@ def parse_config_db(doc, frr_conf: str | None = None, path: str = CONFIG_DB,
 
     meta = _obj(_obj(doc.get("DEVICE_METADATA"), "DEVICE_METADATA").get("localhost"), "DEVICE_METADATA|localhost")
     hostname = f.hostname = meta.get("hostname")
+    f.hwsku = meta.get("hwsku") if isinstance(meta.get("hwsku"), str) else None
     if not hostname:
         cfg.error(path, "DEVICE_METADATA|localhost has no hostname")
     warnings = [f"{path}: table {t} is not emulated" for t in UNSUPPORTED if doc.get(t)]
