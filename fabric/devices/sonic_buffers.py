@@ -43,12 +43,8 @@ BUFFER_TABLES = ("BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE")
 def topology(switch_type: str) -> str:
     """buffers_config.j2's file postfix for a DEVICE_METADATA type railonly writes, t1 in
     place of the t2 no catalog hwsku publishes (module docstring)."""
-    role = switch_type.lower()
-    if "torrouter" in role:
-        return "t0"
-    if "leafrouter" in role:
-        return "t1"
-    return "t1"  # SpineRouter: buffers_config.j2 asks for t2, which none publishes
+    # LeafRouter is t1; SpineRouter asks for t2, which no catalog hwsku publishes: t1 too
+    return "t0" if "torrouter" in switch_type.lower() else "t1"
 
 
 def hwsku_buffers(model, breakout: str) -> HwskuBuffers | None:
