@@ -230,7 +230,7 @@ def test_a_saturated_host_is_inconclusive_exit_3_with_the_figures(lab, monkeypat
     fake = _fake(lab)
     monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
     monkeypatch.setattr(host, "proc_stat_sample", cpu_sampler(1.0))  # both CPUs pinned
-    monkeypatch.setattr(checks_run, "run", lambda *a, **k: type("R", (), {"failed": 0})())
+    monkeypatch.setattr(checks_run, "run", lambda *a, **k: type("R", (), {"failed": 0, "results": []})())
     out = tmp_path / "t.json"
     rc = main(["lab", "traffic", str(lab.outdir), "--runtime", "fake", "--pattern", "all-to-all",
                "--bytes", "100000", "--json", str(out)])
