@@ -60,6 +60,14 @@ DYNAMIC_BUFFER_PLATFORMS = ("x86_64-mlnx_", "x86_64-nvidia_")
 
 def dynamic_buffers(design, tier: int) -> bool:
     """True when the switch's image sizes lossless headroom from any cable length (the
-    dynamic buffer model); False for a traditional-model or generic switch."""
+    dynamic buffer model); False for a traditional-model or generic switch. A catalog hwsku
+    with buffer facts says its own model (`sonic.buffers.<hwsku>.model`: NVIDIA's
+    Mellanox-SN5600-V256 runs the traditional one once config reload's db_migrator has run,
+    fabric/devices/sonic_buffers.py); any other hwsku follows its platform's image."""
     model = design.model_of_tier(tier)
-    return bool(model and model.sonic_platform and model.sonic_platform.startswith(DYNAMIC_BUFFER_PLATFORMS))
+    if model is None:
+        return False
+    hb = model.buffers.get(model.breakouts[design.breakout].hwsku)
+    if hb is not None:
+        return hb.model == "dynamic"
+    return bool(model.sonic_platform and model.sonic_platform.startswith(DYNAMIC_BUFFER_PLATFORMS))

@@ -102,8 +102,8 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     rp, cp = q.roce_priority, q.cnp_priority
     lossy_queues = _ranges([x for x in range(8) if x not in (rp, cp)])
     exact_length = sonic_platform.dynamic_buffers(d, sw.tier)
-    # the hwsku's published buffer facts (traditional model only; None: no buffer tables)
-    buffers = None if exact_length else sonic_buffers.hwsku_buffers(d.model_of_tier(sw.tier), d.breakout)
+    # the hwsku's published buffer facts (None: no buffer tables)
+    buffers = sonic_buffers.hwsku_buffers(d.model_of_tier(sw.tier), d.breakout)
     wd = {"action": "drop", "detection_time": str(qosmod.PFC_WATCHDOG_MS), "restoration_time": str(qosmod.PFC_WATCHDOG_MS)}
     qmap = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
             "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
@@ -171,7 +171,8 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     doc["CABLE_LENGTH"] = {QOS_MAP: cable}
     # buffermgrd creates no lossless PG before ingress_lossless_pool exists, and `config reload`
     # renders no buffers: the tables the hwsku's buffer templates give (fabric/devices/sonic_buffers.py)
-    doc.update(sonic_buffers.tables(buffers, meta["type"], list(neigh_t) or list(port_t)))
+    doc.update(sonic_buffers.tables(buffers, meta["type"], list(neigh_t) or list(port_t), list(port_t)))
+    meta.update(sonic_buffers.metadata(buffers))
     if d.management is not None:
         doc.update(management_tables(d.management, sw))
     return doc

@@ -87,6 +87,8 @@ RELOAD_FIELDS = {("DEVICE_METADATA", "hwsku"), ("DEVICE_METADATA", "platform"), 
 # BUFFER_POOL change and BUFFER_PROFILE changes but for a few fields on listed ASICs
 # (sonic-net/sonic-utilities generic_config_updater/gcu_field_operation_validators.conf.json).
 # They follow the hwsku and the switch type (fabric/devices/sonic_buffers.py): a full config reload.
+# The file lists no validator for BUFFER_PG, BUFFER_QUEUE, BUFFER_PORT_*_PROFILE_LIST,
+# DEFAULT_LOSSLESS_BUFFER_PARAMETER or LOSSLESS_TRAFFIC_PATTERN: those go in the patch.
 RELOAD_TABLES = {"BUFFER_POOL", "BUFFER_PROFILE"}
 # FRR/EOS statements that change nothing but text
 _HITLESS_LINE = re.compile(r"(^|\s)description(\s|$)|^mtu \d+$")

@@ -52,7 +52,18 @@ _SOURCE = Field("section", hint="where a fact comes from: {repo, commit, path[, 
 
 BUFFER_TOPOLOGIES = ("t0", "t1")  # the buffers_defaults_<topology>.j2 files railonly reads (docs/qos.md)
 _BUFFER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$", re.ASCII)
-_BUFFER_VALUE = Field("str", pattern=r"[A-Za-z0-9_.|\[\]-]{1,80}", pattern_text="a ConfigDB buffer field value")
+_BUFFER_VALUE = Field("str", pattern=r"[A-Za-z0-9_.,|\[\]-]{1,80}", pattern_text="a ConfigDB buffer field value")
+_BUFFER_ENTRIES = Field("map", item=Field("map", item=_BUFFER_VALUE))  # name -> {field: value}
+BUFFER_MODELS = ("traditional", "dynamic")  # DEVICE_METADATA buffer_model the hwsku runs under `config reload`
+# A per-port buffer key as the hwsku's templates write it, the port as "*": "*" or "*|3-4"
+_PORT_KEY = re.compile(r"^\*(\|[0-7](-[0-7])?)?$", re.ASCII)
+# The per-port tables a hwsku's buffers_defaults_objects.j2 may write (docs/qos.md)
+PORT_BUFFER_TABLES = ("BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST")
+# DEVICE_METADATA|localhost fields an hwsku's files make the image set, with their one value
+# (swss's start script, sonic-buildimage files/build_templates/docker_image_ctl.j2)
+METADATA_BUFFER_FIELDS = {"create_only_config_db_buffers": "true"}
+# The once-per-switch tables buffers_config.j2 writes in the dynamic model
+GLOBAL_BUFFER_TABLES = ("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN")
 
 FIELDS: dict[str, Field] = {
     "model": Field("str", required=True, pattern=MODEL_PATTERN,
@@ -77,18 +88,36 @@ FIELDS: dict[str, Field] = {
     "sonic": Field("section", fields={
         "platform": Field("str", pattern=r"[A-Za-z0-9_.-]{1,64}", pattern_text="a SONiC platform string such as x86_64-nvidia_sn5600-r0",
                           hint="DEVICE_METADATA platform"),
-        "buffers": Field("map", hint="hwsku -> {pg_profile_lookup, t0, t1}: what its published buffer templates render", item=Field("section", fields={
-            "pg_profile_lookup": Field("section", required=True, hint="{source, rows}: the hwsku's pg_profile_lookup.ini", fields={
+        "buffers": Field("map", hint="hwsku -> {model, pg_profile_lookup, t0, t1[, ports, globals, metadata]}: what its published buffer templates render", item=Field("section", fields={
+            "model": Field("choice", choices=BUFFER_MODELS, default="traditional",
+                           hint="the buffer model the hwsku runs after `config reload` (traditional: buffermgrd and pg_profile_lookup.ini; dynamic: buffermgrdyn)"),
+            "model_source": _SOURCE,
+            "pg_profile_lookup": Field("section", optional=True, hint="{source, rows}: the hwsku's pg_profile_lookup.ini (the traditional model reads it)", fields={
                 "source": _SOURCE,
-                "rows": Field("list", required=True, item=Field("str", pattern=r"\d{4,7} \d{1,6}m( \d{1,10}){5}", pattern_text="speed cable size xon xoff threshold xon_offset"),
+                "rows": Field("list", required=True, item=Field("str", pattern=r"\d{4,7} \d{1,6}m( \d{1,10}){4,5}", pattern_text="speed cable size xon xoff threshold[ xon_offset]"),
                               hint="pg_profile_lookup.ini rows, one space between columns"),
             }),
-            **{topo: Field("section", required=True, hint="{source, pools, profiles, port_buffers}: buffers_defaults_" + topo + ".j2", fields={
+            **{topo: Field("section", required=True, hint="{source, pools, profiles, port_buffers[, zero_pools, zero_profiles]}: buffers_defaults_" + topo + ".j2", fields={
                 "source": _SOURCE,
-                "pools": Field("map", required=True, hint="BUFFER_POOL entries as published", item=Field("map", item=_BUFFER_VALUE)),
-                "profiles": Field("map", required=True, hint="BUFFER_PROFILE entries as published", item=Field("map", item=_BUFFER_VALUE)),
-                "port_buffers": Field("bool", required=True, hint="true: BUFFER_PG and BUFFER_QUEUE are buffers_config.j2's defaults; false: the template renders them empty"),
+                "pools": Field("map", required=True, hint="BUFFER_POOL entries as rendered", item=Field("map", item=_BUFFER_VALUE)),
+                "profiles": Field("map", required=True, hint="BUFFER_PROFILE entries as rendered", item=Field("map", item=_BUFFER_VALUE)),
+                "zero_pools": Field("map", hint="BUFFER_POOL entries rendered only when some port is inactive (not in DEVICE_NEIGHBOR)", item=Field("map", item=_BUFFER_VALUE)),
+                "zero_profiles": Field("map", hint="BUFFER_PROFILE entries rendered only when some port is inactive", item=Field("map", item=_BUFFER_VALUE)),
+                "port_buffers": Field("bool", required=True, hint="true: per-port BUFFER_PG/BUFFER_QUEUE rows are rendered (`ports`, else buffers_config.j2's defaults); false: the template renders them empty"),
             }) for topo in BUFFER_TOPOLOGIES},
+            "ports": Field("section", optional=True, hint="{source, active, inactive}: the per-port rows buffers_defaults_objects.j2 writes, table -> key ('*' the port) -> fields", fields={
+                "source": _SOURCE,
+                "active": Field("map", required=True, hint="rows of each port in DEVICE_NEIGHBOR", item=_BUFFER_ENTRIES),
+                "inactive": Field("map", required=True, hint="rows of each other port of PORT", item=_BUFFER_ENTRIES),
+            }),
+            "globals": Field("section", optional=True, hint="{source, tables}: once-per-switch tables the template writes", fields={
+                "source": _SOURCE,
+                "tables": Field("map", required=True, hint="table -> key -> fields", item=_BUFFER_ENTRIES),
+            }),
+            "metadata": Field("section", optional=True, hint="{source, fields}: DEVICE_METADATA|localhost fields the image sets for the hwsku", fields={
+                "source": _SOURCE,
+                "fields": Field("map", required=True, item=_BUFFER_VALUE),
+            }),
         })),
     }),
     "sources": Field("list", required=True, item=_SOURCE, hint="where the file's facts come from"),
@@ -152,7 +181,7 @@ class PgProfile:
     xon: str
     xoff: str
     threshold: str
-    xon_offset: str
+    xon_offset: str = ""  # a six-column file (NVIDIA's) has none
 
 
 @dataclass(frozen=True)
@@ -162,6 +191,8 @@ class TopologyBuffers:
     pools: dict[str, dict[str, str]]
     profiles: dict[str, dict[str, str]]
     port_buffers: bool
+    zero_pools: dict[str, dict[str, str]] = field(default_factory=dict)  # only when some port is inactive
+    zero_profiles: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -169,6 +200,12 @@ class HwskuBuffers:
     pg_profile_source: dict
     pg_profiles: tuple[PgProfile, ...]
     topologies: dict[str, TopologyBuffers]  # "t0"/"t1" -> what that file renders
+    model: str = "traditional"  # BUFFER_MODELS
+    # table -> "*"-keyed rows (buffers_defaults_objects.j2); None: buffers_config.j2's defaults
+    active_rows: dict[str, dict[str, dict[str, str]]] | None = None
+    inactive_rows: dict[str, dict[str, dict[str, str]]] | None = None
+    globals: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)  # DEVICE_METADATA|localhost additions
 
 
 @dataclass(frozen=True)
@@ -349,8 +386,12 @@ def _buffers(given: dict, hwskus: set[str], bad) -> dict[str, HwskuBuffers]:
         if hw not in hwskus:
             bad(path, f"{hw!r} is not the hwsku of any breakout", f"use one of {', '.join(sorted(hwskus)) or 'the breakouts hwskus'}")
             continue
+        model = b.get("model") or "traditional"
+        lookup = b.get("pg_profile_lookup")
+        if lookup is None and model == "traditional":
+            bad(f"{path}.pg_profile_lookup", "is missing: buffermgrd (traditional model) reads it", "add {source, rows}")
         rows = []
-        for r in b["pg_profile_lookup"]["rows"]:
+        for r in (lookup or {}).get("rows") or []:
             rows.append(PgProfile(*r.split(" ")))
         if len({(r.speed, r.cable) for r in rows}) != len(rows):
             bad(f"{path}.pg_profile_lookup.rows", "lists a speed and cable length twice", "one row per speed and cable length")
@@ -358,22 +399,65 @@ def _buffers(given: dict, hwskus: set[str], bad) -> dict[str, HwskuBuffers]:
         for topo in BUFFER_TOPOLOGIES:
             t = b[topo]
             tpath = f"{path}.{topo}"
-            for what in ("pools", "profiles"):
-                for name in t[what]:
+            for what in ("pools", "profiles", "zero_pools", "zero_profiles"):
+                for name in t.get(what) or {}:
                     if not _BUFFER_NAME.match(str(name)):
                         bad(f"{tpath}.{what}.{name}", "is not a ConfigDB buffer name", "letters, digits, '_', '.', '-'")
-            for name, prof in t["profiles"].items():
-                if buffer_ref(prof.get("pool", "")) not in t["pools"]:
-                    bad(f"{tpath}.profiles.{name}.pool", f"names no pool of {topo}", f"one of {', '.join(t['pools']) or 'its pools'}")
-            if t["port_buffers"]:
+            pools = {**(t.get("zero_pools") or {}), **t["pools"]}
+            for what in ("profiles", "zero_profiles"):
+                for name, prof in (t.get(what) or {}).items():
+                    if buffer_ref(prof.get("pool", "")) not in pools:
+                        bad(f"{tpath}.{what}.{name}.pool", f"names no pool of {topo}", f"one of {', '.join(pools) or 'its pools'}")
+            if t["port_buffers"] and b.get("ports") is None:
                 for name in PORT_BUFFER_PROFILES:
                     if name not in t["profiles"]:
                         bad(f"{tpath}.profiles", f"has no {name}, which buffers_config.j2's BUFFER_PG/BUFFER_QUEUE name",
                             f"add {name} or set port_buffers: false")
             topos[topo] = TopologyBuffers(dict(t.get("source") or {}), {k: dict(v) for k, v in t["pools"].items()},
-                                          {k: dict(v) for k, v in t["profiles"].items()}, t["port_buffers"])
-        out[hw] = HwskuBuffers(dict(b["pg_profile_lookup"].get("source") or {}), tuple(rows), topos)
+                                          {k: dict(v) for k, v in t["profiles"].items()}, t["port_buffers"],
+                                          {k: dict(v) for k, v in (t.get("zero_pools") or {}).items()},
+                                          {k: dict(v) for k, v in (t.get("zero_profiles") or {}).items()})
+        active = inactive = None
+        if (ports := b.get("ports")) is not None:
+            active, inactive = _port_rows(ports, topos, path, bad)
+        glob = {}
+        for table, entries in ((b.get("globals") or {}).get("tables") or {}).items():
+            if table not in GLOBAL_BUFFER_TABLES:
+                bad(f"{path}.globals.tables.{table}", "is not a table railonly writes once per switch", f"one of {', '.join(GLOBAL_BUFFER_TABLES)}")
+            glob[table] = {k: dict(v) for k, v in entries.items()}
+        meta = dict((b.get("metadata") or {}).get("fields") or {})
+        for name, value in list(meta.items()):
+            if METADATA_BUFFER_FIELDS.get(name) != value:  # never a field railonly decides (hostname, hwsku, ...)
+                bad(f"{path}.metadata.fields.{name}", "is not a buffer field the image sets",
+                    ", ".join(f"{k}: {v!r}" for k, v in METADATA_BUFFER_FIELDS.items()))
+                del meta[name]
+        out[hw] = HwskuBuffers(dict((lookup or {}).get("source") or {}), tuple(rows), topos, model, active, inactive, glob, meta)
     return out
+
+
+def _port_rows(ports: dict, topos: dict[str, TopologyBuffers], path: str, bad) -> tuple[dict, dict]:
+    """`ports.active`/`ports.inactive` checked: per-port tables, "*"-keyed, naming profiles
+    (a list's comma-separated ones, a PG's may be NULL: the dynamic model sizes it) of every topology."""
+    out = []
+    for side in ("active", "inactive"):
+        rows = {}
+        for table, entries in ports[side].items():
+            where = f"{path}.ports.{side}.{table}"
+            if table not in PORT_BUFFER_TABLES:
+                bad(where, "is not a per-port buffer table", f"one of {', '.join(PORT_BUFFER_TABLES)}")
+                continue
+            for key, fields in entries.items():
+                if not _PORT_KEY.match(str(key)) or (("|" in key) == table.endswith("PROFILE_LIST")):
+                    bad(f"{where}.{key}", "is not a per-port key of that table", "'*|<pg or queue range>' for BUFFER_PG/QUEUE, '*' for a profile list")
+                names = [n for v in fields.values() for n in v.split(",")]
+                for topo, t in topos.items():
+                    known = {**t.zero_profiles, **t.profiles}
+                    for n in names:
+                        if n not in known and not (n == "NULL" and table == "BUFFER_PG"):
+                            bad(f"{where}.{key}", f"names {n!r}, no profile of {topo}", f"one of {', '.join(known) or 'its profiles'}")
+            rows[table] = {k: dict(v) for k, v in entries.items()}
+        out.append(rows)
+    return out[0], out[1]
 
 
 def load_platform_file(path: str, within: str | None = None) -> Platform:

@@ -29,6 +29,17 @@ YANG_DIR = Path(os.environ.get("RAILONLY_SONIC_YANG_DIR") or PACKAGED_YANG_DIR)
 
 # Grouping-only module: loading it directly crashed the binding; importers pull it in.
 _SKIP_MODULES = {"sonic-bgp-common"}
+# Leaf-lists ConfigDB keeps as one string ("a,b"), split before the models judge them, as
+# SONiC's own translation does (sonic-net/sonic-buildimage 086b03bd70f9e211aaaf5f6aefe0790b508d2a94
+# src/sonic-yang-mgmt/sonic_yang_ext.py, LEAF_LIST_WITH_STRING_VALUE_DICT): table -> field -> separator.
+STRING_LEAF_LISTS: dict[str, dict[str, str]] = {
+    "MIRROR_SESSION": {"src_ip": ","},
+    "NTP": {"src_intf": ";"},
+    "BGP_ALLOWED_PREFIXES": {"prefixes_v4": ",", "prefixes_v6": ","},
+    "BUFFER_PORT_EGRESS_PROFILE_LIST": {"profile_list": ","},
+    "BUFFER_PORT_INGRESS_PROFILE_LIST": {"profile_list": ","},
+    "PORT": {"adv_speeds": ",", "adv_interface_types": ","},
+}
 
 
 @dataclass(frozen=True)
@@ -152,6 +163,7 @@ def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
             problems.append(Problem(table, None, None, "table is not a JSON object"))
             continue
         tab = out.setdefault(schema.module, {}).setdefault(table, {})
+        split = STRING_LEAF_LISTS.get(table)
         for key, fields in entries.items():
             if not isinstance(fields, dict):
                 problems.append(Problem(table, key, None, "entry is not a JSON object"))
@@ -165,6 +177,10 @@ def to_yang_json(doc: dict) -> tuple[dict, list[Problem]]:
                         node[f] = _scalar(v)
                     except TypeError as exc:  # drop the field, keep the entry: no cascade of leafref errors
                         problems.append(Problem(table, key, f, f"bad value: {exc}"))
+            if split:
+                for f, sep in split.items():
+                    if type(node.get(f)) is str:
+                        node[f] = [x.strip() for x in node[f].split(sep)]
             if key in schema.containers:
                 tab[key] = node
                 continue

@@ -9,6 +9,8 @@ profile buffermgrd creates from the hwsku's pg_profile_lookup.ini (cfgmgr/buffer
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from railonly.fabric.design.design import parse_design
@@ -149,12 +151,161 @@ def test_cable_length_is_a_length_the_hwsku_lists_for_that_speed():
 
 
 @pytest.mark.parametrize("model,breakout", [(None, None), ("arista-7060x6-64pe", "1x800G"), ("arista-7060x6-64pe", "8x100G"),
-                                            ("arista-7060dx5-64s", "1x400G"), ("nvidia-sn5600", "2x400G")])
-def test_no_buffer_tables_without_published_traditional_ones(model, breakout):
+                                            ("arista-7060dx5-64s", "1x400G")])
+def test_no_buffer_tables_without_published_ones(model, breakout):
     # generic: no published templates; Arista-7060X6-64PE: its BALANCED templates render none;
-    # Arista-7060DX5-64S: none published; SN5600: the dynamic buffer model (not rendered yet)
+    # Arista-7060DX5-64S: none published
     doc = render(design(model, breakout))
     assert not set(doc) & set(sonic_buffers.BUFFER_TABLES)
+    assert "create_only_config_db_buffers" not in doc["DEVICE_METADATA"]["localhost"]
+
+
+# NVIDIA SN5600, sonic-net/sonic-buildimage 086b03bd70f9e211aaaf5f6aefe0790b508d2a94.
+# ACS-SN5600 and Mellanox-SN5600-O128 (dynamic model): buffers_dynamic.json.j2 ->
+# files/build_templates/buffers_config.j2 with dynamic_mode, device/mellanox/x86_64-nvidia_sn5600-r0/
+# ACS-SN5600/buffers_defaults_t0.j2 (O128's is a link to it; t1 differs only in the sizes the
+# dynamic render leaves out: egress_lossless_pool 158229504 in both) and
+# device/mellanox/x86_64-mlnx_msn2700-r0/ACS-MSN2700/buffers_defaults_objects.j2.
+SN5600_DYNAMIC = {
+    "BUFFER_POOL": {
+        "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
+        "ingress_lossy_pool": {"type": "ingress", "mode": "dynamic"},
+        "egress_lossless_pool": {"size": "158229504", "type": "egress", "mode": "dynamic"},
+        "egress_lossy_pool": {"type": "egress", "mode": "dynamic"}},
+    "BUFFER_PROFILE": {
+        "ingress_lossless_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "7"},
+        "ingress_lossy_profile": {"pool": "ingress_lossy_pool", "size": "0", "dynamic_th": "3"},
+        "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "dynamic_th": "7"},
+        "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "9216", "dynamic_th": "7"},
+        "q_lossy_profile": {"pool": "egress_lossy_pool", "size": "0", "dynamic_th": "3"}},
+    # every port of PORT, neighbored or not (dynamic_mode: inactive ports get the same rows)
+    "port": {
+        "BUFFER_PORT_INGRESS_PROFILE_LIST": {"": {"profile_list": "ingress_lossless_profile,ingress_lossy_profile"}},
+        "BUFFER_PORT_EGRESS_PROFILE_LIST": {"": {"profile_list": "egress_lossless_profile,egress_lossy_profile"}},
+        "BUFFER_PG": {"|3-4": {"profile": "NULL"}, "|0": {"profile": "ingress_lossy_profile"}},
+        "BUFFER_QUEUE": {"|3-4": {"profile": "egress_lossless_profile"}, "|0-2": {"profile": "q_lossy_profile"},
+                         "|5-6": {"profile": "q_lossy_profile"}}},
+    "idle": None,  # the same rows
+    # buffers_config.j2, dynamic_mode (no shp)
+    "DEFAULT_LOSSLESS_BUFFER_PARAMETER": {"AZURE": {"default_dynamic_th": "0"}},
+    "LOSSLESS_TRAFFIC_PATTERN": {"AZURE": {"mtu": "1024", "small_packet_percentage": "50"}},
+}
+# Mellanox-SN5600-V256 (traditional model: sonic-utilities scripts/mellanox_buffer_migrator.py
+# is_default_traditional_model): buffers.json.j2 -> buffers_config.j2 without dynamic_mode,
+# .../Mellanox-SN5600-V256/buffers_defaults_t0.j2 (t1 the same file) and
+# device/mellanox/x86_64-mlnx_msn2700-r0/Mellanox-SN2700-D48C8/buffers_defaults_objects.j2.
+SN5600_V256 = {
+    "BUFFER_POOL": {
+        "ingress_zero_pool": {"mode": "static", "type": "ingress", "size": "0"},
+        "ingress_lossless_pool": {"size": "73684992", "xoff": "60293120", "type": "ingress", "mode": "dynamic"},
+        "egress_lossless_pool": {"size": "158229504", "type": "egress", "mode": "dynamic"},
+        "egress_lossy_pool": {"size": "73684992", "type": "egress", "mode": "dynamic"}},
+    "BUFFER_PROFILE": {
+        "ingress_lossy_pg_zero_profile": {"pool": "ingress_zero_pool", "size": "0", "static_th": "0"},
+        "ingress_lossless_zero_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "-8"},
+        "egress_lossless_zero_profile": {"pool": "egress_lossless_pool", "size": "0", "dynamic_th": "-8"},
+        "egress_lossy_zero_profile": {"pool": "egress_lossy_pool", "size": "0", "dynamic_th": "-8"},
+        "ingress_lossless_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "7"},
+        "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "3"},
+        "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "dynamic_th": "7"},
+        "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "9216", "dynamic_th": "7"},
+        "q_lossy_profile": {"pool": "egress_lossy_pool", "size": "0", "dynamic_th": "3"}},
+    "port": {
+        "BUFFER_PORT_INGRESS_PROFILE_LIST": {"": {"profile_list": "ingress_lossless_profile"}},
+        "BUFFER_PORT_EGRESS_PROFILE_LIST": {"": {"profile_list": "egress_lossless_profile,egress_lossy_profile"}},
+        "BUFFER_PG": {"|0": {"profile": "ingress_lossy_profile"}},
+        "BUFFER_QUEUE": {"|3-4": {"profile": "egress_lossless_profile"}, "|0-2": {"profile": "q_lossy_profile"},
+                         "|5-6": {"profile": "q_lossy_profile"}}},
+    "idle": {  # ports not in DEVICE_NEIGHBOR: zero profiles
+        "BUFFER_PORT_INGRESS_PROFILE_LIST": {"": {"profile_list": "ingress_lossless_zero_profile"}},
+        "BUFFER_PORT_EGRESS_PROFILE_LIST": {"": {"profile_list": "egress_lossless_zero_profile,egress_lossy_zero_profile"}},
+        "BUFFER_PG": {"|0": {"profile": "ingress_lossy_pg_zero_profile"}},
+        "BUFFER_QUEUE": {"|3-4": {"profile": "egress_lossless_zero_profile"}, "|0-2": {"profile": "egress_lossy_zero_profile"},
+                         "|5-6": {"profile": "egress_lossy_zero_profile"}}},
+}
+# (breakout, hwsku, tables, PORT rows, speed, CABLE_LENGTH of the 30 m NIC cables)
+SN5600 = [
+    ("1x800G", "ACS-SN5600", SN5600_DYNAMIC, 65, "800000", "30m"),  # 64 cages + Ethernet512
+    ("2x400G", "Mellanox-SN5600-O128", SN5600_DYNAMIC, 129, "400000", "30m"),
+    ("4x200G", "Mellanox-SN5600-V256", SN5600_V256, 257, "200000", "40m"),  # pg_profile_lookup.ini: 5m 40m 300m
+]
+
+
+def port_rows(want: dict, ports: list[str]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for p in ports:
+        for table, rows in want.items():
+            out.setdefault(table, {}).update({p + suffix: fields for suffix, fields in rows.items()})
+    return out
+
+
+@pytest.mark.parametrize("breakout,hwsku,want,nports,speed,cable", SN5600, ids=[t[1] for t in SN5600])
+@pytest.mark.parametrize("tier", [1, 2])
+def test_sn5600_buffer_tables_are_what_its_templates_render(breakout, hwsku, want, nports, speed, cable, tier):
+    doc = render(design("nvidia-sn5600", breakout, count=8 if tier == 1 else 300), tier=tier)
+    meta = doc["DEVICE_METADATA"]["localhost"]
+    assert meta["hwsku"] == hwsku and meta["type"] == {1: "BackEndToRRouter", 2: "BackEndLeafRouter"}[tier]
+    # device/mellanox/x86_64-nvidia_sn5600-r0/<hwsku>/create_only_config_db_buffers.json
+    assert meta["create_only_config_db_buffers"] == "true"
+    assert doc["BUFFER_POOL"] == want["BUFFER_POOL"]
+    assert doc["BUFFER_PROFILE"] == want["BUFFER_PROFILE"]
+    active = cabled(doc)
+    idle = [p for p in doc["PORT"] if p not in active]
+    assert len(doc["PORT"]) == nports and active and idle and set(doc["DEVICE_NEIGHBOR"]) == set(active)
+    rows = port_rows(want["port"], active)
+    for table, entries in port_rows(want["idle"] or want["port"], idle).items():
+        rows[table].update(entries)
+    for table in ("BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST", "BUFFER_PG", "BUFFER_QUEUE"):
+        assert doc[table] == rows[table], table
+    for table in ("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN"):
+        assert doc.get(table) == want.get(table), table
+    assert {doc["PORT"][p]["speed"] for p in active} == {speed}
+    if tier == 1:  # the leaves' 30 m NIC cables
+        assert set(doc["CABLE_LENGTH"]["AZURE"].values()) == {cable}
+    assert validate_config_db(doc, memo=False) == []
+    assert validate_config_db(doc) == []
+
+
+def test_sn5600_dynamic_model_keeps_each_cable_length_exact():
+    # buffermgrdyn's headroom (cfgmgr/buffer_headroom_mellanox.lua) reads any "<n>m"
+    doc = render(design("nvidia-sn5600", "2x400G", extra="cabling: {nic_optic: DR, nic_leaf_m: 100}\n"))
+    assert set(doc["CABLE_LENGTH"]["AZURE"].values()) == {"100m"}
+    hb = sonic_buffers.hwsku_buffers(parse_design(design("nvidia-sn5600", "2x400G")).model_of_tier(1), "2x400G")
+    assert hb.model == "dynamic" and sonic_buffers.lossless_profile(hb, "BackEndToRRouter", "400000", "100m") is None
+
+
+def test_sn5600_v256_runs_the_traditional_model_and_its_lookup_file():
+    # Mellanox-SN5600-V256/pg_profile_lookup.ini: 200000 40m 19456 19456 108544 0 (six columns);
+    # 300m for a 100 m cable
+    d = parse_design(design("nvidia-sn5600", "4x200G"))
+    hb = sonic_buffers.hwsku_buffers(d.model_of_tier(1), "4x200G")
+    assert hb.model == "traditional"
+    assert sonic_buffers.lossless_profile(hb, "BackEndToRRouter", "200000", "40m") == (
+        "pg_lossless_200000_40m_profile",
+        {"pool": "ingress_lossless_pool", "xon": "19456", "xoff": "108544", "size": "19456", "dynamic_th": "0"})
+    doc = render(design("nvidia-sn5600", "4x200G", extra="cabling: {nic_optic: DR, nic_leaf_m: 100}\n"))
+    assert set(doc["CABLE_LENGTH"]["AZURE"].values()) == {"300m"}
+
+
+def test_yang_checks_each_profile_of_a_profile_list():
+    doc = render(design("nvidia-sn5600", "2x400G"))
+    port = cabled(doc)[0]
+    doc["BUFFER_PORT_INGRESS_PROFILE_LIST"][port] = {"profile_list": "ingress_lossless_profile,no_such_profile"}
+    problems = validate_config_db(doc, memo=False)
+    assert problems and {p.table for p in problems} == {"BUFFER_PORT_INGRESS_PROFILE_LIST"}
+
+
+def test_compiled_sn5600_lab_validates(tmp_path, capsys):
+    from pathlib import Path
+
+    from railonly.cli import main
+
+    lab = Path(__file__).resolve().parents[2] / "labs" / "h100-2k-sn5600.yml"
+    assert main(["compile", str(lab), "-o", str(tmp_path / "o"), "-q"]) == 0
+    doc = json.loads((tmp_path / "o" / "configs" / "h100-2k-sn5600-rail0-leaf0" / "config_db.json").read_text())
+    assert doc["BUFFER_PG"][f"{cabled(doc)[0]}|3-4"] == {"profile": "NULL"}
+    capsys.readouterr()
+    assert main(["validate", str(tmp_path / "o")]) == 0, capsys.readouterr().out[-2000:]
 
 
 def test_buffer_pool_and_profile_changes_need_a_config_reload():
@@ -166,3 +317,47 @@ def test_buffer_pool_and_profile_changes_need_a_config_reload():
     assert why == ["BUFFER_POOL|ingress_lossless_pool changes (config apply-patch refuses buffer pool and profile changes)"]
     _, why = ro._db_items({}, {"BUFFER_PROFILE": {"p": {"pool": "x", "size": "0"}}})
     assert why and why[0].startswith("BUFFER_PROFILE|p changes")
+    # the per-port rows and the dynamic model's parameters are a patch: apply-patch takes them
+    rows = {"BUFFER_PG": {"Ethernet0|3-4": {"profile": "NULL"}}, "BUFFER_QUEUE": {"Ethernet0|0-2": {"profile": "q_lossy_profile"}},
+            "BUFFER_PORT_INGRESS_PROFILE_LIST": {"Ethernet0": {"profile_list": "ingress_lossless_profile"}},
+            "BUFFER_PORT_EGRESS_PROFILE_LIST": {"Ethernet0": {"profile_list": "egress_lossless_profile"}},
+            "DEFAULT_LOSSLESS_BUFFER_PARAMETER": {"AZURE": {"default_dynamic_th": "0"}},
+            "LOSSLESS_TRAFFIC_PATTERN": {"AZURE": {"mtu": "1024", "small_packet_percentage": "50"}}}
+    items, why = ro._db_items({}, rows)
+    assert why == [] and len(items) == 6
+
+
+def test_catalog_refuses_sn5600_buffer_rows_that_name_no_profile(tmp_path):
+    from pathlib import Path
+
+    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.platforms.catalog import load_platform_file
+
+    shipped = Path(sonic_buffers.__file__).resolve().parents[1] / "platforms" / "data" / "switches" / "nvidia-sn5600.yaml"
+    text = shipped.read_text()
+    bad = tmp_path / "sn5600-bad.yaml"
+    bad.write_text(text.replace('"*|0-2": {profile: q_lossy_profile}', '"*|0-2": {profile: q_lossi_profile}', 1))
+    with pytest.raises(InputError) as e:
+        load_platform_file(str(bad))
+    assert "q_lossi_profile" in str(e.value)
+    # a traditional-model hwsku needs its pg_profile_lookup.ini (buffermgrd reads it)
+    start = text.index("      pg_profile_lookup:\n        source: {repo: sonic-net/sonic-buildimage, commit: 086b03bd70f9e211aaaf5f6aefe0790b508d2a94, path: device/mellanox/x86_64-nvidia_sn5600-r0/Mellanox-SN5600-V256/pg_profile_lookup.ini}")
+    end = text.index("      t0:", start)
+    bad.write_text(text[:start] + text[end:])
+    with pytest.raises(InputError) as e:
+        load_platform_file(str(bad))
+    assert "pg_profile_lookup" in str(e.value)
+
+
+def test_catalog_buffer_metadata_cannot_set_other_device_metadata(tmp_path):
+    from pathlib import Path
+
+    from railonly.fabric.input.problems import InputError
+    from railonly.fabric.platforms.catalog import load_platform_file
+
+    shipped = Path(sonic_buffers.__file__).resolve().parents[1] / "platforms" / "data" / "switches" / "nvidia-sn5600.yaml"
+    bad = tmp_path / "sn5600-meta.yaml"
+    bad.write_text(shipped.read_text().replace('fields: {create_only_config_db_buffers: "true"}', 'fields: {hostname: evil}', 1))
+    with pytest.raises(InputError) as e:
+        load_platform_file(str(bad))
+    assert "hostname" in str(e.value)
