@@ -5,8 +5,10 @@ first; then the switch goes down exactly as `railonly lab fault --node` takes
 it down (recorded in the OUTDIR, so `lab fault --restore` undoes it too), and
 every pair is probed in numbered rounds of :data:`ROUND_S` until one whole
 round arrives. The failover time is from the fault to the start of that
-round, so it is exact to one round. The fault is restored at the end and the
-result says how long the fabric took to converge back. A lab with faults
+round, so it is exact to one round. The fault is restored at the end (in a
+finally that holds the take-down too: an interrupt while the ports go down or
+FRR stops restores the switch) and the result says how long the fabric took to
+converge back. A lab with faults
 already recorded (`lab fault`) fails the result untouched: restore undoes
 every recorded fault, and a degraded fabric (SWITCH already down) would
 measure nothing.
@@ -73,9 +75,9 @@ def measure(lab: Lab, rt: Runtime, switch: str, *, timeout: float = 30.0,
         send = _round_sender(ag, lab, cp)
         progress(f"failover: {switch} down")
         t0 = time.monotonic()
-        what = faults.node_down(lab, rt, switch)
         started: dict[int, float] = {}
-        try:
+        try:  # the take-down too: an interrupt while FRR stops (Ctrl-C, SIGTERM) still restores the switch
+            what = faults.node_down(lab, rt, switch)
             for rnd in range(1, MAX_ROUNDS + 1):
                 started[rnd] = time.monotonic() - t0
                 send(rnd)

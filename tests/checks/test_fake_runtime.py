@@ -315,3 +315,47 @@ def test_unknown_node_names_a_fix(routed):
         routed.node("rail0-leaf0")  # the switch without its site prefix
     text = exc.value.problems[0].format()
     assert f"switch names carry the site prefix: {routed.name}-rail0-leaf0" in text
+
+
+@pytest.mark.parametrize("when", ["ports", "frr"])
+def test_failover_interrupted_while_the_switch_goes_down_restores_it(lab, monkeypatch, when):
+    """The take-down ran before the try/finally that restores: a Ctrl-C (or SIGTERM) while the
+    ports went down or FRR stopped left the switch down (a recorded fault)."""
+    from railonly.emulation.traffic import failover
+
+    cp = checks_plan.load(lab)
+
+    class Reached:  # every same-rail pair passes before the fault (the probes need a real lab)
+        def __init__(self, *a):
+            self.ev = type("Ev", (), {"reach": set(cp.reach_pairs()), "reach_rounds": {}})()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    monkeypatch.setattr(failover.probe, "Agent", Reached)
+    monkeypatch.setattr(failover, "_open_sockets", lambda *a: None)
+    monkeypatch.setattr(failover, "_reach", lambda *a: None)
+    monkeypatch.setattr(failover, "_round_sender", lambda *a: (lambda rnd: None))
+    downs = []
+
+    def set_down(ns, argv):
+        downs.append(ns)
+        if when == "ports" and len(downs) == 2:
+            raise KeyboardInterrupt
+        return 0, ""
+
+    fake = (FakeRuntime().on(("ip", "link", "show"), (0, "")).on(("ip", "-4", "route", "show"), (0, ""))
+            .on(("ip", "link", "set"), (0, "")).on(("ip", "link", "set", "dev"), lambda ns, a: set_down(ns, a) if a[-1] == "down" else (0, "")))
+    if when == "frr":
+        def stop_frr(lab_, switch):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(fake, "stop_frr", stop_frr, raising=False)
+    sp = next(s.name for s in lab.switches if "spine" in s.name)
+    with pytest.raises(KeyboardInterrupt):
+        failover.measure(lab, fake, sp, timeout=1.0)
+    assert downs and faults.active(lab, fake) == []  # restored: nothing recorded any more
+    ups = [ns for ns, argv in fake.ran("ip", "link", "set", "dev") if argv[-1] == "up"]
+    assert len(ups) == len(lab.ports(sp))  # every port of the switch brought up again
