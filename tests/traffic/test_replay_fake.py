@@ -150,6 +150,9 @@ def test_a_healthy_replay_passes_with_bytes_by_class_and_removes_its_table(lab, 
     assert added == gpus and removed == gpus
     text = replay.format_report(rep)
     assert "verdict: pass" in text and f"job {job}" in text
+    # the verdict's 50 ms go once onto the summed communication time (it said "a phase"), and the JSON says so
+    assert "plus 50 ms once" in text and "a phase" not in text.splitlines()[-1]
+    assert rep["slack_s"] == 0.05 and "once on the summed communication time" in rep["verdict_rule"]
 
 
 def test_a_gpu_that_cannot_send_fails_its_phases_by_group_name(lab):
