@@ -262,7 +262,7 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
                 fdb = {sw: fdb_table(rt, lab, sw) or {} for sw in sorted({s for ps in cp.paths for s in ps.l2_switches})}
             out.results += judge.path(cp, ag.ev.path_hops, ag.ev.path_arrived, fdb, ag.ev.macs)
             out.timings["path"] = time.perf_counter() - t
-        out.notes += ag.ev.errors[:10]
+        out.notes += counted_notes(ag.ev.errors)
 
     if "bgp" in checks and cp.mode == "routed":
         out.results += judge.bgp(cp, peers, routes)
@@ -273,6 +273,20 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
     if dup:
         raise AssertionError(f"duplicate result ids: {dup[:5]}")
     return out
+
+
+def counted_notes(errors: list[str], limit: int = 10) -> list[str]:
+    """One note per distinct send error, first seen first, with how often it happened (pure): a
+    downed link made every round's send fail alike, and the note came five times."""
+    counts: dict[str, int] = {}
+    for e in errors:
+        counts[e] = counts.get(e, 0) + 1
+    notes = [e if n == 1 else f"{e} ({n} times)" for e, n in counts.items()]
+    if len(notes) > limit:
+        rest = notes[limit:]
+        notes = notes[:limit] + [f"... and {len(rest)} more distinct send errors"
+                                 f" ({sum(counts[e] for e in list(counts)[limit:])} in all)"]
+    return notes
 
 
 def _neighbour_table_notes(cp: CheckPlan, rt: Runtime) -> list[str]:

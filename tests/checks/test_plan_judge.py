@@ -274,3 +274,16 @@ def test_bfd_and_bgp_are_judged_on_the_same_last_round(monkeypatch):
     cp = SimpleNamespace(bgp=[SimpleNamespace(switch="leaf0", bfd=True)], prefixes={"leaf0": []}, foreign={})
     st = checker.collect_switches(None, None, cp, 1.2, bgp=True, bfd=True)
     assert len(reads) >= 2 and st.bfd == {"leaf0": ["down"]}
+
+
+def test_send_errors_are_one_note_per_cause_with_a_count():
+    """One downed link: each round's frame send failed alike, and check printed the note five times."""
+    from railonly.emulation.checks.checker import counted_notes
+
+    errs = ["leaf0:Ethernet8: send: Network is down", "hb1-gpu1:eth1: send: Network is down"] * 5
+    assert counted_notes(errs) == ["leaf0:Ethernet8: send: Network is down (5 times)",
+                                   "hb1-gpu1:eth1: send: Network is down (5 times)"]
+    assert counted_notes(["a: send: x"]) == ["a: send: x"]
+    many = [f"n{i}: send: x" for i in range(12)] * 2
+    got = counted_notes(many)
+    assert len(got) == 11 and got[-1] == "... and 2 more distinct send errors (4 in all)"
