@@ -174,6 +174,10 @@ class SocketAgents:
         self._ready_n = 0
         self._reports: dict[str, dict] = {}
         self.unreachable: dict[tuple[str, str, str, int], str] = {}  # of the last ensure: why not connected
+        # start-up time lost to connections that failed (each ensure whose connects had a failure: the
+        # healthy ones take milliseconds, the phase waited for the failed ones' timeouts), and the pairs
+        self.failed_wait_s = 0.0
+        self.failed_pairs: dict[tuple[str, str], str] = {}  # (src, dst) -> the error, last seen
 
     # -- set-up, untimed ------------------------------------------------------------------
 
@@ -233,11 +237,15 @@ class SocketAgents:
                 return out
             return fn
 
+        t_conn = time.monotonic()
         got = self.door.call_many([(self.netns[s], connect(a, p)) for s, _d, a, p in wants], workers=8)
         self.unreachable = {}
         for want, socks in zip(wants, got):
             if isinstance(socks, BaseException):  # the flows on it fail (a fault, a route missing); retried next step
                 self.unreachable[want] = f"{want[0]} cannot connect to {want[1]} at {want[2]}:{want[3]}: {socks}"
+                self.failed_pairs[(want[0], want[1])] = getattr(socks, "strerror", None) or str(socks)
+        if self.unreachable:
+            self.failed_wait_s += time.monotonic() - t_conn
         wants, got = zip(*[(w, g) for w, g in zip(wants, got) if w not in self.unreachable]) if len(
             self.unreachable) < len(wants) else ((), ())
         # several sources share a listener: accept all its connections, then pair them by address

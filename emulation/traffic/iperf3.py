@@ -156,6 +156,8 @@ class Agents:
         self.servers: dict[tuple[str, str, int], dict] = {}
         self.start_s = 0.0  # seconds spent starting servers
         self.stop_s = 0.0  # ... and stopping them
+        self.failed_wait_s = 0.0  # servers start without connecting: nothing waits on a dead pair here
+        self.failed_pairs: dict[tuple[str, str], str] = {}
 
     def ensure(self, flows: list[Flow]) -> None:
         t0 = time.monotonic()
@@ -216,6 +218,14 @@ class FlowAgents:
     def stop_s(self) -> float:
         return self.sockets.stop_s
 
+    @property
+    def failed_wait_s(self) -> float:
+        return self.sockets.failed_wait_s
+
+    @property
+    def failed_pairs(self) -> dict[tuple[str, str], str]:
+        return self.sockets.failed_pairs
+
     def _key(self, f: Flow) -> tuple[str, str, str, int]:
         return f.src, f.dst, _dst_ip(self.cp, f), f.port
 
@@ -242,6 +252,44 @@ class FlowAgents:
 
     def stop(self) -> None:
         self.sockets.stop()
+
+
+def agents_waited(agents, dead: dict[str, str]) -> dict | None:
+    """Where the agents' start-up time went on connections that failed (pure; None when none
+    failed): the seconds, the GPUs to blame (a dead NIC of ``dead``, {GPU: its recorded fault},
+    among the failed pairs' ends; else the GPU in most failed pairs) and why, the pairs and errors."""
+    pairs = dict(sorted(getattr(agents, "failed_pairs", {}).items()))
+    if not pairs:
+        return None
+    ends: dict[str, int] = {}
+    for src, dst in pairs:
+        for g in (src, dst):
+            ends[g] = ends.get(g, 0) + 1
+    blamed = sorted(g for g in ends if g in dead)
+    if blamed:
+        why = (f"whose NIC{' is' if len(blamed) == 1 else 's are'} down"
+               f" (lab fault --link {', '.join(sorted({dead[g] for g in blamed}))})")
+    else:
+        top = max(ends.values())
+        blamed = sorted(g for g, n in ends.items() if n == top)
+        why = "which could not be reached"
+    return {"seconds": round(getattr(agents, "failed_wait_s", 0.0), 3), "gpus": blamed, "why": why,
+            "pairs": [{"src": s_, "dst": d, "error": e} for (s_, d), e in pairs.items()]}
+
+
+def waited_line(w: dict | None) -> list[str]:
+    """The report's line for agents_waited (pure; none when nothing waited)."""
+    if not w:
+        return []
+    errors = sorted({p["error"] for p in w["pairs"]})
+    return [f"  agents: {w['seconds']:.1f} s of their start waiting for {', '.join(w['gpus'])}, {w['why']}:"
+            f" {len(w['pairs'])} pair(s) could not connect ({'; '.join(errors)[:120]}), retried before each step"]
+
+
+def overhead_parts(overhead: dict, overhead_s: float) -> dict:
+    """``overhead`` with ``other_s``, what the named parts leave of ``overhead_s`` (pure), so they add up."""
+    other = round(overhead_s - sum(v for k, v in overhead.items() if k != "other_s"), 3)
+    return {**overhead, "other_s": max(0.0, other)}
 
 
 def agents_kind(agents) -> str:
@@ -459,7 +507,7 @@ def parse_iperf3(out: str, rc: int, planned_bytes: int) -> dict:
 class StepsRun:
     flows: list[dict]  # one result per flow, in the order of the steps' flows
     steps: list[dict]  # per step: step, flows, seconds (its slowest flow at rate), wall_s, overhead_s, link_bytes
-    completion_s: float  # wall time from the first client's start to the last one's end
+    completion_s: float  # the steps' wall time, summed (each: hand-out to its last flow's end)
     network_s: float = 0.0  # the steps' network time, summed
     overhead: dict = field(default_factory=dict)  # seconds that are not network time, by cause
 
@@ -504,7 +552,9 @@ def run_steps(lab: Lab, rt: Runtime, cp, steps: list[list[Flow]], *, window: str
         else:
             step_rep += _iperf3_steps(lab, rt, cp, steps, flows, win, streams, nic_mbps, t0, results, links, last,
                                       cpu, progress)
-        completion = max((r["end_s"] for r in results.values()), default=0.0)
+        # the steps' own wall time (hand-out to the last report), summed: network plus barriers; the
+        # set-up between steps (a reconnection to a pair that failed) is agents_start_s, not this
+        completion = sum(s["wall_s"] for s in step_rep)
     finally:
         if own:
             agents.stop()
@@ -795,12 +845,19 @@ def run(lab: Lab, rt: Runtime, pattern: str, nbytes: int | None = None, *, sched
     host_s = round(sum(s["model_host_s"] for s in step_rep), 4)
     cpu_rep = cpu.report()
     verdict = judge(ran.network_s if step_rep else None, placed, tolerance, bool(failed), cpu_rep, host_s)
+    from . import faults
+
+    waited = agents_waited(agents, faults.dead_nics(lab, rt, {g.name: g.port for g in cp.gpus.values()})
+                           if getattr(agents, "failed_pairs", None) else {})
+    overhead_s = round(max(0.0, total_s - ran.network_s), 3)
     return {
         "lab": lab.name, "pattern": pattern, "topology": cp.topology, "schedule": schedule,
         "verdict": verdict, "tolerance": tolerance, "preflight": before,
         "network_s": ran.network_s,
-        "overhead_s": round(max(0.0, total_s - ran.network_s), 3),
-        "overhead": ran.overhead,
+        "overhead_s": overhead_s,
+        "overhead": overhead_parts(ran.overhead, overhead_s),
+        "agents_waited": waited,
+        "wall_s": round(total_s, 3),
         "model_ideal_s": round(m["pipelined"], 4),
         "model_placed_s": placed,
         "model_host_s": host_s,
@@ -906,7 +963,8 @@ def format_report(rep: dict) -> str:
              f" Mbit/s, HB {rep['hb_gbps_emulated'] * 1000:g} Mbit/s",
              f"  overhead {rep['overhead_s']:.2f} s apart from it ("
              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep.get("overhead", {}).items())
-             + f"); wall {rep['completion_s']:.2f} s"]
+             + f"); wall: run {rep.get('wall_s', 0.0):.2f} s, its steps {rep['completion_s']:.2f} s (network and barriers)"]
+    lines += waited_line(rep.get("agents_waited"))
     lines += preflight_lines(rep)
     lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")

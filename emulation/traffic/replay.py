@@ -47,7 +47,7 @@ from ..lab import Lab, link_rates
 from ..runtime.protocol import NoDoor, Runtime, RuntimeProblem, deployed_status
 from . import host, job_plan
 from .iperf3 import ABS_SLACK_S as SLACK_S  # the verdict's (judge): once, on the summed communication time
-from .iperf3 import (LinkCounters, agents_kind, bound_finding, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
+from .iperf3 import (LinkCounters, agents_kind, agents_waited, overhead_parts, waited_line, bound_finding, ecmp_finding, host_capacity, host_lines, judge, why, nccl_streams, placement,
                      port_bytes, preflight, preflight_lines, run_steps, shaped_rates, slot_ports, stop_servers, traffic_agents)
 from .completion_time import hb_bytes, host_step, nic_bytes, placed_step
 
@@ -269,6 +269,11 @@ def run(lab: Lab, rt: Runtime, job: Job, *, iterations: int = 1, time_scale: flo
         counters.remove()
         run_ctx["agents"].stop()
     total_s = time.monotonic() - t_run
+    if getattr(run_ctx["agents"], "failed_pairs", None):
+        from . import faults
+
+        run_ctx["waited"] = agents_waited(run_ctx["agents"],
+                                          faults.dead_nics(lab, rt, {g.name: g.port for g in cp.gpus.values()}))
     rep = _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates, model_iter, tolerance, switches,
                   run_ctx, total_s)
     rep["preflight"] = before
@@ -411,6 +416,8 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
     overhead["agents_stop_s"] = round(ctx["agents"].stop_s, 3)
     if ctx.get("capacity"):
         overhead["host_capacity_probe_s"] = ctx["capacity"]["seconds"]
+    overhead_s = round(max(0.0, total_s - network - idle), 3)
+    overhead = overhead_parts(overhead, overhead_s)
     p = sc.job.parallel
     return {
         "lab": lab.name, "pattern": "job", "job": job.name, "topology": cp.topology, "iterations": iterations,
@@ -427,8 +434,10 @@ def _report(lab, cp, job, sc, pl, phases, per_phase, iterations, nic, hb, rates,
                    tolerance, bound) if comm else "",
         "host_cpu": cpu,
         "streams": ctx["streams"],
-        "overhead_s": round(max(0.0, total_s - network - idle), 3),
+        "overhead_s": overhead_s,
         "overhead": overhead,
+        "agents_waited": ctx.get("waited"),
+        "wall_s": round(total_s, 3),
         "measured_iteration_s": measured, "model_iteration_s": round(model_iter, 4),
         "iteration_s": iters,
         "bytes": total,
@@ -471,11 +480,13 @@ def format_report(rep: dict) -> str:
                      f" ({100 * (cm / cp_ - 1):+.1f}%), {ci:.2f} s perfectly balanced")
     lines += [f"  iteration {rep['measured_iteration_s']:.2f} s measured, model {rep['model_iteration_s']:.2f} s at lab rates"
               f" (compute included); overhead {rep['overhead_s']:.2f} s apart from it ("
-              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep["overhead"].items()) + ")",
+              + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s" for k, v in rep["overhead"].items())
+              + f"); wall: run {rep.get('wall_s', 0.0):.2f} s",
               f"  bytes by class (counters): hb {b['hb']:,}, rail {b['rail']:,}, cross-rail {b['cross_rail']:,};"
               f" staged over HB for forwarding {rep['staged_bytes']:,}; kernel-forwarded {rep['kernel_forwarded_bytes']:,}"
               + (f"; through rail-joining switches: cross-rail {rep['joining_switch_bytes']['cross_rail']:,},"
                  f" same-rail {rep['joining_switch_bytes']['rail']:,}" if rep["joining_switch_bytes"] is not None else "")]
+    lines += waited_line(rep.get("agents_waited"))
     lines += preflight_lines(rep)
     lines += host_lines(rep)
     e = rep.get("ecmp_imbalance")

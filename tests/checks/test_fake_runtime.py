@@ -359,3 +359,32 @@ def test_failover_interrupted_while_the_switch_goes_down_restores_it(lab, monkey
     assert downs and faults.active(lab, fake) == []  # restored: nothing recorded any more
     ups = [ns for ns, argv in fake.ran("ip", "link", "set", "dev") if argv[-1] == "up"]
     assert len(ups) == len(lab.ports(sp))  # every port of the switch brought up again
+
+
+def test_timing_lines_say_where_the_agents_start_went():
+    """A dead NIC: 'overhead 17.14 s ... wall 3.49 s' and nothing said that agent start-up spent
+    16 s in connect timeouts to hb0-gpu3 (and "wall" had the retries in, the step's time not)."""
+
+    class Waited:
+        failed_wait_s = 16.04
+        failed_pairs = {("hb0-gpu2", "hb0-gpu3"): "No route to host", ("hb0-gpu3", "hb1-gpu3"): "Network is unreachable"}
+
+    w = iperf3.agents_waited(Waited(), {"hb0-gpu3": "hb0-gpu3:eth1"})
+    assert w["gpus"] == ["hb0-gpu3"] and w["seconds"] == 16.04 and len(w["pairs"]) == 2
+    line = iperf3.waited_line(w)[0]
+    assert "agents: 16.0 s of their start waiting for hb0-gpu3, whose NIC is down (lab fault --link hb0-gpu3:eth1)" in line
+    # no fault recorded: the GPU in most failed pairs, unreached
+    assert iperf3.agents_waited(Waited(), {})["gpus"] == ["hb0-gpu3"]
+    assert iperf3.agents_waited(type("None_", (), {"failed_pairs": {}})(), {}) is None and iperf3.waited_line(None) == []
+    # the parts add up to the overhead: what they leave is "other"
+    parts = iperf3.overhead_parts({"agents_start_s": 16.1, "client_start_and_barrier_s": 0.5}, 17.14)
+    assert parts["other_s"] == pytest.approx(0.54) and sum(parts.values()) == pytest.approx(17.14)
+
+
+def test_wall_is_the_steps_own_time_and_the_run_wall_is_reported(lab):
+    fake = _iperf3_fake(lab)
+    rep = iperf3.run(lab, fake, "all-to-all", 100_000, converge=False, cpu_sampler=cpu_sampler(0.3))
+    assert rep["completion_s"] == pytest.approx(sum(s["wall_s"] for s in rep["steps"]), abs=0.002)
+    assert rep["wall_s"] >= rep["completion_s"] and rep["agents_waited"] is None
+    assert sum(rep["overhead"].values()) >= rep["overhead_s"] - 0.01  # "other" fills what the parts leave
+    assert "wall: run" in iperf3.format_report(rep)

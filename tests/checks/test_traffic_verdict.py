@@ -223,7 +223,7 @@ def test_flows_on_one_uplink_raise_the_placed_model_and_name_the_imbalance(lab):
     step = rep["steps"][0]
     assert step["link_bytes"] == {dl.name: 1_000_000 * len(rep["flows"])}
     assert {"measured_s", "model_ideal_s", "model_placed_s"} <= set(step)
-    assert set(rep["overhead"]) == {"agents_start_s", "agents_stop_s", "client_start_and_barrier_s", "counter_reads_s"}
+    assert set(rep["overhead"]) == {"agents_start_s", "agents_stop_s", "client_start_and_barrier_s", "counter_reads_s", "other_s"}
 
 
 def test_a_saturated_host_is_inconclusive_exit_3_with_the_figures(lab, monkeypatch, tmp_path, capsys):

@@ -90,6 +90,8 @@ def test_unreachable_destination_fails_its_flows_and_names_the_pair(pool):
     res, _t0, _wall = pool.run_step([("g0", "g9", "127.0.0.1", port, 1000), ("g1", "g2", "127.0.0.1", good, 1000)], 10)
     assert res[0]["error"].startswith("g0 cannot connect to g9 at 127.0.0.1") and res[0]["bytes"] == 0
     assert "error" not in res[1] and res[1]["bytes"] == 1000  # the others still run
+    # the start-up time lost to it is kept, with the pair (the report says where the time went)
+    assert pool.failed_pairs == {("g0", "g9"): "Connection refused"} and pool.failed_wait_s > 0
     del pool.listeners[("g9", "127.0.0.1", port)]
 
 
