@@ -18,6 +18,45 @@ class ToolMissing(RuntimeError):
     """A needed program is not installed (the CLI maps this to exit 3)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a cancelled CI job), raised where the process is, as Ctrl-C raises
+    KeyboardInterrupt: every ``finally`` and ``except KeyboardInterrupt`` cleans up the same way
+    (the replay's nftables table, traffic agents, a failover's switch). The CLI exits 143 for it
+    (128 + 15), 130 for Ctrl-C."""
+
+
+def interrupt_exit(exc: BaseException) -> int:
+    """The exit code of an interrupted command: 143 for SIGTERM, 130 for Ctrl-C (128 + the signal)."""
+    return 143 if isinstance(exc, Terminated) else 130
+
+
+def _on_sigterm(signum, frame) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once, as before
+    raise Terminated()
+
+
+class terminate_as_interrupt:
+    """While held, SIGTERM raises :class:`Terminated` in the main thread (a no-op elsewhere);
+    the previous handler comes back on exit."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
 @dataclass(frozen=True)
 class Result:
     argv: tuple[str, ...]

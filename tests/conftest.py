@@ -82,8 +82,10 @@ def design_text(path: str, name: str) -> str:
     return "\n".join(f"name: {name}" if ln.startswith("name:") else ln for ln in lines) + "\n"
 
 
-def unique(tag: str, prefix: str = "nt") -> str:
-    """A lab name nobody else uses: per process (design names: at most 20 characters)."""
+def unique(tag: str, prefix: str | None = None) -> str:
+    """A lab name nobody else uses: per process (design names: at most 20 characters). The
+    prefix is ``nt`` unless RAILONLY_TEST_LAB_PREFIX names another (a developer's labs apart from CI's)."""
+    prefix = prefix or os.environ.get("RAILONLY_TEST_LAB_PREFIX") or "nt"
     return f"{prefix}{os.getpid() % 10000}{tag}"[:20]
 
 

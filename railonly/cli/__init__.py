@@ -101,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_INPUT
+    from railonly.proc import interrupt_exit, terminate_as_interrupt
+
     try:
-        return int(args.func(args) or 0)
+        with terminate_as_interrupt():  # SIGTERM cleans up as Ctrl-C does (every finally runs)
+            return int(args.func(args) or 0)
     except InputError as exc:
         from railonly.fabric.input.problems import report_lines
 
@@ -116,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"error: {printable(str(exc), lines=False)}\n  fix: give a writable file path for the report", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (proc.Terminated): 130 or 143
+        code = interrupt_exit(exc)
+        print("terminated" if code == 143 else "interrupted", file=sys.stderr)
+        return code
     except BrokenPipeError:  # `railonly ... | head`: the reader left; say nothing more
         import os
 

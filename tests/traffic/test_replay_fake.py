@@ -172,3 +172,63 @@ def test_bytes_counted_on_another_class_fail_the_phase(lab):
     dp = next(p for p in rep["phases"] if p["name"] == "dp.all-reduce.dense")
     probs = dp["iterations"][0]["problems"]
     assert any(p.startswith("rail bytes counted 0") for p in probs) and any(p.startswith("cross_rail bytes counted") for p in probs)
+
+
+class _Unhandled(Exception):
+    """What SIGTERM raises when railonly installs no handler of its own (the test's fallback,
+    so a regression fails this test instead of killing pytest)."""
+
+
+def _sigterm_on_first(fake: FakeRuntime, prefix: tuple[str, ...]) -> FakeRuntime:
+    """The first argv starting with ``prefix`` gets a SIGTERM to this process (`kill PID`)."""
+    import signal
+
+    inner = next(a for p, a in reversed(fake.handlers) if p == prefix)
+    fired = []
+
+    def answer(ns, argv):
+        if not fired:
+            fired.append(ns)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return inner(ns, argv) if callable(inner) else inner
+
+    return fake.on(prefix, answer)
+
+
+@pytest.mark.parametrize("what", ["job", "pattern"])
+def test_sigterm_cleans_up_as_ctrl_c_and_exits_143(lab, monkeypatch, capsys, what):
+    """A plain SIGTERM (kill PID, a cancelled CI job) ended the replay without its finally: the
+    nftables table railonly_replay stayed in every GPU namespace until the next replay (Ctrl-C
+    removed it and exited 130); iperf3 servers of a pattern stayed recorded the same way."""
+    import signal
+
+    from railonly.cli import main
+    from railonly.emulation.runtime.registry import RUNTIMES
+    from railonly.emulation.traffic import iperf3
+
+    def fallback(signum, frame):
+        raise _Unhandled()
+
+    fake = _sigterm_on_first(lab_fake(lab), ("iperf3", "-c"))
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: fake)
+    quiet = {"faults": [], "checks_failed": None, "failures": []}
+    monkeypatch.setattr(replay, "preflight", lambda *a, **k: quiet)
+    monkeypatch.setattr(iperf3, "preflight", lambda *a, **k: quiet)
+    argv = (["--job", str(JOBS / "gpt-small.yml"), "--time-scale", "1"] if what == "job"
+            else ["--pattern", "ring-allreduce", "--bytes", "100000"])
+    previous = signal.signal(signal.SIGTERM, fallback)
+    try:
+        rc = main(["lab", "traffic", str(lab.outdir), "--runtime", "fake", *argv])
+        assert signal.getsignal(signal.SIGTERM) is fallback  # the CLI's own handler was put back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
+    assert rc == 143 and "terminated" in err and "Traceback" not in err, err
+    gpus = {lab.netns(g) for g in checks_plan.load(lab).gpus}
+    if what == "job":
+        added = {ns for ns, argv in fake.ran("nft") if argv[1].startswith("add table")}
+        removed = {ns for ns, argv in fake.ran("nft") if argv[1] == f"delete table inet {replay.TABLE}"}
+        assert added == gpus and removed >= gpus
+        last_add = max(i for i, (_, a) in enumerate(fake.calls) if a[:1] == ("nft",) and a[1].startswith("add table"))
+        assert {ns for ns, a in fake.calls[last_add:] if a[:2] == ("nft", f"delete table inet {replay.TABLE}")} == gpus
+    assert fake.ran("iperf3", "-s") and not lab.traffic_state_file.exists()  # the servers' record: stopped, removed

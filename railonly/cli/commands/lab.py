@@ -92,10 +92,13 @@ def deploy(args) -> int:
         with locked(lab, remove=lambda: nothing_deployed(rt, lab)), console.reporter() as bar:
             # a runtime that deploys in phases reports each; others deploy in one go
             res = rt.deploy(lab, hook=lambda phase, _batch: bar.step(f"deploy: {phase}"))
-    except KeyboardInterrupt:
-        print(f"interrupted: what was created so far is recorded; remove it with: railonly lab destroy --lab {lab.name}",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (proc.Terminated)
+        from railonly.proc import interrupt_exit
+
+        code = interrupt_exit(exc)
+        print(f"{'terminated' if code == 143 else 'interrupted'}: what was created so far is recorded;"
+              f" remove it with: railonly lab destroy --lab {lab.name}", file=sys.stderr)
+        return code
     rc = 1 if getattr(res, "bgp_converged", None) is False else 0
     if rc or not args.quiet:
         console.out(format_deploy(lab, res))
