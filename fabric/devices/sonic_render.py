@@ -31,12 +31,13 @@ ROUTING_CONFIG_MODE = "split-unified"
 QOS_MAP = "AZURE"  # SONiC's conventional name for the one map of each kind
 LOSSLESS_PROFILE = "AZURE_LOSSLESS"
 SWITCH_TYPE = {1: "BackEndToRRouter", 2: "BackEndLeafRouter", 3: "SpineRouter"}
-# Known SKUs per (radix, Gbit/s); others get a descriptive name to replace.
-HWSKU = {(32, 400): "Accton-AS9716-32D", (64, 400): "DellEMC-Z9664f-O64", (64, 800): "Mellanox-SN5600"}
 
 
 def hwsku(radix: int, gbps: int) -> str:
-    return HWSKU.get((radix, gbps), f"railonly-{radix}x{gbps}G")
+    """A generic switch's hwsku: a name no image ships, to replace with yours. A real SKU's name
+    here would claim its port map, lanes and buffer facts for a PORT table that has none of them
+    (a catalog `switch.model` gives the real hwsku, sonic_platform.py)."""
+    return f"railonly-{radix}x{gbps}G"
 
 
 def system_mac(name: str) -> str:
