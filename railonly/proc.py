@@ -37,9 +37,22 @@ def _on_sigterm(signum, frame) -> None:
     raise Terminated()
 
 
+def _default_sigterm_in_child() -> None:
+    """A process forked while the handler is held (a pool worker, a Background) dies of SIGTERM
+    as before: a pool's terminate() SIGTERMs its idle workers, and one that raised Terminated
+    instead printed a traceback or blocked writing to a pipe its parent no longer reads."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_FORK_HOOKED: list[bool] = []
+
+
 class terminate_as_interrupt:
     """While held, SIGTERM raises :class:`Terminated` in the main thread (a no-op elsewhere);
-    the previous handler comes back on exit."""
+    the previous handler comes back on exit. Forked children get the default action back."""
 
     def __enter__(self):
         import signal
@@ -47,6 +60,9 @@ class terminate_as_interrupt:
 
         self.previous = None
         if threading.current_thread() is threading.main_thread():
+            if not _FORK_HOOKED:
+                os.register_at_fork(after_in_child=_default_sigterm_in_child)
+                _FORK_HOOKED.append(True)
             self.previous = signal.signal(signal.SIGTERM, _on_sigterm)
         return self
 
