@@ -490,7 +490,11 @@ def _install(conn, files: dict[str, str]) -> None:
             raise PushFailed(f"installing {name} as {dst} failed: {out[:200]}")
 
 
-def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opts: Options) -> None:
+def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opts: Options,
+           local: tuple[str, ...] = ()) -> None:
+    """Drain (on) or undrain the switch; a drain is confirmed by the kernel's forwarding
+    counter, less the packets of `local` (the interfaces of the switch's own GPUs, which a
+    drain cannot move: a leaf forwards its GPUs' traffic drained or not)."""
     from railonly.fabric.outdir.rollout_rules import bgp_asn, drain_commands
 
     if device.platform == "eos":
@@ -506,40 +510,57 @@ def _drain(conn, device: Device, frr_text: str, on: bool, res: DeviceResult, opt
                          + f"{len(cmds)} outbound route-map(s)")
     time.sleep(opts.drain_wait)
     if on and device.platform != "eos":
-        still = _forwarding_stopped(conn, opts.drain_confirm)
+        still = _forwarding_stopped(conn, opts.drain_confirm, local)
         if still is None:
-            res.steps.append("drain: confirmed, nothing forwarded for 1 s")
+            res.steps.append("drain: confirmed, nothing forwarded for 1 s"
+                             + (f" (but its own GPUs' traffic on {', '.join(local)})" if local else ""))
         else:
             _drain(conn, device, frr_text, False, res, Options(drain_wait=0))
             raise PushFailed(f"drain did not move traffic away: {still} packets forwarded in the last second "
                              f"after {opts.drain_confirm:.0f} s; undrained, nothing applied")
 
 
-def _forwarded(conn) -> int | None:
-    rc, out = _cmd_rc(conn, "cat /proc/net/snmp")
+def _forwarded(conn, local: tuple[str, ...] = ()) -> int | None:
+    """The kernel's forwarded packets less every packet received or sent on a `local`
+    interface: traffic to or from the switch's own GPUs is not transit a drain moves."""
+    rc, out = _cmd_rc(conn, "cat /proc/net/snmp" + (" /proc/net/dev" if local else ""))
     lines = [ln.split() for ln in out.splitlines() if ln.startswith("Ip:")]
     if rc != 0 or len(lines) < 2 or "ForwDatagrams" not in lines[0]:
         return None
     try:
-        return int(lines[1][lines[0].index("ForwDatagrams")])
+        n = int(lines[1][lines[0].index("ForwDatagrams")])
+        seen = set()
+        for ln in out.splitlines():  # /proc/net/dev: "  NAME: rx_bytes rx_packets ... tx_bytes tx_packets ..."
+            name, sep, rest = ln.partition(":")
+            if sep and name.strip() in local:
+                f = rest.split()
+                n -= int(f[1]) + int(f[9])
+                seen.add(name.strip())
+        return n if seen == set(local) else None
     except (ValueError, IndexError):
         return None
 
 
-def _forwarding_stopped(conn, timeout: float) -> int | None:
-    """None once the switch's kernel forwarded nothing for a second (the lab forwards in
-    the kernel; a real switch forwards in its ASIC, leaves this counter still, and the
-    drain wait is what holds); else the packets forwarded in the last second."""
+def _forwarding_stopped(conn, timeout: float, local: tuple[str, ...] = ()) -> int | None:
+    """None once the switch's kernel forwarded nothing for a second but its own GPUs'
+    traffic (`local`: see :func:`_forwarded`; the lab forwards in the kernel; a real switch
+    forwards in its ASIC, leaves this counter still, and the drain wait is what holds);
+    else the packets forwarded in the last second."""
     deadline = time.monotonic() + timeout
-    last = _forwarded(conn)
+    last = _forwarded(conn, local)
     while True:
         time.sleep(1.0)
-        now = _forwarded(conn)
-        if last is None or now is None or now == last:
+        now = _forwarded(conn, local)
+        if last is None or now is None or now <= last:
             return None
         if time.monotonic() > deadline:
             return now - last
         last = now
+
+
+def _local_interfaces(*dbs: dict) -> tuple[str, ...]:
+    """The L3 interfaces of a switch's own GPUs (its VLAN interfaces) in config DBs."""
+    return tuple(sorted({k.split("|")[0] for db in dbs for k in (db.get("VLAN_INTERFACE") or {})}))
 
 
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
@@ -565,7 +586,7 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     before = health(conn, "sonic")
     cand_frr = "\n".join(v for k, v in files.items() if k != CONFIG_DB)
     if ch.disruptive:
-        _drain(conn, device, frr, True, res, opts)
+        _drain(conn, device, frr, True, res, opts, _local_interfaces(db, json.loads(files[CONFIG_DB])))
     try:
         _sonic_apply(conn, device, files, ch, res, opts, "apply", drained=ch.disruptive)
         wrong = verify(conn, "sonic", before, opts.verify_timeout)

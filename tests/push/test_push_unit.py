@@ -275,3 +275,50 @@ def test_a_bad_option_is_refused_by_name_before_the_outdir_is_read(flag, value, 
     assert rc == 2
     err = capsys.readouterr().err
     assert flag in err and "Traceback" not in err, err
+
+
+class _Counters:
+    """A fake netmiko connection to a leaf whose own GPUs keep sending through it after the
+    drain: every second its kernel forwards `gpu` packets (in on Vlan1000, out of an uplink)
+    and `transit` packets between uplinks."""
+
+    def __init__(self, gpu: int, transit: int):
+        self.gpu, self.transit, self.reads, self.sent = gpu, transit, 0, []
+
+    def send_command(self, command, **_):
+        self.sent.append(command)
+        if command.startswith("cat /proc/net/snmp"):
+            n = self.reads
+            self.reads += 1
+            fwd = n * (self.gpu + self.transit)
+            out = ("Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors ForwDatagrams\n"
+                   f"Ip: 1 64 0 0 0 {fwd}\n")
+            if "/proc/net/dev" in command:
+                out += ("Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|"
+                        "bytes packets errs drop fifo colls carrier compressed\n"
+                        f"Vlan1000: 0 {n * self.gpu} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                        f"Ethernet16: 0 {n * self.transit} 0 0 0 0 0 0 0 {n * (self.gpu + self.transit)} 0 0 0 0 0 0\n")
+            return out + "RAILONLY_RC=0"
+        return "RAILONLY_RC=0"
+
+
+@pytest.mark.parametrize("transit, drained", [(0, True), (40, False)])
+def test_a_leaf_drain_is_confirmed_though_its_own_gpus_keep_sending(transit, drained, monkeypatch):
+    # a leaf's GPUs are single-homed on it: their traffic goes on through the drained leaf, so
+    # the drain's confirmation counts only what its VLAN interfaces do not carry (it failed
+    # every disruptive leaf push under traffic: "drain did not move traffic away")
+    monkeypatch.setattr(push.time, "sleep", lambda s: None)
+    conn = _Counters(gpu=100, transit=transit)
+    dev = push.Device("l-rail0-leaf0", "192.0.2.1", 22, "sonic")
+    res = push.DeviceResult(dev.name, "sonic", True)
+    frr = "router bgp 65001\n neighbor 10.0.0.1 remote-as 65002\n neighbor 10.0.0.1 route-map OUT out\n"
+    opts = push.Options(drain_wait=0, drain_confirm=0.0)
+    db = {"VLAN_INTERFACE": {"Vlan1000": {}, "Vlan1000|10.0.0.1/29": {}}, "INTERFACE": {"Ethernet16": {}}}
+    local = push._local_interfaces(db)
+    assert local == ("Vlan1000",)
+    if drained:
+        push._drain(conn, dev, frr, True, res, opts, local)
+        assert any(s.startswith("drain: confirmed") and "Vlan1000" in s for s in res.steps)
+    else:  # transit between uplinks still flows: not drained, undrained again
+        with pytest.raises(push.PushFailed, match="40 packets forwarded"):
+            push._drain(conn, dev, frr, True, res, opts, local)

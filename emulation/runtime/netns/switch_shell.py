@@ -14,7 +14,7 @@ bash (so push has one code path for both), and answers with the same shapes:
     sudo config reload -y       vtysh -c '...' [-c ...]
     sudo config apply-patch FILE    sudo config save -y    show interfaces status
     CMD; echo RAILONLY_RC=$?    hostname              exit
-    cat /proc/net/snmp          (the namespace's forwarding counters, read-only)
+    cat /proc/net/snmp [/proc/net/dev]  (the namespace's forwarding and interface counters, read-only)
 
 Files live in the switch's lab state (/run/railonly/<lab>/state/ssh/<switch>/): ``etc/``
 stands for /etc/sonic (the startup files ``config reload`` reads) and
@@ -54,6 +54,8 @@ from .sshd import switch_dir, tree_to_flat
 
 TMP_PREFIX = "/tmp/railonly-push/"
 PROC_SNMP = "/proc/net/snmp"
+PROC_DEV = "/proc/net/dev"  # per-interface packets: a leaf's own GPUs' traffic, which the drain leaves
+PROC_READABLE = {PROC_SNMP, PROC_DEV}
 ETC_PREFIX = "/etc/sonic/"
 
 
@@ -139,8 +141,8 @@ class Shell:
             return 0
         if cmd == "cat":
             for p in argv[1:]:
-                # the namespace's IP counters (what the drain watches), read-only
-                self.out.write(Path(p).read_text() if p == PROC_SNMP else self.path(p).read_text())
+                # the namespace's IP and interface counters (what the drain watches), read-only
+                self.out.write(Path(p).read_text() if p in PROC_READABLE else self.path(p).read_text())
             return 0
         if cmd == "sha256sum":
             for p in argv[1:]:
