@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from railonly.emulation.runtime.netns.patch import PatchError, apply_ops, live_commands
 from railonly.fabric.outdir import rollout_rules as ro
 
@@ -183,3 +185,19 @@ def test_a_dry_run_with_an_unread_switch_says_a_push_would_not_start():
     text = rollout.report_text(dry, True)
     assert dry.stopped_at == -1 and "no switch changes" not in text
     assert "a push would not start: a switch could not be read" in text
+
+
+def test_a_lab_switch_applies_a_vlan_mtu_live_and_keeps_buffer_and_service_tables_in_its_db():
+    # a switch.mtu change patches VLAN|VlanN mtu on every routed leaf; the lab's shell refused
+    # the VLAN table ("use config reload"), so every MTU push stopped at a leaf canary
+    old = edited(lambda db: db.update(VLAN={"Vlan1000": {"vlanid": "1000", "mtu": "9100", "admin_status": "up"}}))
+    new = apply_ops(old, ro.db_patch(old, edited(lambda db: db.update(
+        VLAN={"Vlan1000": {"vlanid": "1000", "mtu": "9200", "admin_status": "up"}},
+        BUFFER_PORT_INGRESS_PROFILE_LIST={"Ethernet0": {"profile_list": "ingress_lossless_profile"}},
+        BUFFER_PORT_EGRESS_PROFILE_LIST={"Ethernet0": {"profile_list": "egress_lossless_profile"}},
+        DEFAULT_LOSSLESS_BUFFER_PARAMETER={"AZURE": {"default_dynamic_th": "0"}},
+        LOSSLESS_TRAFFIC_PATTERN={"AZURE": {"mtu": "1024"}}, NTP_SERVER={"192.0.2.5": {}},
+        DNS_NAMESERVER={"192.0.2.53": {}}, SYSLOG_SERVER={"192.0.2.9": {}}, TACPLUS_SERVER={"192.0.2.7": {}}))))
+    assert live_commands(old, new) == [["link", "set", "dev", "Vlan1000", "mtu", "9200"]]
+    with pytest.raises(PatchError, match="only its mtu"):  # a VLAN's id or members are still a reload
+        live_commands(old, edited(lambda db: db.update(VLAN={"Vlan1000": {"vlanid": "1001", "mtu": "9100"}})))

@@ -15,8 +15,12 @@ import copy
 # no forwarding state, or state the lab does not emulate (QoS maps, buffers, PFC watchdog)
 DB_ONLY = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA", "LLDP", "DSCP_TO_TC_MAP",
            "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_WD", "PORT_QOS_MAP", "QUEUE", "SCHEDULER", "TC_TO_PRIORITY_GROUP_MAP",
-           "TC_TO_QUEUE_MAP", "WRED_PROFILE", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE"}
-LIVE = {"PORT", "INTERFACE", "LOOPBACK_INTERFACE"}
+           "TC_TO_QUEUE_MAP", "WRED_PROFILE", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE",
+           "BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST", "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
+           "LOSSLESS_TRAFFIC_PATTERN",
+           # management services the lab does not run
+           "NTP_SERVER", "DNS_NAMESERVER", "SYSLOG_SERVER", "TACPLUS_SERVER", "GNMI"}
+LIVE = {"PORT", "INTERFACE", "LOOPBACK_INTERFACE", "VLAN"}  # VLAN: its mtu only (members and ids need a reload)
 MAX_OPS = 100_000
 
 
@@ -82,6 +86,11 @@ def live_commands(old: dict, new: dict, present: set[str] | None = None) -> list
                     adds.append(["link", "set", "dev", key, "mtu", str(fb["mtu"])])
                 if fa.get("admin_status") != fb.get("admin_status") and fb.get("admin_status") in ("up", "down"):
                     adds.append(["link", "set", "dev", key, fb["admin_status"]])
+            elif table == "VLAN":  # a VLAN interface's MTU (switch.mtu), as a port's; nothing else of it live
+                if not isinstance(fa, dict) or not isinstance(fb, dict) or not fb.get("mtu") or \
+                        {k: v for k, v in fa.items() if k != "mtu"} != {k: v for k, v in fb.items() if k != "mtu"}:
+                    raise PatchError(f"VLAN {key}: only its mtu can be applied live on a lab switch: use config reload")
+                adds.append(["link", "set", "dev", key, "mtu", str(fb["mtu"])])
             elif "|" in key:  # INTERFACE|Ethernet0|10.0.0.0/31: an address
                 dev, addr = key.split("|", 1)
                 if fa is None:

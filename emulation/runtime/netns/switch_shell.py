@@ -26,7 +26,7 @@ holds the files last applied: the emulation has no redis, so
 at deploy time, so a push exercises exactly the deploy path.
 ``config apply-patch`` takes an RFC 6902 patch of the config DB (whole keys,
 as railonly.fabric.outdir.rollout_rules writes it) and changes only what it names, live:
-a port's MTU or admin state, an interface or loopback address; tables that
+a port's or VLAN's MTU, a port's admin state, an interface or loopback address; tables that
 change no forwarding state (descriptions, cable lengths, neighbours) only
 in the DB. A table it cannot apply live is refused (exit 1, "use config
 reload"), never half-applied.
