@@ -75,7 +75,8 @@ def frr_statements(text: str) -> list[str]:
 # --- the rules ------------------------------------------------------------------------
 
 # ConfigDB fields and tables whose change touches no forwarding state.
-HITLESS_FIELDS = {("PORT", "description"), ("PORT", "mtu"), ("PORT", "alias")}
+HITLESS_FIELDS = {("PORT", "description"), ("PORT", "mtu"), ("PORT", "alias"),
+                  ("VLAN", "mtu")}  # a VLAN interface's MTU follows switch.mtu as its ports' do
 HITLESS_TABLES = {"CABLE_LENGTH", "DEVICE_NEIGHBOR", "DEVICE_NEIGHBOR_METADATA"}
 # Read only at start-up: the switch's SKU, platform, BGP ASN, type and FRR daemons (DEVICE_METADATA|localhost):
 # a full config reload. Every other table is patched (QoS and buffer tables too: their

@@ -201,3 +201,15 @@ def test_a_lab_switch_applies_a_vlan_mtu_live_and_keeps_buffer_and_service_table
     assert live_commands(old, new) == [["link", "set", "dev", "Vlan1000", "mtu", "9200"]]
     with pytest.raises(PatchError, match="only its mtu"):  # a VLAN's id or members are still a reload
         live_commands(old, edited(lambda db: db.update(VLAN={"Vlan1000": {"vlanid": "1001", "mtu": "9100"}})))
+
+
+def test_a_switch_mtu_change_is_hitless_on_a_leaf_too():
+    # switch.mtu sets the routed leaf's VLAN interface MTU beside its ports': a leaf's MTU
+    # change was disruptive (drained, its GPUs interrupted) though docs/push.md calls the MTU hitless
+    vlan = lambda mtu: lambda db: (db["PORT"]["Ethernet0"].update(mtu=mtu),  # noqa: E731
+                                   db.update(VLAN={"Vlan1000": {"vlanid": "1000", "mtu": mtu, "admin_status": "up"}}))
+    ch = ro.classify("s", "sonic", files(edited(vlan("9100"))), files(edited(vlan("9200"))))
+    assert ch.changed and ch.mark == "hitless" and not ch.reload_why, [i.what for i in ch.items]
+    ch = ro.classify("s", "sonic", files(edited(vlan("9100"))), files(edited(lambda db: (
+        vlan("9100")(db), db["VLAN"]["Vlan1000"].update(admin_status="down")))))
+    assert ch.mark == "disruptive"
