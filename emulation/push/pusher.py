@@ -434,8 +434,10 @@ def _saved_frr(conn, files: dict[str, str]) -> str:
 
 
 def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceResult, opts: Options, what: str,
-                 drained: bool = False) -> None:
+                 drained: bool = False, reached: list[str] | None = None) -> None:
     """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed.
+    `reached` gets "frr" once FRR may have changed (a reload started, or the first vtysh
+    command), so a failed apply's roll back undoes only what was reached.
     A reload of a drained switch starts it drained (the drain is in the FRR file it loads,
     as SONiC keeps TSA across a reload); :func:`_reinstall` puts the plain file back."""
     from railonly.fabric.outdir.rollout_rules import bgp_asn, drain_config, vtysh_commands
@@ -448,8 +450,10 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
         staged[FRR_CONF] = files[FRR_CONF] + drain_config(files[FRR_CONF], bgp_asn(files[FRR_CONF]))
     for name, text in staged.items():
         _upload(conn, name, text, timeout=60.0)
+    reached = reached if reached is not None else []
     if ch.reload_why:
         _install(conn, files)
+        reached.append("frr")
         rc, out = _cmd_rc(conn, "sudo config reload -y", timeout=opts.reload_timeout)
         if rc != 0:
             raise PushFailed(f"'config reload -y' failed ({rc}): {out.strip().splitlines()[-1] if out.strip() else 'no output'}")
@@ -466,6 +470,8 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
             raise PushFailed(f"'config apply-patch' failed: {out.strip().splitlines()[-1] if out.strip() else rc}")
         res.steps.append(f"{what}: config apply-patch ({len(ch.patch)} operation(s))")
     cmds = vtysh_commands(ch.frr_add, ch.frr_remove)
+    if cmds:
+        reached.append("frr")
     for c in cmds:
         _vtysh(conn, c, "vtysh " + " / ".join(c[1:]))
     if cmds:
@@ -587,16 +593,24 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     cand_frr = "\n".join(v for k, v in files.items() if k != CONFIG_DB)
     if ch.disruptive:
         _drain(conn, device, frr, True, res, opts, _local_interfaces(db, json.loads(files[CONFIG_DB])))
+    reached: list[str] = []
     try:
-        _sonic_apply(conn, device, files, ch, res, opts, "apply", drained=ch.disruptive)
+        _sonic_apply(conn, device, files, ch, res, opts, "apply", drained=ch.disruptive, reached=reached)
         wrong = verify(conn, "sonic", before, opts.verify_timeout)
         if wrong:
             raise PushFailed(f"verify failed: {', '.join(wrong[:4])}")
         res.steps.append("verify: " + _health_text(before))
     except PushFailed as exc:
         back = {CONFIG_DB: json.dumps(db, indent=4, sort_keys=True) + "\n", FRR_CONF: saved}
-        undo = classify(device.name, "sonic", files, back)
         try:
+            # undo what the failed apply did, not what it meant to do: a refused patch changed
+            # nothing (undoing it from the candidate removed keys that were never added, failed,
+            # and left the switch drained); the config DB as it runs now, FRR as far as it got
+            now_db, _ = _sonic_running(conn)
+            cand = json.loads(files[CONFIG_DB])
+            now = {CONFIG_DB: json.dumps({t: v for t, v in now_db.items() if t in db or t in cand}),
+                   **{k: v for k, v in (files if "frr" in reached else {FRR_CONF: saved}).items() if k != CONFIG_DB}}
+            undo = classify(device.name, "sonic", now, back)
             _sonic_apply(conn, device, back, undo, res, opts, "roll back", drained=ch.disruptive)
             wrong = verify(conn, "sonic", before, opts.verify_timeout)
             state = "back on its previous config" + (f" (still wrong: {', '.join(wrong[:3])})" if wrong else ", healthy")

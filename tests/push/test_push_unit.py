@@ -322,3 +322,70 @@ def test_a_leaf_drain_is_confirmed_though_its_own_gpus_keep_sending(transit, dra
     else:  # transit between uplinks still flows: not drained, undrained again
         with pytest.raises(push.PushFailed, match="40 packets forwarded"):
             push._drain(conn, dev, frr, True, res, opts, local)
+
+
+class _RefusingSonic:
+    """A fake SONiC switch over netmiko whose `config apply-patch` refuses every patch (as a
+    real switch's, or the lab's, does for a port with no device): nothing is applied."""
+
+    base_prompt = "admin@sw"
+
+    def __init__(self, db: dict, frr: str):
+        self.db, self.frr, self.sent, self.files = db, frr, [], {}
+
+    def write_channel(self, text):  # a here-doc upload: base64 -d > FILE <<'TAG'
+        import base64
+        import re as re_
+
+        m = re_.match(r"base64 -d > (\S+) <<'(\S+)'\n(.*)\2\n", text, re_.S)
+        self.files[m.group(1)] = base64.b64decode(m.group(3))
+
+    def read_until_pattern(self, **_):
+        return ""
+
+    def send_command(self, command, **_):
+        import hashlib
+        import json as json_
+
+        self.sent.append(command)
+        cmd = command.split("; echo RAILONLY_RC=")[0]
+        out, rc = "", 0
+        if cmd == "show runningconfiguration all":
+            out = json_.dumps(self.db)
+        elif cmd == "vtysh -c 'show running-config'" or cmd.startswith("cat /etc/sonic/frr/"):
+            out = self.frr
+        elif cmd == "vtysh -c 'show bgp summary json'":
+            out = "{}"
+        elif cmd == "vtysh -c 'show bfd peers json'":
+            out = "[]"
+        elif cmd.startswith("sha256sum "):
+            path = cmd.split()[1]
+            out = f"{hashlib.sha256(self.files.get(path, b'')).hexdigest()}  {path}"
+        elif cmd.startswith("sudo config apply-patch"):
+            out, rc = 'Error: ip addr add 10.128.0.8/31 dev Ethernet16: Cannot find device "Ethernet16"', 1
+        return out if "RAILONLY_RC=" not in command else f"{out}\nRAILONLY_RC={rc}"
+
+
+def test_a_refused_patch_is_rolled_back_from_what_runs_not_from_the_candidate(monkeypatch):
+    # config apply-patch refused: nothing changed, so nothing is to undo; the roll back was the
+    # candidate's inverse (remove DEVICE_NEIGHBOR|Ethernet16, never added), was refused in turn,
+    # and left the switch drained ("ROLL BACK FAILED, left drained")
+    import json as json_
+
+    monkeypatch.setattr(push.time, "sleep", lambda s: None)
+    db = {"DEVICE_METADATA": {"localhost": {"hostname": "u-rail0-spine0", "bgp_asn": "65001"}},
+          "INTERFACE": {"Ethernet0": {}, "Ethernet0|10.128.0.0/31": {}},
+          "DEVICE_NEIGHBOR": {"Ethernet0": {"name": "u-rail0-leaf0", "port": "Ethernet16"}}}
+    frr = "router bgp 65001\n neighbor 10.128.0.1 remote-as 65002\n neighbor 10.128.0.1 route-map OUT out\n"
+    new = json_.loads(json_.dumps(db))
+    new["INTERFACE"].update({"Ethernet16": {}, "Ethernet16|10.128.0.8/31": {}})
+    new["DEVICE_NEIGHBOR"]["Ethernet16"] = {"name": "u-rail0-leaf2", "port": "Ethernet16"}
+    conn = _RefusingSonic(db, frr)
+    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
+    res = push.DeviceResult(dev.name, "sonic", True)
+    files = {"config_db.json": json_.dumps(new), "frr.conf": frr}
+    with pytest.raises(push.PushFailed) as ei:
+        push.push_sonic(conn, dev, files, False, res, push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
+    assert "back on its previous config, healthy" in str(ei.value) and "ROLL BACK FAILED" not in str(ei.value)
+    assert sum(c.startswith("sudo config apply-patch") for c in conn.sent) == 1  # nothing to undo
+    assert res.steps[-1].startswith("undrain")  # the switch is back in service
