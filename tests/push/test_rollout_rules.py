@@ -110,7 +110,7 @@ def test_lab_patch_applies_whole_keys_and_refuses_what_it_cannot_do_live():
     assert new["PORT"]["Ethernet0"]["mtu"] == "4200" and "Ethernet0|10.9.0.0/31" in new["INTERFACE"]
     assert live_commands(DB, new) == [["addr", "add", "10.9.0.0/31", "dev", "Ethernet0"],
                                       ["link", "set", "dev", "Ethernet0", "mtu", "4200"]]
-    assert live_commands(DB, new, present=set()) == [["addr", "add", "10.9.0.0/31", "dev", "Ethernet0"]]
+    assert live_commands(DB, new, present=set()) == []  # no device: its MTU and its address in the DB only
     try:
         live_commands(DB, edited(lambda db: db.setdefault("VLAN", {"Vlan1": {}})))
         raise AssertionError("VLAN applied live")
@@ -213,3 +213,12 @@ def test_a_switch_mtu_change_is_hitless_on_a_leaf_too():
     ch = ro.classify("s", "sonic", files(edited(vlan("9100"))), files(edited(lambda db: (
         vlan("9100")(db), db["VLAN"]["Vlan1000"].update(admin_status="down")))))
     assert ch.mark == "disruptive"
+
+
+def test_a_port_cabled_since_the_deploy_gets_its_address_in_the_db_only():
+    # a grown design pushed to its lab: a spine's new uplink is cabled in the OUTDIR but has no
+    # device in the namespace; `ip addr add ... dev Ethernet16` failed the spine's whole patch
+    new = edited(lambda db: db["INTERFACE"].update({"Ethernet16": {}, "Ethernet16|10.128.0.8/31": {}}))
+    assert live_commands(DB, new, present={"Ethernet0", "lo"}) == []
+    assert live_commands(DB, new, present={"Ethernet0", "Ethernet16", "lo"}) == [
+        ["addr", "add", "10.128.0.8/31", "dev", "Ethernet16"]]

@@ -66,7 +66,9 @@ def _dev(name: str) -> str:
 
 def live_commands(old: dict, new: dict, present: set[str] | None = None) -> list[list[str]]:
     """`ip` argument lists that take the namespace from `old` to `new` (removals first).
-    A port not in `present` (not cabled in the lab, so no device) changes in the DB only."""
+    A port not in `present` (the namespace's devices: a port not cabled in the lab, or
+    cabled only by a compile newer than the deploy, has none) changes in the DB only, its
+    addresses too."""
     dels, adds = [], []
     for table in sorted(old.keys() | new.keys()):
         a, b = old.get(table) or {}, new.get(table) or {}
@@ -90,9 +92,13 @@ def live_commands(old: dict, new: dict, present: set[str] | None = None) -> list
                 if not isinstance(fa, dict) or not isinstance(fb, dict) or not fb.get("mtu") or \
                         {k: v for k, v in fa.items() if k != "mtu"} != {k: v for k, v in fb.items() if k != "mtu"}:
                     raise PatchError(f"VLAN {key}: only its mtu can be applied live on a lab switch: use config reload")
+                if present is not None and key not in present:
+                    continue
                 adds.append(["link", "set", "dev", key, "mtu", str(fb["mtu"])])
             elif "|" in key:  # INTERFACE|Ethernet0|10.0.0.0/31: an address
                 dev, addr = key.split("|", 1)
+                if present is not None and _dev(dev) != "lo" and dev not in present:
+                    continue
                 if fa is None:
                     adds.append(["addr", "add", addr, "dev", _dev(dev)])
                 elif fb is None:

@@ -43,6 +43,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -268,7 +269,9 @@ class Shell:
             try:
                 ops = json.loads(self.path(file).read_text())
                 new = apply_ops(db, ops)
-                cmds = live_commands(db, new, {p.port for p in self.lab.ports(self.switch)})
+                # the devices this namespace has: a port the OUTDIR cables since the deploy
+                # (a grown design pushed to the lab) has none yet
+                cmds = live_commands(db, new, {name for _, name in socket.if_nameindex()})
             except (ValueError, PatchError) as exc:
                 self.say(f"Error: {exc}")
                 return 1
