@@ -260,7 +260,15 @@ def vtysh_commands(add: list[str], remove: list[str]) -> list[list[str]]:
         parts = s.split(SEP)
         cmds.append(["configure terminal", *parts[:-1], "no " + parts[-1]])
         removed_contexts.append(s)
-    cmds += [["configure terminal", *s.split(SEP)] for s in add]
+    # a new neighbour (or peer group) is defined before anything is said of it: FRR refuses
+    # `neighbor X description ...` (sorted first) with "Specify remote-as or peer-group commands first"
+    # (a peer group first, then its members and remote-as lines, then the rest)
+    def rank(s: str) -> int:
+        last = s.split(SEP)[-1]
+        return 0 if re.fullmatch(r"neighbor \S+ peer-group", last) else \
+            1 if re.fullmatch(r"neighbor \S+ (remote-as|peer-group) \S+", last) else 2
+
+    cmds += [["configure terminal", *s.split(SEP)] for s in sorted(add, key=rank)]
     return cmds
 
 

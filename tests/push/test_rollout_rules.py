@@ -222,3 +222,16 @@ def test_a_port_cabled_since_the_deploy_gets_its_address_in_the_db_only():
     assert live_commands(DB, new, present={"Ethernet0", "lo"}) == []
     assert live_commands(DB, new, present={"Ethernet0", "Ethernet16", "lo"}) == [
         ["addr", "add", "10.128.0.8/31", "dev", "Ethernet16"]]
+
+
+def test_a_new_neighbour_is_defined_before_its_description():
+    # growth adds a leaf's neighbour to every spine; sorted, `neighbor X description` came
+    # before `neighbor X peer-group`, and FRR refused it ("Specify remote-as or peer-group
+    # commands first"), failing the spine's push
+    grown = FRR + " neighbor NEW peer-group\n neighbor 10.0.0.9 remote-as 65009\n neighbor 10.0.0.9 peer-group NEW\n" \
+                  " neighbor 10.0.0.9 description leaf2:Ethernet16\n neighbor 10.0.0.9 timers 3 9\n"
+    ch = ro.classify("s", "sonic", files(), files(frr=grown))
+    cmds = [c[-1] for c in ro.vtysh_commands(ch.frr_add, ch.frr_remove)]
+    assert cmds.index("neighbor NEW peer-group") < cmds.index("neighbor 10.0.0.9 peer-group NEW")
+    assert max(cmds.index("neighbor 10.0.0.9 remote-as 65009"), cmds.index("neighbor 10.0.0.9 peer-group NEW")) < \
+        min(cmds.index("neighbor 10.0.0.9 description leaf2:Ethernet16"), cmds.index("neighbor 10.0.0.9 timers 3 9"))
