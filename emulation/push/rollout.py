@@ -241,9 +241,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def lab_streams(lab) -> list[tuple[str, str, str, str]]:
+def lab_streams(lab, running: set[str] | None = None) -> list[tuple[str, str, str, str]]:
     """Per rail of a lab with spines: its first GPU to its last one (another leaf, so
-    every probe crosses a spine), with the destination's NIC address."""
+    every probe crosses a spine), with the destination's NIC address. `running`: the
+    nodes the lab runs (the OUTDIR of a grown design names GPUs the deployed lab has not:
+    a probe to one of them measured nothing and said "probes lost 0 of 0")."""
     leaf_of: dict[str, str] = {}
     ip_of: dict[str, str] = {}
     for lk in lab.links:
@@ -252,7 +254,7 @@ def lab_streams(lab) -> list[tuple[str, str, str, str]]:
             ip_of[lk.a.node] = lk.a.ip.split("/")[0]
     by_rail: dict[int, list[str]] = {}
     for n in lab.gpus:
-        if n.name in ip_of:
+        if n.name in ip_of and (running is None or (n.name in running and leaf_of[n.name] in running)):
             by_rail.setdefault(n.fabric_node.rail or 0, []).append(n.name)
     out = []
     for rail, gpus in sorted(by_rail.items()):

@@ -389,3 +389,17 @@ def test_a_refused_patch_is_rolled_back_from_what_runs_not_from_the_candidate(mo
     assert "back on its previous config, healthy" in str(ei.value) and "ROLL BACK FAILED" not in str(ei.value)
     assert sum(c.startswith("sudo config apply-patch") for c in conn.sent) == 1  # nothing to undo
     assert res.steps[-1].startswith("undrain")  # the switch is back in service
+
+
+def test_probes_go_between_gpus_the_deployed_lab_runs(tmp_path):
+    # a grown design pushed to its lab: the OUTDIR names GPUs (hb4, hb5 on a new leaf2) the
+    # lab was not deployed with; the probe to the rail's last GPU went to one of them, no
+    # probe was ever answered or counted, and every wave said "probes lost 0 of 0"
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.push import rollout
+
+    lab = load_lab(_compiled(tmp_path))
+    assert [(s, d) for s, _, d, _ in rollout.lab_streams(lab)] == [("hb0-gpu0", "hb5-gpu0"), ("hb0-gpu1", "hb5-gpu1")]
+    running = {n for n in lab.nodes if not n.startswith(("hb4", "hb5")) and "leaf2" not in n}
+    assert [(s, d) for s, _, d, _ in rollout.lab_streams(lab, running)] == [("hb0-gpu0", "hb3-gpu0"),
+                                                                             ("hb0-gpu1", "hb3-gpu1")]

@@ -170,7 +170,10 @@ def run(args) -> int:
     if args.probe:
         if args.inventory:
             raise InputError([Problem("--probe", "probes run only in a lab (no --inventory)", "leave out --probe", None, "command line")])
-        streams = rollout.lab_streams(lab)
+        from railonly.emulation.runtime.registry import get_runtime
+
+        running = {n for n, st in get_runtime().status(lab).nodes.items() if st == "running"}
+        streams = rollout.lab_streams(lab, running)
         if not streams:
             raise InputError([Problem("--probe", f"lab {lab.name} has no rail with two leaves to probe across",
                                       "use a design with spines (two tiers)", None, "command line")])
