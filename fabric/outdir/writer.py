@@ -220,9 +220,9 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
                 raise OutdirRefused(given, f"holds {'at least ' if len(extra) >= EXTRA_LISTED else ''}{len(extra):,} "
                                     f"entr{'y' if len(extra) == 1 else 'ies'} railonly did not write "
                                     f"({', '.join(short(e, 60) for e in extra[:3])}{more}: not in its MANIFEST.json); "
-                                    "compiling replaces the whole tree and would delete them",
-                                    "move them out of OUTDIR and compile again, or add --force to replace it and "
-                                    "everything in it")
+                                    f"replacing the whole tree would delete {'it' if len(extra) == 1 else 'them'}",
+                                    f"move {'it' if len(extra) == 1 else 'them'} out of OUTDIR and run the command "
+                                    "again, or add --force to replace it and everything in it")
         if not empty and not force and files is not None:
             return Target(given, path, notes, files)
     return Target(given, path, notes)
@@ -256,8 +256,8 @@ def refuse_changed(target: Target, intact: "Container[str]" = ()) -> None:
                         f"railonly wrote {'them' if len(changed) > 1 else 'it'} "
                         f"({', '.join(short(c, 60) for c in changed[:CHANGED_LISTED])}{more}: not what its "
                         "MANIFEST.json lists); replacing the tree would throw the changes away",
-                        "copy the changed files out of OUTDIR (or put the change into the design) and compile "
-                        "again, or add --force to replace them")
+                        "copy the changed files out of OUTDIR (or, for a compile, put the change into the design) "
+                        "and run the command again, or add --force to replace them")
 
 
 class _Folders:

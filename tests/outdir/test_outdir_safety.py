@@ -312,7 +312,15 @@ def test_sweep_keeps_an_edited_csv_too(tmp_path, capsys):
     assert main(sweep) == 0
     (d / "sweep.csv").write_text((d / "sweep.csv").read_text() + "# my notes\n")
     assert main(sweep) == 2
-    assert "changed since railonly wrote it (sweep.csv" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "changed since railonly wrote it (sweep.csv" in err
+    assert "compile again" not in err and "run the command again" in err  # sweep has no compile to run again
+    (d / "notes.txt").write_text("x")
+    assert main(sweep) == 2
+    err = capsys.readouterr().err
+    assert "holds 1 entry railonly did not write (notes.txt" in err and "would delete it" in err, err
+    assert "compil" not in err and "move it out of OUTDIR and run the command again" in err
+    (d / "notes.txt").unlink()
     assert (d / "sweep.csv").read_text().endswith("# my notes\n")
     assert main([*sweep, "--force"]) == 0
 
