@@ -280,7 +280,8 @@ def _semantic(v: dict, src: Source) -> list[Problem]:
             used.add(v["switch"]["platform"])
         if have("switch.platform_by_tier"):
             used |= set(v["switch"]["platform_by_tier"].values())
-        management.problems(v["management"], used, None, bad)
+        raw = src.data.get("management") if isinstance(src.data, dict) else None
+        management.problems(v["management"], used, None, bad, raw if isinstance(raw, dict) else None)
         if isinstance(v["management"].get("pool"), ipaddress.IPv4Network):
             for name, pool in sorted(pools.items()):
                 if pool.overlaps(v["management"]["pool"]):

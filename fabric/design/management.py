@@ -109,9 +109,10 @@ def from_values(v: dict | None) -> Management | None:
     )
 
 
-def problems(v: dict, platforms: set[str], switches: int | None, bad) -> None:
+def problems(v: dict, platforms: set[str], switches: int | None, bad, raw: dict | None = None) -> None:
     """Checks across the section's keys (`bad(path, message, hint)` reports one);
-    `switches`: how many need an address (None: unknown yet)."""
+    `switches`: how many need an address (None: unknown yet); `raw`: the section as written
+    (a key whose value the schema refused is absent from `v`, not from the file)."""
     pool = v.get("pool")
     for key in ("gateway", "ntp", "syslog", "dns", "tacacs"):
         values = v.get(key)
@@ -151,7 +152,9 @@ def problems(v: dict, platforms: set[str], switches: int | None, bad) -> None:
         if u.get("password") is not None:
             bad(f"{where}.password", "a plaintext password is refused: it would sit in every config and every copy of the design",
                 "replace it with sha512: <the output of 'openssl passwd -6'>, or ssh_key: <a public key line>")
-        if u.get("sha512") is None and u.get("ssh_key") is None and u.get("password") is None:
+        written = (raw or {}).get("users")
+        given = written[i] if isinstance(written, list) and i < len(written) and isinstance(written[i], dict) else u
+        if all(given.get(k) is None for k in ("sha512", "ssh_key", "password")):  # one refused by its form is named already
             bad(where, "gives neither sha512 nor ssh_key", "add sha512: (openssl passwd -6) or ssh_key: (a .pub line)")
         key = u.get("ssh_key")
         if isinstance(key, str) and not _ssh_key_ok(key):

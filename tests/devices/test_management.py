@@ -221,3 +221,13 @@ def test_validate_takes_only_the_ssh_in_vrf_block(body):
     assert probs and "'management ssh'" in probs[0].message and "not one railonly writes" in probs[0].message, \
         [p.message for p in probs]
     assert probs[0].line == 2
+
+
+@pytest.mark.parametrize("bad", ['sha512: "$1$md5salt$notsha512"', 'sha512: "not a hash"'])
+def test_a_malformed_hash_is_one_problem_not_also_a_missing_one(tmp_path, capsys, bad):
+    """The schema names the sha512 it refuses; the user gives one, so 'neither sha512 nor
+    ssh_key' would be a second, wrong problem."""
+    text = CASES["mixed-mgmt-2tier"].replace(f'sha512: "{HASH}"', bad)
+    rc, err = compile_text(tmp_path, text, capsys)
+    assert rc == 2 and "users[0].sha512" in err and "neither sha512 nor ssh_key" not in err, err
+    assert "1 problem found" in err
