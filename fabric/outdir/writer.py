@@ -79,8 +79,8 @@ BACKGROUND_REMOVAL_FILES = 2048  # from this size the old tree's folders are rem
 class OutdirRefused(InputError):
     """OUTDIR may not be replaced (exit 2); nothing was written."""
 
-    def __init__(self, outdir: str, message: str, hint: str):
-        super().__init__([Problem("", message, hint, None, outdir or "''")])
+    def __init__(self, outdir: str, message: str, hint: str, more: "list[Problem] | tuple" = ()):
+        super().__init__([Problem("", message, hint, None, outdir or "''"), *more])
 
 
 class WriteFailed(Exception):
@@ -217,12 +217,15 @@ def prepare(outdir: str, force: bool = False, inputs: tuple[str, ...] = (), kind
             extra = not_written(path, files)
             if extra:
                 more = f" and {len(extra) - 3:,} more" if len(extra) > 3 else ""
+                # the changed files too, in the same refusal: one move-out, not two rounds of them
+                changed = changed_files(Target(given, path, notes, files))
                 raise OutdirRefused(given, f"holds {'at least ' if len(extra) >= EXTRA_LISTED else ''}{len(extra):,} "
                                     f"entr{'y' if len(extra) == 1 else 'ies'} railonly did not write "
                                     f"({', '.join(short(e, 60) for e in extra[:3])}{more}: not in its MANIFEST.json); "
                                     f"replacing the whole tree would delete {'it' if len(extra) == 1 else 'them'}",
                                     f"move {'it' if len(extra) == 1 else 'them'} out of OUTDIR and run the command "
-                                    "again, or add --force to replace it and everything in it")
+                                    "again, or add --force to replace it and everything in it",
+                                    [_changed_problem(given, changed)] if changed else [])
         if not empty and not force and files is not None:
             return Target(given, path, notes, files)
     return Target(given, path, notes)
@@ -238,8 +241,16 @@ def refuse_changed(target: Target, intact: "Container[str]" = ()) -> None:
     throw the change away. `intact`: paths the caller has verified unchanged since railonly
     wrote them (a compile's record: their stat is the recorded one), not read again. A
     listed file that is gone is no change to keep."""
+    changed = changed_files(target, intact)
+    if changed:
+        problem = _changed_problem(target.given, changed)
+        raise OutdirRefused(target.given, problem.message, problem.hint)
+
+
+def changed_files(target: Target, intact: "Container[str]" = ()) -> list[str]:
+    """The files :func:`refuse_changed` refuses for, sorted."""
     if not target.listed:
-        return
+        return []
     changed = []
     folders = _Folders(target.path)
     try:
@@ -249,15 +260,17 @@ def refuse_changed(target: Target, intact: "Container[str]" = ()) -> None:
                 changed.append(rel)
     finally:
         folders.close()
-    if not changed:
-        return
+    return changed
+
+
+def _changed_problem(outdir: str, changed: list[str]) -> Problem:
     more = f" and {len(changed) - CHANGED_LISTED:,} more" if len(changed) > CHANGED_LISTED else ""
-    raise OutdirRefused(target.given, f"holds {len(changed):,} file{'s' if len(changed) > 1 else ''} changed since "
-                        f"railonly wrote {'them' if len(changed) > 1 else 'it'} "
-                        f"({', '.join(short(c, 60) for c in changed[:CHANGED_LISTED])}{more}: not what its "
-                        "MANIFEST.json lists); replacing the tree would throw the changes away",
-                        "copy the changed files out of OUTDIR (or, for a compile, put the change into the design) "
-                        "and run the command again, or add --force to replace them")
+    return Problem("", f"holds {len(changed):,} file{'s' if len(changed) > 1 else ''} changed since "
+                   f"railonly wrote {'them' if len(changed) > 1 else 'it'} "
+                   f"({', '.join(short(c, 60) for c in changed[:CHANGED_LISTED])}{more}: not what its "
+                   "MANIFEST.json lists); replacing the tree would throw the changes away",
+                   "copy the changed files out of OUTDIR and run the command again, or add --force to "
+                   "replace them", None, outdir or "''")
 
 
 class _Folders:

@@ -306,6 +306,18 @@ def test_many_changed_files_are_counted_and_three_named(tmp_path, capsys):
     assert rc == 2 and "holds 5 files changed since railonly wrote them" in err and "and 2 more" in err
 
 
+def test_a_stray_entry_and_a_changed_file_are_refused_in_one_go(tmp_path, capsys):
+    """Both named at once: moving the stray file out must not meet a second refusal."""
+    out = tmp_path / "o"
+    assert _compile(capsys, DESIGN, "-o", str(out), "-q")[0] == 0
+    (out / "NOTES.txt").write_text("mine\n")
+    frr = _first_frr(out)
+    frr.write_text(frr.read_text() + "! my change\n")
+    rc, err = _compile(capsys, DESIGN, "-o", str(out), "-q")
+    assert rc == 2 and "NOTES.txt" in err and f"changed since railonly wrote it ({frr.relative_to(out)}" in err, err
+    assert "2 problems found" in err
+
+
 def test_sweep_keeps_an_edited_csv_too(tmp_path, capsys):
     d = tmp_path / "s"
     sweep = ["sweep", "--hb-sizes", "8", "--gpus", "1024", "--radix", "64", "-q", "-o", str(d)]
