@@ -138,7 +138,9 @@ def report_text(report: Report, dry_run: bool) -> str:
         if not w.results:
             lines.append(f"{name}: {', '.join(w.devices)}: not started (the rollout stopped)")
             continue
-        probes = f"; probes lost {w.probes_lost} of {w.probes_sent}" if report.probes else ""
+        probes = "" if not report.probes or dry_run else (
+            f"; probes lost {w.probes_lost} of {w.probes_sent}" if w.probes_sent else
+            "; no probe sent in this wave: loss not measured")  # "lost 0 of 0" read as zero loss
         took = "" if dry_run else f" ({w.end - w.start:.1f}s)"
         lines.append(f"{name}: {', '.join(w.devices)}: {'planned' if dry_run else 'ok' if w.ok else 'FAILED'}{took}{probes}")
         for r in w.results:

@@ -187,6 +187,19 @@ def test_a_dry_run_with_an_unread_switch_says_a_push_would_not_start():
     assert "a push would not start: a switch could not be read" in text
 
 
+def test_a_wave_with_no_probe_sent_says_loss_was_not_measured():
+    """'probes lost 0 of 0' read as a zero-loss wave, where nothing was measured."""
+    from railonly.emulation.push import rollout
+    from railonly.emulation.push import pusher as push
+
+    ok = push.DeviceResult("rail0-spine0", "sonic", True, changed=True, message="x")
+    rep = rollout.Report([rollout.Wave(0, ["rail0-spine0"], [ok], 0.0, 1.0, 0, 0),
+                          rollout.Wave(1, ["rail0-spine1"], [ok], 1.0, 2.0, 40, 0)], probes=["hb0-gpu0 -> hb1-gpu0"])
+    text = rollout.report_text(rep, False)
+    assert "canary: rail0-spine0: ok (1.0s); no probe sent in this wave: loss not measured" in text
+    assert "wave 1: rail0-spine1: ok (1.0s); probes lost 0 of 40" in text and "lost 0 of 0" not in text
+
+
 def test_a_lab_switch_applies_a_vlan_mtu_live_and_keeps_buffer_and_service_tables_in_its_db():
     # a switch.mtu change patches VLAN|VlanN mtu on every routed leaf; the lab's shell refused
     # the VLAN table ("use config reload"), so every MTU push stopped at a leaf canary
