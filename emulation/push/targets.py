@@ -155,7 +155,9 @@ def lab_devices(outdir: "str | os.PathLike | object", rt=None) -> list[Device]:
     lab = outdir if isinstance(outdir, Lab) else rundir.bind(load_lab(outdir))
     outdir = lab.outdir
     rt = rt or get_runtime()
-    info = rt.ssh_endpoints(lab)
+    # reached as deployed: a management network the OUTDIR gained (or changed) since the deploy
+    # does not run yet, and its namespace does not exist (every switch failed "is the lab deployed?")
+    info = rt.ssh_endpoints(rt.running_lab(str(outdir)) or lab)
     if info is None:
         if lab.switches and all(sw.platform == "eos" for sw in lab.switches):
             raise RuntimeProblem(

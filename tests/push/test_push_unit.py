@@ -403,3 +403,33 @@ def test_probes_go_between_gpus_the_deployed_lab_runs(tmp_path):
     running = {n for n in lab.nodes if not n.startswith(("hb4", "hb5")) and "leaf2" not in n}
     assert [(s, d) for s, _, d, _ in rollout.lab_streams(lab, running)] == [("hb0-gpu0", "hb3-gpu0"),
                                                                              ("hb0-gpu1", "hb3-gpu1")]
+
+
+def test_a_lab_is_pushed_to_where_it_was_deployed_not_where_the_new_outdir_says(tmp_path):
+    """An OUTDIR that gained a management network since the deploy: its switches are reached as
+    deployed (their own namespaces), not in the management namespace that does not run yet."""
+    from railonly.emulation.lab import load_lab
+    from railonly.emulation.push.targets import lab_devices
+    from railonly.emulation.runtime.netns import sshd
+
+    from ..conftest import compile_to, design_text
+
+    plain = design_text("labs/mini-routed.yml", "mgmtlater")
+    mgmt = plain + "management:\n  pool: 192.0.2.0/24\n  gateway: 192.0.2.1\n"
+    deployed, new = load_lab(compile_to(plain, tmp_path / "old")), load_lab(compile_to(mgmt, tmp_path / "new"))
+
+    class Runtime:
+        """The runtime's answers about a lab deployed from `deployed` (sshd on every switch)."""
+
+        def running_lab(self, outdir):
+            return deployed
+
+        def ssh_endpoints(self, lab):
+            return {"user": sshd.USER, "client_key": "k", "known_hosts": "h",
+                    "switches": {sw.name: sshd.endpoint(lab, sw.name) for sw in sshd.sonic_switches(lab)}}
+
+        def door(self):
+            return None
+
+    devices = lab_devices(new, Runtime())
+    assert devices and all(d.netns == deployed.netns(d.name) and d.host == sshd.ADDRESS for d in devices), devices
