@@ -30,29 +30,26 @@ def interrupt_exit(exc: BaseException) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
+_HANDLER_PID: list[int] = []  # the process that holds the handler (a forked child inherits it)
+
+
 def _on_sigterm(signum, frame) -> None:
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once, as before
+    if _HANDLER_PID and os.getpid() != _HANDLER_PID[-1]:
+        # a forked child (a pool worker, a Background) inherited the handler: it dies of SIGTERM
+        # as its parent's terminate() expects. Raised, Terminated printed tracebacks and could
+        # block the child writing to a pipe its parent no longer read (a hung compile). A reset
+        # at fork would not do: a SIGTERM pending before it ran was dropped with it.
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
     raise Terminated()
 
 
-def _default_sigterm_in_child() -> None:
-    """A process forked while the handler is held (a pool worker, a Background) dies of SIGTERM
-    as before: a pool's terminate() SIGTERMs its idle workers, and one that raised Terminated
-    instead printed a traceback or blocked writing to a pipe its parent no longer reads."""
-    import signal
-
-    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-_FORK_HOOKED: list[bool] = []
-
-
 class terminate_as_interrupt:
-    """While held, SIGTERM raises :class:`Terminated` in the main thread (a no-op elsewhere);
-    the previous handler comes back on exit. Forked children get the default action back."""
+    """While held, SIGTERM raises :class:`Terminated` in the main thread (a no-op elsewhere) of
+    this process; a forked child dies of it. The previous handler comes back on exit."""
 
     def __enter__(self):
         import signal
@@ -60,9 +57,7 @@ class terminate_as_interrupt:
 
         self.previous = None
         if threading.current_thread() is threading.main_thread():
-            if not _FORK_HOOKED:
-                os.register_at_fork(after_in_child=_default_sigterm_in_child)
-                _FORK_HOOKED.append(True)
+            _HANDLER_PID.append(os.getpid())
             self.previous = signal.signal(signal.SIGTERM, _on_sigterm)
         return self
 
@@ -71,6 +66,7 @@ class terminate_as_interrupt:
 
         if self.previous is not None:
             signal.signal(signal.SIGTERM, self.previous)
+            _HANDLER_PID.pop()
 
 
 @dataclass(frozen=True)
