@@ -3,8 +3,9 @@
 The fit: a grid over gemm_efficiency (0.60-1.00, step 0.01) and gemm_half_width (0-400,
 step 10), least squares on the 8 Table 5 iteration times (relative errors), with every
 other constant as gpus.yaml has it. Nothing else is fitted; the held-out points
-(tests/analysis/published.py) are only evaluated. The table it prints is the one in
-docs/analyze-validation.md (paste it there when the model changes, and say so).
+(tests/analysis/published.py) are only evaluated. The tables it prints are the ones in
+docs/analyze-validation.md, the paper's batch-size sweep last (paste them there when the
+model changes, and say so).
 
     .venv/bin/python bench/analyze_calibration.py [--no-fit]
 """
@@ -79,7 +80,34 @@ def main() -> int:
     print(f"\nTable 5 (fitted): mean {sum(fit) / len(fit):.2%}, worst {max(fit):.2%}")
     print(f"held out ({len(held)}): mean {sum(map(abs, held)) / len(held):.2%}, worst {max(map(abs, held)):.2%}, "
           f"mean signed {sum(held) / len(held):+.2%}; tp-8 points ({len(tp8)}): spread (std) {statistics.pstdev(tp8):.2%}")
+    batch_sweep()
     return 0
+
+
+def batch_sweep() -> None:
+    """The Rail-only paper's batch-size sweep (held out), the table of docs/analyze-validation.md:
+    rail-only's iteration time as a share of the ideal network's (every GPU in one HB domain)."""
+    from railonly.fabric.analysis import Cluster, load_job
+    from railonly.fabric.analysis.search import sweep
+    from railonly.fabric.design.design import load_design
+    from tests.analysis.published import RAIL_ONLY_BATCH_SWEEP
+
+    batches = (256, 512, 1024, 2048, 4096)
+    setups = (("K = 8, H100, the job's fixed tp 8 x pp 64 x dp 64 (the audit)", "dgx-h100-32k", "gpt-1t-32k.yml", False),
+              ("K = 8, H100, searched (the ideal searched at K = N)", "dgx-h100-32k", "gpt-1t-32k.yml", True),
+              ("K = 256, GH200, searched (`labs/gh200-32k.yml`, `labs/jobs/gpt-1t-gh200-32k.yml`)", "gh200-32k",
+               "gpt-1t-gh200-32k.yml", True))
+    print("\nThe Rail-only paper's batch-size sweep (held out): rail-only as a share of the ideal\n")
+    print("| setup | " + " | ".join(f"{b:,}" for b in batches) + " |")
+    print("|---|" + "---|" * len(batches))
+    for label, design, job, searched in setups:
+        cluster = Cluster.from_design(load_design(os.path.join(REPO, "labs", f"{design}.yml")))
+        points = sweep(load_job(os.path.join(REPO, "labs", "jobs", job)), cluster, "batch", batches, do_search=searched)
+        share = {int(pt["value"]): pt["networks"]["ideal"]["iteration_s"] / pt["networks"]["rail-only"]["iteration_s"]
+                 for pt in points}
+        print(f"| {label} | " + " | ".join(f"{share[b]:.1%}" for b in batches) + " |")
+    print("| the paper [RO] | " + " | ".join(f"about {RAIL_ONLY_BATCH_SWEEP[b]:.0%}" if b in RAIL_ONLY_BATCH_SWEEP else ""
+                                             for b in batches) + " |")
 
 
 if __name__ == "__main__":

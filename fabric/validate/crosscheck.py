@@ -12,6 +12,7 @@ of them (the fabric's MTU, address and ASN uniqueness).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
@@ -41,6 +42,16 @@ def _net31(ip: str) -> tuple[int, int] | None:
         _NETS.clear()
     _NETS[ip] = got
     return got
+
+
+@functools.lru_cache(maxsize=4096)
+def _cable_lengths_accepted(metres: float, hwsku: str | None, speed_gbps: float | None) -> tuple[str, ...]:
+    """The CABLE_LENGTH values a port cabled with `metres` may carry: the cable's own length, or
+    the published profile length it fits in (the hwsku's own lengths for the speed, else
+    SONiC's usual). Cached: a fabric has few (length, hwsku, speed) triples and 64 ports a
+    switch (160k lookups at 32k were 0.3 s)."""
+    return (f"{metres}m", pg_profile_cable_length(metres),
+            pg_profile_cable_length(metres, published_cable_lengths(hwsku, speed_gbps) or PG_PROFILE_CABLE_M))
 
 
 class Plan:
@@ -119,9 +130,7 @@ def judge_switch(plan: Plan, sw: Node, f: DeviceFacts | None) -> Verdict:
         want_len = lk.length_m
         # SONiC on the traditional buffer model: the published profile length the cable fits in
         # (a catalog hwsku's own pg_profile_lookup.ini lengths for the port's speed, else SONiC's usual)
-        if want_len is not None and p.cable_length not in (
-                f"{want_len}m", pg_profile_cable_length(want_len),
-                pg_profile_cable_length(want_len, published_cable_lengths(f.hwsku, p.speed_gbps) or PG_PROFILE_CABLE_M)):
+        if want_len is not None and p.cable_length not in _cable_lengths_accepted(want_len, f.hwsku, p.speed_gbps):
             where = p.length_key or f"{p.key} (no cable length)"
             bad("cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
         cabled.append((i, p.mtu, p.key))  # judged against the fabric's MTU in the merge
