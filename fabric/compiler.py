@@ -19,6 +19,7 @@ from .cost.inventory import check_caps, from_fabric
 from .design import lab_slice
 from .design.design import Design
 from .devices import configs
+from .devices import sonic_platform
 from .devices.configs import Units
 from .graph import fabric_json
 from .graph.build import build_fabric
@@ -328,4 +329,5 @@ def summary(fab: Fabric) -> str:
     if d.planned > d.hb_count:
         lines.append(f"  build-out {d.planned:,} HB domains: spines and cores sized for it, growing only adds cables "
                      f"(bom-buildout.csv)")
+    lines += [f"  note      {n}" for n in sonic_platform.unprotected_cable_tiers(d, fab.tiers)]
     return "\n".join(lines)

@@ -10,6 +10,9 @@ and the cable description.
 
 from __future__ import annotations
 
+from ..design import physical
+from . import qos, sonic_buffers
+
 
 def port_rows(design, tier: int) -> dict[str, dict[str, str]] | None:
     """PORT name -> the published fields of every port of the platform (cages and the
@@ -71,3 +74,51 @@ def dynamic_buffers(design, tier: int) -> bool:
     if hb is not None:
         return hb.model == "dynamic"
     return bool(model.sonic_platform and model.sonic_platform.startswith(DYNAMIC_BUFFER_PLATFORMS))
+
+
+def profile_lengths(design, tier: int, speed: str) -> tuple[int, ...] | None:
+    """The cable lengths (metres, ascending) a tier's SONiC switches have a lossless PG
+    profile for at port speed `speed` (Mb/s, as PORT says it): the hwsku's own
+    pg_profile_lookup.ini rows, else SONiC's usual; None when any length has one (the
+    dynamic buffer model)."""
+    if dynamic_buffers(design, tier):
+        return None
+    buffers = sonic_buffers.hwsku_buffers(design.model_of_tier(tier), design.breakout)
+    return sonic_buffers.cable_lengths(buffers, speed) or qos.PG_PROFILE_CABLE_M
+
+
+def port_speed(design, tier: int) -> str:
+    """PORT's speed (Mb/s) of a tier's cabled ports: the catalog breakout's, or the design's NIC rate."""
+    model = design.model_of_tier(tier)
+    gbps = model.breakouts[design.breakout].gbps if model is not None else design.nic_gbps
+    return str(gbps * 1000)
+
+
+def unprotected_cable_tiers(design, tiers: int) -> list[str]:
+    """One sentence per cable tier longer than every lossless PG profile its SONiC switches'
+    buffer model lists: buffermgrd creates no lossless priority group for such a port
+    (sonic-swss cfgmgr/buffermgr.cpp, doSpeedUpdateTask), so PFC does not protect RoCE on it.
+    A cable tier t joins switch tiers t-1 and t (tier 1: GPU and leaf)."""
+    out = []
+    names = {1: "leaf", 2: "spine", 3: "core"}
+    for cable_tier in range(1, tiers + 1):
+        metres = physical.cable_length_m(design, cable_tier)
+        short: dict[int, int] = {}  # switch tier -> the longest length it has a profile for
+        for sw_tier in (cable_tier - 1, cable_tier):
+            if sw_tier < 1 or design.platform_of_tier(sw_tier) != "sonic":
+                continue
+            lengths = profile_lengths(design, sw_tier, port_speed(design, sw_tier))
+            if lengths is not None and metres > lengths[-1]:
+                short[sw_tier] = lengths[-1]
+        if not short:
+            continue
+        by_length: dict[int, list[str]] = {}
+        for t, m in short.items():
+            by_length.setdefault(m, []).append(names[t])
+        ends = "; ".join(f"{' and '.join(ts)} switches: up to {m} m" for m, ts in by_length.items())
+        out.append(f"{physical.tier_name(cable_tier)} cables are {metres:,} m ({physical.key_of(cable_tier)}), longer than "
+                   f"any lossless PG profile their SONiC buffer model lists ({ends}): buffermgrd creates no lossless "
+                   f"priority group on those ports, so PFC does not protect RoCE there. Set "
+                   f"{physical.key_of(cable_tier)} to at most {min(short.values())} if the runs allow, or add a "
+                   f"{metres}m row to the hwsku's pg_profile_lookup.ini on the switches (docs/configs.md)")
+    return out

@@ -102,9 +102,9 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
     lossless = ",".join(map(str, q.lossless))
     rp, cp = q.roce_priority, q.cnp_priority
     lossy_queues = _ranges([x for x in range(8) if x not in (rp, cp)])
-    exact_length = sonic_platform.dynamic_buffers(d, sw.tier)
     # the hwsku's published buffer facts (None: no buffer tables)
     buffers = sonic_buffers.hwsku_buffers(d.model_of_tier(sw.tier), d.breakout)
+    fits: dict[str, tuple[int, ...] | None] = {}  # port speed -> lengths with a lossless profile
     wd = {"action": "drop", "detection_time": str(qosmod.PFC_WATCHDOG_MS), "restoration_time": str(qosmod.PFC_WATCHDOG_MS)}
     qmap = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
             "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
@@ -134,8 +134,10 @@ def config_db(fab: Fabric, view: SwitchView, q: qosmod.QosPlan) -> dict:
         wd_t[p.name] = wd
         # buffermgrd sizes this port's PFC headroom from it: the dynamic model from any
         # length, the traditional one only from a length pg_profile_lookup.ini lists
-        cable[p.name] = f"{p.length_m}m" if exact_length else qosmod.pg_profile_cable_length(
-            p.length_m, sonic_buffers.cable_lengths(buffers, entry["speed"]) or qosmod.PG_PROFILE_CABLE_M)
+        sp = entry["speed"]
+        if sp not in fits:
+            fits[sp] = sonic_platform.profile_lengths(d, sw.tier, sp)
+        cable[p.name] = f"{p.length_m}m" if fits[sp] is None else qosmod.pg_profile_cable_length(p.length_m, fits[sp])
     for name, fields in (published or {}).items():  # the platform's other ports, as it defines them
         port_t.setdefault(name, {**fields, "mtu": mtu, "admin_status": "down"})
     doc["PORT"] = port_t

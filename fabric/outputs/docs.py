@@ -19,6 +19,7 @@ from ..cost.compare import variant, why_unbuildable
 from ..cost.inventory import from_design, from_fabric
 from ..cost.prices import PriceBook, default_prices
 from ..design import physical
+from ..devices import sonic_platform
 from ..graph.addressing import BlockPool
 from ..graph.model import Fabric
 from ..platforms.ports import GPU_RAIL_PORT
@@ -204,6 +205,9 @@ def _cabling(fab: Fabric, inv, book: PriceBook, add) -> None:
                      f"{physical.port_optic(d, gbps, tier)} ({o.fibre}, reach {o.reach_m:,} m)", book.fibre(tier, d.nic_optic).model,
                      f"{physical.cable_length_m(d, tier):,} m", f"`{physical.key_of(tier)}`"])
     _table(add, ["tier", "cables", "optic", "fibre", "length", "key"], rows, {1, 4})
+    for note in sonic_platform.unprotected_cable_tiers(d, fab.tiers):
+        add(f"**No lossless headroom:** {note}.")
+        add("")
     gpu = fab.gpus[0]
     server, port, _ = physical.naming(fab).floor_end(gpu.name, GPU_RAIL_PORT)
     host = "server" if d.gpus_per_host >= d.hb_size else (

@@ -361,3 +361,28 @@ def test_catalog_buffer_metadata_cannot_set_other_device_metadata(tmp_path):
     with pytest.raises(InputError) as e:
         load_platform_file(str(bad))
     assert "hostname" in str(e.value)
+
+
+def test_cable_longer_than_every_profile_length_is_named_at_compile():
+    # 150 m NIC cables on Arista-7060X6-64PE-O128S2 fit its 150m profile; on a generic switch
+    # (SONiC's usual 5m/40m/300m) 400 m fits none: buffermgrd creates no lossless PG there
+    from railonly.fabric.compiler import summary
+    from railonly.fabric.devices.sonic_platform import unprotected_cable_tiers
+
+    fits = parse_design(design("arista-7060x6-64pe", "2x400G", extra="cabling: {nic_optic: DR, nic_leaf_m: 150}\n"))
+    assert unprotected_cable_tiers(fits, 1) == []
+    too_long = design("arista-7060x6-64pe", "2x400G", extra="cabling: {nic_optic: DR, nic_leaf_m: 151}\n")
+    (note,) = unprotected_cable_tiers(parse_design(too_long), 1)
+    assert note.startswith("NIC-leaf cables are 151 m (cabling.nic_leaf_m)") and "leaf switches: up to 150 m" in note
+    assert "cabling.nic_leaf_m to at most 150" in note and "151m row" in note
+    assert set(render(too_long)["CABLE_LENGTH"]["AZURE"].values()) == {"151m"}  # what the note is about
+    # a generic 2-tier fabric: leaf-spine 400 m is past 300m at both ends; the dynamic SN5600 takes any length
+    generic = parse_design(design(None, None, count=300, extra="cabling: {leaf_spine_m: 400}\n"))
+    fab = build_fabric(generic)
+    (note,) = unprotected_cable_tiers(generic, fab.tiers)
+    assert "leaf and spine switches: up to 300 m" in note
+    assert f"  note      {note}" in summary(fab)
+    assert unprotected_cable_tiers(parse_design(design("nvidia-sn5600", "2x400G", count=300,
+                                                       extra="cabling: {leaf_spine_m: 400}\n")), 2) == []
+    eos = design(None, None, count=300, extra="cabling: {leaf_spine_m: 400}\n").replace("platform: sonic", "platform: eos")
+    assert unprotected_cable_tiers(parse_design(eos), 2) == []
