@@ -434,10 +434,12 @@ def _saved_frr(conn, files: dict[str, str]) -> str:
 
 
 def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceResult, opts: Options, what: str,
-                 drained: bool = False, reached: list[str] | None = None) -> None:
+                 drained: bool = False, reached: list[str] | None = None,
+                 applied: list[list[str]] | None = None) -> None:
     """Apply change `ch` (to `files`): a patch and vtysh, or a full reload where needed.
-    `reached` gets "frr" once FRR may have changed (a reload started, or the first vtysh
-    command), so a failed apply's roll back undoes only what was reached.
+    `reached` gets "frr" once a reload started (FRR may then run any of the candidate),
+    `applied` each vtysh command FRR took, so a failed apply's roll back undoes only what
+    was reached.
     A reload of a drained switch starts it drained (the drain is in the FRR file it loads,
     as SONiC keeps TSA across a reload); :func:`_reinstall` puts the plain file back."""
     from railonly.fabric.outdir.rollout_rules import bgp_asn, drain_config, vtysh_commands
@@ -470,10 +472,10 @@ def _sonic_apply(conn, device: Device, files: dict[str, str], ch, res: DeviceRes
             raise PushFailed(f"'config apply-patch' failed: {out.strip().splitlines()[-1] if out.strip() else rc}")
         res.steps.append(f"{what}: config apply-patch ({len(ch.patch)} operation(s))")
     cmds = vtysh_commands(ch.frr_add, ch.frr_remove)
-    if cmds:
-        reached.append("frr")
+    applied = applied if applied is not None else []
     for c in cmds:
         _vtysh(conn, c, "vtysh " + " / ".join(c[1:]))
+        applied.append(c)
     if cmds:
         res.steps.append(f"{what}: vtysh, {len(cmds)} statement(s)")
         if any(" neighbor " in f" {s} " for s in ch.frr_add + ch.frr_remove if not _hitless(s)):
@@ -571,7 +573,7 @@ def _local_interfaces(*dbs: dict) -> tuple[str, ...]:
 
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
                opts: Options | None = None) -> None:
-    from railonly.fabric.outdir.rollout_rules import classify
+    from railonly.fabric.outdir.rollout_rules import classify, undo_statements
 
     opts = opts or Options()
     db, frr = _sonic_running(conn)
@@ -594,8 +596,10 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     if ch.disruptive:
         _drain(conn, device, frr, True, res, opts, _local_interfaces(db, json.loads(files[CONFIG_DB])))
     reached: list[str] = []
+    applied: list[list[str]] = []
     try:
-        _sonic_apply(conn, device, files, ch, res, opts, "apply", drained=ch.disruptive, reached=reached)
+        _sonic_apply(conn, device, files, ch, res, opts, "apply", drained=ch.disruptive, reached=reached,
+                     applied=applied)
         wrong = verify(conn, "sonic", before, opts.verify_timeout)
         if wrong:
             raise PushFailed(f"verify failed: {', '.join(wrong[:4])}")
@@ -605,12 +609,15 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
         try:
             # undo what the failed apply did, not what it meant to do: a refused patch changed
             # nothing (undoing it from the candidate removed keys that were never added, failed,
-            # and left the switch drained); the config DB as it runs now, FRR as far as it got
+            # and left the switch drained); the config DB as it runs now, FRR as far as it got:
+            # the candidate's after a reload, else the vtysh statements it took
             now_db, _ = _sonic_running(conn)
             cand = json.loads(files[CONFIG_DB])
             now = {CONFIG_DB: json.dumps({t: v for t, v in now_db.items() if t in db or t in cand}),
                    **{k: v for k, v in (files if "frr" in reached else {FRR_CONF: saved}).items() if k != CONFIG_DB}}
             undo = classify(device.name, "sonic", now, back)
+            if "frr" not in reached:
+                undo.frr_add, undo.frr_remove = undo_statements(ch.frr_add, ch.frr_remove, applied)
             _sonic_apply(conn, device, back, undo, res, opts, "roll back", drained=ch.disruptive)
             wrong = verify(conn, "sonic", before, opts.verify_timeout)
             state = "back on its previous config" + (f" (still wrong: {', '.join(wrong[:3])})" if wrong else ", healthy")

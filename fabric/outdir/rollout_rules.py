@@ -272,6 +272,32 @@ def vtysh_commands(add: list[str], remove: list[str]) -> list[list[str]]:
     return cmds
 
 
+def undo_statements(add: list[str], remove: list[str], applied: list[list[str]]) -> tuple[list[str], list[str]]:
+    """(statements to add, statements to remove) that undo `applied`: the commands of
+    ``vtysh_commands(add, remove)`` FRR took before one failed. Only those: FRR refuses a
+    `no` for a setting of a neighbour it never added ("% Specify remote-as or peer-group
+    commands first"), which failed the whole roll back and left the switch drained.
+    A removed context comes back with the children it took along; a removed neighbour
+    (`no neighbor X remote-as`, which FRR drops with all its settings) with the rest of
+    its statements; a `remote-as` that replaced another brings the old one back."""
+    back_add: list[str] = []
+    back_remove: list[str] = []
+    for cmd in applied:
+        context, last = cmd[1:-1], cmd[-1]
+        if last.startswith("no "):
+            s = SEP.join([*context, last[3:]])
+            m = re.match(r"(.*neighbor \S+) remote-as ", s)
+            gone = (m.group(1) + " ",) if m else (s + SEP,)
+            back_add += [r for r in remove if r == s or r.startswith(gone)]
+        else:
+            s = SEP.join([*context, last])
+            back_remove.append(s)
+            m = re.match(r"(.*neighbor \S+ remote-as) ", s)
+            if m:  # replaced in place, not removed first (vtysh_commands)
+                back_add += [r for r in remove if r.startswith(m.group(1) + " ")]
+    return list(dict.fromkeys(back_add)), back_remove
+
+
 def drain_commands(running_frr: str, asn: str | None, on: bool) -> list[list[str]]:
     """vtysh commands that drain (on) or undrain the switch: an entry first in every
     outbound route-map of its BGP neighbours that prepends its ASN three times and adds

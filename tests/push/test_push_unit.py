@@ -433,3 +433,106 @@ def test_a_lab_is_pushed_to_where_it_was_deployed_not_where_the_new_outdir_says(
 
     devices = lab_devices(new, Runtime())
     assert devices and all(d.netns == deployed.netns(d.name) and d.host == sshd.ADDRESS for d in devices), devices
+
+
+class _FrrSonic(_RefusingSonic):
+    """A fake SONiC switch whose FRR holds statements as vtysh leaves them and refuses what
+    FRR 8 refuses (seen in tests/push/test_rollout_lab.py): a statement listed in `refuse`, and
+    a `no` for a setting of a neighbour it does not hold ("% Specify remote-as or peer-group
+    commands first"; `no neighbor X remote-as` it takes). Patches apply."""
+
+    def __init__(self, db: dict, frr: str, refuse: set[str]):
+        from railonly.fabric.outdir import rollout_rules as ro
+
+        super().__init__(db, frr)
+        self.refuse, self.vtysh = refuse, []
+        self.state = set(ro.frr_statements(frr))
+
+    def send_command(self, command, **kw):
+        import shlex
+
+        from railonly.fabric.outdir.rollout_rules import SEP
+
+        cmd = command.split("; echo RAILONLY_RC=")[0]
+        if cmd.startswith("sudo config apply-patch"):
+            self.sent.append(command)
+            return "RAILONLY_RC=0"
+        words = shlex.split(cmd) if cmd.startswith("vtysh -c 'configure terminal'") else []
+        if not words:
+            return super().send_command(command, **kw)
+        self.sent.append(command)
+        *context, last = words[4::2]  # vtysh -c 'configure terminal' -c CONTEXT ... -c LAST
+        self.vtysh.append(SEP.join([*context, last]))
+        if last.startswith("no "):
+            s = SEP.join([*context, last[3:]])
+            if s not in self.state and " remote-as " not in s:
+                return "% Specify remote-as or peer-group commands first\nRAILONLY_RC=1"
+            self.state -= {t for t in self.state if t == s or t.startswith(s + SEP)}
+        else:
+            s = SEP.join([*context, last])
+            if s in self.refuse:
+                return "% Can not configure the local system as neighbor\nRAILONLY_RC=1"
+            self.state |= {SEP.join([*context[:i], c]) for i, c in enumerate(context)} | {s}
+        return "RAILONLY_RC=0"
+
+
+def test_a_vtysh_failure_midway_undoes_only_the_statements_frr_took(monkeypatch):
+    # the candidate changes a timer, drops a network and adds a neighbour FRR refuses (its own
+    # address: `vtysh -C` passes it, the running bgpd does not): the roll back puts back the
+    # timer and the network and says no `no` for what was never set (it undid the whole
+    # candidate: FRR refused `no neighbor 10.128.0.0 description self` -> ROLL BACK FAILED)
+    import json as json_
+
+    from railonly.fabric.outdir import rollout_rules as ro
+
+    monkeypatch.setattr(push.time, "sleep", lambda s: None)
+    db = {"DEVICE_METADATA": {"localhost": {"hostname": "u-rail0-spine0", "bgp_asn": "65001"}},
+          "INTERFACE": {"Ethernet0": {}, "Ethernet0|10.128.0.0/31": {}}}
+    frr = ("router bgp 65001\n neighbor 10.128.0.1 remote-as 65002\n neighbor 10.128.0.1 timers 3 9\n"
+           " network 10.255.0.1/32\n")
+    new = frr.replace(" network 10.255.0.1/32\n", " neighbor 10.128.0.0 remote-as 65009\n neighbor 10.128.0.0 description self\n"
+                      ).replace("timers 3 9", "timers 1 3")
+    conn = _FrrSonic(db, frr, refuse={"router bgp 65001 > neighbor 10.128.0.0 remote-as 65009"})
+    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
+    res = push.DeviceResult(dev.name, "sonic", True)
+    files = {"config_db.json": json_.dumps(db), "frr.conf": new}
+    with pytest.raises(push.PushFailed) as ei:
+        push.push_sonic(conn, dev, files, False, res, push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
+    assert "back on its previous config, healthy" in str(ei.value) and "ROLL BACK FAILED" not in str(ei.value)
+    assert conn.state == set(ro.frr_statements(frr))  # FRR runs its old config again
+    assert conn.vtysh == ["router bgp 65001 > no neighbor 10.128.0.1 timers 3 9",  # applied
+                          "router bgp 65001 > no network 10.255.0.1/32",  # applied
+                          "router bgp 65001 > neighbor 10.128.0.0 remote-as 65009",  # refused; the roll back:
+                          "router bgp 65001 > neighbor 10.128.0.1 timers 3 9",
+                          "router bgp 65001 > network 10.255.0.1/32"]
+    assert res.steps[-1].startswith("undrain")
+
+
+@pytest.mark.parametrize("applied, back_add, back_remove", [
+    # nothing taken: nothing to undo
+    (0, [], []),
+    # a removed context comes back with its children; a replaced remote-as brings the old one back
+    (3, ["route-map OLD permit 10", "route-map OLD permit 10 > match ip address prefix-list P",
+         "router bgp 1 > neighbor 10.0.0.1 remote-as 2"],
+     ["router bgp 1 > neighbor 10.0.0.1 remote-as 3"]),
+])
+def test_undo_statements_reverse_what_frr_took(applied, back_add, back_remove):
+    from railonly.fabric.outdir import rollout_rules as ro
+
+    add = ["router bgp 1 > neighbor 10.0.0.1 remote-as 3", "router bgp 1 > neighbor 10.0.0.9 remote-as 4"]
+    remove = ["route-map OLD permit 10", "route-map OLD permit 10 > match ip address prefix-list P",
+              "router bgp 1 > neighbor 10.0.0.1 remote-as 2"]
+    cmds = ro.vtysh_commands(add, remove)
+    assert [c[-1] for c in cmds] == ["no route-map OLD permit 10", "neighbor 10.0.0.1 remote-as 3",
+                                     "neighbor 10.0.0.9 remote-as 4"]
+    assert ro.undo_statements(add, remove, cmds[:applied][:2]) == (back_add, back_remove)
+
+
+def test_undo_of_a_removed_neighbour_brings_back_its_other_statements():
+    # `no neighbor X remote-as` makes FRR drop the neighbour with every setting of it
+    from railonly.fabric.outdir import rollout_rules as ro
+
+    remove = ["router bgp 1 > neighbor 10.0.0.5 description leaf2", "router bgp 1 > neighbor 10.0.0.5 remote-as 7",
+              "router bgp 1 > neighbor 10.0.0.50 remote-as 8"]
+    taken = [["configure terminal", "router bgp 1", "no neighbor 10.0.0.5 remote-as 7"]]
+    assert ro.undo_statements([], remove, taken) == (remove[:2], [])

@@ -185,3 +185,36 @@ def test_a_change_that_needs_a_reload_says_why_and_starts_drained(minilab, capsy
     assert [lost for _, lost, _ in waves_of(out)] == [0], waves_of(out)
     text = running_frr(lab, sw)
     assert "railonly-drain" not in text and "neighbor FABRIC_DOWN timers 4 12" in text and established(lab, sw) == 3
+
+
+def test_a_statement_frr_refuses_midway_is_undone_statement_by_statement(minilab, capsys):
+    """The candidate changes a timer and adds a neighbour at the spine's own address, which
+    `vtysh -C` passes and bgpd refuses. The roll back undoes only what FRR took (the timer's
+    removal): it used to undo the whole candidate, FRR refused `no neighbor X description` for
+    the neighbour it never added ("% Specify remote-as or peer-group commands first"), and the
+    switch was left drained ("ROLL BACK FAILED")."""
+    outdir, lab = minilab
+    sw = f"{lab.name}-rail1-spine0"
+    before = running_frr(lab, sw)
+    timers = re.search(r" neighbor FABRIC_DOWN timers \d+ \d+\n", (outdir / "configs" / sw / "frr.conf").read_text()).group(0)
+    db = json.loads((outdir / "configs" / sw / "config_db.json").read_text())
+    own = next(k.split("|")[1].split("/")[0] for k in db["INTERFACE"] if "|" in k)
+    added = f" neighbor FABRIC_DOWN timers 6 18\n neighbor {own} remote-as 65009\n neighbor {own} description self\n"
+    edit_frr(outdir, sw, timers, added)
+    try:
+        rc, out = push(outdir, capsys, "--device", sw)
+    finally:
+        edit_frr(outdir, sw, added, timers)
+    assert rc == 1, out
+    assert re.search(rf"  {sw} \[disruptive\]: FAILED: vtysh router bgp \d+ / neighbor {re.escape(own)} remote-as 65009 "
+                     r"failed: % .*; back on its previous config, healthy", out), out
+    text = running_frr(lab, sw)
+    assert set(ro_statements(text)) == set(ro_statements(before)), text
+    assert "railonly-drain" not in text and established(lab, sw) == 3
+    assert [lost for _, lost, _ in waves_of(out)] == [0], waves_of(out)
+
+
+def ro_statements(text: str) -> list[str]:
+    from railonly.fabric.outdir.rollout_rules import frr_statements
+
+    return frr_statements(text)
