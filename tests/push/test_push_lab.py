@@ -171,3 +171,31 @@ def proc_argv():
     import sys
 
     return [sys.executable, "-m", "railonly"]
+
+
+def test_a_patch_failing_partway_leaves_the_switch_as_it_was(pushlab, capsys):
+    # a loopback address (applied first) and a port MTU the device refuses (60: below a veth's
+    # minimum; nothing before the device checks it): the lab shell undoes the address it had
+    # added, as its running DB stays the old one. It used to stay behind, unlisted, and the
+    # push's roll back, which reads the running DB, saw nothing to undo.
+    outdir, lab = pushlab
+    sw, ns = f"{lab.name}-rail1-leaf1", lab.netns(f"{lab.name}-rail1-leaf1")
+    path = outdir / "configs" / sw / "config_db.json"
+    saved = path.read_text()
+    before = lo_addrs(ns)
+
+    def change(db):
+        db["LOOPBACK_INTERFACE"]["Loopback0|10.255.9.8/32"] = {}
+        db["PORT"]["Ethernet16"]["mtu"] = "60"
+
+    edit_db(outdir, sw, change)
+    try:
+        rc = main(["push", str(outdir), "--device", sw])
+    finally:
+        path.write_text(saved)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "'config apply-patch' failed" in out and "back on its previous config, healthy" in out, out
+    assert lo_addrs(ns) == before and "10.255.9.8/32" not in lo_addrs(ns)
+    assert mtu(ns, "Ethernet16") != 60
+    assert "'config apply-patch' failed: 1 of 1 live change(s) before it undone" in out, out  # the shell's last word

@@ -248,3 +248,17 @@ def test_a_new_neighbour_is_defined_before_its_description():
     assert cmds.index("neighbor NEW peer-group") < cmds.index("neighbor 10.0.0.9 peer-group NEW")
     assert max(cmds.index("neighbor 10.0.0.9 remote-as 65009"), cmds.index("neighbor 10.0.0.9 peer-group NEW")) < \
         min(cmds.index("neighbor 10.0.0.9 description leaf2:Ethernet16"), cmds.index("neighbor 10.0.0.9 timers 3 9"))
+
+
+def test_each_live_command_has_its_undo_back_to_the_old_db():
+    from railonly.emulation.runtime.netns.patch import undo_command
+
+    new = edited(lambda db: (db["PORT"]["Ethernet0"].update(mtu="4200", admin_status="down"),
+                             db["INTERFACE"].__setitem__("Ethernet0|10.9.0.0/31", {})))
+    cmds = live_commands(DB, new)
+    assert [undo_command(c, DB) for c in cmds] == [
+        ["addr", "del", "10.9.0.0/31", "dev", "Ethernet0"],
+        ["link", "set", "dev", "Ethernet0", "mtu", DB["PORT"]["Ethernet0"]["mtu"]],
+        ["link", "set", "dev", "Ethernet0", "up"]]
+    assert undo_command(["addr", "del", "10.9.0.0/31", "dev", "lo"], DB) == ["addr", "add", "10.9.0.0/31", "dev", "lo"]
+    assert undo_command(["link", "set", "dev", "Ethernet99", "mtu", "9000"], DB) is None  # no old MTU to go back to

@@ -3,9 +3,11 @@
 Pure: :func:`apply_ops` applies RFC 6902 add/replace/remove operations to a
 config DB (JSON pointers of one or two levels, table and key, as
 railonly.fabric.outdir.rollout_rules.db_patch writes them); :func:`live_commands` turns the
-difference into ``ip`` commands for the switch's namespace. Tables that change
-no forwarding state are DB-only; a table the lab cannot change live raises
-:class:`PatchError` before anything is applied.
+difference into ``ip`` commands for the switch's namespace, and :func:`undo_command`
+each back, so a patch whose command fails partway is undone (all or nothing, like the
+running DB, which only a whole patch changes). Tables that change no forwarding state are
+DB-only; a table the lab cannot change live raises :class:`PatchError` before anything is
+applied.
 """
 
 from __future__ import annotations
@@ -104,3 +106,16 @@ def live_commands(old: dict, new: dict, present: set[str] | None = None) -> list
                 elif fb is None:
                     dels.append(["addr", "del", addr, "dev", _dev(dev)])
     return dels + adds
+
+
+def undo_command(argv: list[str], old: dict) -> list[str] | None:
+    """The `ip` arguments that undo `argv` (one of :func:`live_commands`' from `old`), back to
+    what `old` says; None when `old` says nothing to go back to (an MTU it does not give)."""
+    if argv[:2] in (["addr", "add"], ["addr", "del"]):
+        return ["addr", "del" if argv[1] == "add" else "add", *argv[2:]]
+    if argv[:3] == ["link", "set", "dev"] and len(argv) == 6 and argv[4] == "mtu":
+        was = ((old.get("PORT") or {}).get(argv[3]) or (old.get("VLAN") or {}).get(argv[3]) or {}).get("mtu")
+        return ["link", "set", "dev", argv[3], "mtu", str(was)] if was else None
+    if argv[:3] == ["link", "set", "dev"] and len(argv) == 5 and argv[4] in ("up", "down"):
+        return [*argv[:4], "down" if argv[4] == "up" else "up"]
+    return None

@@ -261,7 +261,7 @@ class Shell:
 
         from railonly import proc
 
-        from .patch import PatchError, apply_ops, live_commands
+        from .patch import PatchError, apply_ops, live_commands, undo_command
 
         with lab_lock_shared(self.lab):
             running = self.dir / "running" / CONFIG_DB
@@ -275,11 +275,19 @@ class Shell:
             except (ValueError, PatchError) as exc:
                 self.say(f"Error: {exc}")
                 return 1
+            done: list[list[str]] = []
             for argv in cmds:
                 res = proc.run(["ip", *argv], timeout=20)
                 if not res.ok:
                     self.say(f"Error: ip {' '.join(argv)}: {res.stderr.strip()}")
+                    # the running DB stays the old one: so must the namespace (a half-applied
+                    # patch left addresses the DB did not list, and a roll back read the DB)
+                    left = [a for a in reversed(done)
+                            if (u := undo_command(a, db)) is None or not proc.run(["ip", *u], timeout=20).ok]
+                    self.say(f"{len(done) - len(left)} of {len(done)} live change(s) before it undone"
+                             + (f"; NOT undone: {'; '.join('ip ' + ' '.join(a) for a in left)}" if left else ""))
                     return 1
+                done.append(argv)
             tmp = running.with_suffix(".tmp")
             tmp.write_text(json.dumps(new, indent=4, sort_keys=True) + "\n")
             tmp.rename(running)
