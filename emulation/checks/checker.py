@@ -120,19 +120,31 @@ class SwitchState:
     routes: dict = field(default_factory=dict)  # switch -> kernel routes | None
     bfd: dict = field(default_factory=dict)  # switch -> bfd peers | None
     seconds: dict = field(default_factory=dict)  # "bgp" / "bfd" -> seconds until done (or gave up)
+    stable_failing: bool = False  # faults set: stopped when what fails stayed the same (collect_switches)
 
 
-def collect_switches(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float, *, bgp: bool, bfd: bool) -> SwitchState:
+# With faults set (`lab fault`) some sessions cannot come up: the poll ends once what fails has
+# not changed for this long (longer than the 10 s connect retry of FRR's datacenter defaults,
+# which railonly's frr.conf uses, so a session on its way back is waited for), not at the timeout (a faulted lab's traffic run waited the whole 60 s).
+FAULTED_STABLE_S = 12.0
+
+
+def collect_switches(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float, *, bgp: bool, bfd: bool,
+                     faulted: bool = False) -> SwitchState:
     """Poll the switches until every planned BGP session is Established, every planned
     subnet installed and (``bfd``) every planned BFD session up, or until timeout: each
     round reads every switch's bgpd and kernel routes once, and bfdd until BFD is up
-    (it comes up after BGP, within a few detection intervals). The last readings either way."""
+    (it comes up after BGP, within a few detection intervals). ``faulted``: also stop once
+    the failing sessions and subnets have stayed the same for FAULTED_STABLE_S. The last
+    readings either way."""
     bgp_sws = sorted({s.switch for s in cp.bgp} | set(cp.prefixes) | set(cp.foreign)) if bgp else []
     bfd_sws = sorted({s.switch for s in cp.bgp if s.bfd}) if bfd else []
     st = SwitchState()
     t0 = time.monotonic()
     deadline = t0 + timeout
     bgp_done, bfd_done = not bgp_sws, not bfd_sws
+    failing: tuple = ()
+    same_since = t0
     with ThreadPoolExecutor(max_workers=4) as pool:  # socket round trips: the daemons do the work
         while True:
             peer_jobs = {s: pool.submit(bgp_peers, rt, lab, s) for s in bgp_sws if s in cp.prefixes} if not bgp_done else {}
@@ -151,7 +163,16 @@ def collect_switches(rt: Runtime, lab: Lab, cp: CheckPlan, timeout: float, *, bg
                 bfd_done = all(r.passed for r in judge.bfd(cp, st.bfd))
                 if bfd_done:
                     st.seconds.setdefault("bfd", time.monotonic() - t0)
-            if (bgp_done and bfd_done) or time.monotonic() > deadline:
+            stable = False
+            if faulted:
+                now = (tuple(r.id for r in judge.bgp(cp, st.peers, st.routes) if not r.passed) if bgp_sws else (),
+                       tuple(r.id for r in judge.bfd(cp, st.bfd) if not r.passed) if bfd_sws else ())
+                if now != failing:
+                    failing, same_since = now, time.monotonic()
+                stable = time.monotonic() - same_since >= FAULTED_STABLE_S
+                if stable:
+                    st.stable_failing = True
+            if (bgp_done and bfd_done) or stable or time.monotonic() > deadline:
                 for k, sws in (("bgp", bgp_sws), ("bfd", bfd_sws)):
                     if sws:
                         st.seconds.setdefault(k, time.monotonic() - t0)
@@ -199,9 +220,10 @@ def _rounds(agent: probe.Agent, send: Callable[[], int], timeout: float, settle:
 
 
 def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
-        progress: Callable[[str], None] = lambda s: None) -> CheckRun:
+        progress: Callable[[str], None] = lambda s: None, faulted: bool = False) -> CheckRun:
     """Run ``checks`` on a deployed lab: the switches' tables, then one probe agent
-    for cabling, reachability, isolation and paths. NotDeployed when nothing runs."""
+    for cabling, reachability, isolation and paths. NotDeployed when nothing runs.
+    ``faulted``: faults are set (see :func:`collect_switches`)."""
     st = deployed_status(rt, lab)
     cp = checks_plan.load(lab)
     out = CheckRun(lab.name)
@@ -214,9 +236,13 @@ def run(lab: Lab, rt: Runtime, *, timeout: float = 30.0, checks=CHECKS,
     want_bfd = "bfd" in checks and cp.mode == "routed" and any(s.bfd for s in cp.bgp)
     if want_bgp or want_bfd:
         progress(f"bgp: waiting up to {timeout:g} s for {len(cp.bgp)} sessions"
-                 + (f" and {sum(s.bfd for s in cp.bgp)} BFD sessions" if want_bfd else ""))
-        sw = collect_switches(rt, lab, cp, timeout, bgp=want_bgp, bfd=want_bfd)
+                 + (f" and {sum(s.bfd for s in cp.bgp)} BFD sessions" if want_bfd else "")
+                 + (f" (faults set: until what fails stays the same for {FAULTED_STABLE_S:g} s)" if faulted else ""))
+        sw = collect_switches(rt, lab, cp, timeout, bgp=want_bgp, bfd=want_bfd, faulted=faulted)
         out.timings.update(sw.seconds)
+        if sw.stable_failing:
+            out.notes.append(f"faults set: stopped waiting for BGP/BFD after {max(sw.seconds.values()):.1f} s, "
+                             f"what fails unchanged for {FAULTED_STABLE_S:g} s")
     peers, routes = sw.peers, sw.routes
     out.notes += _neighbour_table_notes(cp, rt)
 

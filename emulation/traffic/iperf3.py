@@ -766,10 +766,13 @@ def preflight(lab: Lab, rt: Runtime, converge: bool, progress: Callable[[str], N
 
     out = {"faults": faults.active(lab, rt), "checks_failed": None, "failures": []}
     if converge:
-        # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers
+        # converged first (bounded poll): BGP sessions up, subnets installed, every rail pair answers;
+        # with faults set, until what fails stops changing (checker.collect_switches)
         from ..checks import checker as checks_run
 
-        pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"))
+        t = time.monotonic()
+        pre = checks_run.run(lab, rt, timeout=60.0, checks=("bgp", "reachability"), faulted=bool(out["faults"]))
+        out["seconds"] = round(time.monotonic() - t, 2)
         out["checks_failed"] = pre.failed
         out["failures"] = [f"{r.id}: {r.detail}"[:200] for r in pre.results if not r.passed][:10]
         if pre.failed:
@@ -784,7 +787,8 @@ def preflight_lines(rep: dict) -> list[str]:
     if pf.get("faults"):
         parts.append(f"faults set: {', '.join(pf['faults'])}")
     if pf.get("checks_failed"):
-        parts.append(f"{pf['checks_failed']} reachability/bgp checks failed after waiting for convergence"
+        waited = f" {pf['seconds']:g} s" if pf.get("seconds") is not None else ""
+        parts.append(f"{pf['checks_failed']} reachability/bgp checks failed after waiting{waited} for convergence"
                      + (f" (first: {pf['failures'][0]})" if pf.get("failures") else ""))
     return [f"  warning: the lab was not healthy when the run started: {'; '.join(parts)}"] if parts else []
 

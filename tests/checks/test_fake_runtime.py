@@ -388,3 +388,35 @@ def test_wall_is_the_steps_own_time_and_the_run_wall_is_reported(lab):
     assert rep["wall_s"] >= rep["completion_s"] and rep["agents_waited"] is None
     assert sum(rep["overhead"].values()) >= rep["overhead_s"] - 0.01  # "other" fills what the parts leave
     assert "wall: run" in iperf3.format_report(rep)
+
+
+def test_a_faulted_lab_stops_waiting_once_what_fails_stays_the_same(lab, monkeypatch):
+    """After `lab fault` a session over the downed link cannot come up: the convergence wait
+    before traffic (and `lab check`) ended only at its 60 s timeout. With faults set it ends
+    once the failing sessions have not changed for FAULTED_STABLE_S; without, it waits on."""
+    cp = checks_plan.load(lab)
+    s = cp.bgp[0]
+    clock = [0.0]
+    monkeypatch.setattr(checks_run.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(checks_run.time, "sleep", lambda d: clock.__setitem__(0, clock[0] + d))
+    fake = _bgp_fake(cp, down=(s.switch, s.peer))
+    st = checks_run.collect_switches(fake, lab, cp, 60.0, bgp=True, bfd=False, faulted=True)
+    assert st.stable_failing and checks_run.FAULTED_STABLE_S <= clock[0] < checks_run.FAULTED_STABLE_S + 2
+    assert [r.id for r in judge.bgp(cp, st.peers, st.routes) if not r.passed] == [f"bgp/{s.switch}/{s.peer}"]
+    clock[0] = 0.0
+    st = checks_run.collect_switches(fake, lab, cp, 60.0, bgp=True, bfd=False)
+    assert not st.stable_failing and clock[0] > 60.0  # no faults: a session may yet come up
+    # a failing set that keeps changing is waited for: each change restarts the count
+    clock[0] = 0.0
+    flip = _bgp_fake(cp, down=(cp.bgp[1].switch, cp.bgp[1].peer))
+    calls = [0]
+    real = FakeRuntime.exec
+
+    def exec_(self, node, argv, timeout=30.0):
+        calls[0] += 1
+        rt = fake if clock[0] < 8.0 else flip  # the failing session changes at 8 s
+        return real(rt, node, argv, timeout)
+
+    monkeypatch.setattr(FakeRuntime, "exec", exec_)
+    st = checks_run.collect_switches(fake, lab, cp, 60.0, bgp=True, bfd=False, faulted=True)
+    assert st.stable_failing and clock[0] >= 8.0 + checks_run.FAULTED_STABLE_S

@@ -173,6 +173,10 @@ def test_lab_fault_command_and_restore(routed, tmp_path):
     assert main(["lab", "fault", out, "--node", routed.sw("rail1-spine1")]) == 0
     rc, doc = check(routed, tmp_path, "--only", "bgp")
     assert rc == 1 and any(routed.sw("rail1-spine1") in r["id"] for r in failed(doc, "bgp"))
+    # with a fault set the wait ends once what fails stays the same, not at the timeout
+    rc, doc = check(routed, tmp_path, "--only", "bgp", "--timeout", "60")
+    assert rc == 1 and any(routed.sw("rail1-spine1") in r["id"] for r in failed(doc, "bgp"))
+    assert doc["timings_s"]["bgp"] < 30 and any(n.startswith("faults set: stopped waiting") for n in doc["notes"]), doc
     assert main(["lab", "fault", out, "--link", "hb2:rail1"]) == 0  # the floor name of hb2-gpu1:eth1
     rc, doc = check(routed, tmp_path, "--only", "reachability")
     assert rc == 1 and all("hb2-gpu1" in r["id"] for r in failed(doc, "reachability"))

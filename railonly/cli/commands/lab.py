@@ -217,8 +217,11 @@ def check(args) -> int:
         with locked(lab), console.reporter() as bar:  # exclusive: it changes the lab, as fault does
             run = failover.measure(lab, rt, args.failover, timeout=args.timeout, progress=bar.step)
     else:
+        from railonly.emulation.traffic import faults
+
         with locked(lab, shared=True), console.reporter() as bar:
-            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step)
+            run = checks_run.run(lab, rt, timeout=args.timeout, checks=tuple(args.only or CHECKS), progress=bar.step,
+                                 faulted=bool(faults.active(lab, rt)))
     if run.failed or not args.quiet:
         console.out(report.table(lab.name, run.results, run.timings, run.notes))
     if args.json:
