@@ -49,6 +49,8 @@ buffer_headroom_mellanox.lua reads any ``<n>m``). Hwskus without published buffe
 
 from __future__ import annotations
 
+import re
+
 from ..platforms.catalog import BUFFER_TOPOLOGIES, HwskuBuffers, PgProfile, buffer_ref
 
 COMMIT = "086b03bd70f9e211aaaf5f6aefe0790b508d2a94"  # sonic-net/sonic-buildimage, as the catalog
@@ -139,6 +141,17 @@ def published_cable_lengths(hwsku: str | None, speed_gbps: float | None) -> tupl
     return ()
 
 
+def railonly_knows_lengths(hwsku: str | None) -> bool:
+    """Whether validate knows which CABLE_LENGTH values `hwsku` has lossless profiles for:
+    a shipped catalog hwsku (its pg_profile_lookup.ini facts, or SONiC's usual without
+    them), a generic switch's `railonly-<radix>x<speed>G` (SONiC's usual), or none (EOS). A
+    user's own platform file may list other lengths, which an OUTDIR does not carry."""
+    if not hwsku or re.fullmatch(r"railonly-\d+x\d+G", hwsku):
+        return True
+    from ..platforms.catalog import shipped
+    return any(b.hwsku == hwsku for p in shipped().values() for b in p.breakouts.values())
+
+
 def lossless_profile(hb: HwskuBuffers | None, switch_type: str, speed: str, cable: str) -> tuple[str, dict[str, str]] | None:
     """(name, fields) of the lossless PG profile buffermgrd creates for a port of `speed` and
     CABLE_LENGTH `cable` (cfgmgr/buffermgr.cpp doSpeedUpdateTask: threshold field named
@@ -158,4 +171,4 @@ def lossless_profile(hb: HwskuBuffers | None, switch_type: str, speed: str, cabl
 
 
 __all__ = ["BUFFER_TABLES", "BUFFER_TOPOLOGIES", "cable_lengths", "hwsku_buffers", "lossless_profile", "metadata",
-           "published_cable_lengths", "tables", "topology"]
+           "published_cable_lengths", "railonly_knows_lengths", "tables", "topology"]

@@ -13,11 +13,12 @@ of them (the fabric's MTU, address and ASN uniqueness).
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from ..devices.qos import PG_PROFILE_CABLE_M, pg_profile_cable_length
-from ..devices.sonic_buffers import published_cable_lengths
+from ..devices.sonic_buffers import published_cable_lengths, railonly_knows_lengths
 from ..devices.readback.facts import DeviceFacts
 from ..graph.model import Endpoint, Fabric, Link, Node
 from .validate_report import Result
@@ -52,6 +53,23 @@ def _cable_lengths_accepted(metres: float, hwsku: str | None, speed_gbps: float 
     switch (160k lookups at 32k were 0.3 s)."""
     return (f"{metres}m", pg_profile_cable_length(metres),
             pg_profile_cable_length(metres, published_cable_lengths(hwsku, speed_gbps) or PG_PROFILE_CABLE_M))
+
+
+@functools.lru_cache(maxsize=256)
+def _knows_lengths(hwsku: str | None) -> bool:
+    return railonly_knows_lengths(hwsku)
+
+
+def _cable_length_fits(value: str | None, metres: float, hwsku: str | None, speed_gbps: float | None) -> bool:
+    """Whether CABLE_LENGTH `value` fits a cable of `metres`: one of the accepted values, or, on an
+    hwsku whose profile lengths validate cannot know (a user's own platform file), any whole
+    length that covers the cable (its headroom is then at least the cable's)."""
+    if value in _cable_lengths_accepted(metres, hwsku, speed_gbps):
+        return True
+    if _knows_lengths(hwsku):
+        return False
+    m = re.fullmatch(r"(\d{1,6})m", value or "")
+    return m is not None and int(m.group(1)) >= metres
 
 
 class Plan:
@@ -130,7 +148,7 @@ def judge_switch(plan: Plan, sw: Node, f: DeviceFacts | None) -> Verdict:
         want_len = lk.length_m
         # SONiC on the traditional buffer model: the published profile length the cable fits in
         # (a catalog hwsku's own pg_profile_lookup.ini lengths for the port's speed, else SONiC's usual)
-        if want_len is not None and p.cable_length not in _cable_lengths_accepted(want_len, f.hwsku, p.speed_gbps):
+        if want_len is not None and not _cable_length_fits(p.cable_length, want_len, f.hwsku, p.speed_gbps):
             where = p.length_key or f"{p.key} (no cable length)"
             bad("cabling", f"{f.file}: {where} says {p.cable_length or 'nothing'}, cable {cable} is {want_len} m long (fabric.json)")
         cabled.append((i, p.mtu, p.key))  # judged against the fabric's MTU in the merge

@@ -213,6 +213,31 @@ def test_your_own_platform_file_is_used(tmp_path, capsys):
     assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == "DellEMC-Z9664f-O64"
 
 
+def test_your_own_platform_files_profile_lengths_compile_and_validate(tmp_path, capsys):
+    # a user's hwsku whose pg_profile_lookup.ini lists 5m and 100m: a 30 m cable gets `100m`.
+    # The self-check knew only the shipped catalog's lengths and failed it ("This is a railonly
+    # bug"); a length shorter than the cable still fails, as on a shipped hwsku
+    text = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9864f.yaml").read_text()
+    text = _z(text, "model: dell-z9864f", "model: acme-z64").replace("Dell-Z9864f-O64", "Acme-Z64-O64")
+    text = "\n".join(ln for ln in text.splitlines() if " 300m " not in ln).replace(" 40m ", " 100m ") + "\n"
+    (tmp_path / "acme.yaml").write_text(text)
+    path = tmp_path / "d.yml"
+    path.write_text("name: t\nhb_domain: {size: 8, count: 8}\n"
+                    "switch: {model: acme-z64, breakout: 2x400G, platform_files: [acme.yaml]}\nrail: {mode: routed}\n")
+    out = tmp_path / "o"
+    assert main(["compile", str(path), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    cfg_path = out / "configs" / "t-rail0-leaf0" / "config_db.json"
+    cfg = json.loads(cfg_path.read_text())
+    assert cfg["DEVICE_METADATA"]["localhost"]["hwsku"] == "Acme-Z64-O64"
+    assert set(cfg["CABLE_LENGTH"]["AZURE"].values()) == {"100m"}
+    assert main(["validate", str(out), "-q", "--no-manifest"]) == 0
+    port = next(iter(cfg["CABLE_LENGTH"]["AZURE"]))
+    cfg["CABLE_LENGTH"]["AZURE"][port] = "20m"  # shorter than the 30 m cable: too little headroom
+    cfg_path.write_text(json.dumps(cfg, indent=4, sort_keys=True) + "\n")
+    assert main(["validate", str(out), "-q", "--no-manifest"]) == 1
+    assert f"CABLE_LENGTH|AZURE|{port} says 20m, cable" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("used", [True, False])
 def test_an_outdir_holding_a_platform_file_is_refused_and_the_file_kept(used, tmp_path, capsys):
     """Replacing that OUTDIR would delete the file, used by a tier or only listed, even with --force."""
