@@ -16,7 +16,7 @@ from .outdir_layout import CABLING_CSV, CONFIGS, FABRIC_JSON, SLICE_DIR
 from . import parallel
 from .cost import bom
 from .cost.inventory import check_caps, from_fabric
-from .design import lab_slice
+from .design import lab_slice, physical
 from .design.design import Design
 from .devices import configs
 from .devices import sonic_platform
@@ -315,8 +315,7 @@ def compile_design_units(design: Design, progress: Progress | None = None, reuse
 def summary(fab: Fabric) -> str:
     d = fab.design
     by_tier = fab.switches_by_tier()
-    names = {1: "leaf", 2: "spine", 3: "core"}
-    tiers = ", ".join(f"{len(v):,} {names[t]}" for t, v in by_tier.items())
+    tiers = ", ".join(f"{len(v):,} {physical.SWITCH_TIERS[t]}" for t, v in by_tier.items())
     rails_desc = f"{d.hb_size} rails x {len(fab.hbs):,} HB domains of {d.hb_size}"
     lines = [
         f"{d.name}: {d.topology}, {d.rail_mode} rails, {d.platform} (radix {d.radix}, {d.nic_gbps}G)"

@@ -124,8 +124,9 @@ class SwitchState:
 
 
 # With faults set (`lab fault`) some sessions cannot come up: the poll ends once what fails has
-# not changed for this long (longer than the 10 s connect retry of FRR's datacenter defaults,
-# which railonly's frr.conf uses, so a session on its way back is waited for), not at the timeout (a faulted lab's traffic run waited the whole 60 s).
+# not changed for this long, not at the timeout (a faulted lab's traffic run waited the whole
+# 60 s). Longer than the 10 s connect retry of FRR's datacenter defaults, which railonly's
+# frr.conf uses, so a session on its way back is waited for.
 FAULTED_STABLE_S = 12.0
 
 

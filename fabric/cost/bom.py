@@ -15,14 +15,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..outdir_layout import BOM_BUILDOUT_CSV, BOM_CSV
-from ..design.physical import ASSEMBLIES, optic_code, tier_name, tier_optic
+from ..design.physical import ASSEMBLIES, SWITCH_TIERS, optic_code, tier_name, tier_optic
 from .inventory import Inventory, from_design
 from .prices import PriceBook
 
 COLUMNS = ["item", "category", "model", "quantity", "unit_cost_usd", "unit_power_w",
            "total_cost_usd", "total_power_w", "description", "length_m"]
 CATEGORY_ORDER = {"switch": 0, "transceiver": 1, "nic-optic": 2, "cable": 3}
-TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def price(inv: Inventory, book: PriceBook) -> Bom:
         entry[1] += n
         entry[2].add(tier)
     for model, (part, n, tiers) in sorted(models.items()):
-        where = ", ".join(TIER_NAMES[t] for t in sorted(tiers))
+        where = ", ".join(SWITCH_TIERS[t] for t in sorted(tiers))
         rows.append(Row(f"switch {model}", "switch", model, n, part.price_usd, part.power_w, f"{part.detail}; tiers: {where}"))
 
     switch_side: Counter = Counter()

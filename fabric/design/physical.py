@@ -67,6 +67,9 @@ def key_of(tier: int) -> str:
     return f"cabling.{TIERS[tier][0]}"
 
 
+SWITCH_TIERS = {1: "leaf", 2: "spine", 3: "core"}  # switch tier -> its name (configs, NetBox role, docs, BOM)
+
+
 def tier_name(tier: int) -> str:
     return TIERS[tier][1] if tier in TIERS else f"tier {tier}"
 

@@ -100,7 +100,6 @@ def unprotected_cable_tiers(design, tiers: int) -> list[str]:
     (sonic-swss cfgmgr/buffermgr.cpp, doSpeedUpdateTask), so PFC does not protect RoCE on it.
     A cable tier t joins switch tiers t-1 and t (tier 1: GPU and leaf)."""
     out = []
-    names = {1: "leaf", 2: "spine", 3: "core"}
     for cable_tier in range(1, tiers + 1):
         metres = physical.cable_length_m(design, cable_tier)
         short: dict[int, int] = {}  # switch tier -> the longest length it has a profile for
@@ -114,7 +113,7 @@ def unprotected_cable_tiers(design, tiers: int) -> list[str]:
             continue
         by_length: dict[int, list[str]] = {}
         for t, m in short.items():
-            by_length.setdefault(m, []).append(names[t])
+            by_length.setdefault(m, []).append(physical.SWITCH_TIERS[t])
         ends = "; ".join(f"{' and '.join(ts)} switches: up to {m} m" for m, ts in by_length.items())
         out.append(f"{physical.tier_name(cable_tier)} cables are {metres:,} m ({physical.key_of(cable_tier)}), longer than "
                    f"any lossless PG profile their SONiC buffer model lists ({ends}): buffermgrd creates no lossless "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
+from ..design.physical import SWITCH_TIERS
 from ..graph.model import Fabric
 
 MAX_RAILS = 4  # shown: the first MAX_RAILS-1 and the last
@@ -20,7 +21,6 @@ MAX_BOXES = 2  # switch boxes per tier and column group before "+N more"
 COL_W, TIER_H, DOM_H, LEFT, TOP = 230, 78, 46, 120, 70
 BOX_H = 34
 RAIL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
 PLURAL = {1: "leaves", 2: "spines", 3: "cores"}
 
 
@@ -119,7 +119,7 @@ def render_svg(fab: Fabric) -> str:
         out.append(f'<text x="{x + COL_W // 2}" y="{y_gpu0 + DOM_H * len(doms) + 18}" text-anchor="middle" fill="{c}" font-weight="bold">rail {r}</text>')
     for t in range(1, tiers + 1):
         y = TOP + TIER_H * (tiers - t) + 12 + BOX_H // 2 + 4
-        out.append(f'<text x="12" y="{y}" fill="#333">tier {t} ({TIER_NAMES[t]})</text>')
+        out.append(f'<text x="12" y="{y}" fill="#333">tier {t} ({SWITCH_TIERS[t]})</text>')
     # Lines first, boxes on top.
     for down, up, rail in sorted(edges, key=repr):
         a, b = box_at[down], box_at[up]

@@ -23,7 +23,7 @@ from ..devices import sonic_platform
 from ..graph.addressing import BlockPool
 from ..graph.model import Fabric
 from ..platforms.ports import GPU_RAIL_PORT
-from .diagram import TIER_NAMES, render_svg
+from .diagram import render_svg
 
 
 def render_readme(fab: Fabric, book: PriceBook | None = None) -> str:
@@ -113,7 +113,7 @@ def _switches(fab: Fabric, add) -> None:
         else:
             counts = sorted(set(per_rail.values()))
             where = f"{counts[0]:,} per rail" if len(counts) == 1 else f"{counts[0]:,}-{counts[-1]:,} per rail"
-        rows.append([f"{tier} ({TIER_NAMES[tier]})", where, f"{len(sws):,}"])
+        rows.append([f"{tier} ({physical.SWITCH_TIERS[tier]})", where, f"{len(sws):,}"])
     rows.append(["all", "", f"{len(fab.switches):,}"])
     _table(add, ["tier", "per rail", "switches"], rows, {2})
 
@@ -129,7 +129,7 @@ def _ports(inv, add) -> None:
             up[tier - 1] += n
     rows = []
     for tier, (used, total) in inv.ports_by_tier().items():
-        rows.append([f"{tier} ({TIER_NAMES[tier]})", f"{total:,}", f"{down[tier]:,}", f"{up[tier]:,}",
+        rows.append([f"{tier} ({physical.SWITCH_TIERS[tier]})", f"{total:,}", f"{down[tier]:,}", f"{up[tier]:,}",
                      f"{total - used:,}", f"{used / total:.0%}" if total else "-"])
     _table(add, ["tier", "ports", "down", "up", "unused", "used"], rows)
     add("Down: towards GPUs (tier 1) or the tier below; up: towards the tier above. "

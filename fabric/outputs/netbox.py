@@ -23,7 +23,7 @@ import io
 
 from ..outdir_layout import NETBOX_CABLES_CSV, NETBOX_DEVICES_CSV, NETBOX_INTERFACES_CSV
 from ..cost.prices import PriceBook, default_prices
-from ..design.physical import cable_length_m, hosts_of, naming, nic_name
+from ..design.physical import SWITCH_TIERS, cable_length_m, hosts_of, naming, nic_name
 from ..devices.device import switch_view
 from ..graph.model import Fabric
 
@@ -34,7 +34,7 @@ INTERFACE_COLUMNS = ["device", "name", "label", "type", "enabled", "mtu", "speed
 
 MANUFACTURER = "Generic"
 SERVER_ROLE = "gpu-server"
-SWITCH_ROLES = {1: "leaf", 2: "spine", 3: "core"}
+SWITCH_ROLES = SWITCH_TIERS  # NetBox device role: the tier's name
 # NetBox interface type (InterfaceTypeChoices) by port speed: the usual cage of each speed.
 INTERFACE_TYPES = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}
 # A catalog switch's ports by (cage form, port speed): the type NetBox has for that cage at
