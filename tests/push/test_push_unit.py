@@ -366,6 +366,17 @@ class _RefusingSonic:
         return out if "RAILONLY_RC=" not in command else f"{out}\nRAILONLY_RC={rc}"
 
 
+def _push_rolled_back(conn, files: dict) -> push.DeviceResult:
+    """Push `files` to the fake switch u-rail0-spine0; the apply must fail and the roll back
+    leave it healthy on its previous config (not "ROLL BACK FAILED")."""
+    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
+    res = push.DeviceResult(dev.name, "sonic", True)
+    with pytest.raises(push.PushFailed) as ei:
+        push.push_sonic(conn, dev, files, False, res, push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
+    assert "back on its previous config, healthy" in str(ei.value) and "ROLL BACK FAILED" not in str(ei.value)
+    return res
+
+
 def test_a_refused_patch_is_rolled_back_from_what_runs_not_from_the_candidate(monkeypatch):
     # config apply-patch refused: nothing changed, so nothing is to undo; the roll back was the
     # candidate's inverse (remove DEVICE_NEIGHBOR|Ethernet16, never added), was refused in turn,
@@ -381,12 +392,7 @@ def test_a_refused_patch_is_rolled_back_from_what_runs_not_from_the_candidate(mo
     new["INTERFACE"].update({"Ethernet16": {}, "Ethernet16|10.128.0.8/31": {}})
     new["DEVICE_NEIGHBOR"]["Ethernet16"] = {"name": "u-rail0-leaf2", "port": "Ethernet16"}
     conn = _RefusingSonic(db, frr)
-    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
-    res = push.DeviceResult(dev.name, "sonic", True)
-    files = {"config_db.json": json_.dumps(new), "frr.conf": frr}
-    with pytest.raises(push.PushFailed) as ei:
-        push.push_sonic(conn, dev, files, False, res, push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
-    assert "back on its previous config, healthy" in str(ei.value) and "ROLL BACK FAILED" not in str(ei.value)
+    res = _push_rolled_back(conn, {"config_db.json": json_.dumps(new), "frr.conf": frr})
     assert sum(c.startswith("sudo config apply-patch") for c in conn.sent) == 1  # nothing to undo
     assert res.steps[-1].startswith("undrain")  # the switch is back in service
 
@@ -493,12 +499,7 @@ def test_a_vtysh_failure_midway_undoes_only_the_statements_frr_took(monkeypatch)
     new = frr.replace(" network 10.255.0.1/32\n", " neighbor 10.128.0.0 remote-as 65009\n neighbor 10.128.0.0 description self\n"
                       ).replace("timers 3 9", "timers 1 3")
     conn = _FrrSonic(db, frr, refuse={"router bgp 65001 > neighbor 10.128.0.0 remote-as 65009"})
-    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
-    res = push.DeviceResult(dev.name, "sonic", True)
-    files = {"config_db.json": json_.dumps(db), "frr.conf": new}
-    with pytest.raises(push.PushFailed) as ei:
-        push.push_sonic(conn, dev, files, False, res, push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
-    assert "back on its previous config, healthy" in str(ei.value) and "ROLL BACK FAILED" not in str(ei.value)
+    res = _push_rolled_back(conn, {"config_db.json": json_.dumps(db), "frr.conf": new})
     assert conn.state == set(ro.frr_statements(frr))  # FRR runs its old config again
     assert conn.vtysh == ["router bgp 65001 > no neighbor 10.128.0.1 timers 3 9",  # applied
                           "router bgp 65001 > no network 10.255.0.1/32",  # applied
