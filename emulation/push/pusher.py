@@ -297,8 +297,11 @@ def _sonic_running(conn) -> tuple[dict, str]:
 
 
 def _sonic_diff(device: Device, files: dict[str, str], db: dict, frr: str) -> str:
-    cand_db = json.loads(files[CONFIG_DB])
-    diff = unified(_json_lines(db), _json_lines(cand_db), CONFIG_DB, device.name)
+    """The running config against the candidate, both as the push compares them (rollout_rules.image_aligned)."""
+    from railonly.fabric.outdir.rollout_rules import image_aligned
+
+    running, cand_db = image_aligned(db, json.loads(files[CONFIG_DB]))
+    diff = unified(_json_lines(running), _json_lines(cand_db), CONFIG_DB, device.name)
     frr_files = {k: v for k, v in files.items() if k != CONFIG_DB}
     if frr_files:
         cand = frr_statements("\n".join(frr_files.values()))
@@ -573,17 +576,18 @@ def _local_interfaces(*dbs: dict) -> tuple[str, ...]:
 
 def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: DeviceResult,
                opts: Options | None = None) -> None:
-    from railonly.fabric.outdir.rollout_rules import classify, undo_statements
+    from railonly.fabric.outdir.rollout_rules import classify, image_aligned, undo_statements
 
     opts = opts or Options()
     db, frr = _sonic_running(conn)
     res.steps.append("read running config")
     res.diff = _sonic_diff(device, files, db, frr)
     saved = _saved_frr(conn, files) or frr
-    # Tables the candidate does not list are left alone (a real switch holds more than we generate).
-    old_db = {t: v for t, v in db.items() if t in json.loads(files[CONFIG_DB])}
+    # Tables the candidate does not list are left alone (a real switch holds more than we generate),
+    # and so is what the image keeps in those it lists (its init_cfg.json defaults)
+    old_db, new_db = image_aligned(db, json.loads(files[CONFIG_DB]))
     old = {CONFIG_DB: json.dumps(old_db), FRR_CONF: saved}
-    ch = classify(device.name, "sonic", old, files)
+    ch = classify(device.name, "sonic", old, {**files, CONFIG_DB: json.dumps(new_db)})
     res.mark = ch.mark if ch.changed else ""
     if not ch.changed:
         res.diff = ""

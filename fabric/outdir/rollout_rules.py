@@ -91,6 +91,47 @@ RELOAD_FIELDS = {("DEVICE_METADATA", "hwsku"), ("DEVICE_METADATA", "platform"), 
 # The file lists no validator for BUFFER_PG, BUFFER_QUEUE, BUFFER_PORT_*_PROFILE_LIST,
 # DEFAULT_LOSSLESS_BUFFER_PARAMETER or LOSSLESS_TRAFFIC_PATTERN: those go in the patch.
 RELOAD_TABLES = {"BUFFER_POOL", "BUFFER_PROFILE"}
+# What a SONiC image keeps in CONFIG_DB itself, in tables railonly writes too: `config reload`
+# loads init_cfg.json under the file (sonic-utilities config/main.py: sonic-cfggen -j
+# init_cfg.json -j FILE; its fields from sonic-buildimage files/build_templates/init_cfg.json.j2),
+# and db_migrator adds PORT_QOS_MAP|global on Broadcom (scripts/db_migrator.py
+# migrate_port_qos_map_global). They are the image's, not railonly's: a push neither reports them
+# as drift nor removes them (every push to a real switch reported them, drained it and
+# patched FEATURE|swss, FEATURE|syncd and the rest away).
+IMAGE_FIELDS = {  # table -> fields of its keys the image sets where railonly's file does not
+    "DEVICE_METADATA": frozenset({"buffer_model", "default_bgp_status", "default_pfcwd_status", "timezone",
+                                  "synchronous_mode"}),
+    "FEATURE": frozenset({"state", "delayed", "has_global_scope", "has_per_asic_scope", "auto_restart",
+                          "support_syslog_rate_limit", "check_up_status", "set_owner", "high_mem_alert"}),
+    "NTP": frozenset({"authentication", "dhcp", "server_role", "src_intf", "admin_state", "vrf"}),
+}
+ANY_KEY = None
+IMAGE_KEYS = {"FEATURE": ANY_KEY, "PORT_QOS_MAP": frozenset({"global"}), "NTP": frozenset({"global"})}  # table -> keys
+
+
+def image_aligned(running: dict, candidate: dict) -> tuple[dict, dict]:
+    """(running, candidate) config DBs as a push compares them: the tables the candidate lists
+    (the switch holds more than railonly writes), without the keys the image keeps there
+    that the candidate does not name, and each candidate key with the image's fields the
+    running key has and the candidate does not set (so a patch of that key keeps them)."""
+    old: dict = {}
+    new: dict = {}
+    for table, want in candidate.items():
+        have = running.get(table)
+        if not isinstance(have, dict) or not isinstance(want, dict):
+            if have is not None:
+                old[table] = have
+            new[table] = want
+            continue
+        keys = IMAGE_KEYS.get(table, frozenset())
+        old[table] = {k: v for k, v in have.items() if k in want or not (keys is ANY_KEY or k in keys)}
+        fields = IMAGE_FIELDS.get(table, frozenset())
+        new[table] = {k: {**{f: x for f, x in have[k].items() if f in fields and f not in v}, **v}
+                      if fields and isinstance(v, dict) and isinstance(have.get(k), dict) else v
+                      for k, v in want.items()}
+    return old, new
+
+
 # FRR/EOS statements that change nothing but text
 _HITLESS_LINE = re.compile(r"(^|\s)description(\s|$)|^mtu \d+$")
 

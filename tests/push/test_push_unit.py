@@ -537,3 +537,79 @@ def test_undo_of_a_removed_neighbour_brings_back_its_other_statements():
               "router bgp 1 > neighbor 10.0.0.50 remote-as 8"]
     taken = [["configure terminal", "router bgp 1", "no neighbor 10.0.0.5 remote-as 7"]]
     assert ro.undo_statements([], remove, taken) == (remove[:2], [])
+
+
+# A real SONiC switch after `config reload`: init_cfg.json's defaults under railonly's file
+# (sonic-buildimage files/build_templates/init_cfg.json.j2) and db_migrator's PORT_QOS_MAP|global.
+_IMAGE_DEFAULTS = {
+    "DEVICE_METADATA": {"localhost": {"buffer_model": "traditional", "default_bgp_status": "up",
+                                      "default_pfcwd_status": "disable", "timezone": "UTC"}},
+    "FEATURE": {f: {"state": "enabled", "delayed": "False", "has_global_scope": "True", "has_per_asic_scope": "False",
+                    "auto_restart": "enabled", "support_syslog_rate_limit": "true", "high_mem_alert": "disabled"}
+                for f in ("bgp", "database", "lldp", "swss", "syncd")},
+    "NTP": {"global": {"authentication": "disabled", "dhcp": "enabled", "server_role": "disabled", "src_intf": "eth0",
+                       "admin_state": "enabled", "vrf": "default"}},
+    "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": "AZURE"}},
+    "CRM": {"Config": {"polling_interval": "300"}},
+}
+_RAILONLY_DB = {
+    "DEVICE_METADATA": {"localhost": {"hostname": "u-rail0-spine0", "bgp_asn": "65001", "hwsku": "x", "type": "SpineRouter"}},
+    "FEATURE": {"bgp": {"state": "enabled", "auto_restart": "enabled"}},
+    "NTP": {"global": {"vrf": "mgmt"}},
+    "PORT": {"Ethernet0": {"mtu": "9100", "admin_status": "up"}},
+    "PORT_QOS_MAP": {"Ethernet0": {"dscp_to_tc_map": "AZURE"}},
+}
+
+
+def _after_reload(db: dict) -> dict:
+    """What `show runningconfiguration all` prints once `config reload` loaded `db` (as sonic-cfggen
+    -j init_cfg.json -j FILE merges them: the file's fields over the defaults', key by key)."""
+    import copy
+
+    out = copy.deepcopy(_IMAGE_DEFAULTS)
+    for table, keys in db.items():
+        for key, fields in keys.items():
+            out.setdefault(table, {}).setdefault(key, {}).update(fields)
+    return out
+
+
+def test_what_the_image_keeps_in_config_db_is_no_drift_and_is_not_patched_away(monkeypatch):
+    # every push to a real switch saw init_cfg.json's fields and keys as drift: it drained the
+    # switch and patched FEATURE|swss, FEATURE|syncd, PORT_QOS_MAP|global and
+    # DEVICE_METADATA|localhost|buffer_model away (the lab, loading only railonly's file, had none)
+    import json as json_
+
+    monkeypatch.setattr(push.time, "sleep", lambda s: None)
+    frr = "router bgp 65001\n neighbor 10.128.0.1 remote-as 65002\n"
+    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
+    opts = push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0)
+    conn = _FrrSonic(_after_reload(_RAILONLY_DB), frr, refuse=set())
+    res = push.DeviceResult(dev.name, "sonic", True)
+    push.push_sonic(conn, dev, {"config_db.json": json_.dumps(_RAILONLY_DB), "frr.conf": frr}, False, res, opts)
+    assert res.diff == "" and not any("apply-patch" in c for c in conn.sent)  # in sync
+    # a real change: only it is patched, whole keys carrying the image's fields along
+    new = json_.loads(json_.dumps(_RAILONLY_DB))
+    new["PORT"]["Ethernet0"]["mtu"] = "4200"
+    new["FEATURE"]["bgp"]["auto_restart"] = "disabled"
+    conn = _FrrSonic(_after_reload(_RAILONLY_DB), frr, refuse=set())
+    res = push.DeviceResult(dev.name, "sonic", True)
+    push.push_sonic(conn, dev, {"config_db.json": json_.dumps(new), "frr.conf": frr}, False, res, opts)
+    patch = json_.loads(conn.files[f"{push.STAGE}/patch.json"])
+    assert [(op["op"], op["path"]) for op in patch] == [("replace", "/FEATURE/bgp"), ("replace", "/PORT/Ethernet0")]
+    assert patch[0]["value"] == {**_IMAGE_DEFAULTS["FEATURE"]["bgp"], "auto_restart": "disabled"}
+    assert '+            "auto_restart": "disabled",' in res.diff
+    assert "swss" not in res.diff and "buffer_model" not in res.diff and "CRM" not in res.diff
+
+
+def test_image_aligned_leaves_the_images_keys_and_fields_but_not_railonlys_stale_ones():
+    from railonly.fabric.outdir import rollout_rules as ro
+
+    running = _after_reload(_RAILONLY_DB)
+    running["PORT_QOS_MAP"]["Ethernet8"] = {"dscp_to_tc_map": "AZURE"}  # railonly's once, gone from the design
+    old, new = ro.image_aligned(running, _RAILONLY_DB)
+    assert set(old) == set(new) == set(_RAILONLY_DB)  # CRM: not a table railonly writes
+    assert set(old["PORT_QOS_MAP"]) == {"Ethernet0", "Ethernet8"}  # global: the image's; Ethernet8: stale, removed
+    assert set(old["FEATURE"]) == {"bgp"}
+    assert ro.db_patch(old, new) == [{"op": "remove", "path": "/PORT_QOS_MAP/Ethernet8"}]
+    assert new["DEVICE_METADATA"]["localhost"]["buffer_model"] == "traditional"
+    assert new["NTP"]["global"]["vrf"] == "mgmt"  # railonly's field wins over the default
