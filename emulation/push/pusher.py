@@ -645,6 +645,14 @@ def _health_text(h: Health) -> str:
 _EOS_ERROR = r"^% "
 
 
+def _drops_login(running: str, candidate: str, login: str | None) -> bool:
+    """Whether the switch has a local user `login` (whom push logs in as) that the candidate has not."""
+    if not login:
+        return False
+    user = re.compile(rf"^username {re.escape(login)}(\s|$)", re.M)
+    return bool(user.search(running)) and not user.search(candidate)
+
+
 def session_name(text: str) -> str:
     return "railonly-" + hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -668,6 +676,12 @@ def push_eos(conn, device: Device, files: dict[str, str], dry_run: bool, res: De
     res.mark = ch.mark if ch.changed else ""
     if not ch.changed:
         res.diff = ""
+    login = getattr(conn, "username", None)
+    if ch.changed and _drops_login(running, text, login):
+        raise PushFailed(f"the candidate has no 'username {login}', the local user this push logs in as: the "
+                         "session replaces the whole config (rollback clean-config), so committing it would lock "
+                         f"that login out. Add {login} to management.users in the design (sha512 or ssh_key) and "
+                         "recompile, or push as a user the design has; nothing was changed")
     if _nothing_to_apply(res, dry_run, ch.changed):
         return
     name = session_name(text)

@@ -120,3 +120,21 @@ def test_eos_dry_run_changes_nothing(eos_device):
     sent = [c.strip() for c in eos_device.commands()]
     assert not any(c.startswith("configure") for c in sent), sent
     assert eos_device.running.read_text() == before
+
+
+def test_eos_candidate_without_the_login_user_is_refused(eos_device):
+    # rollback clean-config + a candidate with no `username root` would delete the user push
+    # logs in as, and the commit (verified over the open session) would lock it out
+    eos_device.running.write_text(eos_device.running.read_text() + "username root privilege 15 role network-admin secret sha512 $6$x$y\n")
+    before = eos_device.running.read_text()
+    (eos_device.configs / "eos1" / "startup-config").write_text(STARTUP)
+    r = push.push_device(device(eos_device), eos_device.configs, push.Credentials(), dry_run=False)
+    assert not r.ok and "no 'username root'" in r.message and "management.users" in r.message, r.message
+    sent = [c.strip() for c in eos_device.commands()]
+    assert not any(c.startswith(("configure", "rollback")) for c in sent), sent
+    assert eos_device.running.read_text() == before
+    # with the user in the candidate it goes through
+    (eos_device.configs / "eos1" / "startup-config").write_text(
+        STARTUP.replace("ip routing\n", "ip routing\n!\nusername root privilege 15 role network-admin secret sha512 $6$x$y\n"))
+    r = push.push_device(device(eos_device), eos_device.configs, push.Credentials(), dry_run=False)
+    assert r.ok, r.message
