@@ -591,6 +591,13 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     res.mark = ch.mark if ch.changed else ""
     if not ch.changed:
         res.diff = ""
+    if ch.changed and db.get("MGMT_INTERFACE") and "MGMT_INTERFACE" not in new_db:
+        # the candidate becomes the startup config (config reload loads it now, a reboot later):
+        # without the table the switch comes up with no static management address
+        raise PushFailed(f"the switch has a static management address (MGMT_INTERFACE "
+                         f"{', '.join(sorted(db['MGMT_INTERFACE']))[:80]}) and the candidate none: installed as its "
+                         "startup config it would lose that address at its next reload. Add management: to the "
+                         "design and recompile; nothing was changed")
     if _nothing_to_apply(res, dry_run, ch.changed):
         if dry_run and ch.changed:
             res.steps.append(f"would apply ({ch.mark}): {ch.apply_method()}")

@@ -613,3 +613,29 @@ def test_image_aligned_leaves_the_images_keys_and_fields_but_not_railonlys_stale
     assert ro.db_patch(old, new) == [{"op": "remove", "path": "/PORT_QOS_MAP/Ethernet8"}]
     assert new["DEVICE_METADATA"]["localhost"]["buffer_model"] == "traditional"
     assert new["NTP"]["global"]["vrf"] == "mgmt"  # railonly's field wins over the default
+
+
+def test_a_candidate_without_the_switchs_static_management_address_is_refused(monkeypatch):
+    # it is installed as the startup config: the next reload (or the one this push runs)
+    # comes up without MGMT_INTERFACE, and the switch can no longer be reached
+    import json as json_
+
+    monkeypatch.setattr(push.time, "sleep", lambda s: None)
+    frr = "router bgp 65001\n neighbor 10.128.0.1 remote-as 65002\n"
+    running = _after_reload(_RAILONLY_DB)
+    running["MGMT_INTERFACE"] = {"eth0|192.0.2.1/24": {"gwaddr": "192.0.2.254"}}
+    new = json_.loads(json_.dumps(_RAILONLY_DB))
+    new["PORT"]["Ethernet0"]["mtu"] = "4200"
+    conn = _FrrSonic(running, frr, refuse=set())
+    dev = push.Device("u-rail0-spine0", "192.0.2.1", 22, "sonic")
+    res = push.DeviceResult(dev.name, "sonic", True)
+    with pytest.raises(push.PushFailed, match=r"static management address \(MGMT_INTERFACE eth0\|192.0.2.1/24\)"):
+        push.push_sonic(conn, dev, {"config_db.json": json_.dumps(new), "frr.conf": frr}, False, res,
+                        push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
+    assert not any("apply-patch" in c or "config reload" in c for c in conn.sent)
+    # with the table in the candidate the push goes on
+    new["MGMT_INTERFACE"] = running["MGMT_INTERFACE"]
+    conn = _FrrSonic(running, frr, refuse=set())
+    push.push_sonic(conn, dev, {"config_db.json": json_.dumps(new), "frr.conf": frr}, False, res,
+                    push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
+    assert any("apply-patch" in c for c in conn.sent)
