@@ -37,6 +37,10 @@ from ..graph.model import Node
 # from the daemons.
 FRR_ELIDED = {
     "bgp log-neighbor-changes", "no bgp ebgp-requires-policy", "no ip forwarding", "no ipv6 forwarding",
+    # EOS prints these defaults in every `show running-config` (vEOS-lab and cEOS 4.20-4.33 ones
+    # published as-is), and the config session puts them back: without them here every switch
+    # showed drift and every push was disruptive
+    "transceiver qsfp default-mode 4x10G", "no aaa root", "no service interface inactive port-id allocation disabled",
 }
 _FRR_SKIP = re.compile(r"^(!.*|end|exit|exit-address-family|exit-vrf|frr version .*|frr defaults .*|"
                        r"Building configuration\.\.\.|Current configuration:?)$")

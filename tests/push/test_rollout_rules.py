@@ -262,3 +262,18 @@ def test_each_live_command_has_its_undo_back_to_the_old_db():
         ["link", "set", "dev", "Ethernet0", "up"]]
     assert undo_command(["addr", "del", "10.9.0.0/31", "dev", "lo"], DB) == ["addr", "add", "10.9.0.0/31", "dev", "lo"]
     assert undo_command(["link", "set", "dev", "Ethernet99", "mtu", "9000"], DB) is None  # no old MTU to go back to
+
+
+def test_eos_printed_defaults_are_no_drift():
+    # `show running-config` of a vEOS/cEOS prints these on every switch (the published ones,
+    # EOS 4.20-4.33); railonly does not write them and the session puts them back: every
+    # switch showed drift and every push was disruptive
+    cand = "hostname eos1\n!\ninterface Ethernet1\n   mtu 9214\n   no switchport\n!\nip routing\n!\nend\n"
+    printed = ("! Command: show running-config\n! device: eos1 (vEOS-lab, EOS-4.33.1.1F)\n!\n"
+               "! boot system flash:/vEOS-lab.swi\n!\nno aaa root\n!\n"
+               "no service interface inactive port-id allocation disabled\n!\n"
+               "transceiver qsfp default-mode 4x10G\n!\n" + cand)
+    ch = ro.classify("eos1", "eos", {"startup-config": printed}, {"startup-config": cand})
+    assert not ch.changed, ch.items
+    ch = ro.classify("eos1", "eos", {"startup-config": printed}, {"startup-config": cand.replace("9214", "9100")})
+    assert [i.what for i in ch.items] == ["- interface Ethernet1 > mtu 9214", "+ interface Ethernet1 > mtu 9100"]
