@@ -49,9 +49,10 @@ def _net31(ip: str) -> tuple[int, int] | None:
 def _cable_lengths_accepted(metres: float, hwsku: str | None, speed_gbps: float | None) -> tuple[str, ...]:
     """The CABLE_LENGTH values a port cabled with `metres` may carry: the cable's own length, or
     the published profile length it fits in (the hwsku's own lengths for the speed, else
-    SONiC's usual). Cached: a fabric has few (length, hwsku, speed) triples and 64 ports a
-    switch (160k lookups at 32k were 0.3 s)."""
-    return (f"{metres}m", pg_profile_cable_length(metres),
+    SONiC's usual), never SONiC's usual fit on an hwsku with lengths of its own (300m on one
+    listing 5m/40m/150m: buffermgrd finds no such row and creates no lossless PG). Cached: a
+    fabric has few (length, hwsku, speed) triples and 64 ports a switch (160k lookups at 32k were 0.3 s)."""
+    return (f"{metres}m",
             pg_profile_cable_length(metres, published_cable_lengths(hwsku, speed_gbps) or PG_PROFILE_CABLE_M))
 
 

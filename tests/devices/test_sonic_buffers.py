@@ -386,3 +386,28 @@ def test_cable_longer_than_every_profile_length_is_named_at_compile():
                                                        extra="cabling: {leaf_spine_m: 400}\n")), 2) == []
     eos = design(None, None, count=300, extra="cabling: {leaf_spine_m: 400}\n").replace("platform: sonic", "platform: eos")
     assert unprotected_cable_tiers(parse_design(eos), 2) == []
+
+
+def test_validate_refuses_a_cable_length_the_hwsku_has_no_profile_for(tmp_path, capsys):
+    # Arista-7060X6-64PE-O128S2 lists 5m, 40m and 150m: a 100 m cable's CABLE_LENGTH is 150m (or
+    # its own 100m, accepted as the docs say). 300m, SONiC's usual fit, is no row of that file:
+    # buffermgrd would create no lossless PG, yet validate accepted it
+    from railonly.cli import main
+    from railonly.fabric.validate.crosscheck import _cable_length_fits
+
+    assert _cable_length_fits("150m", 100, "Arista-7060X6-64PE-O128S2", 400)
+    assert not _cable_length_fits("300m", 100, "Arista-7060X6-64PE-O128S2", 400)
+    assert _cable_length_fits("300m", 100, "DellEMC-Z9664f-O64", 400)  # its file lists 300m
+    assert _cable_length_fits("300m", 100, "railonly-64x400G", 400)  # SONiC's usual lengths
+    path = tmp_path / "d.yml"
+    path.write_text(design("arista-7060x6-64pe", "2x400G", extra="cabling: {nic_optic: DR, nic_leaf_m: 100}\n"))
+    out = tmp_path / "o"
+    assert main(["compile", str(path), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    cfg_path = next(out.glob("configs/*-leaf0/config_db.json"))
+    cfg = json.loads(cfg_path.read_text())
+    port = next(iter(cfg["CABLE_LENGTH"]["AZURE"]))
+    cfg["CABLE_LENGTH"]["AZURE"][port] = "300m"
+    cfg_path.write_text(json.dumps(cfg, indent=4, sort_keys=True) + "\n")
+    capsys.readouterr()
+    assert main(["validate", str(out), "-q", "--no-manifest"]) == 1
+    assert f"CABLE_LENGTH|AZURE|{port} says 300m, cable" in capsys.readouterr().out
