@@ -307,3 +307,25 @@ def test_demo_without_root_compiles_validates_and_skips_the_lab_as_documented(tm
     assert "lab: skipped (needs root for network namespaces)" in out and "--dry-run" in out
     page = (REPO / "docs" / "commands" / "demo.md").read_text()
     assert "lab: skipped (needs root for network namespaces)" in page and "exits 0" in page
+
+
+@pytest.mark.parametrize("code", [130, 143])
+def test_demo_stops_at_an_interrupted_lab_phase_and_destroys_the_lab(tmp_path, monkeypatch, code):
+    # Ctrl-C (130) or SIGTERM (143) during `lab check` ended that command only: the demo went on
+    # to run both traffic patterns on the lab before its destroy, and then exited as a failure
+    from railonly.cli.commands import demo
+    from railonly.proc import Terminated, interrupt_exit
+
+    calls = []
+
+    def fake_main(argv):
+        calls.append(" ".join(argv[:2]))
+        return code if argv[:2] == ["lab", "check"] else 0
+
+    monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(demo, "_lab_name", lambda outdir: "t")
+    phases = demo._Phases(fake_main, False, str(tmp_path))
+    with pytest.raises(KeyboardInterrupt) as e:
+        demo.run_lab(str(tmp_path / "out"), phases)
+    assert interrupt_exit(e.value) == code and isinstance(e.value, Terminated) == (code == 143)
+    assert calls == ["lab deploy", "lab check", "lab destroy"]

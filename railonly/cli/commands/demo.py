@@ -68,6 +68,10 @@ class _Phases:
                                          else f"FAILED (exit {rc})")
         detail = summary(doc) if summary and (doc is not None or report is None) else ""
         console.out(f"{label:<26} {verdict:<8} {detail}{'  ' if detail else ''}({secs:.1f} s)")
+        if rc in (130, 143):  # the command was interrupted (Ctrl-C, SIGTERM): so is the demo, lab destroyed
+            from railonly.proc import Terminated
+
+            raise Terminated() if rc == 143 else KeyboardInterrupt()
         if verdict == "inconclusive":
             self.inconclusive.append(label)
         elif rc:
@@ -106,13 +110,22 @@ def run(args) -> int:
 
 def run_lab(outdir: str, phases: _Phases) -> tuple[int, bool]:
     """deploy -> check -> traffic -> destroy (always). Returns (exit code, whether
-    the files may be removed: not when the lab could not be destroyed)."""
-    from railonly import console
-
+    the files may be removed: not when the lab could not be destroyed). An interrupted
+    phase (Ctrl-C, SIGTERM) stops the demo there, the lab destroyed."""
     if os.geteuid() != 0:
         print("lab: skipped (needs root for network namespaces); the plan it would deploy:"
               f" railonly lab deploy {outdir} --dry-run")
         return 0, True
+    from railonly.proc import terminate_as_interrupt
+
+    # a SIGTERM between the lab phases cleans up as Ctrl-C does (the lab outlives the demo)
+    with terminate_as_interrupt():
+        return _run_lab(outdir, phases)
+
+
+def _run_lab(outdir: str, phases: _Phases) -> tuple[int, bool]:
+    from railonly import console
+
     name = _lab_name(outdir)
     traffic: list[tuple[str, int, dict | None]] = []
     destroyed = False
