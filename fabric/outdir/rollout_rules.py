@@ -323,15 +323,16 @@ def undo_statements(add: list[str], remove: list[str], applied: list[list[str]])
     `no` for a setting of a neighbour it never added ("% Specify remote-as or peer-group
     commands first"), which failed the whole roll back and left the switch drained.
     A removed context comes back with the children it took along; a removed neighbour
-    (`no neighbor X remote-as`, which FRR drops with all its settings) with the rest of
-    its statements; a `remote-as` that replaced another brings the old one back."""
+    (`no neighbor X remote-as`, or `no neighbor X peer-group G`, sent first: FRR drops the
+    neighbour with all its settings on either) with the rest of its statements; a
+    `remote-as` that replaced another brings the old one back."""
     back_add: list[str] = []
     back_remove: list[str] = []
     for cmd in applied:
         context, last = cmd[1:-1], cmd[-1]
         if last.startswith("no "):
             s = SEP.join([*context, last[3:]])
-            m = re.match(r"(.*neighbor \S+) remote-as ", s)
+            m = re.match(r"(.*neighbor \S+) (remote-as|peer-group) ", s)
             gone = (m.group(1) + " ",) if m else (s + SEP,)
             back_add += [r for r in remove if r == s or r.startswith(gone)]
         else:

@@ -639,3 +639,19 @@ def test_a_candidate_without_the_switchs_static_management_address_is_refused(mo
     push.push_sonic(conn, dev, {"config_db.json": json_.dumps(new), "frr.conf": frr}, False, res,
                     push.Options(drain_wait=0, drain_confirm=0.0, verify_timeout=0.0))
     assert any("apply-patch" in c for c in conn.sent)
+
+
+def test_undo_of_a_neighbour_removed_from_its_peer_group_brings_it_all_back():
+    # FRR 8.4 drops the whole neighbour on `no neighbor X peer-group G` (checked on bgpd 8.4.4:
+    # nothing of 10.0.0.5 is left in its running config), which vtysh_commands sends before
+    # `no neighbor X remote-as` (sorted). A roll back after it re-added only the description and
+    # `neighbor X peer-group G`, which FRR refuses for a neighbour with no remote-as (the group
+    # has none): ROLL BACK FAILED, left drained
+    from railonly.fabric.outdir import rollout_rules as ro
+
+    remove = ["router bgp 1 > neighbor 10.0.0.5 description leaf2", "router bgp 1 > neighbor 10.0.0.5 peer-group FABRIC",
+              "router bgp 1 > neighbor 10.0.0.5 remote-as 7", "router bgp 1 > neighbor 10.0.0.50 remote-as 8"]
+    cmds = ro.vtysh_commands([], remove)
+    assert [c[-1] for c in cmds[:2]] == ["no neighbor 10.0.0.5 description leaf2", "no neighbor 10.0.0.5 peer-group FABRIC"]
+    back_add, back_remove = ro.undo_statements([], remove, cmds[:2])
+    assert back_add == remove[:3] and back_remove == []
