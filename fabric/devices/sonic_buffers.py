@@ -51,12 +51,10 @@ from __future__ import annotations
 
 import re
 
-from ..platforms.catalog import BUFFER_TOPOLOGIES, HwskuBuffers, PgProfile, buffer_ref
+# PG_DEFAULT/QUEUE_DEFAULT: buffers_config.j2's default rows, beside the catalog check that
+# each topology has the profiles they name
+from ..platforms.catalog import BUFFER_TOPOLOGIES, PG_DEFAULT, QUEUE_DEFAULT, HwskuBuffers, PgProfile, buffer_ref
 
-COMMIT = "086b03bd70f9e211aaaf5f6aefe0790b508d2a94"  # sonic-net/sonic-buildimage, as the catalog
-# files/build_templates/buffers_config.j2 at COMMIT: the default BUFFER_PG and BUFFER_QUEUE rows
-PG_DEFAULT = {"0": "ingress_lossy_profile"}
-QUEUE_DEFAULT = {"3-4": "egress_lossless_profile", "0-2": "egress_lossy_profile", "5-6": "egress_lossy_profile"}
 BUFFER_TABLES = ("BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG", "BUFFER_QUEUE", "BUFFER_PORT_INGRESS_PROFILE_LIST",
                  "BUFFER_PORT_EGRESS_PROFILE_LIST", "DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN")
 

@@ -364,9 +364,12 @@ def platform_from_source(src: Source) -> Platform:
                     tuple(values["sources"]), breakouts, src.file or "", buffers)
 
 
-# The profiles buffers_config.j2's default BUFFER_PG and BUFFER_QUEUE entries name
-# (sonic-net/sonic-buildimage files/build_templates/buffers_config.j2; fabric/devices/sonic_buffers.py).
-PORT_BUFFER_PROFILES = ("ingress_lossy_profile", "egress_lossless_profile", "egress_lossy_profile")
+# files/build_templates/buffers_config.j2 (sonic-net/sonic-buildimage, as the catalog's sources): the
+# default BUFFER_PG and BUFFER_QUEUE rows of an active port (fabric/devices/sonic_buffers.py renders
+# them), and so the profiles a topology must have when they are rendered
+PG_DEFAULT = {"0": "ingress_lossy_profile"}
+QUEUE_DEFAULT = {"3-4": "egress_lossless_profile", "0-2": "egress_lossy_profile", "5-6": "egress_lossy_profile"}
+PORT_BUFFER_PROFILES = tuple(dict.fromkeys([*PG_DEFAULT.values(), *QUEUE_DEFAULT.values()]))
 
 
 def buffer_ref(value: str) -> str:

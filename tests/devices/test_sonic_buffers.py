@@ -411,3 +411,13 @@ def test_validate_refuses_a_cable_length_the_hwsku_has_no_profile_for(tmp_path, 
     capsys.readouterr()
     assert main(["validate", str(out), "-q", "--no-manifest"]) == 1
     assert f"CABLE_LENGTH|AZURE|{port} says 300m, cable" in capsys.readouterr().out
+
+
+def test_the_default_port_rows_and_the_catalog_check_are_one_fact():
+    # the catalog checked a topology for the profiles of its own list while the renderer wrote the
+    # rows of another (sonic_buffers.PG_DEFAULT/QUEUE_DEFAULT): a row added to one would name a
+    # profile the other never required
+    from railonly.fabric.platforms import catalog
+
+    assert sonic_buffers.PG_DEFAULT is catalog.PG_DEFAULT and sonic_buffers.QUEUE_DEFAULT is catalog.QUEUE_DEFAULT
+    assert set(catalog.PORT_BUFFER_PROFILES) == {*catalog.PG_DEFAULT.values(), *catalog.QUEUE_DEFAULT.values()}
