@@ -79,12 +79,13 @@ def dynamic_buffers(design, tier: int) -> bool:
 def profile_lengths(design, tier: int, speed: str) -> tuple[int, ...] | None:
     """The cable lengths (metres, ascending) a tier's SONiC switches have a lossless PG
     profile for at port speed `speed` (Mb/s, as PORT says it): the hwsku's own
-    pg_profile_lookup.ini rows, else SONiC's usual; None when any length has one (the
-    dynamic buffer model)."""
+    pg_profile_lookup.ini rows (none: Arista-7060X6-64PE's BALANCED file lists no row),
+    else SONiC's usual where railonly has no buffer facts for it; None when any length
+    has one (the dynamic buffer model)."""
     if dynamic_buffers(design, tier):
         return None
     buffers = sonic_buffers.hwsku_buffers(design.model_of_tier(tier), design.breakout)
-    return sonic_buffers.cable_lengths(buffers, speed) or qos.PG_PROFILE_CABLE_M
+    return sonic_buffers.cable_lengths(buffers, speed) if buffers is not None else qos.PG_PROFILE_CABLE_M
 
 
 def port_speed(design, tier: int) -> str:
@@ -102,22 +103,24 @@ def unprotected_cable_tiers(design, tiers: int) -> list[str]:
     out = []
     for cable_tier in range(1, tiers + 1):
         metres = physical.cable_length_m(design, cable_tier)
-        short: dict[int, int] = {}  # switch tier -> the longest length it has a profile for
+        short: dict[int, int] = {}  # switch tier -> the longest length it has a profile for (0: none)
         for sw_tier in (cable_tier - 1, cable_tier):
             if sw_tier < 1 or design.platform_of_tier(sw_tier) != "sonic":
                 continue
             lengths = profile_lengths(design, sw_tier, port_speed(design, sw_tier))
-            if lengths is not None and metres > lengths[-1]:
-                short[sw_tier] = lengths[-1]
+            if lengths is not None and metres > (lengths[-1] if lengths else 0):
+                short[sw_tier] = lengths[-1] if lengths else 0
         if not short:
             continue
         by_length: dict[int, list[str]] = {}
         for t, m in short.items():
             by_length.setdefault(m, []).append(physical.SWITCH_TIERS[t])
-        ends = "; ".join(f"{' and '.join(ts)} switches: up to {m} m" for m, ts in by_length.items())
+        ends = "; ".join(f"{' and '.join(ts)} switches: " + (f"up to {m} m" if m else "none at this speed")
+                         for m, ts in by_length.items())
+        fix = (f"Set {physical.key_of(cable_tier)} to at most {min(short.values())} if the runs allow, or add a "
+               if min(short.values()) else "Add a ")
         out.append(f"{physical.tier_name(cable_tier)} cables are {metres:,} m ({physical.key_of(cable_tier)}), longer than "
                    f"any lossless PG profile their SONiC buffer model lists ({ends}): buffermgrd creates no lossless "
-                   f"priority group on those ports, so PFC does not protect RoCE there. Set "
-                   f"{physical.key_of(cable_tier)} to at most {min(short.values())} if the runs allow, or add a "
+                   f"priority group on those ports, so PFC does not protect RoCE there. {fix}"
                    f"{metres}m row to the hwsku's pg_profile_lookup.ini on the switches (docs/configs.md)")
     return out

@@ -421,3 +421,15 @@ def test_the_default_port_rows_and_the_catalog_check_are_one_fact():
 
     assert sonic_buffers.PG_DEFAULT is catalog.PG_DEFAULT and sonic_buffers.QUEUE_DEFAULT is catalog.QUEUE_DEFAULT
     assert set(catalog.PORT_BUFFER_PROFILES) == {*catalog.PG_DEFAULT.values(), *catalog.QUEUE_DEFAULT.values()}
+
+
+def test_an_hwsku_whose_lookup_file_lists_no_row_is_named_at_any_length():
+    # Arista-7060X6-64PE (1x800G) ships a BALANCED pg_profile_lookup.ini with no row: buffermgrd
+    # creates no lossless PG at any cable length. The note said nothing (SONiC's usual 5m/40m/300m
+    # stood in for the missing rows) and CABLE_LENGTH named a length the file does not list
+    from railonly.fabric.devices.sonic_platform import unprotected_cable_tiers
+
+    text = design("arista-7060x6-64pe", "1x800G")
+    (note,) = unprotected_cable_tiers(parse_design(text), 1)
+    assert "leaf switches: none at this speed" in note and "Add a 30m row" in note and "at most" not in note
+    assert set(render(text)["CABLE_LENGTH"]["AZURE"].values()) == {"30m"}
