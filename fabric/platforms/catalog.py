@@ -547,6 +547,15 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
             bad(f"switch.platform_files[{i}]", f"{path}: model {p.model!r} is already in the catalog",
                 "give your platform a model name of its own")
             continue
+        # validate reads an OUTDIR, not the design: it knows a shipped hwsku's buffer facts by its
+        # name, and would judge yours by them (compile's self-check then failed as a railonly bug)
+        shipped_buffers = {hw: hb for q in shipped().values() for hw, hb in q.buffers.items()}
+        clash = sorted(hw for hw, hb in p.buffers.items() if hw in shipped_buffers and hb != shipped_buffers[hw])
+        if clash:
+            bad(f"switch.platform_files[{i}]", f"{path}: sonic.buffers.{clash[0]} differs from the shipped catalog's "
+                f"facts for the hwsku of that name", "give your hwsku a name of its own (its breakouts' hwsku and "
+                "its sonic.buffers key), as your switches' image names it")
+            continue
         catalog[p.model] = p
     if name == GENERIC and not by_tier_names:
         if sw.get("breakout") is not None:

@@ -238,6 +238,21 @@ def test_your_own_platform_files_profile_lengths_compile_and_validate(tmp_path, 
     assert f"CABLE_LENGTH|AZURE|{port} says 20m, cable" in capsys.readouterr().out
 
 
+def test_your_own_buffer_facts_under_a_shipped_hwsku_name_are_refused(tmp_path, capsys):
+    # validate knows a shipped hwsku's pg_profile_lookup by its name (an OUTDIR carries no design):
+    # other rows under that name made compile's self-check fail "as a railonly bug"
+    text = (REPO / "fabric" / "platforms" / "data" / "switches" / "dell-z9864f.yaml").read_text()
+    text = _z(text, "model: dell-z9864f", "model: acme-z64").replace(" 40m ", " 100m ")
+    (tmp_path / "acme.yaml").write_text(text)
+    path = tmp_path / "d.yml"
+    path.write_text("name: t\nhb_domain: {size: 8, count: 8}\n"
+                    "switch: {model: acme-z64, breakout: 2x400G, platform_files: [acme.yaml]}\n")
+    assert main(["compile", str(path), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "sonic.buffers.Dell-Z9864f-O64 differs from the shipped catalog's facts" in err and "a name of its own" in err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("used", [True, False])
 def test_an_outdir_holding_a_platform_file_is_refused_and_the_file_kept(used, tmp_path, capsys):
     """Replacing that OUTDIR would delete the file, used by a tier or only listed, even with --force."""
