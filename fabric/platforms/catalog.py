@@ -528,6 +528,7 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
     if name == GENERIC and not by_tier_names and sw.get("breakout") is None and not sw.get("platform_files"):
         return none, problems  # today's radix-only switch; the catalog is not even read
     catalog = dict(shipped())
+    shipped_buffers = {hw: hb for q in catalog.values() for hw, hb in q.buffers.items()}
     base = os.path.dirname(src.file) if src.file else ""
     for i, rel in enumerate(sw.get("platform_files") or ()):
         path = inside_folder(base, rel)
@@ -549,7 +550,6 @@ def resolve(values: dict, src: Source) -> tuple[Resolved, list[Problem]]:
             continue
         # validate reads an OUTDIR, not the design: it knows a shipped hwsku's buffer facts by its
         # name, and would judge yours by them (compile's self-check then failed as a railonly bug)
-        shipped_buffers = {hw: hb for q in shipped().values() for hw, hb in q.buffers.items()}
         clash = sorted(hw for hw, hb in p.buffers.items() if hw in shipped_buffers and hb != shipped_buffers[hw])
         if clash:
             bad(f"switch.platform_files[{i}]", f"{path}: sonic.buffers.{clash[0]} differs from the shipped catalog's "
