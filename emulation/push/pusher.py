@@ -31,6 +31,7 @@ import base64
 import difflib
 import hashlib
 import json
+import logging
 import os
 import re
 import shlex
@@ -48,6 +49,11 @@ from railonly.fabric.outdir.rollout_rules import frr_statements  # noqa: F401  (
 from railonly.fabric.outdir_layout import CONFIG_DB, FRR_CONF, SONIC_CONFIG_DB_PATH, SONIC_FILES, STARTUP_CONFIG
 
 from .targets import Device
+
+# paramiko logs a failed SSH handshake (a port that does not speak SSH) with its traceback from
+# its own thread, which Python's last-resort handler printed on stderr beside the one-line
+# result push gives for that device
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 STAGE = "/tmp/railonly-push"
 MAX_CONFIG = 64 * 1024 * 1024  # one switch's config file

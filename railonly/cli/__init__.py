@@ -106,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     from contextlib import nullcontext
 
     # SIGTERM cleans up as Ctrl-C does (every finally runs) in the lab commands, whose state
-    # outlives them (nftables tables, agents, a failover's switch). The commands that fork
-    # worker pools (compile, validate) keep SIGTERM's default: a worker that caught it hung a
-    # 32k compile in CI once (Pool.terminate), which a plain kill never does.
+    # outlives them (nftables tables, agents, a failover's switch), and in push (its device
+    # threads finish or roll back, the probes' pings are stopped; killed, it left a switch
+    # drained and the pings running). The commands that fork worker pools (compile,
+    # validate) keep SIGTERM's default: a worker that caught it hung a 32k compile in CI
+    # once (Pool.terminate), which a plain kill never does.
     try:
-        with terminate_as_interrupt() if args.command == "lab" else nullcontext():
+        with terminate_as_interrupt() if args.command in ("lab", "push") else nullcontext():
             return int(args.func(args) or 0)
     except InputError as exc:
         from railonly.fabric.input.problems import report_lines

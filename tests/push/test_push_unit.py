@@ -655,3 +655,41 @@ def test_undo_of_a_neighbour_removed_from_its_peer_group_brings_it_all_back():
     assert [c[-1] for c in cmds[:2]] == ["no neighbor 10.0.0.5 description leaf2", "no neighbor 10.0.0.5 peer-group FABRIC"]
     back_add, back_remove = ro.undo_statements([], remove, cmds[:2])
     assert back_add == remove[:3] and back_remove == []
+
+
+def test_sigterm_during_a_push_waits_for_the_device_in_flight_and_exits_143(tmp_path):
+    # push kept SIGTERM's default: killed mid-device, a switch stayed drained (no roll back) and
+    # --probe's pings ran on. Now the device thread finishes (here: its connection times out)
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    out = _compiled(tmp_path)
+    mute = socket.socket()  # accepts, never says a word: the SSH banner never comes
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(4)
+    inv = tmp_path / "inv.yml"
+    inv.write_text(f"defaults: {{platform: sonic, port: {mute.getsockname()[1]}}}\n"
+                   "devices:\n  unitpush-rail0-leaf0: {host: 127.0.0.1}\n")
+    p = subprocess.Popen([sys.executable, "-m", "railonly", "push", str(out), "--inventory", str(inv),
+                          "--device", "unitpush-rail0-leaf0", "--dry-run", "--timeout", "3",
+                          "--insecure-no-host-key-check"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "RAILONLY_SSH_PASSWORD": "x"})
+    conn = None
+    try:
+        mute.settimeout(30)
+        conn, _ = mute.accept()  # push has connected: its device thread is in flight
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        for s in (conn, mute):
+            if s is not None:
+                s.close()
+    assert p.returncode == 143 and "terminated" in err, (p.returncode, err[-400:])
+    assert "Traceback" not in err
