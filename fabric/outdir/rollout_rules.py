@@ -42,6 +42,17 @@ FRR_ELIDED = {
     # showed drift and every push was disruptive
     "transceiver qsfp default-mode 4x10G", "no aaa root", "no service interface inactive port-id allocation disabled",
 }
+# EOS only: statements (context paths) `show running-config` prints on switches that were never
+# configured with them, which `rollback clean-config` puts back. `system l1` with its two
+# defaults: vEOS-lab 4.32.1F and 4.33.1F, cEOS 4.33.0F and 4.34.1F, and an AWE-5310 on
+# EOS-4.31.2F print it (tests/data/eos_forms.yaml: printed_defaults).
+EOS_PRINTED_DEFAULTS = {
+    "system l1", "system l1 > unsupported speed action error", "system l1 > unsupported error-correction action error",
+}
+# EOS prints every front-panel and management port, configured or not (`interface Ethernet5` and
+# `!`, `interface Management1` and `!`; same sources): such a port with nothing under it is the
+# port's default, not a statement railonly could add or remove.
+_EOS_BARE_PORT = re.compile(r"^interface (Ethernet|Management)\d+(/\d+)*$")
 _FRR_SKIP = re.compile(r"^(!.*|end|exit|exit-address-family|exit-vrf|frr version .*|frr defaults .*|"
                        r"Building configuration\.\.\.|Current configuration:?)$")
 SEP = " > "  # between a statement's contexts
@@ -52,10 +63,12 @@ DRAIN_MARK = "railonly-drain"
 GSHUT = "65535:0"  # RFC 8326 GRACEFUL_SHUTDOWN
 
 
-def frr_statements(text: str) -> list[str]:
+def frr_statements(text: str, eos: bool = False) -> list[str]:
     """FRR (or EOS) config as sorted 'context > statement' paths: order and comment
     noise-free, so a running config and a file compare by meaning. The drain's own
-    route-map entries are left out: they are state of the rollout, not config."""
+    route-map entries are left out: they are state of the rollout, not config.
+    `eos`: also without what EOS prints of its own defaults (EOS_PRINTED_DEFAULTS, ports
+    with nothing configured)."""
     out, stack = [], []  # stack of (indent, line)
     hostname_seen = False
     for raw in text.splitlines():
@@ -73,7 +86,11 @@ def frr_statements(text: str) -> list[str]:
         out.append(SEP.join([s for _, s in stack] + [body]))
         stack.append((indent, body))
     drains = {s.split(SEP)[0] for s in out if s.endswith(f"{SEP}description {DRAIN_MARK}")}
-    return sorted({s for s in out if s.split(SEP)[0] not in drains})
+    out = [s for s in out if s.split(SEP)[0] not in drains]
+    if eos:
+        parents = {s.rsplit(SEP, 1)[0] for s in out if SEP in s}
+        out = [s for s in out if s not in EOS_PRINTED_DEFAULTS and not (_EOS_BARE_PORT.match(s) and s not in parents)]
+    return sorted(set(out))
 
 
 # --- the rules ------------------------------------------------------------------------
@@ -247,8 +264,8 @@ def _db_items(old: dict, new: dict) -> tuple[list[Item], list[str]]:
     return items, reload_why
 
 
-def _frr_items(old_text: str, new_text: str) -> tuple[list[Item], list[str], list[str], list[str]]:
-    old, new = set(frr_statements(old_text)), set(frr_statements(new_text))
+def _frr_items(old_text: str, new_text: str, eos: bool = False) -> tuple[list[Item], list[str], list[str], list[str]]:
+    old, new = set(frr_statements(old_text, eos)), set(frr_statements(new_text, eos))
     add, remove = sorted(new - old), sorted(old - new)
     items = [Item(f"- {s}", hitless_line(s)) for s in remove] + [Item(f"+ {s}", hitless_line(s)) for s in add]
     why = []
@@ -273,7 +290,7 @@ def classify(device: str, platform: str, old: dict[str, str], new: dict[str, str
     config_db.json as messages name them."""
     ch = Change(device, platform)
     if platform == "eos":
-        items, add, remove, why = _frr_items(old.get(STARTUP_CONFIG, ""), new.get(STARTUP_CONFIG, ""))
+        items, add, remove, why = _frr_items(old.get(STARTUP_CONFIG, ""), new.get(STARTUP_CONFIG, ""), eos=True)
         ch.items, ch.frr_add, ch.frr_remove = items, add, remove
         return ch
     odb, ndb = (_config_db(f.get(CONFIG_DB), w) for f, w in zip((old, new), where))

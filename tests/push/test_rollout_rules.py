@@ -4,6 +4,7 @@ reload, the patch, the vtysh statements, the drain, the waves. Pure: no lab."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -277,3 +278,62 @@ def test_eos_printed_defaults_are_no_drift():
     assert not ch.changed, ch.items
     ch = ro.classify("eos1", "eos", {"startup-config": printed}, {"startup-config": cand.replace("9214", "9100")})
     assert [i.what for i in ch.items] == ["- interface Ethernet1 > mtu 9214", "+ interface Ethernet1 > mtu 9100"]
+
+
+GOLDEN_EOS = Path(__file__).parents[1] / "golden" / "configs" / "eos-routed-2tier" / "configs"
+
+
+def _printed(cand: str, version: str = "vEOS-lab, EOS-4.33.1F") -> str:
+    """`show running-config` of railonly's own intent as the published EOS ones print it
+    (tests/data/eos_forms.yaml, printed_defaults): the header comments, the defaults EOS prints
+    on every switch (`system l1` and its two lines from 4.31.2F on), and every port railonly
+    leaves alone as a bare `interface EthernetN` / `interface Management1`."""
+    head = (f"! Command: show running-config\n! device: sw ({version})\n!\n! boot system flash:/vEOS-lab.swi\n!\n"
+            "no aaa root\n!\nno service interface inactive port-id allocation disabled\n!\n"
+            "transceiver qsfp default-mode 4x10G\n!\n")
+    body = cand.split("\n", 1)[1]  # railonly's `! device:` comment line
+    body = body.replace("!\ninterface Loopback0\n", "!\n" + "".join(f"interface Ethernet{n}\n!\n" for n in range(5, 9))
+                        + "interface Ethernet49/1\n!\ninterface Loopback0\n", 1)
+    body = body.replace("!\nip routing\n", "!\ninterface Management1\n!\nip routing\n", 1)
+    body = body.replace("spanning-tree mode mstp\n!\n", "spanning-tree mode mstp\n!\nsystem l1\n"
+                        "   unsupported speed action error\n   unsupported error-correction action error\n!\n", 1)
+    return head + body
+
+
+def test_eos_printed_running_config_of_the_same_intent_is_no_drift():
+    cand = (GOLDEN_EOS / "er2-rail0-leaf2" / "startup-config").read_text()
+    printed = _printed(cand)
+    assert "interface Ethernet5\n!" in printed and "system l1\n" in printed and "interface Management1\n!" in printed
+    ch = ro.classify("sw", "eos", {"startup-config": printed}, {"startup-config": cand})
+    assert not ch.changed, [i.what for i in ch.items]
+
+
+def test_eos_printed_defaults_do_not_hide_a_real_change():
+    cand = (GOLDEN_EOS / "er2-rail0-leaf2" / "startup-config").read_text()
+    # a port railonly does not write, configured on the switch: drift, and disruptive
+    printed = _printed(cand).replace("interface Ethernet5\n!", "interface Ethernet5\n   no switchport\n!", 1)
+    ch = ro.classify("sw", "eos", {"startup-config": printed}, {"startup-config": cand})
+    assert [i.what for i in ch.items] == ["- interface Ethernet5", "- interface Ethernet5 > no switchport"]
+    assert ch.mark == "disruptive"
+    # a changed speed on a port railonly writes
+    ch = ro.classify("sw", "eos", {"startup-config": _printed(cand)},
+                     {"startup-config": cand.replace("   speed 400g-8\n", "   speed 400g-4\n", 1)})
+    assert [i.what for i in ch.items] == ["- interface Ethernet1 > speed 400g-8", "+ interface Ethernet1 > speed 400g-4"]
+    # something set under `system l1` besides its defaults
+    printed = _printed(cand).replace("   unsupported speed action error\n", "   unsupported speed action warn\n", 1)
+    ch = ro.classify("sw", "eos", {"startup-config": printed}, {"startup-config": cand})
+    assert [i.what for i in ch.items] == ["- system l1 > unsupported speed action warn"]
+    # SONiC's FRR comparison is not EOS's: an empty FRR interface block stays a statement there
+    assert ro.frr_statements("interface Ethernet0\n!\n") == ["interface Ethernet0"]
+
+
+def test_eos_printed_defaults_are_the_recorded_ones():
+    # each default push leaves out of the EOS comparison has a published running-config in
+    # tests/data/eos_forms.yaml (printed_defaults), and the other way round
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).parents[1] / "data" / "eos_forms.yaml").read_text())
+    rows = doc["printed_defaults"]
+    assert all(r["source"] in doc["sources"] for r in rows)
+    assert {r["statement"] for r in rows if "statement" in r} == ro.EOS_PRINTED_DEFAULTS
+    assert [r["form"] for r in rows if "form" in r] == [ro._EOS_BARE_PORT.pattern]
