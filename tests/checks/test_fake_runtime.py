@@ -339,6 +339,7 @@ def test_failover_interrupted_while_the_switch_goes_down_restores_it(lab, monkey
     monkeypatch.setattr(failover, "_open_sockets", lambda *a: None)
     monkeypatch.setattr(failover, "_reach", lambda *a: None)
     monkeypatch.setattr(failover, "_round_sender", lambda *a: (lambda rnd: None))
+    monkeypatch.setattr(failover, "fabric_whole", lambda *a, **kw: ([], 0.0))  # BGP/BFD: the next test
     downs = []
 
     def set_down(ns, argv):
@@ -359,6 +360,83 @@ def test_failover_interrupted_while_the_switch_goes_down_restores_it(lab, monkey
     assert downs and faults.active(lab, fake) == []  # restored: nothing recorded any more
     ups = [ns for ns, argv in fake.ran("ip", "link", "set", "dev") if argv[-1] == "up"]
     assert len(ups) == len(lab.ports(sp))  # every port of the switch brought up again
+
+
+def _restoring_fake(cp, clock, routes_at: float) -> FakeRuntime:
+    """A lab just after `lab fault --restore`: every session Established and BFD up, but no
+    session has received a route before ``routes_at`` on the fake clock."""
+    by_ns = {f"clab-{cp.lab}-{sw}": sw for sw in {s.switch for s in cp.bgp} | set(cp.prefixes)}
+
+    def vtysh(ns, argv):
+        sw = by_ns[ns]
+        mine = [s for s in cp.bgp if s.switch == sw]
+        if argv[-1] == "show bfd peers json":
+            return 0, json.dumps([{"peer": s.peer, "status": "up"} for s in mine])
+        rcvd = 3 if clock[0] >= routes_at else 0
+        return 0, json.dumps({"ipv4Unicast": {"peers": {s.peer: {"state": "Established", "pfxRcd": rcvd} for s in mine}}})
+
+    def routes(ns, argv):
+        return 0, json.dumps([{"dst": p, "type": "unicast"} for p in cp.prefixes.get(by_ns[ns], ())])
+
+    return (FakeRuntime().on(("vtysh",), vtysh).on(("ip", "-4", "-j", "route"), routes)
+            .on(("ip", "link", "show"), (0, "")).on(("ip", "-4", "route", "show"), (0, ""))
+            .on(("ip", "link", "set"), (0, "")).on(("ip", "route", "replace"), (0, "")))
+
+
+@pytest.mark.parametrize("routes_at", [6.0, None], ids=["routes-come", "routes-never-come"])
+def test_failover_waits_for_every_session_to_carry_its_routes(lab, monkeypatch, routes_at):
+    """`lab check --failover rail0-spine1` right after `lab fault --node rail0-spine0` and its
+    restore measured 5.5 s (0.1 s otherwise): every pair passed through spine1, spine0's sessions
+    were not up yet (or up without routes), and taking spine1 down left the rail no spine until
+    spine0's came. The fault waits until every session has received routes, counts steady."""
+    from railonly.emulation.traffic import failover
+
+    cp = checks_plan.load(lab)
+    clock = [0.0]
+    for mod in (checks_run, failover):
+        monkeypatch.setattr(mod.time, "monotonic", lambda: clock[0])
+        monkeypatch.setattr(mod.time, "sleep", lambda d: clock.__setitem__(0, clock[0] + d))
+
+    class Reached:  # every same-rail pair passes, the spine being restored or not (probes need a real lab)
+        def __init__(self, *a):
+            self.ev = type("Ev", (), {"reach": set(cp.reach_pairs()), "reach_rounds": {1: set(cp.reach_pairs())}})()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def pump(self, s):
+            clock[0] += s
+
+    monkeypatch.setattr(failover.probe, "Agent", Reached)
+    monkeypatch.setattr(failover, "_open_sockets", lambda *a: None)
+    monkeypatch.setattr(failover, "_reach", lambda *a: None)
+    monkeypatch.setattr(failover, "_round_sender", lambda *a: (lambda rnd: None))
+    fake = _restoring_fake(cp, clock, routes_at if routes_at is not None else float("inf"))
+    downed_at = []
+    real = fake.exec
+
+    def exec_(node, argv, timeout=30.0):
+        if tuple(argv[:3]) == ("ip", "link", "set") and argv[-1] == "down" and not downed_at:
+            downed_at.append(clock[0])
+        return real(node, argv, timeout)
+
+    monkeypatch.setattr(fake, "exec", exec_)
+    sp = sorted(s.name for s in lab.switches if "spine" in s.name)[1]
+    run = failover.measure(lab, fake, sp, timeout=20.0)
+    res = {r.id: r for r in run.results}
+    if routes_at is None:
+        assert not downed_at and not fake.ran("ip", "link", "set")  # nothing taken down
+        fo = res[f"failover/{sp}"]
+        assert not fo.passed and "no routes received yet" in fo.detail and "nothing was changed" in fo.detail, fo.detail
+        return
+    # down only once every session carried routes, in two readings in a row
+    assert downed_at and downed_at[0] >= routes_at + failover.WHOLE_POLL_S, (downed_at, routes_at)
+    assert res[f"failover/{sp}"].passed and res[f"failover/{sp}/restored"].passed
+    assert any("waited" in n and "before the fault" in n for n in run.notes), run.notes
+    assert faults.active(lab, fake) == []
 
 
 def test_timing_lines_say_where_the_agents_start_went():
