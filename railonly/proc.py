@@ -38,13 +38,41 @@ def _on_sigterm(signum, frame) -> None:
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once, as before
     if _HANDLER_PID and os.getpid() != _HANDLER_PID[-1]:
-        # a forked child (a pool worker, a Background) inherited the handler: it dies of SIGTERM
-        # as its parent's terminate() expects. Raised, Terminated printed tracebacks and could
-        # block the child writing to a pipe its parent no longer read (a hung compile). A reset
-        # at fork would not do: a SIGTERM pending before it ran was dropped with it.
+        # a child forked other than by os.fork (whose hooks below give it the default action)
+        # inherited the handler: it dies of SIGTERM as its parent's terminate() expects
         os.kill(os.getpid(), signal.SIGTERM)
         return
     raise Terminated()
+
+
+def _block_before_fork() -> None:
+    # While the handler is held, a child must die of SIGTERM as the default action does: a
+    # Python handler runs only between bytecodes, and a pool worker stuck on a lock it
+    # inherited held (futex wait) never ran it, so Pool.terminate() waited on it for ever (a
+    # hung compile in CI, the SIGTERM test under load). Blocked across the fork, a SIGTERM sent
+    # to either side stays pending until each has the handler it should have: none is lost.
+    if _HANDLER_PID:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+
+def _unblock_in_parent() -> None:
+    if _HANDLER_PID:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _default_in_child() -> None:
+    if _HANDLER_PID:
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+os.register_at_fork(before=_block_before_fork, after_in_parent=_unblock_in_parent, after_in_child=_default_in_child)
 
 
 class terminate_as_interrupt:

@@ -109,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     # outlives them (nftables tables, agents, a failover's switch), and in push (its device
     # threads finish or roll back, the probes' pings are stopped; killed, it left a switch
     # drained and the pings running). The commands that fork worker pools (compile,
-    # validate) keep SIGTERM's default: a worker that caught it hung a 32k compile in CI
-    # once (Pool.terminate), which a plain kill never does.
+    # validate) keep SIGTERM's default: a worker that inherited the handler hung a 32k compile
+    # in CI once (Pool.terminate); forked children now get the default action (proc.py), but
+    # those commands leave nothing behind that a cleanup would remove.
     try:
         with terminate_as_interrupt() if args.command in ("lab", "push") else nullcontext():
             return int(args.func(args) or 0)
