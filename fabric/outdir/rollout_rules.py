@@ -42,6 +42,13 @@ FRR_ELIDED = {
     # showed drift and every push was disruptive
     "transceiver qsfp default-mode 4x10G", "no aaa root", "no service interface inactive port-id allocation disabled",
 }
+# The lab's zebra installs routes with their nexthops inline, not as kernel nexthop objects: with
+# those, FRR 8.4's zebra left the leaves' kernel nexthop groups one member short after a spine's
+# links went down and up (`lab fault --restore`, the end of `--failover`), so every route of the
+# rail went through one spine until a fresh deploy while `show ip route` listed both. Set by the
+# netns runtime (emulation/runtime/netns/frr.py), it is the lab's, not the switch's config.
+LAB_ZEBRA = "no zebra nexthop kernel enable"
+FRR_ELIDED.add(LAB_ZEBRA)
 # EOS only: statements (context paths) `show running-config` prints on switches that were never
 # configured with them, which `rollback clean-config` puts back. `system l1` with its two
 # defaults: vEOS-lab 4.32.1F and 4.33.1F, cEOS 4.33.0F and 4.34.1F, and an AWE-5310 on

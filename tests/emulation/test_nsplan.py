@@ -168,6 +168,7 @@ def test_frr_processes_argv():
     procs = frr.processes(inst, "hostname leaf1\n")
     assert procs[0].files == (("/run/lab/frr/leaf1/frr.conf", "hostname leaf1\n"),
                               ("/run/lab/frr/leaf1/hostname.conf", "hostname leaf1\n"),
+                              ("/run/lab/frr/leaf1/zebra-own.conf", "hostname leaf1\nno zebra nexthop kernel enable\n"),
                               ("/run/lab/frr/leaf1/vtysh.conf", ""))
     with pytest.raises(ValueError, match="hostname"):
         frr.processes(inst, "router bgp 1\n")
@@ -175,7 +176,8 @@ def test_frr_processes_argv():
     for p in procs:
         a = list(p.argv)
         assert a[a.index("-P") + 1] == "0"  # no TCP vty ports
-        assert a[a.index("-f") + 1] == "/run/lab/frr/leaf1/hostname.conf"  # not the integrated file (vtysh -b's)
+        own = "zebra-own.conf" if p.name.endswith("/zebra") else "hostname.conf"  # not the integrated file (vtysh -b's)
+        assert a[a.index("-f") + 1] == f"/run/lab/frr/leaf1/{own}"
         assert a[a.index("-z") + 1] == "/run/lab/frr/leaf1/zserv.api"
         assert a[a.index("--vty_socket") + 1] == "/run/lab/frr/leaf1"
         assert p.pidfile == a[a.index("-i") + 1]

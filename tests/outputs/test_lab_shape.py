@@ -154,8 +154,10 @@ def test_the_integrated_config_reaches_the_daemons_through_vtysh_b_only():
     procs = frr.processes(inst, text)
     assert [f for p in procs for f in p.files] == [("/run/x/frr/s1/frr.conf", text),
                                                    ("/run/x/frr/s1/hostname.conf", "hostname s1\n"),
+                                                   ("/run/x/frr/s1/zebra-own.conf", "hostname s1\nno zebra nexthop kernel enable\n"),
                                                    ("/run/x/frr/s1/vtysh.conf", "")]
-    assert all(p.argv[p.argv.index("-f") + 1] == "/run/x/frr/s1/hostname.conf" for p in procs)
+    assert [p.argv[p.argv.index("-f") + 1] for p in procs] == ["/run/x/frr/s1/zebra-own.conf"] + \
+        ["/run/x/frr/s1/hostname.conf"] * (len(procs) - 1)
     assert [p.then for p in procs if p.then] == [frr.boot_argv(inst)]
 
 

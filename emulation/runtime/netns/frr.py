@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from railonly import proc
 
+from railonly.fabric.outdir.rollout_rules import LAB_ZEBRA
 from railonly.fabric.outdir_layout import FRR_CONF
 from . import pids
 from .ns_plan import Process
@@ -50,6 +51,11 @@ class FrrInstance:
     def own_config(self) -> str:
         """What each daemon reads itself with ``-f`` (:func:`own_config`)."""
         return f"{self.rundir}/hostname.conf"
+
+    @property
+    def zebra_config(self) -> str:
+        """zebra's own ``-f`` file: :func:`own_config` and the lab's LAB_ZEBRA (its reason there)."""
+        return f"{self.rundir}/zebra-own.conf"
 
     @property
     def vtysh_config(self) -> str:
@@ -96,7 +102,7 @@ def processes(
     for i, d in enumerate(daemons):
         argv = [
             f"{FRR_LIBDIR}/{d}", "-d",
-            "-f", inst.own_config,
+            "-f", inst.zebra_config if d == "zebra" else inst.own_config,
             "-i", f"{inst.rundir}/{d}.pid",
             "-z", f"{inst.rundir}/zserv.api",
             "--vty_socket", inst.rundir,
@@ -116,6 +122,7 @@ def processes(
                 dirs=(inst.rundir,),
                 owner="frr:frr",
                 files=((inst.config, config_text), (inst.own_config, own_config(config_text)),
+                       (inst.zebra_config, own_config(config_text) + LAB_ZEBRA + "\n"),
                        (inst.vtysh_config, "")) if i == 0 else (),
                 then=boot_argv(inst) if i == len(daemons) - 1 else (),
             )

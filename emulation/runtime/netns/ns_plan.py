@@ -186,6 +186,11 @@ def router_sysctls(multipath_hash_policy: int = 1) -> tuple[tuple[str, str], ...
         ("net.ipv4.conf.default.rp_filter", "0"),
         ("net.ipv4.fib_multipath_hash_policy", str(multipath_hash_policy)),
         ("net.ipv6.fib_multipath_hash_policy", str(multipath_hash_policy)),
+        # a nexthop whose link lost carrier leaves ECMP at once, as an ASIC drops a port that
+        # goes down from its groups: routes carry their nexthops inline (frr.py, LAB_ZEBRA), and
+        # the kernel kept hashing flows onto a dead one until BFD and BGP withdrew it
+        ("net.ipv4.conf.all.ignore_routes_with_linkdown", "1"),
+        ("net.ipv6.conf.all.ignore_routes_with_linkdown", "1"),
     )
 
 
