@@ -85,6 +85,13 @@ def test_failover_after_a_spine_fault_is_reported_and_restored(routed, tmp_path)
     # the spine is back: its FRR answers again
     rc = subprocess.run(["ip", "netns", "exec", routed.ns(sp), "true"]).returncode
     assert rc == 0
+    # and so is its ECMP share: the rail's leaf routes the other leaves' subnets over both spines
+    # (with kernel nexthop objects, FRR 8.4 left them on one spine after a restore until a redeploy)
+    leaf = sp.split("-spine")[0] + "-leaf0"
+    out = subprocess.run(["ip", "-n", routed.ns(leaf), "-j", "-4", "route", "show", "proto", "bgp"],
+                         capture_output=True, text=True).stdout
+    gpu_routes = [r for r in json.loads(out or "[]") if r["dst"].startswith("10.0.")]
+    assert gpu_routes and all(len(r.get("nexthops", ())) == 2 for r in gpu_routes), gpu_routes
 
 
 def test_valley_free_export_holds_with_one_asn_per_switch_too(routed_per_switch):
