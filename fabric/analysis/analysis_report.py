@@ -144,6 +144,16 @@ def _params(n: float) -> str:
     return f"{n / 1e9:,.1f}B" if n >= 1e9 else f"{n / 1e6:,.0f}M"
 
 
+def _equal_budget(eb: dict) -> str:
+    """What the network cost difference buys in GPUs, in words: rail-only may cost more (a switch
+    per small rail against a packed baseline), and the view then takes GPUs away from it."""
+    n = abs(eb["extra_gpus"])
+    s = "" if n == 1 else "s"
+    if eb["spine_usd"] >= 0:
+        return f"the spine's ${eb['spine_usd']:,.0f} buys {n:,} more GPU{s}"
+    return f"rail-only's network costs ${-eb['spine_usd']:,.0f} more, {n:,} fewer GPU{s} for the same money"
+
+
 def text(a: Analysis, design_name: str) -> str:
     j, p, pl = a.job, a.job.parallel, a.placement
     doc = contract(a, design_name)
@@ -200,7 +210,7 @@ def text(a: Analysis, design_name: str) -> str:
                          f"energy {c['rail-only']['joules_per_token']:.3g} J/token on rail-only")
             eb = c.get("equal_budget")
             if eb:
-                lines.append(f"equal budget: the spine's ${eb['spine_usd']:,.0f} buys {eb['extra_gpus']:,} more GPU{'' if eb['extra_gpus'] == 1 else 's'}: rail-only "
+                lines.append(f"equal budget: {_equal_budget(eb)}: rail-only "
                              f"{eb['rail_only_tokens_per_s']:,.0f} tokens/s vs rail-optimized {eb['rail_optimized_tokens_per_s']:,.0f}")
         else:
             lines.append("network cost: not available (one of the two networks cannot be built at this radix)")

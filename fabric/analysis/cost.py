@@ -9,7 +9,8 @@ ideal network has no price: it is a bound, not a product.
   joules_per_token      (GPUs x GPU power + network power) x iteration time / tokens an iteration
   equal budget          the rail-optimized spine's extra cost buys extra GPUs instead; with
                         throughput assumed to scale with GPUs, rail-only then trains at
-                        tokens/s x (N + extra) / N for the same money
+                        tokens/s x (N + extra) / N for the same money (extra is negative, GPUs
+                        taken away, where rail-only's network costs more)
 """
 
 from __future__ import annotations

@@ -242,3 +242,18 @@ def test_equal_budget_of_one_gpu_is_singular(capsys):
     # the spine's $30,480 "buys 1 more GPUs"
     rc, out, _ = run(capsys, LABS / "mini-routed.yml", LABS / "jobs" / "gpt-small.yml")
     assert rc == 0 and "equal budget: the spine's $30,480 buys 1 more GPU: rail-only " in out, out
+
+
+def test_equal_budget_where_rail_only_costs_more_says_fewer(capsys, tmp_path):
+    # 64 domains of 8 at radix 256 without share_rails: a switch per rail against a packed baseline,
+    # rail-only's network costs $235,520 more; the line read "the spine's $-235,520 buys -8 more GPUs"
+    d = tmp_path / "d.yml"
+    d.write_text("name: t\ntopology: rail-only\nhb_domain: {size: 8, count: 64}\n"
+                 "switch: {radix: 256, share_rails: false}\nrail: {mode: routed}\n")
+    j = tmp_path / "j.yml"
+    j.write_text("name: j\nmodel: {layers: 12, hidden: 1024, heads: 16, seq: 1024, vocab: 32000}\n"
+                 "parallel: {tp: 8, pp: 1, dp: 64, micro_batch: 1, global_batch: 64}\ngpu: {preset: h100}\n")
+    rc, out, _ = run(capsys, d, j)
+    line = next(ln for ln in out.splitlines() if ln.startswith("equal budget:"))
+    assert rc == 0 and line.startswith("equal budget: rail-only's network costs $235,520 more, 8 fewer GPUs for the same money: "), line
+    assert "-" not in line.replace("rail-only", "").replace("rail-optimized", ""), line
