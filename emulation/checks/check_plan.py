@@ -25,11 +25,11 @@ this plan, :mod:`.probe` and :mod:`.run` collect the evidence.
 from __future__ import annotations
 
 import csv
+import io
 import ipaddress
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from railonly.fabric.graph.model import Endpoint, Fabric, Node
 from railonly.fabric.outputs.cabling import graph_ends
@@ -206,11 +206,24 @@ def bgp_sessions(switch: str, frr_conf: str) -> list[BgpSession]:
             for p in NEIGHBOR_RE.findall(frr_conf) if p not in groups]
 
 
-def read_cabling(path: Path) -> list[Cable]:
+def read_cabling(text: str, file: str) -> list[Cable]:
     """cabling.csv's cables, each end as the lab names it (a server NIC `hb0:rail0` is the
-    namespace of its GPU, `a_gpu`, port eth1)."""
-    with open(path, newline="", encoding="utf-8") as f:
-        return [Cable(r["cable_id"], *a, *b) for r in csv.DictReader(f) for a, b in [graph_ends(r)]]
+    namespace of its GPU, `a_gpu`, port eth1). The file is the OUTDIR's: a row without the
+    columns railonly writes is UntrustedFile (exit 2) naming its line, not a KeyError."""
+    from railonly.fabric.input.jsonsource import UntrustedFile
+
+    out = []
+    try:
+        rows = csv.DictReader(io.StringIO(text, newline=""))
+        for r in rows:
+            ends = graph_ends(r) if r.get("cable_id") else None
+            if ends is None or not all(isinstance(x, str) and x for end in ends for x in end):
+                raise UntrustedFile(file, "has a row without the cable_id, a_gpu or a_device/a_port, b_device and"
+                                          " b_port railonly writes", "recompile the design", rows.line_num)
+            out.append(Cable(r["cable_id"], *ends[0], *ends[1]))
+    except (csv.Error, KeyError) as exc:
+        raise UntrustedFile(file, f"is not the cabling.csv railonly writes: {exc}", "recompile the design") from None
+    return out
 
 
 def plan(fabric: Fabric, *, configs: dict[str, str] | None = None, cables: list[Cable] | None = None) -> CheckPlan:
@@ -335,11 +348,18 @@ def _paths(cp: CheckPlan, fabric: Fabric) -> list[PathSpec]:
 
 def load(lab) -> CheckPlan:
     """The plan of a loaded :class:`~railonly.emulation.lab.Lab` (reads its files)."""
+    from railonly.fabric.outdir.reader import OutdirReader
+
+    # read as load_lab reads the OUTDIR (no symlink followed, bounded, UTF-8 or exit 2): from the
+    # directory the lab was loaded from, its OUTDIR or the record of a running lab (rundir.deployed_lab)
+    root = lab.topology_file.parent
+    reader = OutdirReader(str(root))
     configs = {}
     for s in lab.switches:
-        p = lab.configs_dir / s.name / FRR_CONF
-        if p.is_file():
-            configs[s.name] = p.read_text(encoding="utf-8")
-    cab = lab.fabric_file.parent / CABLING_CSV
-    cables = read_cabling(cab) if cab.is_file() else None
+        text = reader.read_text(str((lab.configs_dir / s.name / FRR_CONF).relative_to(root)))
+        if text is not None:
+            configs[s.name] = text
+    cab = str((lab.fabric_file.parent / CABLING_CSV).relative_to(root))
+    text = reader.read_text(cab)
+    cables = read_cabling(text, reader.where(cab)) if text is not None else None
     return plan(lab.fabric, configs=configs, cables=cables)

@@ -498,3 +498,34 @@ def test_a_faulted_lab_stops_waiting_once_what_fails_stays_the_same(lab, monkeyp
     monkeypatch.setattr(FakeRuntime, "exec", exec_)
     st = checks_run.collect_switches(fake, lab, cp, 60.0, bgp=True, bfd=False, faulted=True)
     assert st.stable_failing and clock[0] >= 8.0 + checks_run.FAULTED_STABLE_S
+
+
+@pytest.mark.parametrize("spoil,named", [
+    ("cabling_columns", "cabling.csv:2: has a row without the cable_id"),
+    ("cabling_short_row", "cabling.csv:3: has a row without the cable_id"),
+    ("cabling_binary", "cabling.csv: is not UTF-8 text"),
+    ("frr_binary", "frr.conf: is not UTF-8 text"),
+    ("frr_link", "frr.conf: is a symbolic link"),
+])
+def test_a_hostile_cabling_or_frr_conf_in_the_outdir_is_exit_2_naming_it(tmp_path, monkeypatch, capsys, spoil, named):
+    # check_plan.load read them with open()/read_text: a KeyError or UnicodeDecodeError traceback;
+    # a link is refused by load_lab already, and by the reader now reading them too
+    lab = load_lab(compile_to(design_text("labs/mini-routed.yml", "fakert"), tmp_path / "out"))
+    cab = lab.fabric_file.parent / "cabling.csv"
+    frr = lab.configs_dir / lab.switches[0].name / "frr.conf"
+    if spoil == "cabling_columns":
+        cab.write_text("x,y\n1,2\n")
+    elif spoil == "cabling_short_row":
+        cab.write_text("\n".join(cab.read_text().splitlines()[:2] + ["x,y"]) + "\n")
+    elif spoil == "cabling_binary":
+        cab.write_bytes(b"\xff\xfe\x00")
+    elif spoil == "frr_binary":
+        frr.write_bytes(b"\xff\xfe\x00")
+    else:
+        (tmp_path / "elsewhere").write_text(frr.read_text())
+        frr.unlink()
+        frr.symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setitem(RUNTIMES, "fake", lambda: FakeRuntime())
+    assert main(["lab", "check", str(lab.outdir), "--runtime", "fake", "--timeout", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err, err
