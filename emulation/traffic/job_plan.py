@@ -35,6 +35,7 @@ class's range (CLASS_PORTS), so the lab's packet counters split bytes by class:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from decimal import ROUND_DOWN, Context
 
 from railonly.fabric.analysis import Cluster, Job, Placement, Rates, phase_list, place
 from railonly.fabric.analysis.network import LINK_EFFICIENCY
@@ -100,12 +101,14 @@ def check_duration(model_iteration_s: float, iterations: int, time_scale: float,
     """ScaleError when the replay would run longer than MAX_REPLAY_S (pure): a job file of
     50,000,000 micro-batches planned a 117-day iteration and the replay started sleeping it."""
     planned = model_iteration_s * iterations
-    if planned <= MAX_REPLAY_S:
+    if planned <= MAX_REPLAY_S * (1 + 1e-9):  # the float products of a scale at the limit
         return
-    lower = time_scale * MAX_REPLAY_S / planned
+    # the plan is linear in the time scale (bytes and idle alike); two significant digits, cut down:
+    # rounded (:.2g) they could name a scale above the limit, refused again when given
+    lower = float(Context(prec=2, rounding=ROUND_DOWN).create_decimal(repr(time_scale * MAX_REPLAY_S / planned)))
     fixes = [] if scale_given else [f"a smaller parallel.global_batch ({micro_batches:,} micro-batches an iteration)"]
     if lower >= 0.001:
-        fixes.append(f"--time-scale {float(f'{lower:.2g}'):g} or less")
+        fixes.append(f"--time-scale {lower:g} or less")
     if iterations > 1:
         fixes.append("fewer --iterations")
     raise ScaleError(f"the replay would last {planned:,.0f} s ({iterations} x {model_iteration_s:,.0f} s an iteration"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from railonly.emulation.traffic import job_plan as jp
@@ -233,3 +235,13 @@ def test_a_context_parallel_job_scales_to_the_lab_without_cp():
     s = jp.scale_job(job, Cluster(2, 6, 100, 900), 100)
     assert s.job.parallel.cp == 1 and "cp 2 -> 1" in s.changes
     assert s.job.parallel.gpus <= 12
+
+
+@pytest.mark.parametrize("planned", [7 * 3600.0, 6.5 * 3600.0, 25 * 3600.0, 30000.0])
+def test_the_time_scale_a_long_replay_is_told_to_use_is_accepted(planned):
+    # the advice was the limit's scale rounded to two digits (:.2g), which rounds up as often as
+    # down: 7 h at x1 advised --time-scale 0.86, planning 6.02 h, refused again
+    with pytest.raises(jp.ScaleError) as exc:
+        jp.check_duration(planned, 1, 1.0, 8, True)
+    advised = float(re.search(r"--time-scale (\S+) or less", exc.value.fix).group(1))
+    jp.check_duration(planned * advised, 1, advised, 8, True)  # linear in the scale: accepted
