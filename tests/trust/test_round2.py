@@ -15,6 +15,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -206,7 +207,12 @@ def test_a_redeploy_of_a_changed_outdir_removes_what_a_user_started_in_the_lab(f
     rc, o, e = run(capsys, "lab", "exec", str(out), "hb0-gpu0", "--", "sh", "-c", "sleep 397 >/dev/null 2>&1 &")
     assert rc == 0, o + e
     ns_inode = setns.inode(f"clab-{name}-hb0-gpu0")
-    started = [p.pid for p in pids.in_netns({ns_inode}) if p.cmdline[:2] == ("sleep", "397")]
+    # sh has exited when exec returns, but its child may not have become `sleep` yet (it failed
+    # CI once on a loaded host: the child's cmdline was still sh's)
+    deadline = time.monotonic() + 10
+    while not (started := [p.pid for p in pids.in_netns({ns_inode}) if p.cmdline[:2] == ("sleep", "397")]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert started
     conf = sorted((out / "configs").glob("*/frr.conf"))[0]
     conf.write_text(conf.read_text() + "!\n")  # other bytes: the redeploy replaces the lab
