@@ -302,11 +302,9 @@ def _sonic_running(conn) -> tuple[dict, str]:
     return db, (frr if rc == 0 else "")
 
 
-def _sonic_diff(device: Device, files: dict[str, str], db: dict, frr: str) -> str:
-    """The running config against the candidate, both as the push compares them (rollout_rules.image_aligned)."""
-    from railonly.fabric.outdir.rollout_rules import image_aligned
-
-    running, cand_db = image_aligned(db, json.loads(files[CONFIG_DB]))
+def _sonic_diff(device: Device, files: dict[str, str], running: dict, cand_db: dict, frr: str) -> str:
+    """The running config against the candidate, the config DBs as the push compares them
+    (rollout_rules.image_aligned)."""
     diff = unified(_json_lines(running), _json_lines(cand_db), CONFIG_DB, device.name)
     frr_files = {k: v for k, v in files.items() if k != CONFIG_DB}
     if frr_files:
@@ -587,11 +585,11 @@ def push_sonic(conn, device: Device, files: dict[str, str], dry_run: bool, res: 
     opts = opts or Options()
     db, frr = _sonic_running(conn)
     res.steps.append("read running config")
-    res.diff = _sonic_diff(device, files, db, frr)
-    saved = _saved_frr(conn, files) or frr
     # Tables the candidate does not list are left alone (a real switch holds more than we generate),
     # and so is what the image keeps in those it lists (its init_cfg.json defaults)
     old_db, new_db = image_aligned(db, json.loads(files[CONFIG_DB]))
+    res.diff = _sonic_diff(device, files, old_db, new_db, frr)
+    saved = _saved_frr(conn, files) or frr
     old = {CONFIG_DB: json.dumps(old_db), FRR_CONF: saved}
     ch = classify(device.name, "sonic", old, {**files, CONFIG_DB: json.dumps(new_db)})
     res.mark = ch.mark if ch.changed else ""
