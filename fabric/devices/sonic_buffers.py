@@ -49,6 +49,7 @@ buffer_headroom_mellanox.lua reads any ``<n>m``). Hwskus without published buffe
 
 from __future__ import annotations
 
+import functools
 import re
 
 # PG_DEFAULT/QUEUE_DEFAULT: buffers_config.j2's default rows, beside the catalog check that
@@ -139,6 +140,7 @@ def published_cable_lengths(hwsku: str | None, speed_gbps: float | None) -> tupl
     return ()
 
 
+@functools.lru_cache(maxsize=256)  # validate asks per port; the answer parses the shipped catalog
 def railonly_knows_lengths(hwsku: str | None) -> bool:
     """Whether validate knows which CABLE_LENGTH values `hwsku` has lossless profiles for:
     a shipped catalog hwsku (its pg_profile_lookup.ini facts, or SONiC's usual without

@@ -56,18 +56,13 @@ def _cable_lengths_accepted(metres: float, hwsku: str | None, speed_gbps: float 
             pg_profile_cable_length(metres, published_cable_lengths(hwsku, speed_gbps) or PG_PROFILE_CABLE_M))
 
 
-@functools.lru_cache(maxsize=256)
-def _knows_lengths(hwsku: str | None) -> bool:
-    return railonly_knows_lengths(hwsku)
-
-
 def _cable_length_fits(value: str | None, metres: float, hwsku: str | None, speed_gbps: float | None) -> bool:
     """Whether CABLE_LENGTH `value` fits a cable of `metres`: one of the accepted values, or, on an
     hwsku whose profile lengths validate cannot know (a user's own platform file), any whole
     length that covers the cable (its headroom is then at least the cable's)."""
     if value in _cable_lengths_accepted(metres, hwsku, speed_gbps):
         return True
-    if _knows_lengths(hwsku):
+    if railonly_knows_lengths(hwsku):
         return False
     m = re.fullmatch(r"(\d{1,6})m", value or "")
     return m is not None and int(m.group(1)) >= metres
