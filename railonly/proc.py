@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -30,19 +32,12 @@ def interrupt_exit(exc: BaseException) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
-_HANDLER_PID: list[int] = []  # the process that holds the handler (a forked child inherits it)
-
-
 def _on_sigterm(signum, frame) -> None:
-    import signal
-
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once, as before
-    if _HANDLER_PID and os.getpid() != _HANDLER_PID[-1]:
-        # a child forked other than by os.fork (whose hooks below give it the default action)
-        # inherited the handler: it dies of SIGTERM as its parent's terminate() expects
-        os.kill(os.getpid(), signal.SIGTERM)
-        return
     raise Terminated()
+
+
+_FORK = threading.local()  # whether this thread blocked SIGTERM for the fork it is making
 
 
 def _block_before_fork() -> None:
@@ -51,23 +46,20 @@ def _block_before_fork() -> None:
     # inherited held (futex wait) never ran it, so Pool.terminate() waited on it for ever (a
     # hung compile in CI, the SIGTERM test under load). Blocked across the fork, a SIGTERM sent
     # to either side stays pending until each has the handler it should have: none is lost.
-    if _HANDLER_PID:
-        import signal
-
+    # Unblocked by what this hook did, not by the handler then (the main thread may restore
+    # the previous one while a pool's thread forks a worker).
+    _FORK.blocked = signal.getsignal(signal.SIGTERM) is _on_sigterm
+    if _FORK.blocked:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
 
 def _unblock_in_parent() -> None:
-    if _HANDLER_PID:
-        import signal
-
+    if getattr(_FORK, "blocked", False):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _default_in_child() -> None:
-    if _HANDLER_PID:
-        import signal
-
+    if getattr(_FORK, "blocked", False):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
@@ -80,21 +72,14 @@ class terminate_as_interrupt:
     this process; a forked child dies of it. The previous handler comes back on exit."""
 
     def __enter__(self):
-        import signal
-        import threading
-
         self.previous = None
         if threading.current_thread() is threading.main_thread():
-            _HANDLER_PID.append(os.getpid())
             self.previous = signal.signal(signal.SIGTERM, _on_sigterm)
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         if self.previous is not None:
             signal.signal(signal.SIGTERM, self.previous)
-            _HANDLER_PID.pop()
 
 
 @dataclass(frozen=True)
